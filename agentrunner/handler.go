@@ -1,0 +1,135 @@
+package agentrunner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// RunContext describes the run to deferred-call handlers and to ask.
+type RunContext struct {
+	// RunID identifies the run across resumes.
+	RunID string
+	// Messages is the history so far: it ends with the model response that
+	// made the pending calls and the returns of calls already executed. A
+	// handler that persists a run for durable resume saves these.
+	Messages []Message
+	// Deps is whatever the caller passed in RunInput.Deps.
+	Deps any
+	// Runner is the runner executing the run; use it for PendingCalls.
+	Runner *Runner
+}
+
+// DeferredHandler decides some or all of the pending calls of a run without
+// ending it. Handlers run in order, each seeing only what the previous ones
+// left. Returning nil or empty results leaves every call to the next handler.
+// Results must name only pending calls; an error ends the run.
+type DeferredHandler interface {
+	HandleDeferred(ctx context.Context, rc *RunContext, requests DeferredToolRequests) (*DeferredToolResults, error)
+}
+
+// HandlerFunc adapts a function to DeferredHandler.
+type HandlerFunc func(ctx context.Context, rc *RunContext, requests DeferredToolRequests) (*DeferredToolResults, error)
+
+// HandleDeferred calls f.
+func (f HandlerFunc) HandleDeferred(ctx context.Context, rc *RunContext, requests DeferredToolRequests) (*DeferredToolResults, error) {
+	return f(ctx, rc, requests)
+}
+
+// AskFunc hands pending calls and their resume token to people or systems.
+// It returns results to answer in place, or nil results to make the run wait
+// until the token is resolved, failed, cancelled or expires.
+type AskFunc func(ctx context.Context, rc *RunContext, requests DeferredToolRequests, token string) (*DeferredToolResults, error)
+
+// AskHandler is the RequestInput-style handler: innermost in a chain, it
+// opens a resume token, calls Ask, and waits on Events for the answer.
+// When the wait ends without an answer every pending approval is denied and
+// every pending call fails with NoDecisionPrefix + reason, and the run goes
+// on so the model can tell the user.
+type AskHandler struct {
+	Ask    AskFunc
+	Events ExternalEvents
+	// Timeout bounds each wait; 0 means one hour. Deadline, when set,
+	// overrides it per request (e.g. from a routing table).
+	Timeout  time.Duration
+	Deadline func(requests DeferredToolRequests) time.Time
+	// NewToken makes resume tokens; nil means NewToken.
+	NewToken func() string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// HandleDeferred implements DeferredHandler.
+func (h *AskHandler) HandleDeferred(ctx context.Context, rc *RunContext, requests DeferredToolRequests) (*DeferredToolResults, error) {
+	newToken := h.NewToken
+	if newToken == nil {
+		newToken = NewToken
+	}
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	var deadline time.Time
+	if h.Deadline != nil {
+		deadline = h.Deadline(requests)
+	}
+	if deadline.IsZero() {
+		timeout := h.Timeout
+		if timeout == 0 {
+			timeout = time.Hour
+		}
+		deadline = now().Add(timeout)
+	}
+	token := newToken()
+	if err := h.Events.Open(ctx, token, deadline); err != nil {
+		return nil, fmt.Errorf("ask: %w", err)
+	}
+	answer, err := h.Ask(ctx, rc, requests, token)
+	if err != nil {
+		// The token was handed out, or may have been: end it so a late click
+		// gets a clear error instead of resolving a run that moved on.
+		_ = h.Events.Fail(context.WithoutCancel(ctx), token, &NoDecisionError{Reason: "asking failed", Cause: ErrTokenFailed})
+		return nil, fmt.Errorf("ask: %w", err)
+	}
+	if answer == nil {
+		answer, err = h.Events.Wait(ctx, token)
+		if nd, ok := err.(*NoDecisionError); ok {
+			return NoDecision(requests, nd.Reason), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("wait: %w", err)
+		}
+	} else {
+		_ = h.Events.Resolve(ctx, token, answer)
+	}
+	// An answer passes through its JSON form so an answer given in place and
+	// one that crossed a process boundary look the same to the run.
+	return roundTrip(answer)
+}
+
+func roundTrip(r *DeferredToolResults) (*DeferredToolResults, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode answer: %w", err)
+	}
+	out := &DeferredToolResults{}
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("decode answer: %w", err)
+	}
+	return out, nil
+}
+
+// NoDecision answers every pending call as having received no decision:
+// approvals are denied and calls fail, each with NoDecisionPrefix + reason.
+func NoDecision(requests DeferredToolRequests, reason string) *DeferredToolResults {
+	msg := NoDecisionPrefix + reason
+	res := NewDeferredToolResults()
+	for _, c := range requests.Approvals {
+		res.Approvals[c.ToolCallID] = Deny(msg)
+	}
+	for _, c := range requests.Calls {
+		res.Calls[c.ToolCallID] = Fail(msg)
+	}
+	return res
+}

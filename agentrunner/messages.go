@@ -1,0 +1,217 @@
+package agentrunner
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// MessageKind tells a request to the model from the model's response.
+type MessageKind string
+
+// The kinds of message, as in Pydantic AI's message history.
+const (
+	KindRequest  MessageKind = "request"
+	KindResponse MessageKind = "response"
+)
+
+// PartKind tells the parts of a message apart.
+type PartKind string
+
+// The kinds of part, named as Pydantic AI names them.
+const (
+	PartUserPrompt  PartKind = "user-prompt"
+	PartText        PartKind = "text"
+	PartToolCall    PartKind = "tool-call"
+	PartToolReturn  PartKind = "tool-return"
+	PartRetryPrompt PartKind = "retry-prompt"
+)
+
+// Outcome says how a tool return came about.
+type Outcome string
+
+// Tool return outcomes; an empty outcome means success.
+const (
+	OutcomeSuccess Outcome = ""
+	OutcomeDenied  Outcome = "denied"
+	OutcomeFailed  Outcome = "failed"
+)
+
+// Message is one entry of a run's history: a request to the model (user
+// prompt, tool returns, retry prompts) or its response (text, tool calls).
+// Its JSON follows Pydantic AI's ModelRequest / ModelResponse so a history
+// round-trips through Redis and can be resumed by another process.
+type Message struct {
+	Kind      MessageKind `json:"kind"`
+	Parts     []Part      `json:"parts"`
+	Timestamp time.Time   `json:"timestamp,omitzero"`
+	// ModelName is set on responses.
+	ModelName string `json:"model_name,omitempty"`
+	// RunID is the run that added the message.
+	RunID string `json:"run_id,omitempty"`
+}
+
+// Part is one piece of a message. Which fields are set depends on PartKind:
+//
+//	user-prompt:  Content
+//	text:         Content
+//	tool-call:    ToolName, Args, ToolCallID
+//	tool-return:  ToolName, ToolCallID, Return (JSON), Outcome
+//	retry-prompt: Content, ToolName and ToolCallID when about a tool call
+type Part struct {
+	PartKind   PartKind        `json:"part_kind"`
+	Content    string          `json:"-"`
+	Return     json.RawMessage `json:"-"`
+	ToolName   string          `json:"tool_name,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Outcome    Outcome         `json:"outcome,omitempty"`
+	Timestamp  time.Time       `json:"timestamp,omitzero"`
+}
+
+// MarshalJSON writes a part with its content where Pydantic AI puts it: the
+// string for prompts, text and retries, the JSON value for tool returns.
+func (p Part) MarshalJSON() ([]byte, error) {
+	type plain Part
+	var content any
+	switch p.PartKind {
+	case PartToolReturn:
+		if len(p.Return) == 0 {
+			content = nil
+		} else {
+			content = p.Return
+		}
+	case PartToolCall:
+	default:
+		content = p.Content
+	}
+	if p.PartKind == PartToolCall {
+		return json.Marshal(plain(p))
+	}
+	return json.Marshal(struct {
+		plain
+		Content any `json:"content"`
+	}{plain(p), content})
+}
+
+// UnmarshalJSON reads a part written by MarshalJSON or by Pydantic AI.
+func (p *Part) UnmarshalJSON(b []byte) error {
+	type plain Part
+	var aux struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*p = Part(aux.plain)
+	switch p.PartKind {
+	case PartToolReturn:
+		if len(aux.Content) > 0 {
+			p.Return = aux.Content
+		}
+	case PartUserPrompt, PartText, PartRetryPrompt:
+		if len(aux.Content) > 0 && string(aux.Content) != "null" {
+			if aux.Content[0] == '"' {
+				if err := json.Unmarshal(aux.Content, &p.Content); err != nil {
+					return fmt.Errorf("%s part: content: %w", p.PartKind, err)
+				}
+			} else {
+				// Pydantic AI may carry structured content (e.g. validation
+				// errors on a retry); keep it as its JSON text.
+				p.Content = string(aux.Content)
+			}
+		}
+	case PartToolCall:
+	default:
+		return fmt.Errorf("unknown part_kind %q", p.PartKind)
+	}
+	return nil
+}
+
+// Call returns a tool-call part as a ToolCallPart.
+func (p Part) Call() ToolCallPart {
+	return ToolCallPart{ToolName: p.ToolName, Args: p.Args, ToolCallID: p.ToolCallID}
+}
+
+// UserPrompt returns a user-prompt part.
+func UserPrompt(text string) Part { return Part{PartKind: PartUserPrompt, Content: text} }
+
+// Text returns a text part, as a model writes it.
+func Text(text string) Part { return Part{PartKind: PartText, Content: text} }
+
+// ToolCall returns a tool-call part, as a model writes it.
+func ToolCall(name string, args json.RawMessage, id string) Part {
+	return Part{PartKind: PartToolCall, ToolName: name, Args: args, ToolCallID: id}
+}
+
+// ToolReturn returns a tool-return part with the given outcome.
+func ToolReturn(name, id string, content json.RawMessage, outcome Outcome) Part {
+	return Part{PartKind: PartToolReturn, ToolName: name, ToolCallID: id, Return: content, Outcome: outcome}
+}
+
+// RetryPrompt returns a retry-prompt part about a tool call.
+func RetryPrompt(name, id, message string) Part {
+	return Part{PartKind: PartRetryPrompt, ToolName: name, ToolCallID: id, Content: message}
+}
+
+// ReturnText returns a tool return's content as text: a JSON string is
+// unquoted, any other value is its JSON.
+func (p Part) ReturnText() string {
+	var s string
+	if len(p.Return) > 0 && p.Return[0] == '"' && json.Unmarshal(p.Return, &s) == nil {
+		return s
+	}
+	return string(p.Return)
+}
+
+// ToolCalls returns the tool-call parts of a message.
+func (m Message) ToolCalls() []ToolCallPart {
+	var calls []ToolCallPart
+	for _, p := range m.Parts {
+		if p.PartKind == PartToolCall {
+			calls = append(calls, p.Call())
+		}
+	}
+	return calls
+}
+
+// Text returns the concatenated text parts of a message.
+func (m Message) Text() string {
+	var s string
+	for _, p := range m.Parts {
+		if p.PartKind == PartText {
+			s += p.Content
+		}
+	}
+	return s
+}
+
+// unprocessedCalls returns the tool calls of the last response that have no
+// return or retry prompt after it, in order, and the ids already answered.
+func unprocessedCalls(history []Message) (pending []ToolCallPart, done map[string]bool) {
+	last := -1
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Kind == KindResponse {
+			last = i
+			break
+		}
+	}
+	done = map[string]bool{}
+	if last < 0 {
+		return nil, done
+	}
+	for _, m := range history[last+1:] {
+		for _, p := range m.Parts {
+			if (p.PartKind == PartToolReturn || p.PartKind == PartRetryPrompt) && p.ToolCallID != "" {
+				done[p.ToolCallID] = true
+			}
+		}
+	}
+	for _, c := range history[last].ToolCalls() {
+		if !done[c.ToolCallID] {
+			pending = append(pending, c)
+		}
+	}
+	return pending, done
+}
