@@ -219,9 +219,14 @@ func (r DeferredToolRequests) BuildResults(approvals map[string]ApprovalResult, 
 	return res, nil
 }
 
-// Check returns an error naming every id in results that is not pending
-// under the right kind. It does not require results to cover every call.
+// Check returns an error wrapping ErrNotPending and naming every id in
+// results that is not pending under the right kind: approvals must answer
+// approvals, calls must answer external calls or questions. It does not
+// require results to cover every call (see Remaining). Nil results pass.
 func (r DeferredToolRequests) Check(results *DeferredToolResults) error {
+	if results == nil {
+		return nil
+	}
 	var bad []string
 	for id := range results.Approvals {
 		if r.Kind(id) != KindApproval {
@@ -261,11 +266,14 @@ var ErrIncompleteResults = errors.New("results must cover every pending tool cal
 // DeferredToolResults answers pending calls. Its JSON is Pydantic AI's
 // DeferredToolResults plus answered_by: every key is optional on input and
 // all four are present on output.
+//
+// The fields are in Pydantic AI's order, so the JSON written here is byte
+// for byte what Pydantic AI writes for the same answers.
 type DeferredToolResults struct {
-	// Approvals maps tool_call_id to a decision.
-	Approvals map[string]ApprovalResult `json:"approvals"`
 	// Calls maps tool_call_id to an external result or an answer.
 	Calls map[string]CallResult `json:"calls"`
+	// Approvals maps tool_call_id to a decision.
+	Approvals map[string]ApprovalResult `json:"approvals"`
 	// Metadata maps tool_call_id to data the tool sees in its ToolContext.
 	Metadata map[string]map[string]any `json:"metadata"`
 	// AnsweredBy maps tool_call_id to who decided: a Slack user id,
@@ -287,18 +295,7 @@ func NewDeferredToolResults() *DeferredToolResults {
 func (r DeferredToolResults) MarshalJSON() ([]byte, error) {
 	type plain DeferredToolResults
 	p := plain(r)
-	if p.Approvals == nil {
-		p.Approvals = map[string]ApprovalResult{}
-	}
-	if p.Calls == nil {
-		p.Calls = map[string]CallResult{}
-	}
-	if p.Metadata == nil {
-		p.Metadata = map[string]map[string]any{}
-	}
-	if p.AnsweredBy == nil {
-		p.AnsweredBy = map[string]string{}
-	}
+	(*DeferredToolResults)(&p).ensure()
 	return json.Marshal(p)
 }
 
@@ -393,6 +390,13 @@ func (a ApprovalResult) DenialMessage() string {
 	return a.Message
 }
 
+// tagged is the object form of a denial, failure or retry; the kind comes
+// last, as Pydantic AI writes it.
+type tagged struct {
+	Message string `json:"message"`
+	Kind    string `json:"kind"`
+}
+
 // MarshalJSON writes true for a plain approval and the tagged object otherwise.
 func (a ApprovalResult) MarshalJSON() ([]byte, error) {
 	switch {
@@ -400,14 +404,11 @@ func (a ApprovalResult) MarshalJSON() ([]byte, error) {
 		return []byte("true"), nil
 	case a.Approved:
 		return json.Marshal(struct {
-			Kind         string          `json:"kind"`
 			OverrideArgs json.RawMessage `json:"override_args"`
-		}{kindToolApproved, a.OverrideArgs})
+			Kind         string          `json:"kind"`
+		}{a.OverrideArgs, kindToolApproved})
 	default:
-		return json.Marshal(struct {
-			Kind    string `json:"kind"`
-			Message string `json:"message"`
-		}{kindToolDenied, a.DenialMessage()})
+		return json.Marshal(tagged{a.DenialMessage(), kindToolDenied})
 	}
 }
 
@@ -488,15 +489,9 @@ func RetryWith(message string) CallResult { return CallResult{Retry: true, Messa
 func (c CallResult) MarshalJSON() ([]byte, error) {
 	switch {
 	case c.Failed:
-		return json.Marshal(struct {
-			Kind    string `json:"kind"`
-			Message string `json:"message"`
-		}{kindToolFailed, c.Message})
+		return json.Marshal(tagged{c.Message, kindToolFailed})
 	case c.Retry:
-		return json.Marshal(struct {
-			Kind    string `json:"kind"`
-			Message string `json:"message"`
-		}{kindModelRetry, c.Message})
+		return json.Marshal(tagged{c.Message, kindModelRetry})
 	case len(c.Value) == 0:
 		return []byte("null"), nil
 	default:
@@ -504,8 +499,8 @@ func (c CallResult) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// UnmarshalJSON reads a tagged failure or retry, or keeps any other JSON as
-// the value.
+// UnmarshalJSON reads an object whose kind is tool-failed or model-retry as
+// that outcome, and keeps any other JSON as the value.
 func (c *CallResult) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if !json.Valid(b) {
@@ -513,18 +508,22 @@ func (c *CallResult) UnmarshalJSON(b []byte) error {
 	}
 	if len(b) > 0 && b[0] == '{' {
 		var obj struct {
-			Kind    string  `json:"kind"`
-			Message *string `json:"message"`
+			Kind    string          `json:"kind"`
+			Message json.RawMessage `json:"message"`
 		}
-		if err := json.Unmarshal(b, &obj); err == nil && obj.Message != nil {
-			switch obj.Kind {
-			case kindToolFailed:
-				*c = Fail(*obj.Message)
-				return nil
-			case kindModelRetry:
-				*c = RetryWith(*obj.Message)
-				return nil
+		if err := json.Unmarshal(b, &obj); err == nil && (obj.Kind == kindToolFailed || obj.Kind == kindModelRetry) {
+			var msg string
+			if len(obj.Message) > 0 && string(obj.Message) != "null" {
+				if err := json.Unmarshal(obj.Message, &msg); err != nil {
+					return fmt.Errorf("call result: %s: message: want a string: %w", obj.Kind, err)
+				}
 			}
+			if obj.Kind == kindToolFailed {
+				*c = Fail(msg)
+			} else {
+				*c = RetryWith(msg)
+			}
+			return nil
 		}
 	}
 	*c = CallResult{Value: bytes.Clone(b)}

@@ -81,15 +81,27 @@ func NewToken() string {
 
 // MemoryEvents is the in-process ExternalEvents: the run and the answer
 // live in one process. Finished tokens are remembered for Retain so late
-// answers get a precise error, then forgotten.
+// answers get a precise error, then forgotten; forgetting costs amortized
+// O(1) per token. A token opened without a deadline stays until it is
+// resolved or failed.
+//
+// The clock is authoritative: once Now reaches a token's deadline, Resolve
+// and Fail return ErrTokenExpired even if the deadline timer has not fired
+// yet. Tests inject Now and AfterFunc to expire tokens without sleeping.
 type MemoryEvents struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// AfterFunc runs f after d, unless the returned stop is called first;
+	// nil means time.AfterFunc. It must not call f before it returns.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 	// Retain is how long a finished token is remembered; 0 means 1 hour.
 	Retain time.Duration
 
 	mu     sync.Mutex
 	tokens map[string]*memToken
+	// finished lists tokens in the order they finished, oldest first, so
+	// forgetting pops from the front instead of scanning every token.
+	finished []string
 }
 
 type memToken struct {
@@ -99,7 +111,7 @@ type memToken struct {
 	results  *DeferredToolResults
 	nd       *NoDecisionError
 	finished time.Time
-	timer    *time.Timer
+	stop     func() bool // stops the deadline timer; nil if none
 }
 
 // NewMemoryEvents returns an empty MemoryEvents.
@@ -112,32 +124,63 @@ func (m *MemoryEvents) now() time.Time {
 	return time.Now()
 }
 
-// Open implements ExternalEvents.
+func (m *MemoryEvents) afterFunc(d time.Duration, f func()) func() bool {
+	if m.AfterFunc != nil {
+		return m.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f).Stop
+}
+
+// ErrTokenOpen is returned by Open for a token that is already known.
+var ErrTokenOpen = errors.New("resume token already open")
+
+// Open implements ExternalEvents. A deadline already past expires the token
+// at once; a zero deadline means none.
 func (m *MemoryEvents) Open(_ context.Context, token string, deadline time.Time) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	now := m.now()
 	if m.tokens == nil {
 		m.tokens = map[string]*memToken{}
 	}
-	m.gcLocked()
+	m.forgetLocked(now)
 	if _, ok := m.tokens[token]; ok {
-		return fmt.Errorf("open %s: token already open", shortToken(token))
+		m.mu.Unlock()
+		return fmt.Errorf("open %s: %w", shortToken(token), ErrTokenOpen)
 	}
 	t := &memToken{deadline: deadline, done: make(chan struct{})}
 	m.tokens[token] = t
-	if !deadline.IsZero() {
-		t.timer = time.AfterFunc(deadline.Sub(m.now()), func() { m.expire(token) })
+	if deadline.IsZero() {
+		m.mu.Unlock()
+		return nil
 	}
+	if !now.Before(deadline) {
+		m.finishLocked(token, t, nil, expired())
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.Unlock()
+	// The timer starts outside the lock: a fake AfterFunc may run other
+	// timers' callbacks, which take the lock.
+	stop := m.afterFunc(deadline.Sub(now), func() { _ = m.Expire(token) })
+	m.mu.Lock()
+	if t.state == nil {
+		t.stop = stop
+	} else {
+		stop()
+	}
+	m.mu.Unlock()
 	return nil
 }
 
-// Expire ends the wait on token as expired if it is still pending. It is
-// called by the deadline timer and lets tests with an injected clock expire
-// tokens without sleeping.
-func (m *MemoryEvents) Expire(token string) error { return m.expire(token) }
+func expired() *NoDecisionError {
+	return &NoDecisionError{Reason: ReasonExpired, Cause: ErrTokenExpired}
+}
 
-func (m *MemoryEvents) expire(token string) error {
-	return m.finish(token, nil, &NoDecisionError{Reason: ReasonExpired, Cause: ErrTokenExpired})
+// Expire ends the wait on token as expired if it is still pending; the
+// errors are those of Resolve. The deadline timer calls it, and tests with an
+// injected clock may call it to expire a token without a timer.
+func (m *MemoryEvents) Expire(token string) error {
+	return m.finish(token, nil, expired())
 }
 
 // Wait implements ExternalEvents.
@@ -159,7 +202,7 @@ func (m *MemoryEvents) Wait(ctx context.Context, token string) (*DeferredToolRes
 	return t.results, nil
 }
 
-// Resolve implements ExternalEvents.
+// Resolve implements ExternalEvents. Nil results resolve with no answers.
 func (m *MemoryEvents) Resolve(_ context.Context, token string, results *DeferredToolResults) error {
 	if results == nil {
 		results = NewDeferredToolResults()
@@ -167,15 +210,21 @@ func (m *MemoryEvents) Resolve(_ context.Context, token string, results *Deferre
 	return m.finish(token, results, nil)
 }
 
-// Fail implements ExternalEvents.
+// Fail implements ExternalEvents. A nil nd fails with reason "failed"; a
+// cause other than ErrTokenExpired or ErrTokenCancelled counts as
+// ErrTokenFailed.
 func (m *MemoryEvents) Fail(_ context.Context, token string, nd *NoDecisionError) error {
-	if nd == nil {
-		nd = &NoDecisionError{Reason: "failed", Cause: ErrTokenFailed}
+	out := &NoDecisionError{Reason: "failed", Cause: ErrTokenFailed}
+	if nd != nil {
+		out.Reason = nd.Reason
+		switch {
+		case errors.Is(nd.Cause, ErrTokenExpired):
+			out.Cause = ErrTokenExpired
+		case errors.Is(nd.Cause, ErrTokenCancelled):
+			out.Cause = ErrTokenCancelled
+		}
 	}
-	if nd.Cause == nil {
-		nd.Cause = ErrTokenFailed
-	}
-	return m.finish(token, nil, nd)
+	return m.finish(token, nil, out)
 }
 
 func (m *MemoryEvents) finish(token string, results *DeferredToolResults, nd *NoDecisionError) error {
@@ -188,6 +237,16 @@ func (m *MemoryEvents) finish(token string, results *DeferredToolResults, nd *No
 	if t.state != nil {
 		return t.state
 	}
+	if !t.deadline.IsZero() && !m.now().Before(t.deadline) && !errors.Is(nd, ErrTokenExpired) {
+		// The deadline passed before this answer; the timer is late.
+		m.finishLocked(token, t, nil, expired())
+		return ErrTokenExpired
+	}
+	m.finishLocked(token, t, results, nd)
+	return nil
+}
+
+func (m *MemoryEvents) finishLocked(token string, t *memToken, results *DeferredToolResults, nd *NoDecisionError) {
 	if nd != nil {
 		t.nd = nd
 		t.state = nd.Cause
@@ -196,25 +255,29 @@ func (m *MemoryEvents) finish(token string, results *DeferredToolResults, nd *No
 		t.state = ErrTokenResolved
 	}
 	t.finished = m.now()
-	if t.timer != nil {
-		t.timer.Stop()
+	if t.stop != nil {
+		t.stop()
 	}
 	close(t.done)
-	return nil
+	m.finished = append(m.finished, token)
 }
 
-// gcLocked forgets tokens finished longer than Retain ago.
-func (m *MemoryEvents) gcLocked() {
+// forgetLocked forgets tokens finished longer than Retain ago.
+func (m *MemoryEvents) forgetLocked(now time.Time) {
 	retain := m.Retain
 	if retain == 0 {
 		retain = time.Hour
 	}
-	cutoff := m.now().Add(-retain)
-	for k, t := range m.tokens {
-		if t.state != nil && t.finished.Before(cutoff) {
-			delete(m.tokens, k)
+	cutoff := now.Add(-retain)
+	n := 0
+	for ; n < len(m.finished); n++ {
+		if t := m.tokens[m.finished[n]]; t != nil && !t.finished.Before(cutoff) {
+			break
 		}
+		delete(m.tokens, m.finished[n])
 	}
+	clear(m.finished[:n])
+	m.finished = m.finished[n:]
 }
 
 // shortToken returns a prefix of a token, safe to log.

@@ -3,6 +3,7 @@ package agentrunner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -46,7 +47,13 @@ type AskFunc func(ctx context.Context, rc *RunContext, requests DeferredToolRequ
 // opens a resume token, calls Ask, and waits on Events for the answer.
 // When the wait ends without an answer every pending approval is denied and
 // every pending call fails with NoDecisionPrefix + reason, and the run goes
-// on so the model can tell the user.
+// on so the model can tell the user. When ctx ends first (shutdown), the run
+// fails with ctx's error and nothing is denied: the token stays open so the
+// answer can resume the run elsewhere (see RunContext.Messages).
+//
+// An answer, given in place or through Events, passes through its JSON form,
+// so both look the same to the run. Calls an answer leaves out are asked
+// again with a new token.
 type AskHandler struct {
 	Ask    AskFunc
 	Events ExternalEvents
@@ -87,21 +94,29 @@ func (h *AskHandler) HandleDeferred(ctx context.Context, rc *RunContext, request
 	}
 	answer, err := h.Ask(ctx, rc, requests, token)
 	if err != nil {
-		// The token was handed out, or may have been: end it so a late click
-		// gets a clear error instead of resolving a run that moved on.
-		_ = h.Events.Fail(context.WithoutCancel(ctx), token, &NoDecisionError{Reason: "asking failed", Cause: ErrTokenFailed})
+		if ctx.Err() == nil {
+			// The token was handed out, or may have been: end it so a late
+			// click gets a clear error instead of resolving a run that moved
+			// on. On shutdown (ctx done) it stays open for a durable resume.
+			_ = h.Events.Fail(context.WithoutCancel(ctx), token, &NoDecisionError{Reason: "asking failed", Cause: ErrTokenFailed})
+		}
 		return nil, fmt.Errorf("ask: %w", err)
 	}
 	if answer == nil {
 		answer, err = h.Events.Wait(ctx, token)
-		if nd, ok := err.(*NoDecisionError); ok {
+		var nd *NoDecisionError
+		if errors.As(err, &nd) {
 			return NoDecision(requests, nd.Reason), nil
 		}
 		if err != nil {
+			// ctx ended (shutdown) or the token is gone: the run stops
+			// with the error and denies nothing, so it can be resumed
+			// elsewhere when the answer arrives.
 			return nil, fmt.Errorf("wait: %w", err)
 		}
 	} else {
-		_ = h.Events.Resolve(ctx, token, answer)
+		// Close the token so a late answer gets ErrTokenResolved.
+		_ = h.Events.Resolve(context.WithoutCancel(ctx), token, answer)
 	}
 	// An answer passes through its JSON form so an answer given in place and
 	// one that crossed a process boundary look the same to the run.

@@ -1,8 +1,11 @@
 package agentrunner
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -20,11 +23,13 @@ type PartKind string
 
 // The kinds of part, named as Pydantic AI names them.
 const (
-	PartUserPrompt  PartKind = "user-prompt"
-	PartText        PartKind = "text"
-	PartToolCall    PartKind = "tool-call"
-	PartToolReturn  PartKind = "tool-return"
-	PartRetryPrompt PartKind = "retry-prompt"
+	PartSystemPrompt PartKind = "system-prompt"
+	PartUserPrompt   PartKind = "user-prompt"
+	PartText         PartKind = "text"
+	PartThinking     PartKind = "thinking"
+	PartToolCall     PartKind = "tool-call"
+	PartToolReturn   PartKind = "tool-return"
+	PartRetryPrompt  PartKind = "retry-prompt"
 )
 
 // Outcome says how a tool return came about.
@@ -53,11 +58,14 @@ type Message struct {
 
 // Part is one piece of a message. Which fields are set depends on PartKind:
 //
-//	user-prompt:  Content
-//	text:         Content
+//	system-prompt, user-prompt, text, thinking: Content
 //	tool-call:    ToolName, Args, ToolCallID
 //	tool-return:  ToolName, ToolCallID, Return (JSON), Outcome
 //	retry-prompt: Content, ToolName and ToolCallID when about a tool call
+//
+// A part of any other kind (Pydantic AI has more, e.g. builtin-tool-call or
+// file) is kept in Raw and written back unchanged, so a history written by
+// Pydantic AI survives a round trip through this package.
 type Part struct {
 	PartKind   PartKind        `json:"part_kind"`
 	Content    string          `json:"-"`
@@ -67,11 +75,16 @@ type Part struct {
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	Outcome    Outcome         `json:"outcome,omitempty"`
 	Timestamp  time.Time       `json:"timestamp,omitzero"`
+	// Raw is the JSON of a part whose kind this package does not know.
+	Raw json.RawMessage `json:"-"`
 }
 
 // MarshalJSON writes a part with its content where Pydantic AI puts it: the
 // string for prompts, text and retries, the JSON value for tool returns.
 func (p Part) MarshalJSON() ([]byte, error) {
+	if len(p.Raw) > 0 {
+		return p.Raw, nil
+	}
 	type plain Part
 	var content any
 	switch p.PartKind {
@@ -96,6 +109,20 @@ func (p Part) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a part written by MarshalJSON or by Pydantic AI.
 func (p *Part) UnmarshalJSON(b []byte) error {
+	var head struct {
+		PartKind PartKind `json:"part_kind"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	switch head.PartKind {
+	case PartSystemPrompt, PartUserPrompt, PartText, PartThinking, PartToolCall, PartToolReturn, PartRetryPrompt:
+	case "":
+		return errors.New("message part without part_kind")
+	default:
+		*p = Part{PartKind: head.PartKind, Raw: bytes.Clone(b)}
+		return nil
+	}
 	type plain Part
 	var aux struct {
 		plain
@@ -110,7 +137,7 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 		if len(aux.Content) > 0 {
 			p.Return = aux.Content
 		}
-	case PartUserPrompt, PartText, PartRetryPrompt:
+	case PartSystemPrompt, PartUserPrompt, PartText, PartThinking, PartRetryPrompt:
 		if len(aux.Content) > 0 && string(aux.Content) != "null" {
 			if aux.Content[0] == '"' {
 				if err := json.Unmarshal(aux.Content, &p.Content); err != nil {
@@ -122,9 +149,6 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 				p.Content = string(aux.Content)
 			}
 		}
-	case PartToolCall:
-	default:
-		return fmt.Errorf("unknown part_kind %q", p.PartKind)
 	}
 	return nil
 }
@@ -178,13 +202,13 @@ func (m Message) ToolCalls() []ToolCallPart {
 
 // Text returns the concatenated text parts of a message.
 func (m Message) Text() string {
-	var s string
+	var s strings.Builder
 	for _, p := range m.Parts {
 		if p.PartKind == PartText {
-			s += p.Content
+			s.WriteString(p.Content)
 		}
 	}
-	return s
+	return s.String()
 }
 
 // unprocessedCalls returns the tool calls of the last response that have no

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,10 @@ var (
 	ErrMaxSteps = errors.New("exceeded max model requests")
 	// ErrNoPrompt: a run needs a prompt, or a history with results.
 	ErrNoPrompt = errors.New("a run needs a prompt or a message history")
+	// ErrPendingMismatch: RunInput.Pending does not list exactly the
+	// history's unprocessed tool calls, so it belongs to another state of
+	// the run.
+	ErrPendingMismatch = errors.New("the pending requests do not match the unprocessed tool calls of the message history")
 )
 
 // Runner runs agents: it asks the model, executes tools, defers the calls
@@ -118,8 +123,17 @@ type RunInput struct {
 	Prompt string
 	// History is the message history of an earlier run to continue.
 	History []Message
-	// Results answers the calls the earlier run left pending.
+	// Results answers the calls the earlier run left pending. It must name
+	// only calls of the history's last response that have no result yet,
+	// and cover all of them unless AllowPending is set.
 	Results *DeferredToolResults
+	// Pending is the DeferredToolRequests the earlier run ended with
+	// (RunResult.Pending). It is optional: with it, results are checked
+	// against each call's kind and calls the results leave out stay pending
+	// with their kind and metadata; without it, the kind of an answered call
+	// follows from where the answer is, and calls left out stay pending as
+	// approvals without metadata, since the history cannot tell more.
+	Pending *DeferredToolRequests
 	// AllowPending lets the run end with status pending when handlers leave
 	// calls undecided (stop-the-world); otherwise that fails the run.
 	AllowPending bool
@@ -146,6 +160,12 @@ type RunResult struct {
 	Output string `json:"output,omitempty"`
 	// Pending lists the undecided calls when pending.
 	Pending *DeferredToolRequests `json:"pending,omitempty"`
+	// Applied holds every answer this run applied to deferred calls, from
+	// RunInput.Results and from the handlers, with its metadata and who gave
+	// it (AnsweredBy), so callers can audit who decided what. A call that
+	// was approved and then deferred again as an external call has both an
+	// approval and a call result. Nil when the run applied no answer.
+	Applied *DeferredToolResults `json:"applied,omitempty"`
 	// Messages is the whole history, to store and resume from.
 	Messages []Message `json:"messages"`
 }
@@ -158,6 +178,7 @@ type run struct {
 	messages []Message
 	retries  map[string]int
 	allow    bool
+	applied  *DeferredToolResults
 }
 
 // Run runs the agent until the model gives a final answer, or until calls
@@ -169,8 +190,8 @@ func (r *Runner) Run(ctx context.Context, in RunInput) (*RunResult, error) {
 	}
 	st.messages = slices.Clone(in.History)
 
-	if in.Results != nil {
-		pending, err := st.resume(ctx, in.Results, in.Prompt)
+	if in.Results != nil || in.Pending != nil {
+		pending, err := st.resume(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -205,12 +226,18 @@ func (st *run) request(parts ...Part) Message {
 }
 
 func (st *run) result(status RunStatus, output string, pending *DeferredToolRequests) *RunResult {
-	return &RunResult{RunID: st.id, Status: status, Output: output, Pending: pending, Messages: st.messages}
+	return &RunResult{RunID: st.id, Status: status, Output: output, Pending: pending, Applied: st.applied, Messages: st.messages}
 }
 
-// resume applies results to the history's unprocessed calls. It returns
-// what stays pending (non-empty only when the run allows pending output).
-func (st *run) resume(ctx context.Context, results *DeferredToolResults, prompt string) (DeferredToolRequests, error) {
+// resume applies in.Results to the history's unprocessed calls, after
+// checking that they answer exactly those, and hands what stays deferred to
+// the handlers. It returns what stays pending (non-empty only when the run
+// allows pending output).
+func (st *run) resume(ctx context.Context, in RunInput) (DeferredToolRequests, error) {
+	results := in.Results
+	if results == nil {
+		results = NewDeferredToolResults()
+	}
 	if len(st.messages) == 0 {
 		return DeferredToolRequests{}, ErrEmptyHistory
 	}
@@ -218,26 +245,13 @@ func (st *run) resume(ctx context.Context, results *DeferredToolResults, prompt 
 	if len(unprocessed) == 0 {
 		return DeferredToolRequests{}, ErrNoUnprocessedCalls
 	}
-	// Rebuild the requests the results answer: which kind each call is
-	// follows from the answer given, checked against the history.
-	req := DeferredToolRequests{Metadata: map[string]map[string]any{}}
-	var missing, executed, unknown []string
-	pendingIDs := map[string]bool{}
+	pendingIDs := make(map[string]bool, len(unprocessed))
 	for _, c := range unprocessed {
 		pendingIDs[c.ToolCallID] = true
-		_, isApproval := results.Approvals[c.ToolCallID]
-		_, isCall := results.Calls[c.ToolCallID]
-		switch {
-		case isApproval:
-			req.Approvals = append(req.Approvals, c)
-		case isCall:
-			req.Calls = append(req.Calls, c)
-		default:
-			missing = append(missing, c.ToolCallID)
-		}
 	}
-	for _, ids := range []map[string]bool{keys(results.Approvals), keys(results.Calls)} {
-		for id := range ids {
+	var executed, unknown []string
+	for _, ids := range [][]string{mapKeys(results.Approvals), mapKeys(results.Calls), mapKeys(results.Metadata), mapKeys(results.AnsweredBy)} {
+		for _, id := range ids {
 			switch {
 			case done[id]:
 				executed = append(executed, id)
@@ -247,33 +261,48 @@ func (st *run) resume(ctx context.Context, results *DeferredToolResults, prompt 
 		}
 	}
 	if len(executed) > 0 {
-		slices.Sort(executed)
-		return DeferredToolRequests{}, fmt.Errorf("%w: %s", ErrAlreadyExecuted, strings.Join(executed, ", "))
+		return DeferredToolRequests{}, fmt.Errorf("%w: %s", ErrAlreadyExecuted, sortedList(executed))
 	}
 	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return DeferredToolRequests{}, fmt.Errorf("%w: %s", ErrNotPending, strings.Join(unknown, ", "))
-	}
-	if len(missing) > 0 && !st.allow {
-		return DeferredToolRequests{}, fmt.Errorf("%w: no result for %s", ErrIncompleteResults, strings.Join(missing, ", "))
+		return DeferredToolRequests{}, fmt.Errorf("%w: %s", ErrNotPending, sortedList(unknown))
 	}
 
-	parts, deferred, err := st.apply(ctx, req, results)
+	var req DeferredToolRequests
+	if in.Pending != nil {
+		if err := matchHistory(*in.Pending, pendingIDs); err != nil {
+			return DeferredToolRequests{}, err
+		}
+		req = in.Pending.clone()
+	} else {
+		// The kind of each call follows from the answer given; calls left
+		// unanswered stay approvals, the kind that runs nothing unasked.
+		req.Metadata = map[string]map[string]any{}
+		for _, c := range unprocessed {
+			if _, isCall := results.Calls[c.ToolCallID]; isCall {
+				req.Calls = append(req.Calls, c)
+			} else {
+				req.Approvals = append(req.Approvals, c)
+			}
+		}
+	}
+	if err := req.Check(results); err != nil {
+		return DeferredToolRequests{}, err
+	}
+	missing := req.Remaining(results)
+	if !missing.Empty() && !st.allow {
+		return DeferredToolRequests{}, fmt.Errorf("%w: no result for %s", ErrIncompleteResults, strings.Join(missing.IDs(), ", "))
+	}
+
+	parts, again, err := st.apply(ctx, req.without(missing), results)
 	if err != nil {
 		return DeferredToolRequests{}, err
 	}
-	// Calls the results leave out stay pending, as approvals: the history
-	// cannot tell which kind they were, and approval is the safe default.
-	for _, id := range missing {
-		c, _ := findCall(st.messages, id)
-		deferred.Approvals = append(deferred.Approvals, c)
-	}
-	parts, pending, err := st.settle(ctx, parts, deferred)
+	parts, pending, err := st.settle(ctx, parts, missing.merge(again))
 	if err != nil {
 		return DeferredToolRequests{}, err
 	}
-	if prompt != "" {
-		parts = append(parts, UserPrompt(prompt))
+	if in.Prompt != "" {
+		parts = append(parts, UserPrompt(in.Prompt))
 	}
 	if len(parts) > 0 {
 		st.messages = append(st.messages, st.request(parts...))
@@ -281,12 +310,34 @@ func (st *run) resume(ctx context.Context, results *DeferredToolResults, prompt 
 	return pending, nil
 }
 
-func keys[V any](m map[string]V) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
+// matchHistory checks that pending lists exactly the unprocessed calls.
+func matchHistory(pending DeferredToolRequests, unprocessed map[string]bool) error {
+	var problems []string
+	listed := map[string]bool{}
+	for _, id := range pending.IDs() {
+		listed[id] = true
+		if !unprocessed[id] {
+			problems = append(problems, id+" is not an unprocessed call")
+		}
 	}
-	return out
+	for id := range unprocessed {
+		if !listed[id] {
+			problems = append(problems, id+" is not in the requests")
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrPendingMismatch, sortedList(problems))
+	}
+	return nil
+}
+
+func sortedList(s []string) string {
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ", ")
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	return slices.Collect(maps.Keys(m))
 }
 
 // loop asks the model and executes its tool calls until a final answer or
@@ -446,6 +497,7 @@ func (st *run) apply(ctx context.Context, req DeferredToolRequests, results *Def
 		if !ok {
 			continue
 		}
+		st.record(c.ToolCallID, results)
 		if !a.Approved {
 			parts = append(parts, ToolReturn(c.ToolName, c.ToolCallID, jsonString(a.DenialMessage()), OutcomeDenied))
 			continue
@@ -469,6 +521,7 @@ func (st *run) apply(ctx context.Context, req DeferredToolRequests, results *Def
 		if !ok {
 			continue
 		}
+		st.record(c.ToolCallID, results)
 		switch {
 		case res.Failed:
 			parts = append(parts, ToolReturn(c.ToolName, c.ToolCallID, jsonString(res.Message), OutcomeFailed))
@@ -483,6 +536,25 @@ func (st *run) apply(ctx context.Context, req DeferredToolRequests, results *Def
 		}
 	}
 	return parts, again, nil
+}
+
+// record adds the answer to call id to the run's applied results.
+func (st *run) record(id string, results *DeferredToolResults) {
+	if st.applied == nil {
+		st.applied = NewDeferredToolResults()
+	}
+	if a, ok := results.Approvals[id]; ok {
+		st.applied.Approvals[id] = a
+	}
+	if c, ok := results.Calls[id]; ok {
+		st.applied.Calls[id] = c
+	}
+	if md, ok := results.Metadata[id]; ok {
+		st.applied.Metadata[id] = md
+	}
+	if by, ok := results.AnsweredBy[id]; ok {
+		st.applied.AnsweredBy[id] = by
+	}
 }
 
 func jsonString(s string) json.RawMessage {
