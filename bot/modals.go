@@ -1,0 +1,267 @@
+package bot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+)
+
+// MessageRef names a posted Slack message: its channel and timestamp.
+type MessageRef struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// ModalMetadata is what a modal's private_metadata carries back in its
+// view_submission: the call it is about and the message to update.
+type ModalMetadata struct {
+	// Token is the resume token.
+	Token string
+	// CallID is the tool_call_id or, for an id too long to carry, a
+	// reference that ResolveCallID maps to it.
+	CallID string
+	// Message is the approval message the modal was opened from; empty for
+	// ArgsModal.
+	Message MessageRef
+}
+
+// ErrInvalidModalMetadata is returned by DecodeModalMetadata for
+// private_metadata that the modals of this package did not write.
+var ErrInvalidModalMetadata = errors.New("invalid modal metadata")
+
+// The callback_id of each modal.
+const (
+	CallbackViewArgs   = "view_args"   // ArgsModal: read-only, never submitted
+	CallbackDenyReason = "deny_reason" // DenyReasonModal
+	CallbackEditArgs   = "edit_args"   // EditArgsModal
+	CallbackAnswer     = "answer"      // AnswerModal
+)
+
+// The block_id and action_id of each modal's input, where a view_submission
+// finds the value: view.state.values[BlockID…][ActionID…Input].
+const (
+	BlockIDDenyReason       = "deny_reason"
+	ActionIDDenyReasonInput = "reason"
+	BlockIDEditArgs         = "edit_args"
+	ActionIDEditArgsInput   = "args"
+	BlockIDAnswer           = "answer"
+	ActionIDAnswerInput     = "answer_text"
+)
+
+// Slack's limits on modals, in characters.
+const (
+	maxModalTitle    = 24
+	maxModalBlocks   = 100
+	maxMetadata      = 3000
+	maxInputValue    = 3000 // plain_text_input max_length
+	maxDenyReasonLen = 2000
+)
+
+// metadataVersion marks the private_metadata format.
+const metadataVersion = 1
+
+// metadataJSON is the wire form of ModalMetadata, short because Slack
+// allows 3,000 characters.
+type metadataJSON struct {
+	V       int    `json:"v"`
+	Token   string `json:"t"`
+	CallID  string `json:"c"`
+	Channel string `json:"ch,omitempty"`
+	TS      string `json:"ts,omitempty"`
+}
+
+// ArgsModal shows all of a call's arguments as pretty JSON, split over as
+// many code blocks as Slack allows in a modal (about 280,000 characters);
+// beyond that a note says how much is shown. It has no submit button.
+func ArgsModal(c Card) slack.ModalViewRequest {
+	c = normalize(c)
+	blocks := []slack.Block{
+		slack.NewSectionBlock(plain(fitPlain("Arguments of "+c.ToolName, maxSectionText), false), nil, nil),
+	}
+	rest := prettyJSON(c.Args)
+	total := len([]rune(rest))
+	// Leave room for the final note.
+	for rest != "" && len(blocks) < maxModalBlocks-1 {
+		chunk := codeSection("", rest, maxSectionText)
+		if chunk.shown == 0 {
+			break // nothing fits: cannot happen with Slack's limits, but never loop
+		}
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(chunk.text), nil, nil))
+		rest = chunk.remainingContent
+	}
+	if rest != "" {
+		shown := total - len([]rune(rest))
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf(
+			"Showing %s of %s characters: the rest is too long for Slack.", thousands(shown), thousands(total)))))
+	}
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      CallbackViewArgs,
+		Title:           plain("Tool call arguments", true),
+		Close:           plain("Close", true),
+		Blocks:          slack.Blocks{BlockSet: blocks},
+		PrivateMetadata: encodeModalMetadata(c, MessageRef{}),
+	}
+}
+
+// DenyReasonModal asks for the reason a call is denied; the model is told
+// the reason. Its input is BlockIDDenyReason / ActionIDDenyReasonInput.
+func DenyReasonModal(c Card, ref MessageRef) slack.ModalViewRequest {
+	c = normalize(c)
+	input := slack.NewPlainTextInputBlockElement(plain("Why may this call not run?", false), ActionIDDenyReasonInput).
+		WithMultiline(true).
+		WithMaxLength(maxDenyReasonLen)
+	return slack.ModalViewRequest{
+		Type:       slack.VTModal,
+		CallbackID: CallbackDenyReason,
+		Title:      plain("Deny with reason", true),
+		Submit:     plain("Deny", true),
+		Close:      plain("Cancel", true),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewSectionBlock(plain(fitPlain("Deny "+c.ToolName+": "+c.Confirmation, maxSectionText), false), nil, nil),
+			slack.NewInputBlock(BlockIDDenyReason,
+				plain("Reason", true),
+				plain("The agent sees this reason and can tell the requester.", true),
+				input),
+		}},
+		PrivateMetadata: encodeModalMetadata(c, ref),
+	}
+}
+
+// EditArgsModal lets an approver change the arguments and approve: a
+// multiline input (BlockIDEditArgs / ActionIDEditArgsInput) prefilled with
+// current as pretty JSON, or c.Args when current is empty. Arguments too
+// long for a Slack input (3,000 characters even when compacted) cannot be
+// edited here: the modal says so and has no submit button.
+func EditArgsModal(c Card, ref MessageRef, current json.RawMessage) slack.ModalViewRequest {
+	c = normalize(c)
+	if len(bytes.TrimSpace(current)) == 0 {
+		current = c.Args
+	}
+	view := slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      CallbackEditArgs,
+		Title:           plain("Edit arguments", true),
+		Close:           plain("Cancel", true),
+		PrivateMetadata: encodeModalMetadata(c, ref),
+	}
+	intro := slack.NewSectionBlock(plain(fitPlain("Approve "+c.ToolName+" with these arguments:", maxSectionText), false), nil, nil)
+	initial, ok := editableJSON(current)
+	if !ok {
+		view.Blocks = slack.Blocks{BlockSet: []slack.Block{
+			intro,
+			slack.NewSectionBlock(plain(fmt.Sprintf(
+				"These arguments are %s characters long; Slack cannot edit more than %s. Approve or deny them as they are.",
+				thousands(textLen(initial)), thousands(maxInputValue)), true), nil, nil),
+		}}
+		return view
+	}
+	input := slack.NewPlainTextInputBlockElement(nil, ActionIDEditArgsInput).
+		WithMultiline(true).
+		WithMaxLength(maxInputValue).
+		WithInitialValue(initial)
+	view.Submit = plain("Approve", true)
+	view.Blocks = slack.Blocks{BlockSet: []slack.Block{
+		intro,
+		slack.NewInputBlock(BlockIDEditArgs,
+			plain("Arguments (a JSON object)", true),
+			plain("Checked against the tool's schema before the call runs. You are recorded as the approver, with the original and the edited arguments.", true),
+			input),
+	}}
+	return view
+}
+
+// editableJSON returns args as the text of an input: pretty if that fits
+// Slack's input limit, compact if only that fits. ok is false when neither
+// fits; the text is then the compact form, for its length.
+func editableJSON(args json.RawMessage) (text string, ok bool) {
+	pretty := prettyJSON(args)
+	if textLen(pretty) <= maxInputValue {
+		return pretty, true
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(pretty)); err != nil {
+		return pretty, false
+	}
+	compact := buf.String()
+	return compact, textLen(compact) <= maxInputValue
+}
+
+// AnswerModal asks a person to answer a question call. Its input is
+// BlockIDAnswer / ActionIDAnswerInput.
+func AnswerModal(c Card, ref MessageRef) slack.ModalViewRequest {
+	c = normalize(c)
+	input := slack.NewPlainTextInputBlockElement(nil, ActionIDAnswerInput).
+		WithMultiline(true).
+		WithMaxLength(maxInputValue)
+	return slack.ModalViewRequest{
+		Type:       slack.VTModal,
+		CallbackID: CallbackAnswer,
+		Title:      plain("Answer question", true),
+		Submit:     plain("Send", true),
+		Close:      plain("Cancel", true),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewSectionBlock(plain(fitPlain(c.Confirmation, maxSectionText), false), nil, nil),
+			slack.NewContextBlock("", mrkdwn(requesterLine(c))),
+			slack.NewInputBlock(BlockIDAnswer,
+				plain("Your answer", true),
+				plain("The agent receives your answer and continues.", true),
+				input),
+		}},
+		PrivateMetadata: encodeModalMetadata(c, ref),
+	}
+}
+
+// encodeModalMetadata writes the call and the message into at most 3,000
+// characters: a call id that does not fit travels as a hash reference. It
+// returns "" for a token EncodeAction would refuse.
+func encodeModalMetadata(c Card, ref MessageRef) string {
+	if c.Token == "" || len(c.Token) > MaxTokenLen {
+		return ""
+	}
+	m := metadataJSON{V: metadataVersion, Token: c.Token, CallID: callRef(c.ToolCallID, maxMetadata), Channel: ref.Channel, TS: ref.TS}
+	b, err := json.Marshal(m)
+	if err != nil || textLen(string(b)) > maxMetadata {
+		m.CallID = callRef(c.ToolCallID, 0)
+		b, err = json.Marshal(m)
+	}
+	if err != nil || textLen(string(b)) > maxMetadata {
+		return "" // only an absurd channel or ts gets here
+	}
+	return string(b)
+}
+
+// DecodeModalMetadata reads the private_metadata of a modal made by this
+// package. Anything else is refused with an error wrapping
+// ErrInvalidModalMetadata.
+func DecodeModalMetadata(s string) (ModalMetadata, error) {
+	fail := func(why string) (ModalMetadata, error) {
+		return ModalMetadata{}, fmt.Errorf("decode modal metadata: %s: %w", why, ErrInvalidModalMetadata)
+	}
+	if s == "" {
+		return fail("empty")
+	}
+	if len(s) > 4*maxMetadata {
+		return fail("too long")
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	var m metadataJSON
+	if err := dec.Decode(&m); err != nil {
+		return fail("not JSON")
+	}
+	if dec.More() {
+		return fail("trailing data")
+	}
+	if m.V != metadataVersion {
+		return fail("unknown version")
+	}
+	if m.Token == "" || len(m.Token) > MaxTokenLen {
+		return fail("bad token")
+	}
+	return ModalMetadata{Token: m.Token, CallID: m.CallID, Message: MessageRef{Channel: m.Channel, TS: m.TS}}, nil
+}
