@@ -480,10 +480,16 @@ func (d *routesDecoder) decode(data []byte) *Routes {
 }
 
 func (d *routesDecoder) route(env *cel.Env, item ast.Node, index int, defaultTimeout time.Duration) *Route {
-	what := fmt.Sprintf("route %d", index)
-	fields, ok := d.mapping(item, what)
+	fields, ok := d.mapping(item, fmt.Sprintf("route %d", index))
 	if !ok {
 		return nil
+	}
+	// Messages name the route as its author did, when they did.
+	what := fmt.Sprintf("route %d", index)
+	for _, fl := range fields {
+		if n, ok := d.resolve(fl.value).(*ast.StringNode); ok && fl.key == "name" && n.Value != "" {
+			what = fmt.Sprintf("route %q", n.Value)
+		}
 	}
 	r := &Route{
 		Name:              fmt.Sprintf("route-%d", index),
