@@ -1,0 +1,144 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// DefaultTimeout bounds a wait when no route sets a timeout.
+const DefaultTimeout = time.Hour
+
+// Deadline returns when a request must be decided by: the earliest of the
+// timeouts of the routes its calls go to, so no call waits longer than its
+// route allows.
+func (b *Bot) Deadline(origin Origin, req agentrunner.DeferredToolRequests) time.Time {
+	timeout := time.Duration(0)
+	for _, id := range req.IDs() {
+		c, _ := req.Call(id)
+		var t time.Duration
+		if b.routes != nil {
+			if r := b.routes.Match(c.ToolName, origin.Channel); r != nil {
+				t = r.Timeout
+			}
+			if t == 0 {
+				t = b.routes.DefaultTimeout
+			}
+		}
+		if t == 0 {
+			t = DefaultTimeout
+		}
+		if timeout == 0 || t < timeout {
+			timeout = t
+		}
+	}
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	return b.now().Add(timeout)
+}
+
+// Ask is the Slack ask (an agentrunner.AskFunc): it records the pending
+// calls under token and posts one card per call to its route's channel, in
+// order. It returns nil results: the run waits until a click resolves the
+// token. A call no route matches is denied at once (the Policy handler
+// normally does that before the ask); a call whose card cannot be posted
+// fails with the reason, so the model can tell the user.
+func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
+	origin := OriginFrom(rc)
+	now := b.now()
+	a := &Approval{
+		Token: token, Requests: req, Origin: *origin, CreatedAt: now,
+		ExpiresAt: b.Deadline(*origin, req), State: ApprovalPending,
+	}
+	if rc != nil {
+		a.RunID = rc.RunID
+		if o, ok := rc.Deps.(interface{ AskContext() string }); ok {
+			a.Context = o.AskContext()
+		}
+	}
+	var unrouted []string
+	for _, p := range b.pendingViews(req) {
+		cs := &CallStatus{ID: p.Call.ToolCallID, Kind: p.Kind, State: StatePending, Required: 1}
+		if r := b.matchRoute(p.Call.ToolName, origin.Channel); r != nil {
+			cs.Route = r.Name
+			cs.Required = max(r.RequiredApprovals, 1)
+		} else {
+			unrouted = append(unrouted, cs.ID)
+		}
+		a.Calls = append(a.Calls, cs)
+	}
+	if err := b.approvals.Create(ctx, a); err != nil {
+		return nil, fmt.Errorf("record approval: %w", err)
+	}
+	for _, id := range unrouted {
+		c, _ := req.Call(id)
+		reason := fmt.Sprintf("No approval route matches %s from this channel; the call was denied. Ask an admin to add a route.", c.ToolName)
+		action := ActionDeny
+		if req.Kind(id) != agentrunner.KindApproval {
+			action = ActionFail
+		}
+		if _, err := b.approvals.Decide(ctx, token, Decision{CallID: id, By: "policy:none", Action: action, Reason: reason}); err != nil {
+			return nil, fmt.Errorf("deny unrouted call %s: %w", id, err)
+		}
+	}
+	for _, c := range a.Calls {
+		if c.Route == "" {
+			continue
+		}
+		route := b.route(c.Route)
+		ref, err := b.post(ctx, route.Channel, b.card(a, c))
+		if err != nil {
+			b.log.ErrorContext(ctx, "post approval card", "err", err, "channel", route.Channel, "call", c.ID)
+			action := ActionFail
+			if c.Kind == agentrunner.KindApproval {
+				action = ActionDeny
+			}
+			reason := agentrunner.NoDecisionPrefix + "the approval message could not be posted to Slack"
+			if _, derr := b.approvals.Decide(ctx, token, Decision{CallID: c.ID, By: "slackbot", Action: action, Reason: reason}); derr != nil {
+				return nil, fmt.Errorf("post card for %s: %w (and recording the failure: %v)", c.ID, err, derr)
+			}
+			continue
+		}
+		c.Message = ref
+		if err := b.approvals.SetMessage(ctx, token, c.ID, ref); err != nil {
+			return nil, fmt.Errorf("record card of %s: %w", c.ID, err)
+		}
+	}
+	return nil, nil
+}
+
+func (b *Bot) matchRoute(tool, channel string) *Route {
+	if b.routes == nil {
+		return nil
+	}
+	return b.routes.Match(tool, channel)
+}
+
+// post posts a card, retrying as Slack asks, and returns where it went.
+func (b *Bot) post(ctx context.Context, channel string, card Card) (MessageRef, error) {
+	var ref MessageRef
+	err := b.retry.Do(ctx, func(ctx context.Context) error {
+		ch, ts, err := b.slack.PostMessageContext(ctx, channel,
+			slack.MsgOptionText(ApprovalText(card), false),
+			slack.MsgOptionBlocks(ApprovalBlocks(card)...),
+			slack.MsgOptionMetadata(slack.SlackMetadata{
+				EventType:    "slackbot_approval",
+				EventPayload: map[string]any{"call": card.ToolCallID},
+			}))
+		if err != nil {
+			b.metrics.SlackError("chat.postMessage")
+			return err
+		}
+		ref = MessageRef{Channel: ch, TS: ts}
+		return nil
+	})
+	if err != nil {
+		return MessageRef{}, fmt.Errorf("chat.postMessage to %s: %w", channel, err)
+	}
+	return ref, nil
+}

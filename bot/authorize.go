@@ -1,0 +1,122 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RefusedError says why a person may not decide a call. Its Reason is shown
+// to them (ephemerally) and recorded in the audit stream.
+type RefusedError struct {
+	Reason string
+}
+
+func (e *RefusedError) Error() string { return "refused: " + e.Reason }
+
+// Authorizer decides whether a Slack user may decide a call. It resolves
+// usergroup members with usergroups.users.list and caches them briefly.
+type Authorizer struct {
+	// TeamID is this workspace's team id; payloads from any other are
+	// refused. Empty accepts any team (Enterprise Grid org-wide apps).
+	TeamID string
+	Slack  SlackAPI
+	// TTL is how long usergroup members are cached; default 1 minute.
+	TTL time.Duration
+	Now func() time.Time
+
+	mu     sync.Mutex
+	groups map[string]groupEntry
+}
+
+type groupEntry struct {
+	members []string
+	fetched time.Time
+}
+
+// Click is a person's attempt to decide a call.
+type Click struct {
+	TeamID string
+	User   string
+	// Message is the message the button was on (or the message a modal was
+	// opened from); it must be the call's card.
+	Message MessageRef
+	Action  Action
+}
+
+// Authorize returns nil if click may decide call under route, or a
+// *RefusedError saying why not and who can decide. requester is who asked
+// for the call.
+func (a *Authorizer) Authorize(ctx context.Context, click Click, call *CallStatus, route *Route, requester string) error {
+	if a.TeamID != "" && click.TeamID != a.TeamID {
+		return &RefusedError{Reason: "This button comes from another Slack workspace."}
+	}
+	if call.Message.Channel != "" && (click.Message.Channel != call.Message.Channel || click.Message.TS != call.Message.TS) {
+		return &RefusedError{Reason: "This button does not belong to the message of this request."}
+	}
+	if route == nil {
+		return &RefusedError{Reason: fmt.Sprintf("The route %q that this request was sent through no longer exists, so nobody can decide it here.", call.Route)}
+	}
+	ok, err := route.IsApprover(ctx, click.User, a.members)
+	if err != nil {
+		return fmt.Errorf("authorize %s: %w", click.User, err)
+	}
+	if !ok {
+		return &RefusedError{Reason: fmt.Sprintf("You are not an approver for %s requests. %s", route.Name, WhoCanDecide(route))}
+	}
+	if click.Action != ActionDeny && click.User == requester && !route.AllowSelfApproval {
+		return &RefusedError{Reason: "You asked for this call, so someone else must approve it. " + WhoCanDecide(route)}
+	}
+	return nil
+}
+
+// WhoCanDecide names a route's approvers for a refusal message. It mentions
+// users and usergroups by name without notifying them (Slack does not
+// notify for mentions in ephemeral messages).
+func WhoCanDecide(route *Route) string {
+	var who []string
+	for _, u := range route.Users {
+		who = append(who, "<@"+u+">")
+	}
+	for _, g := range route.Usergroups {
+		who = append(who, "<!subteam^"+g+">")
+	}
+	if len(who) == 0 {
+		return "Nobody is listed as an approver."
+	}
+	return "Approvers: " + strings.Join(who, ", ") + "."
+}
+
+func (a *Authorizer) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// members returns a usergroup's members, from the cache when fresh.
+func (a *Authorizer) members(ctx context.Context, group string) ([]string, error) {
+	ttl := a.TTL
+	if ttl <= 0 {
+		ttl = time.Minute
+	}
+	a.mu.Lock()
+	e, ok := a.groups[group]
+	a.mu.Unlock()
+	if ok && a.now().Sub(e.fetched) < ttl {
+		return e.members, nil
+	}
+	members, err := a.Slack.GetUserGroupMembersContext(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("usergroup %s members: %w", group, err)
+	}
+	a.mu.Lock()
+	if a.groups == nil {
+		a.groups = map[string]groupEntry{}
+	}
+	a.groups[group] = groupEntry{members: members, fetched: a.now()}
+	a.mu.Unlock()
+	return members, nil
+}

@@ -1,0 +1,213 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// Config holds what a Bot needs.
+type Config struct {
+	Slack     SlackAPI
+	Approvals Approvals
+	Routes    *Routes
+	// Runner supplies tools' confirmation texts and argument schemas.
+	Runner *agentrunner.Runner
+	// TeamID is this workspace's team id (from auth.test).
+	TeamID string
+	Log    *slog.Logger
+	Retry  Retry
+	Now    func() time.Time
+	// Metrics is told about decisions, refusals and Slack errors; nil
+	// records nothing.
+	Metrics Metrics
+}
+
+// Metrics receives the events operators watch.
+type Metrics interface {
+	Decision(outcome string)
+	Refused(reason string)
+	SlackError(method string)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Decision(string)   {}
+func (noMetrics) Refused(string)    {}
+func (noMetrics) SlackError(string) {}
+
+// Bot is slackbot's Slack side: it posts approval cards for pending calls
+// (Ask), handles the clicks on them (HandleInteraction), and keeps each
+// card in step with its call.
+type Bot struct {
+	slack     SlackAPI
+	approvals Approvals
+	routes    *Routes
+	runner    *agentrunner.Runner
+	auth      *Authorizer
+	log       *slog.Logger
+	retry     Retry
+	now       func() time.Time
+	metrics   Metrics
+
+	// Work that follows an acknowledged request runs on goroutines owned
+	// by the Bot, never on the request's context; Close waits for it.
+	wg sync.WaitGroup
+}
+
+// New returns a Bot.
+func New(cfg Config) *Bot {
+	b := &Bot{
+		slack: cfg.Slack, approvals: cfg.Approvals, routes: cfg.Routes, runner: cfg.Runner,
+		log: cfg.Log, retry: cfg.Retry, now: cfg.Now, metrics: cfg.Metrics,
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.metrics == nil {
+		b.metrics = noMetrics{}
+	}
+	b.auth = &Authorizer{TeamID: cfg.TeamID, Slack: cfg.Slack, Now: b.now}
+	return b
+}
+
+// Close waits for background work started by requests to finish.
+func (b *Bot) Close() { b.wg.Wait() }
+
+// goAsync runs f on a goroutine owned by the Bot with its own deadline,
+// detached from the request that started it.
+func (b *Bot) goAsync(ctx context.Context, what string, f func(ctx context.Context) error) {
+	b.wg.Add(1)
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			b.log.ErrorContext(ctx, what+" failed", "err", err)
+		}
+	}()
+}
+
+// route returns the route named name, or nil.
+func (b *Bot) route(name string) *Route {
+	if b.routes == nil {
+		return nil
+	}
+	for _, r := range b.routes.Routes {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// card builds the view of one call for rendering.
+func (b *Bot) card(a *Approval, c *CallStatus) Card {
+	call, _ := a.Requests.Call(c.ID)
+	args, err := call.ArgsObject()
+	if err != nil {
+		args = call.Args
+	}
+	card := Card{
+		Token: a.Token, ToolCallID: c.ID, Kind: c.Kind, ToolName: call.ToolName, Args: args,
+		Requester: a.Origin.Requester(), RequesterIsSlackUser: a.Origin.User != "",
+		SourceChannel: a.Origin.Channel, Context: a.Context, Route: c.Route,
+		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
+		Votes: c.Votes, State: c.State, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
+		Reason: c.Reason, OverrideArgs: c.OverrideArgs, Answer: c.Answer,
+		AllowDenyReason: c.Kind == agentrunner.KindApproval,
+	}
+	if r := b.route(c.Route); r != nil {
+		card.Mentions = r.Usergroups
+	}
+	for _, p := range b.pendingViews(a.Requests) {
+		if p.Call.ToolCallID == c.ID {
+			card.Confirmation = p.Message
+		}
+	}
+	if b.runner != nil {
+		if _, ok := b.runner.Tool(call.ToolName); ok && c.Kind == agentrunner.KindApproval {
+			card.AllowEdit = true
+		}
+	}
+	return card
+}
+
+func (b *Bot) pendingViews(req agentrunner.DeferredToolRequests) []agentrunner.PendingToolCall {
+	if b.runner != nil {
+		return b.runner.PendingCalls(req)
+	}
+	var out []agentrunner.PendingToolCall
+	for _, id := range req.IDs() {
+		c, _ := req.Call(id)
+		out = append(out, agentrunner.PendingToolCall{Call: c, Kind: req.Kind(id), Message: agentrunner.DefaultConfirmation(c)})
+	}
+	return out
+}
+
+// updateCard re-renders a call's card in place from its current state.
+func (b *Bot) updateCard(ctx context.Context, a *Approval, c *CallStatus) error {
+	if c.Message.Channel == "" || c.Message.TS == "" {
+		return nil // never posted (or the post failed): nothing to update
+	}
+	card := b.card(a, c)
+	err := b.retry.Do(ctx, func(ctx context.Context) error {
+		_, _, _, err := b.slack.UpdateMessageContext(ctx, c.Message.Channel, c.Message.TS,
+			slack.MsgOptionText(ApprovalText(card), false),
+			slack.MsgOptionBlocks(ApprovalBlocks(card)...))
+		return err
+	})
+	if err != nil {
+		b.metrics.SlackError("chat.update")
+		return fmt.Errorf("update card %s/%s: %w", c.Message.Channel, c.Message.TS, err)
+	}
+	return nil
+}
+
+// UpdateCards re-renders every card of a token, e.g. after it expired or
+// was cancelled.
+func (b *Bot) UpdateCards(ctx context.Context, token string) error {
+	a, err := b.approvals.Get(ctx, token)
+	if err != nil {
+		return fmt.Errorf("update cards: %w", err)
+	}
+	var firstErr error
+	for _, c := range a.Calls {
+		if err := b.updateCard(ctx, a, c); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// ephemeral tells one user something in a channel, visible only to them.
+func (b *Bot) ephemeral(ctx context.Context, channel, user, text string) error {
+	err := b.retry.Do(ctx, func(ctx context.Context) error {
+		_, err := b.slack.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false))
+		return err
+	})
+	if err != nil {
+		b.metrics.SlackError("chat.postEphemeral")
+	}
+	return err
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+

@@ -1,0 +1,395 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// HandleInteraction serves POST /slack/interactivity. Wrap it in
+// VerifySlack: it trusts its body. A decision is recorded in Redis before
+// the request is acknowledged, so an acknowledged click is never lost;
+// the Slack calls that follow (updating the card, ephemeral replies,
+// modals) run after the acknowledgement.
+func (b *Bot) HandleInteraction() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "malformed form body", http.StatusBadRequest)
+			return
+		}
+		cb, err := ParseInteraction(r.PostFormValue("payload"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch cb.Type {
+		case slack.InteractionTypeBlockActions:
+			b.blockActions(r.Context(), cb)
+			w.WriteHeader(http.StatusOK)
+		case slack.InteractionTypeViewSubmission:
+			resp := b.viewSubmission(r.Context(), cb)
+			if resp == nil {
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(resp)
+		default:
+			// view_closed, shortcuts, ...: nothing to do, but acknowledge.
+			w.WriteHeader(http.StatusOK)
+		}
+	})
+}
+
+// ParseInteraction decodes an interactivity payload and checks the fields
+// slackbot relies on. It never panics on hostile input.
+func ParseInteraction(payload string) (*slack.InteractionCallback, error) {
+	if payload == "" {
+		return nil, errors.New("missing payload")
+	}
+	var cb slack.InteractionCallback
+	if err := json.Unmarshal([]byte(payload), &cb); err != nil {
+		return nil, fmt.Errorf("malformed payload: %w", err)
+	}
+	if cb.User.ID == "" {
+		return nil, errors.New("payload has no user")
+	}
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		if len(cb.ActionCallback.BlockActions) == 0 {
+			return nil, errors.New("block_actions payload has no action")
+		}
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID == "" {
+			return nil, errors.New("view_submission payload has no callback_id")
+		}
+	}
+	return &cb, nil
+}
+
+// clickTarget is a click resolved to its call.
+type clickTarget struct {
+	approval *Approval
+	call     *CallStatus
+	route    *Route
+}
+
+// target loads the call a button or modal refers to. Its error is meant
+// for the person who clicked.
+func (b *Bot) target(ctx context.Context, token, callID string) (*clickTarget, error) {
+	a, err := b.approvals.Get(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	id, ok := ResolveCallID(callID, a.Requests.IDs())
+	if !ok {
+		return nil, ErrNotFound
+	}
+	c := a.Call(id)
+	if c == nil {
+		return nil, ErrNotFound
+	}
+	return &clickTarget{approval: a, call: c, route: b.route(c.Route)}, nil
+}
+
+func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
+	act := cb.ActionCallback.BlockActions[0]
+	token, callID, err := DecodeAction(act.Value)
+	msg := MessageRef{Channel: cb.Channel.ID, TS: cb.Message.Timestamp}
+	if cb.Container.ChannelID != "" {
+		msg = MessageRef{Channel: cb.Container.ChannelID, TS: cb.Container.MessageTs}
+	}
+	user := cb.User.ID
+	if err != nil {
+		b.tell(ctx, msg.Channel, user, "This button is not one slackbot made.")
+		return
+	}
+	t, err := b.target(ctx, token, callID)
+	if err != nil {
+		b.tell(ctx, msg.Channel, user, Explain(err, nil))
+		return
+	}
+	click := Click{TeamID: cb.Team.ID, User: user, Message: msg}
+
+	switch act.ActionID {
+	case ActionIDViewArgs:
+		// Anyone who can see the card may read the arguments.
+		b.openView(ctx, cb.TriggerID, ArgsModal(b.card(t.approval, t.call)))
+	case ActionIDApprove, ActionIDDeny:
+		click.Action = ActionApprove
+		if act.ActionID == ActionIDDeny {
+			click.Action = ActionDeny
+		}
+		if !b.authorize(ctx, click, t) {
+			return
+		}
+		b.decide(ctx, click, t, Decision{CallID: t.call.ID, By: user, Action: click.Action})
+	case ActionIDDenyReason, ActionIDEdit, ActionIDAnswer:
+		click.Action = map[string]Action{ActionIDDenyReason: ActionDeny, ActionIDEdit: ActionApprove, ActionIDAnswer: ActionAnswer}[act.ActionID]
+		if !b.authorize(ctx, click, t) {
+			return
+		}
+		if t.approval.State != ApprovalPending || t.call.State != StatePending {
+			b.tell(ctx, msg.Channel, user, Explain(stateErr(t), t.call))
+			return
+		}
+		card := b.card(t.approval, t.call)
+		var view slack.ModalViewRequest
+		switch act.ActionID {
+		case ActionIDDenyReason:
+			view = DenyReasonModal(card, msg)
+		case ActionIDEdit:
+			view = EditArgsModal(card, msg, card.Args)
+		default:
+			view = AnswerModal(card, msg)
+		}
+		b.openView(ctx, cb.TriggerID, view)
+	default:
+		b.log.WarnContext(ctx, "unknown action", "action_id", act.ActionID)
+	}
+}
+
+// stateErr maps a token's or call's final state to the error a late click gets.
+func stateErr(t *clickTarget) error {
+	switch t.approval.State {
+	case ApprovalExpired:
+		return ErrExpired
+	case ApprovalCancelled:
+		return ErrCancelled
+	case ApprovalResolved, ApprovalFailed:
+		return ErrResolved
+	}
+	return ErrDecided
+}
+
+// authorize checks a click and, when it is refused, records the refusal
+// and tells the person why. It reports whether the click may proceed.
+func (b *Bot) authorize(ctx context.Context, click Click, t *clickTarget) bool {
+	err := b.auth.Authorize(ctx, click, t.call, t.route, t.approval.Origin.Requester())
+	if err == nil {
+		return true
+	}
+	var refused *RefusedError
+	if !errors.As(err, &refused) {
+		b.log.ErrorContext(ctx, "authorization failed", "err", err, "user", click.User)
+		b.tell(ctx, click.Message.Channel, click.User, "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment.")
+		return false
+	}
+	b.metrics.Refused(refusalKind(refused.Reason))
+	if err := b.approvals.Refused(ctx, Refusal{Token: t.approval.Token, CallID: t.call.ID, User: click.User, Reason: refused.Reason}); err != nil {
+		b.log.ErrorContext(ctx, "audit refused click", "err", err)
+	}
+	b.log.InfoContext(ctx, "click refused", "user", click.User, "route", t.call.Route, "reason", refused.Reason)
+	b.tell(ctx, click.Message.Channel, click.User, ":no_entry: "+refused.Reason+" Nothing changed.")
+	return false
+}
+
+func refusalKind(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, "You asked"):
+		return "self_approval"
+	case strings.HasPrefix(reason, "You are not"):
+		return "not_approver"
+	case strings.Contains(reason, "workspace"):
+		return "wrong_team"
+	case strings.Contains(reason, "message"):
+		return "wrong_message"
+	default:
+		return "other"
+	}
+}
+
+// decide records a decision and then, after the acknowledgement, updates
+// the card and tells the person if their click came too late.
+func (b *Bot) decide(ctx context.Context, click Click, t *clickTarget, d Decision) {
+	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
+	if err != nil && !errors.Is(err, ErrDecided) {
+		b.tell(ctx, click.Message.Channel, click.User, Explain(err, t.call))
+		return
+	}
+	if errors.Is(err, ErrDecided) {
+		b.tell(ctx, click.Message.Channel, click.User, Explain(err, res.callOr(t.call)))
+		return
+	}
+	if res.Changed {
+		b.metrics.Decision(string(res.Call.State))
+		b.goAsync(ctx, "update card", func(ctx context.Context) error {
+			return b.updateCard(ctx, res.Approval, res.Call)
+		})
+	}
+}
+
+func (d *Decided) callOr(c *CallStatus) *CallStatus {
+	if d != nil && d.Call != nil {
+		return d.Call
+	}
+	return c
+}
+
+// tell sends an ephemeral message after the acknowledgement.
+func (b *Bot) tell(ctx context.Context, channel, user, text string) {
+	if channel == "" || user == "" {
+		return
+	}
+	b.goAsync(ctx, "ephemeral", func(ctx context.Context) error {
+		return b.ephemeral(ctx, channel, user, text)
+	})
+}
+
+func (b *Bot) openView(ctx context.Context, triggerID string, view slack.ModalViewRequest) {
+	if triggerID == "" {
+		return
+	}
+	b.goAsync(ctx, "open view", func(ctx context.Context) error {
+		// A trigger_id lives three seconds: one attempt, no backoff.
+		if _, err := b.slack.OpenViewContext(ctx, triggerID, view); err != nil {
+			b.metrics.SlackError("views.open")
+			return fmt.Errorf("views.open: %w", err)
+		}
+		return nil
+	})
+}
+
+// Explain turns an error from a click into the sentence the person sees.
+// This is the one place where errors become Slack replies.
+func Explain(err error, call *CallStatus) string {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "slackbot no longer knows this request: it was decided or expired long ago. Nothing changed."
+	case errors.Is(err, ErrExpired):
+		return ":hourglass: This request expired before a decision arrived. Nothing changed."
+	case errors.Is(err, ErrCancelled):
+		return ":no_entry_sign: This request was cancelled. Nothing changed."
+	case errors.Is(err, ErrDecided), errors.Is(err, ErrResolved):
+		if call != nil && call.DecidedBy != "" {
+			return fmt.Sprintf("This call was already %s by %s. Nothing changed.", call.State, mentionOf(call.DecidedBy))
+		}
+		return "This call was already decided. Nothing changed."
+	default:
+		return "slackbot could not record your decision; nothing changed. Try again in a moment."
+	}
+}
+
+func mentionOf(who string) string {
+	if strings.HasPrefix(who, "U") || strings.HasPrefix(who, "W") {
+		return "<@" + who + ">"
+	}
+	return who
+}
+
+// viewSubmission handles the modals. Validation errors are answered in the
+// modal itself (response_action errors), within Slack's three seconds.
+func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback) any {
+	meta, err := DecodeModalMetadata(cb.View.PrivateMetadata)
+	if err != nil {
+		return nil // not our modal: close it
+	}
+	user := cb.User.ID
+	t, err := b.target(ctx, meta.Token, meta.CallID)
+	if err != nil {
+		return modalError(cb.View.CallbackID, Explain(err, nil))
+	}
+	click := Click{TeamID: cb.Team.ID, User: user, Message: meta.Message}
+	d := Decision{CallID: t.call.ID, By: user}
+	values := cb.View.State.Values
+	switch cb.View.CallbackID {
+	case CallbackDenyReason:
+		click.Action, d.Action = ActionDeny, ActionDeny
+		d.Reason = strings.TrimSpace(values[BlockIDDenyReason][ActionIDDenyReasonInput].Value)
+	case CallbackEditArgs:
+		click.Action, d.Action = ActionApprove, ActionApprove
+		text := values[BlockIDEditArgs][ActionIDEditArgsInput].Value
+		args, problem := b.validateEdit(t, text)
+		if problem != "" {
+			return modalErrors(map[string]string{BlockIDEditArgs: problem})
+		}
+		d.OverrideArgs = args
+	case CallbackAnswer:
+		click.Action, d.Action = ActionAnswer, ActionAnswer
+		answer := strings.TrimSpace(values[BlockIDAnswer][ActionIDAnswerInput].Value)
+		if answer == "" {
+			return modalErrors(map[string]string{BlockIDAnswer: "Write an answer."})
+		}
+		d.Answer = mustJSON(answer)
+	default:
+		return nil
+	}
+	if err := b.auth.Authorize(ctx, click, t.call, t.route, t.approval.Origin.Requester()); err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			b.metrics.Refused(refusalKind(refused.Reason))
+			_ = b.approvals.Refused(ctx, Refusal{Token: t.approval.Token, CallID: t.call.ID, User: user, Reason: refused.Reason})
+			return modalError(cb.View.CallbackID, refused.Reason)
+		}
+		return modalError(cb.View.CallbackID, "slackbot could not check whether you may decide this request. Try again.")
+	}
+	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
+	if err != nil {
+		return modalError(cb.View.CallbackID, Explain(err, res.callOr(t.call)))
+	}
+	if res.Changed {
+		b.metrics.Decision(string(res.Call.State))
+		b.goAsync(ctx, "update card", func(ctx context.Context) error {
+			return b.updateCard(ctx, res.Approval, res.Call)
+		})
+	}
+	return nil
+}
+
+// validateEdit checks edited arguments against the tool's schema; the
+// problem is shown under the input.
+func (b *Bot) validateEdit(t *clickTarget, text string) (json.RawMessage, string) {
+	text = strings.TrimSpace(text)
+	if !json.Valid([]byte(text)) {
+		return nil, "This is not valid JSON."
+	}
+	call, _ := t.approval.Requests.Call(t.call.ID)
+	if b.runner == nil {
+		return json.RawMessage(text), ""
+	}
+	tool, ok := b.runner.Tool(call.ToolName)
+	if !ok {
+		return nil, "slackbot does not know this tool's arguments, so they cannot be edited here."
+	}
+	args, err := tool.ValidateArgs(json.RawMessage(text))
+	if err != nil {
+		var ae *agentrunner.ArgsError
+		if errors.As(err, &ae) {
+			return nil, truncate(strings.Join(ae.Problems, "; "), 1900)
+		}
+		return nil, truncate(err.Error(), 1900)
+	}
+	return args, ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// modalError shows a message on the modal's main input.
+func modalError(callbackID, msg string) any {
+	block := map[string]string{CallbackDenyReason: BlockIDDenyReason, CallbackEditArgs: BlockIDEditArgs, CallbackAnswer: BlockIDAnswer}[callbackID]
+	if block == "" {
+		return nil
+	}
+	return modalErrors(map[string]string{block: msg})
+}
+
+func modalErrors(errs map[string]string) any {
+	return map[string]any{"response_action": "errors", "errors": errs}
+}

@@ -1,0 +1,127 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// SlackAPI is the part of the Slack Web API slackbot uses; *slack.Client
+// implements it, and tests point a real client at a fake Web API.
+type SlackAPI interface {
+	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
+	PostEphemeralContext(ctx context.Context, channelID, userID string, options ...slack.MsgOption) (string, error)
+	OpenViewContext(ctx context.Context, triggerID string, view slack.ModalViewRequest) (*slack.ViewResponse, error)
+	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
+}
+
+// Retry says how Slack calls are retried: HTTP 429 waits for Retry-After,
+// 5xx and network errors back off exponentially with jitter.
+type Retry struct {
+	Attempts int           // total attempts for 5xx and network errors; default 5
+	Base     time.Duration // first backoff; default 250ms
+	Max      time.Duration // longest backoff; default 10s
+	// MaxRateLimitWait bounds the total time spent waiting on 429s for one
+	// call; default 5 minutes, after which the call fails.
+	MaxRateLimitWait time.Duration
+	// Sleep waits for d or until ctx ends; nil means a real timer. Tests
+	// inject it to avoid sleeping.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (r Retry) withDefaults() Retry {
+	if r.Attempts <= 0 {
+		r.Attempts = 5
+	}
+	if r.Base <= 0 {
+		r.Base = 250 * time.Millisecond
+	}
+	if r.Max <= 0 {
+		r.Max = 10 * time.Second
+	}
+	if r.MaxRateLimitWait <= 0 {
+		r.MaxRateLimitWait = 5 * time.Minute
+	}
+	if r.Sleep == nil {
+		r.Sleep = sleepCtx
+	}
+	return r
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Do calls f until it succeeds, fails for good, or ctx ends. Rate limits
+// are waited out as Slack asks and do not use up attempts.
+func (r Retry) Do(ctx context.Context, f func(ctx context.Context) error) error {
+	r = r.withDefaults()
+	var waited time.Duration
+	failures := 0
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var rl *slack.RateLimitedError
+		switch {
+		case errors.As(err, &rl):
+			d := rl.RetryAfter
+			if d <= 0 {
+				d = time.Second
+			}
+			if waited+d > r.MaxRateLimitWait {
+				return fmt.Errorf("rate limited for more than %s: %w", r.MaxRateLimitWait, err)
+			}
+			waited += d
+			if err := r.Sleep(ctx, d); err != nil {
+				return err
+			}
+		case retryable(err):
+			failures++
+			if failures >= r.Attempts {
+				return fmt.Errorf("after %d attempts: %w", failures, err)
+			}
+			backoff := r.Base << (failures - 1)
+			if backoff > r.Max || backoff <= 0 {
+				backoff = r.Max
+			}
+			backoff = backoff/2 + rand.N(backoff/2+1)
+			if err := r.Sleep(ctx, backoff); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// retryable reports whether a failed Slack call may succeed if tried again.
+func retryable(err error) bool {
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) {
+		return sc.Code >= 500 || sc.Code == 408
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	return false
+}

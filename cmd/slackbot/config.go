@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Config is slackbot's configuration, read from the environment variables
+// DESIGN.md names. Every field's tag is the variable's exact name.
+type Config struct {
+	SlackBotToken      string   `envconfig:"SLACK_BOT_TOKEN"`
+	SlackSigningSecret string   `envconfig:"SLACK_SIGNING_SECRET"`
+	SlackAppToken      string   `envconfig:"SLACK_APP_TOKEN"`
+	SlackAPIURL        string   `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
+	RedisURL           string   `envconfig:"REDIS_URL"`
+	RoutesFile         string   `envconfig:"ROUTES_FILE"`
+	Addr               string   `envconfig:"ADDR" default:":8080"`
+	TLSCertFile        string   `envconfig:"TLS_CERT_FILE"`
+	TLSKeyFile         string   `envconfig:"TLS_KEY_FILE"`
+	Model              string   `envconfig:"MODEL" default:"test"`
+	OpenAIAPIKey       string   `envconfig:"OPENAI_API_KEY"`
+	OpenAIBaseURL      string   `envconfig:"OPENAI_BASE_URL"`
+	AnthropicAPIKey    string   `envconfig:"ANTHROPIC_API_KEY"`
+	Tools              string   `envconfig:"TOOLS"`
+	APIKeys            []string `envconfig:"API_KEYS"`
+	PublicURL          string   `envconfig:"PUBLIC_URL"`
+	LogLevel           string   `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat          string   `envconfig:"LOG_FORMAT" default:"json"`
+}
+
+// Mode is the subcommand a configuration is checked for.
+type Mode string
+
+// Modes.
+const (
+	ModeServe Mode = "serve"
+	ModeDev   Mode = "dev"
+)
+
+// ConfigError lists every problem of a configuration, so one start-up
+// names them all.
+type ConfigError struct {
+	Problems []string
+}
+
+func (e *ConfigError) Error() string {
+	return "invalid configuration:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// loadConfig reads the configuration from the process environment with
+// envconfig and checks it for mode. Tests set variables with t.Setenv.
+func loadConfig(mode Mode) (*Config, error) {
+	var cfg Config
+	if err := envconfig.Process("", &cfg); err != nil {
+		return nil, &ConfigError{Problems: []string{err.Error()}}
+	}
+	if err := cfg.validate(mode); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+func (c *Config) validate(mode Mode) error {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+
+	if mode == ModeServe {
+		switch {
+		case c.SlackBotToken == "":
+			add("SLACK_BOT_TOKEN is required (a bot token, xoxb-…)")
+		case !strings.HasPrefix(c.SlackBotToken, "xoxb-"):
+			add("SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
+		}
+		if c.SlackAppToken == "" && c.SlackSigningSecret == "" {
+			add("SLACK_SIGNING_SECRET is required to verify requests from Slack (or set SLACK_APP_TOKEN for Socket Mode)")
+		}
+	}
+	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+		add("SLACK_APP_TOKEN must be an app-level token starting with xapp-")
+	}
+	if u, err := url.Parse(c.SlackAPIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || !strings.HasSuffix(c.SlackAPIURL, "/") {
+		add("SLACK_API_URL must be an http(s) URL ending with / (got %q)", c.SlackAPIURL)
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			add("REDIS_URL must be a redis:// or rediss:// URL")
+		}
+	}
+	if c.RoutesFile != "" {
+		if _, err := os.Stat(c.RoutesFile); err != nil {
+			add("ROUTES_FILE %q cannot be read: %v", c.RoutesFile, errors.Unwrap(err))
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		add("ADDR must be host:port or :port (got %q)", c.Addr)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		add("TLS_CERT_FILE and TLS_KEY_FILE must be set together")
+	}
+	for _, f := range []struct{ name, path string }{{"TLS_CERT_FILE", c.TLSCertFile}, {"TLS_KEY_FILE", c.TLSKeyFile}} {
+		if f.path != "" {
+			if _, err := os.Stat(f.path); err != nil {
+				add("%s %q cannot be read", f.name, f.path)
+			}
+		}
+	}
+	provider, name, _ := strings.Cut(c.Model, ":")
+	switch provider {
+	case "test":
+	case "openai":
+		if name == "" {
+			add("MODEL openai:<model> needs a model name, e.g. openai:gpt-4o-mini")
+		}
+		if c.OpenAIAPIKey == "" && c.OpenAIBaseURL == "" {
+			add("MODEL %s needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)", c.Model)
+		}
+	case "anthropic":
+		if name == "" {
+			add("MODEL anthropic:<model> needs a model name, e.g. anthropic:claude-sonnet-4-5")
+		}
+		if c.AnthropicAPIKey == "" {
+			add("MODEL %s needs ANTHROPIC_API_KEY", c.Model)
+		}
+	default:
+		add("MODEL must be test, test:tool_a,tool_b, openai:<model> or anthropic:<model> (got %q)", c.Model)
+	}
+	if c.OpenAIBaseURL != "" {
+		if u, err := url.Parse(c.OpenAIBaseURL); err != nil || u.Host == "" {
+			add("OPENAI_BASE_URL must be a URL")
+		}
+	}
+	if c.Tools != "" && c.Tools != "demo" {
+		add("TOOLS must be empty or demo (got %q)", c.Tools)
+	}
+	for i, k := range c.APIKeys {
+		if len(strings.TrimSpace(k)) < 16 {
+			add("API_KEYS entry %d is shorter than 16 characters; use long random keys", i+1)
+		}
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("PUBLIC_URL must be an http(s) URL")
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		add("LOG_LEVEL must be debug, info, warn or error (got %q)", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		add("LOG_FORMAT must be json or text (got %q)", c.LogFormat)
+	}
+	if len(p) > 0 {
+		return &ConfigError{Problems: p}
+	}
+	return nil
+}
