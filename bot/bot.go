@@ -210,4 +210,3 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
-
