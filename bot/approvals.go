@@ -113,6 +113,8 @@ type Approvals interface {
 	Decide(ctx context.Context, token string, d Decision) (*Decided, error)
 	// Refused records a refused click in the audit stream.
 	Refused(ctx context.Context, r Refusal) error
+	// Outcome records what a decided call's tool did, in the audit stream.
+	Outcome(ctx context.Context, token, callID string, o ToolOutcome) error
 }
 
 // Errors of Approvals, in bot's vocabulary.

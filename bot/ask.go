@@ -75,6 +75,11 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 	if err := b.approvals.Create(ctx, a); err != nil {
 		return nil, fmt.Errorf("record approval: %w", err)
 	}
+	if rc != nil {
+		if d, ok := rc.Deps.(interface{ Asked(token string) }); ok {
+			d.Asked(token)
+		}
+	}
 	for _, id := range unrouted {
 		c, _ := req.Call(id)
 		reason := fmt.Sprintf("No approval route matches %s from this channel; the call was denied. Ask an admin to add a route.", c.ToolName)

@@ -158,19 +158,23 @@ func (b *Bot) pendingViews(req agentrunner.DeferredToolRequests) []agentrunner.P
 
 // updateCard re-renders a call's card in place from its current state.
 func (b *Bot) updateCard(ctx context.Context, a *Approval, c *CallStatus) error {
-	if c.Message.Channel == "" || c.Message.TS == "" {
+	return b.updateRendered(ctx, c.Message, b.card(a, c))
+}
+
+// updateRendered replaces the message at ref with card.
+func (b *Bot) updateRendered(ctx context.Context, ref MessageRef, card Card) error {
+	if ref.Channel == "" || ref.TS == "" {
 		return nil // never posted (or the post failed): nothing to update
 	}
-	card := b.card(a, c)
 	err := b.retry.Do(ctx, func(ctx context.Context) error {
-		_, _, _, err := b.slack.UpdateMessageContext(ctx, c.Message.Channel, c.Message.TS,
+		_, _, _, err := b.slack.UpdateMessageContext(ctx, ref.Channel, ref.TS,
 			slack.MsgOptionText(ApprovalText(card), false),
 			slack.MsgOptionBlocks(ApprovalBlocks(card)...))
 		return err
 	})
 	if err != nil {
 		b.metrics.SlackError("chat.update")
-		return fmt.Errorf("update card %s/%s: %w", c.Message.Channel, c.Message.TS, err)
+		return fmt.Errorf("update card %s/%s: %w", ref.Channel, ref.TS, err)
 	}
 	return nil
 }

@@ -1,0 +1,118 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack/slackevents"
+)
+
+// Deduper remembers keys for a while; slackbot uses it so Slack's retries
+// of an event start one run.
+type Deduper interface {
+	// Dedupe reports whether key is new, and remembers it for ttl.
+	Dedupe(ctx context.Context, key string, ttl time.Duration) (bool, error)
+}
+
+// EventDedupeTTL is how long an event id is remembered. Slack retries an
+// event three times within about an hour and a half.
+const EventDedupeTTL = 2 * time.Hour
+
+// HandleEvents serves POST /slack/events (Events API). Wrap it in
+// VerifySlack. It answers url_verification, and starts a run for an
+// app_mention or a direct message; the run happens after the ack.
+func (rs *Runs) HandleEvents() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "cannot read body", http.StatusBadRequest)
+			return
+		}
+		var outer struct {
+			Type      string `json:"type"`
+			Challenge string `json:"challenge"`
+			EventID   string `json:"event_id"`
+		}
+		if err := json.Unmarshal(body, &outer); err != nil {
+			http.Error(w, "malformed event: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if outer.Type == slackevents.URLVerification {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, outer.Challenge)
+			return
+		}
+		ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+		if err != nil {
+			http.Error(w, "malformed event: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := rs.HandleEvent(r.Context(), outer.EventID, ev); err != nil {
+			// Dedupe could not be recorded: let Slack retry later.
+			http.Error(w, "temporarily unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// mentionRE matches a user mention such as <@U123> or <@U123|name>.
+var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+(?:\|[^>]*)?>`)
+
+// HandleEvent acts on one Events API event, whatever transport brought it
+// (HTTP or Socket Mode). It returns an error only when the event should be
+// delivered again.
+func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) error {
+	if ev.Type != slackevents.CallbackEvent {
+		return nil
+	}
+	var origin Origin
+	var text string
+	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		if e.BotID != "" || e.User == "" || e.User == rs.BotUserID {
+			return nil
+		}
+		thread := e.ThreadTimeStamp
+		if thread == "" {
+			thread = e.TimeStamp
+		}
+		origin = Origin{TeamID: ev.TeamID, Channel: e.Channel, ThreadTS: thread, User: e.User}
+		text = e.Text
+	case *slackevents.MessageEvent:
+		// Direct messages only; channel messages arrive as app_mention.
+		if e.ChannelType != "im" || e.BotID != "" || e.SubType != "" || e.User == "" || e.User == rs.BotUserID {
+			return nil
+		}
+		thread := e.ThreadTimeStamp
+		if thread == "" {
+			thread = e.TimeStamp
+		}
+		origin = Origin{TeamID: ev.TeamID, Channel: e.Channel, ThreadTS: thread, User: e.User}
+		text = e.Text
+	default:
+		return nil
+	}
+	if rs.Dedupe != nil && eventID != "" {
+		first, err := rs.Dedupe.Dedupe(ctx, "event:"+eventID, EventDedupeTTL)
+		if err != nil {
+			rs.log().ErrorContext(ctx, "dedupe event", "err", err, "event_id", eventID)
+			return err
+		}
+		if !first {
+			rs.log().InfoContext(ctx, "duplicate event ignored", "event_id", eventID)
+			return nil
+		}
+	}
+	prompt := strings.TrimSpace(mentionRE.ReplaceAllString(text, ""))
+	if prompt == "" {
+		prompt = "Hello"
+	}
+	rs.Start(prompt, origin)
+	return nil
+}

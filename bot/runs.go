@@ -1,0 +1,183 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// RunDeps are the Deps of a run started from Slack: its origin, plus the
+// resume tokens asked during the run, so cards can show what the tool did.
+type RunDeps struct {
+	Origin
+
+	mu     sync.Mutex
+	tokens []string
+}
+
+// RunOrigin implements OriginCarrier.
+func (d *RunDeps) RunOrigin() *Origin { return &d.Origin }
+
+// Asked records a token handed to people during the run.
+func (d *RunDeps) Asked(token string) {
+	d.mu.Lock()
+	d.tokens = append(d.tokens, token)
+	d.mu.Unlock()
+}
+
+// Tokens returns the tokens asked so far.
+func (d *RunDeps) Tokens() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.tokens...)
+}
+
+// Runs starts agent runs for Slack messages and posts their answers in the
+// thread they came from.
+type Runs struct {
+	Bot       *Bot
+	Runner    *agentrunner.Runner
+	Dedupe    Deduper
+	BotUserID string
+	Log       *slog.Logger
+	// Context is the parent of every run: cancelling it (SIGTERM) stops
+	// runs without deciding anything, so they can resume elsewhere.
+	Context context.Context
+
+	wg sync.WaitGroup
+}
+
+func (rs *Runs) log() *slog.Logger {
+	if rs.Log != nil {
+		return rs.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Wait waits for the runs started so far to end.
+func (rs *Runs) Wait() { rs.wg.Wait() }
+
+// Start runs the agent on prompt in the background.
+func (rs *Runs) Start(prompt string, origin Origin) {
+	ctx := rs.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rs.wg.Add(1)
+	go func() {
+		defer rs.wg.Done()
+		deps := &RunDeps{Origin: origin}
+		res, err := rs.Runner.Run(ctx, agentrunner.RunInput{Prompt: prompt, Deps: deps})
+		rs.Finish(ctx, deps, res, err)
+	}()
+}
+
+// Finish reports a run's end: the answer (or the failure) in the thread,
+// and each decided call's tool outcome on its card. A run stopped because
+// the process is shutting down reports nothing: it resumes elsewhere.
+func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunResult, err error) {
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		rs.log().Info("run stopped by shutdown; it will resume elsewhere", "channel", deps.Channel)
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	text := ""
+	switch {
+	case err != nil:
+		rs.log().ErrorContext(ctx, "run failed", "err", err, "channel", deps.Channel)
+		text = ":warning: The agent run failed: " + EscapeText(err.Error())
+	case res.Status == agentrunner.StatusPending:
+		text = ":hourglass: Some tool calls are still waiting for a decision."
+	default:
+		text = EscapeText(res.Output)
+	}
+	if res != nil {
+		for _, token := range deps.Tokens() {
+			if err := rs.Bot.ReportOutcomes(ctx, token, res.Messages); err != nil {
+				rs.log().ErrorContext(ctx, "report tool outcomes", "err", err)
+			}
+		}
+	}
+	if deps.Channel == "" {
+		return
+	}
+	if err := rs.Bot.PostInThread(ctx, deps.Channel, deps.ThreadTS, text); err != nil {
+		rs.log().ErrorContext(ctx, "post answer", "err", err, "channel", deps.Channel)
+	}
+}
+
+// PostInThread posts text as a reply in a thread (or to the channel when
+// threadTS is empty), retrying as Slack asks.
+func (b *Bot) PostInThread(ctx context.Context, channel, threadTS, text string) error {
+	if len(text) > 39000 {
+		text = truncate(text, 39000)
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	err := b.retry.Do(ctx, func(ctx context.Context) error {
+		_, _, err := b.slack.PostMessageContext(ctx, channel, opts...)
+		if err != nil {
+			b.metrics.SlackError("chat.postMessage")
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("post in thread: %w", err)
+	}
+	return nil
+}
+
+// EscapeText makes model or user text safe to post: Slack's control
+// characters are escaped so it cannot mention anyone or link anywhere.
+func EscapeText(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// ReportOutcomes shows on each card of token what its tool did, from the
+// tool returns in msgs, and records the outcomes in the audit stream.
+func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunner.Message) error {
+	a, err := b.approvals.Get(ctx, token)
+	if err != nil {
+		return fmt.Errorf("report outcomes: %w", err)
+	}
+	returns := map[string]agentrunner.Part{}
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.PartKind == agentrunner.PartToolReturn {
+				returns[p.ToolCallID] = p
+			}
+		}
+	}
+	var errs []error
+	for _, c := range a.Calls {
+		if c.State != StateApproved && c.State != StateAnswered {
+			continue
+		}
+		p, ok := returns[c.ID]
+		if !ok {
+			continue
+		}
+		o := ToolOutcome{Status: OutcomeRan, Summary: truncate(p.ReturnText(), 500)}
+		if p.Outcome == agentrunner.OutcomeFailed {
+			o.Status = OutcomeFailed
+		}
+		if err := b.approvals.Outcome(ctx, token, c.ID, o); err != nil {
+			errs = append(errs, err)
+		}
+		card := b.card(a, c)
+		card.Outcome = &o
+		if err := b.updateRendered(ctx, c.Message, card); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
