@@ -75,7 +75,7 @@ func DecodeAction(v string) (token, callID string, err error) {
 	if v == "" {
 		return fail("empty")
 	}
-	if len(v) > 4*MaxActionValueLen || !utf8.ValidString(v) {
+	if len(v) > 4*MaxActionValueLen || !utf8.ValidString(v) || textLen(v) > MaxActionValueLen {
 		return fail("not a button value")
 	}
 	head, rest, ok := strings.Cut(v, ".")
@@ -97,7 +97,7 @@ func DecodeAction(v string) (token, callID string, err error) {
 		raw, err := base64.RawURLEncoding.Strict().DecodeString(tok)
 		// A token that needs no encoding is never encoded, so only one value
 		// names each (token, call) pair.
-		if err != nil || len(raw) == 0 || isBase64URL(string(raw)) || !utf8.Valid(raw) {
+		if err != nil || len(raw) == 0 || isBase64URL(string(raw)) {
 			return fail("bad token")
 		}
 		tok = string(raw)

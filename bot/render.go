@@ -298,8 +298,7 @@ func outcomeBlocks(c Card) []slack.Block {
 	case StateCancelled:
 		line = "🚫 *Cancelled*" + byClause(by) + at
 	default:
-		emoji, word := stateLabel(c)
-		line = emoji + " " + escapeText(word)
+		line = "❔ *Unknown state* " + literal(string(c.State))
 	}
 	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(line), nil, nil)}
 
@@ -723,14 +722,6 @@ func neutralRune(r rune) string {
 		return string(r) + "\u200b"
 	}
 	return escapeRune(r)
-}
-
-func escapeText(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		b.WriteString(escapeRune(r))
-	}
-	return b.String()
 }
 
 // reveal replaces invalid UTF-8 and characters that are invisible or

@@ -1,0 +1,769 @@
+package bot
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// Fixed times, so golden files do not change.
+var (
+	created = time.Date(2026, 3, 2, 15, 4, 5, 0, time.UTC)
+	expires = created.Add(time.Hour)
+	decided = created.Add(10 * time.Minute)
+)
+
+const testToken = "q2Xm5b0Yc1iJzv9p1W3kL8a7sD4fG6hJ2kL0zX9cV8b" // 43 base64url chars, like agentrunner.NewToken
+
+// pendingCard is an ordinary approval waiting for a decision.
+func pendingCard() Card {
+	return Card{
+		Token:                testToken,
+		ToolCallID:           "call_1",
+		Kind:                 agentrunner.KindApproval,
+		ToolName:             "delete_file",
+		Args:                 json.RawMessage(`{"path":"temp.txt","force":true}`),
+		Confirmation:         `Run delete_file({"path":"temp.txt","force":true})?`,
+		Requester:            "U0ALICE",
+		RequesterIsSlackUser: true,
+		SourceChannel:        "C0SUPPORT",
+		Route:                "files",
+		Mentions:             []string{"S0OPS"},
+		CreatedAt:            created,
+		ExpiresAt:            expires,
+		RequiredApprovals:    1,
+		State:                StatePending,
+	}
+}
+
+// goldenCards are the cards whose rendering is pinned in testdata/golden.
+func goldenCards() map[string]Card {
+	cards := map[string]Card{}
+	add := func(name string, edit func(c *Card)) {
+		c := pendingCard()
+		edit(&c)
+		cards[name] = c
+	}
+	add("pending", func(c *Card) {})
+	add("pending_quorum", func(c *Card) {
+		c.RequiredApprovals = 2
+		c.Votes = []Vote{{User: "U0BOB", At: decided}}
+	})
+	add("pending_deny_reason_edit", func(c *Card) {
+		c.AllowDenyReason, c.AllowEdit = true, true
+	})
+	add("pending_api_client", func(c *Card) {
+		c.Requester, c.RequesterIsSlackUser, c.SourceChannel = "billing-agent", false, ""
+		c.Context = "Customer #4411 asked to remove their export."
+		c.Mentions = nil
+	})
+	add("question", func(c *Card) {
+		c.Kind = agentrunner.KindQuestion
+		c.ToolName = "ask_human"
+		c.Args = json.RawMessage(`{"question":"Which region should the backup go to?"}`)
+		c.Confirmation = "Which region should the backup go to?"
+	})
+	add("external", func(c *Card) {
+		c.Kind = agentrunner.KindExternal
+		c.ToolName = "run_batch_job"
+		c.Args = json.RawMessage(`{"job":"nightly-export"}`)
+		c.Confirmation = `Run run_batch_job({"job":"nightly-export"})?`
+		c.Mentions = nil
+	})
+	add("approved", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
+	})
+	add("approved_quorum", func(c *Card) {
+		c.RequiredApprovals = 2
+		c.Votes = []Vote{{User: "U0BOB", At: decided}, {User: "U0CAROL", At: decided}}
+		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0CAROL", decided
+	})
+	add("approved_override", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
+		c.OverrideArgs = json.RawMessage(`{"path":"temp.txt","force":false}`)
+	})
+	add("approved_policy", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "policy:files", decided
+	})
+	add("denied_reason", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = StateDenied, "U0BOB", decided
+		c.Reason = "Not during the freeze; try again Monday."
+	})
+	add("expired", func(c *Card) {
+		c.State = StateExpired
+	})
+	add("cancelled", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = StateCancelled, "billing-agent", decided
+		c.Reason = "The run was cancelled by its client."
+	})
+	add("answered", func(c *Card) {
+		c.Kind = agentrunner.KindQuestion
+		c.ToolName = "ask_human"
+		c.Args = json.RawMessage(`{"question":"Which region should the backup go to?"}`)
+		c.Confirmation = "Which region should the backup go to?"
+		c.State, c.DecidedBy, c.DecidedAt = StateAnswered, "U0BOB", decided
+		c.Answer = json.RawMessage(`"eu-west-1, please"`)
+	})
+	add("external_result", func(c *Card) {
+		c.Kind = agentrunner.KindExternal
+		c.ToolName = "run_batch_job"
+		c.Args = json.RawMessage(`{"job":"nightly-export"}`)
+		c.Confirmation = `Run run_batch_job({"job":"nightly-export"})?`
+		c.State, c.DecidedBy, c.DecidedAt = StateAnswered, "batch-runner", decided
+		c.Answer = json.RawMessage(`{"rows":1200,"file":"s3://exports/nightly.csv"}`)
+	})
+	add("failed", func(c *Card) {
+		c.State, c.DecidedAt = StateFailed, decided
+		c.Reason = "Slack rejected the update: channel_not_found"
+	})
+	add("tool_ran", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
+		c.Outcome = &ToolOutcome{Status: OutcomeRan, Summary: "Deleted temp.txt (2 KB)."}
+	})
+	add("tool_failed", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
+		c.Outcome = &ToolOutcome{Status: OutcomeFailed, Summary: "permission denied: temp.txt"}
+	})
+	add("truncated_args", func(c *Card) {
+		c.Args = bigArgs(10_000)
+		c.Confirmation = "Run import_rows with 10 KB of rows?"
+		c.ToolName = "import_rows"
+	})
+	return cards
+}
+
+// bigArgs returns a JSON object of about n bytes of ordinary rows.
+func bigArgs(n int) json.RawMessage {
+	var rows []map[string]any
+	for size := 0; size < n; size += 60 {
+		i := len(rows)
+		rows = append(rows, map[string]any{"id": i, "name": fmt.Sprintf("customer-%04d", i), "ok": i%3 == 0})
+	}
+	b, err := json.Marshal(map[string]any{"rows": rows})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestApprovalBlocksGolden(t *testing.T) {
+	for name, c := range goldenCards() {
+		t.Run(name, func(t *testing.T) {
+			blocks := ApprovalBlocks(c)
+			checkMessage(t, c, blocks)
+			got := marshalGolden(t, map[string]any{
+				"text":   ApprovalText(c),
+				"blocks": slack.Blocks{BlockSet: blocks},
+			})
+			checkGolden(t, name, got)
+		})
+	}
+}
+
+// TestApprovalBlocksAtAGlance checks what an approver sees first and which
+// buttons they get, for every state.
+func TestApprovalBlocksAtAGlance(t *testing.T) {
+	tests := []struct {
+		card        string
+		wantHeader  string
+		wantActions []string
+		wantText    []string // substrings of the rendered text, in any block
+	}{
+		{"pending", "⏳ Approval needed: delete_file", []string{"approve", "deny"},
+			[]string{"Requested by <@U0ALICE> in <#C0SUPPORT>", "Expires <!date^1772467445^{date_short_pretty} at {time}|2026-03-02 16:04 UTC>", "Approvers: <!subteam^S0OPS>", "\"path\": \"temp.txt\""}},
+		{"pending_quorum", "⏳ Approval needed: delete_file", []string{"approve", "deny"}, []string{"1 of 2 approvals: <@U0BOB>"}},
+		{"pending_deny_reason_edit", "⏳ Approval needed: delete_file", []string{"approve", "deny", "deny_reason", "edit"}, nil},
+		{"pending_api_client", "⏳ Approval needed: delete_file", []string{"approve", "deny"},
+			[]string{"Requested by `billing-agent` (API)", "Context: Customer #4411 asked to remove their export."}},
+		{"question", "❓ Question: ask_human", []string{"answer"}, []string{"Which region should the backup go to?", "Who can answer: <!subteam^S0OPS>"}},
+		{"external", "⏳ Waiting for result: run_batch_job", nil, []string{"Waiting for an external result"}},
+		{"approved", "✅ Approved: delete_file", nil, []string{"✅ *Approved* by <@U0BOB> · <!date^1772464445^"}},
+		{"approved_quorum", "✅ Approved: delete_file", nil, []string{"2 of 2 approvals: <@U0BOB>, <@U0CAROL>"}},
+		{"approved_override", "✅ Approved: delete_file", nil,
+			[]string{"with edited arguments", "*Arguments as requested*", "*Arguments as approved (edited)*", "\"force\": false"}},
+		{"approved_policy", "✅ Approved: delete_file", nil, []string{"by policy `files`"}},
+		{"denied_reason", "❌ Denied: delete_file", nil, []string{"❌ *Denied* by <@U0BOB>", "Reason: “Not during the freeze; try again Monday.”"}},
+		{"expired", "⌛ Expired: delete_file", nil, []string{"⌛ *Expired* — no decision arrived by <!date^1772467445^"}},
+		{"cancelled", "🚫 Cancelled: delete_file", nil, []string{"🚫 *Cancelled* by `billing-agent`", "Reason: “The run was cancelled by its client.”"}},
+		{"answered", "💬 Answered: ask_human", nil, []string{"💬 *Answered* by <@U0BOB>", "Answer: eu-west-1, please"}},
+		{"external_result", "📥 Result received: run_batch_job", nil, []string{"📥 *Result received* from `batch-runner`", "*Result*\n```\n{\n  \"rows\": 1200"}},
+		{"failed", "⚠️ Failed: delete_file", nil, []string{"⚠️ *Failed*", "Error: “Slack rejected the update: channel_not_found”"}},
+		{"tool_ran", "✅ Approved: delete_file", nil, []string{"🟢 The tool ran: Deleted temp.txt (2 KB)."}},
+		{"tool_failed", "✅ Approved: delete_file", nil, []string{"🔴 The tool failed: permission denied: temp.txt"}},
+		{"truncated_args", "⏳ Approval needed: import_rows", []string{"view_args", "approve", "deny"},
+			[]string{"Showing 2,", "Use *View all arguments* to see the rest."}},
+	}
+	cards := goldenCards()
+	for _, tt := range tests {
+		t.Run(tt.card, func(t *testing.T) {
+			c, ok := cards[tt.card]
+			if !ok {
+				t.Fatalf("no golden card %q", tt.card)
+			}
+			blocks := ApprovalBlocks(c)
+			v := toJSON(t, slack.Blocks{BlockSet: blocks})
+			first := v.([]any)[0].(map[string]any)
+			if first["type"] != "header" {
+				t.Fatalf("first block is %v, want header", first["type"])
+			}
+			if got := first["text"].(map[string]any)["text"]; got != tt.wantHeader {
+				t.Errorf("header = %q, want %q", got, tt.wantHeader)
+			}
+			if got := actionIDs(v); !cmp.Equal(got, tt.wantActions) {
+				t.Errorf("buttons = %q, want %q", got, tt.wantActions)
+			}
+			all := strings.Join(texts(v), "\n")
+			for _, want := range tt.wantText {
+				if !strings.Contains(all, want) {
+					t.Errorf("rendered text does not contain %q; text:\n%s", want, all)
+				}
+			}
+		})
+	}
+}
+
+// hostile is user- and model-controlled text that tries to ping people,
+// inject formatting and close code blocks. EVIL marks it, so tests can find
+// where it ended up.
+const hostile = "EVIL <!channel> <!here> <!everyone> @here @channel <@U123> <@W999|boss> <#C1> <!subteam^S1> " +
+	"<https://evil.example|click me> *bold* _italic_ ~strike~ `code` ``` closing ``` & &amp; &lt; > " +
+	"🙂👩‍👩‍👧 שלום مرحبا e\u0301 \u202eRTL\u202c zero\u200bwidth \x01 EVIL"
+
+func hostileArgs(t *testing.T, size int) json.RawMessage {
+	t.Helper()
+	m := map[string]any{"note": hostile, "path": "`/etc/passwd` ```\n<!channel>"}
+	for i := 0; len(mustMarshal(t, m)) < size; i++ {
+		m[fmt.Sprintf("k%03d", i)] = strings.Repeat("é🙂\u0301ש<&>`*_", 8) + hostile
+	}
+	return mustMarshal(t, m)
+}
+
+// hostileCards are every state and kind with hostile text wherever a card
+// carries text from users, models or API clients.
+func hostileCards(t *testing.T) map[string]Card {
+	t.Helper()
+	base := Card{
+		Token:                testToken,
+		ToolCallID:           strings.Repeat("call-🙂-<!here>-", 400), // 6,000 characters
+		Kind:                 agentrunner.KindApproval,
+		// 10,000 bytes, cut inside a character on purpose: invalid UTF-8.
+		ToolName:             strings.Repeat(hostile, 10_000/len(hostile)+1)[:10_000],
+		Args:                 hostileArgs(t, 10_000),
+		Confirmation:         strings.Repeat(hostile, 30),
+		Requester:            "U0ALICE",
+		RequesterIsSlackUser: true,
+		SourceChannel:        "C0SUPPORT",
+		Context:              hostile,
+		Route:                "route " + hostile,
+		Mentions:             []string{"S0OPS", "<!channel>", "here", "S0OPS"},
+		CreatedAt:            created,
+		ExpiresAt:            expires,
+		RequiredApprovals:    3,
+		Votes:                []Vote{{User: "U0BOB", At: decided}, {User: "<!everyone>", At: decided}},
+		AllowDenyReason:      true,
+		AllowEdit:            true,
+		DecidedBy:            "U0CAROL",
+		DecidedAt:            decided,
+		Reason:               strings.Repeat(hostile, 40),
+		OverrideArgs:         hostileArgs(t, 12_000),
+		Answer:               mustMarshal(t, strings.Repeat(hostile, 40)),
+		Outcome:              &ToolOutcome{Status: OutcomeRan, Summary: strings.Repeat(hostile, 10)},
+	}
+	cards := map[string]Card{}
+	kinds := []agentrunner.CallKind{agentrunner.KindApproval, agentrunner.KindQuestion, agentrunner.KindExternal}
+	states := []CardState{StatePending, StateApproved, StateDenied, StateAnswered, StateFailed, StateExpired, StateCancelled, "weird " + CardState(hostile)}
+	for _, k := range kinds {
+		for _, s := range states {
+			c := base
+			c.Kind, c.State = k, s
+			cards[fmt.Sprintf("%s/%.20s", k, s)] = c
+		}
+	}
+	api := base
+	api.Requester, api.RequesterIsSlackUser, api.SourceChannel = hostile, false, "<!here>"
+	api.DecidedBy, api.State = "policy:"+hostile, StateDenied
+	cards["api-client"] = api
+	fake := base
+	fake.Requester = "<!channel>" // claims to be a Slack user id
+	fake.DecidedBy, fake.State = hostile, StateApproved
+	fake.Answer = mustMarshal(t, map[string]any{"x": hostile})
+	fake.Outcome = &ToolOutcome{Status: hostile, Summary: hostile}
+	cards["fake-user"] = fake
+	return cards
+}
+
+func TestApprovalBlocksHostileInput(t *testing.T) {
+	for name, c := range hostileCards(t) {
+		t.Run(name, func(t *testing.T) {
+			blocks := ApprovalBlocks(c)
+			checkMessage(t, c, blocks)
+			v := toJSON(t, slack.Blocks{BlockSet: blocks})
+			// Every button carries the call, even with a 5,600-character id.
+			for _, b := range find(v, "button") {
+				tok, ref, err := DecodeAction(b["value"].(string))
+				if err != nil {
+					t.Fatalf("button %v: DecodeAction: %v", b["action_id"], err)
+				}
+				if id, ok := ResolveCallID(ref, []string{"call_other", c.ToolCallID}); tok != c.Token || !ok || id != c.ToolCallID {
+					t.Errorf("button %v carries (%q, %.40q), want the card's token and call", b["action_id"], tok, ref)
+				}
+			}
+		})
+	}
+}
+
+// TestApprovalText checks the notification text: short, escaped, and
+// mentioning no one.
+func TestApprovalText(t *testing.T) {
+	cards := hostileCards(t)
+	for name, c := range goldenCards() {
+		cards["golden/"+name] = c
+	}
+	for name, c := range cards {
+		t.Run(name, func(t *testing.T) {
+			got := ApprovalText(c)
+			if n := textLen(got); n > maxFallbackText || n == 0 {
+				t.Errorf("ApprovalText is %d characters, want 1..%d", n, maxFallbackText)
+			}
+			if !utf8.ValidString(got) {
+				t.Errorf("ApprovalText is not valid UTF-8: %q", got)
+			}
+			if strings.ContainsAny(got, "<>") {
+				t.Errorf("ApprovalText contains < or >: %q", got)
+			}
+			checkEntities(t, got)
+			for i, r := range got {
+				if strings.ContainsRune("*_~`", r) && !strings.HasPrefix(got[i+1:], "\u200b") {
+					t.Errorf("ApprovalText has a bare %q at %d: %q", r, i, got)
+					break
+				}
+			}
+		})
+	}
+	c := pendingCard()
+	want := "⏳ Approval needed: delete_\u200bfile — Run delete_\u200bfile({\"path\":\"temp.txt\",\"force\":true})?"
+	if got := ApprovalText(c); got != want {
+		t.Errorf("ApprovalText(pending) = %q, want %q", got, want)
+	}
+}
+
+func TestFitCodeNeverSplitsCharacters(t *testing.T) {
+	s := "a🙂é\u0301שלום&<>```x`\n{\"k\": \"👩‍👩‍👧\"}\n&amp;"
+	for max := 0; max <= textLen(s)*5; max++ {
+		out, rest := fitCode(s, max)
+		if textLen(out) > max {
+			t.Fatalf("fitCode(max %d) = %d characters", max, textLen(out))
+		}
+		if !utf8.ValidString(out) {
+			t.Fatalf("fitCode(max %d) split a character: %q", max, out)
+		}
+		if strings.Contains(out, "``") {
+			t.Fatalf("fitCode(max %d) left a backtick run: %q", max, out)
+		}
+		back := strings.NewReplacer("\u200b", "", "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(out)
+		if got := back + rest; got != s && back+"\n"+rest != s {
+			t.Fatalf("fitCode(max %d): shown %q + rest %q is not the input", max, back, rest)
+		}
+	}
+}
+
+func TestFitNeverSplitsEscapes(t *testing.T) {
+	s := "<&>🙂e\u0301ab"
+	for max := 1; max <= 30; max++ {
+		got := fit(s, max, "…", escapeRune)
+		if textLen(got) > max {
+			t.Errorf("fit(max %d) = %q: %d characters", max, got, textLen(got))
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("fit(max %d) = %q: invalid UTF-8", max, got)
+		}
+		checkEntities(t, got)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	tests := []struct {
+		n    int
+		want string
+	}{{0, "0"}, {999, "999"}, {1000, "1,000"}, {10312, "10,312"}, {1234567, "1,234,567"}, {-2400, "-2,400"}}
+	for _, tt := range tests {
+		if got := thousands(tt.n); got != tt.want {
+			t.Errorf("thousands(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+// checkMessage checks an approval message against Slack's limits, slack-go's
+// round trip, and the escaping rules.
+func checkMessage(t *testing.T, c Card, blocks []slack.Block) {
+	t.Helper()
+	if len(blocks) > maxMessageBlocks {
+		t.Errorf("%d blocks, Slack allows %d in a message", len(blocks), maxMessageBlocks)
+	}
+	roundTrip(t, slack.Blocks{BlockSet: blocks}, &slack.Blocks{})
+	v := toJSON(t, slack.Blocks{BlockSet: blocks})
+	checkLimits(t, v)
+	checkMentions(t, v, allowedMentions(c))
+	checkHostileInCode(t, v)
+}
+
+// allowedMentions are the <…> sequences a card may render on purpose.
+func allowedMentions(c Card) map[string]bool {
+	ok := map[string]bool{}
+	if c.RequesterIsSlackUser && isUserID(c.Requester) {
+		ok["<@"+c.Requester+">"] = true
+	}
+	if isUserID(c.DecidedBy) {
+		ok["<@"+c.DecidedBy+">"] = true
+	}
+	for _, v := range c.Votes {
+		if isUserID(v.User) {
+			ok["<@"+v.User+">"] = true
+		}
+	}
+	if isChannelID(c.SourceChannel) {
+		ok["<#"+c.SourceChannel+">"] = true
+	}
+	for _, m := range c.Mentions {
+		if isUsergroupID(m) {
+			ok["<!subteam^"+m+">"] = true
+		}
+	}
+	return ok
+}
+
+var (
+	angleRE = regexp.MustCompile(`<[^<>]*>`)
+	dateRE  = regexp.MustCompile(`^<!date\^\d+\^\{date_short_pretty\} at \{time\}\|\d{4}-\d\d-\d\d \d\d:\d\d UTC>$`)
+)
+
+// checkMentions fails if any text holds a <…> sequence other than the
+// allowed ones and dates, or a stray < or >.
+func checkMentions(t *testing.T, v any, allowed map[string]bool) {
+	t.Helper()
+	for _, s := range texts(v) {
+		rest := angleRE.ReplaceAllStringFunc(s, func(m string) string {
+			if allowed[m] || dateRE.MatchString(m) {
+				return ""
+			}
+			t.Errorf("unexpected %q in %.200q", m, s)
+			return ""
+		})
+		if strings.ContainsAny(rest, "<>") {
+			t.Errorf("stray < or > in %.200q", s)
+		}
+		checkEntities(t, s)
+	}
+}
+
+// checkEntities fails if s has an & that does not start &amp; &lt; or &gt;:
+// Slack would decode user text that looks like an entity.
+func checkEntities(t *testing.T, s string) {
+	t.Helper()
+	for i := strings.IndexByte(s, '&'); i >= 0; i = nextIndex(s, '&', i) {
+		rest := s[i:]
+		if !strings.HasPrefix(rest, "&amp;") && !strings.HasPrefix(rest, "&lt;") && !strings.HasPrefix(rest, "&gt;") {
+			t.Errorf("unescaped & at %d in %.200q", i, s)
+			return
+		}
+	}
+}
+
+func nextIndex(s string, c byte, i int) int {
+	j := strings.IndexByte(s[i+1:], c)
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
+var codeRE = regexp.MustCompile("(?s)```.*?```|`[^`\n]*`")
+
+// checkHostileInCode fails if hostile text (marked EVIL) appears in a mrkdwn
+// text outside a code block or code span, where it could format. Code
+// blocks must be closed only by the renderer's fence.
+func checkHostileInCode(t *testing.T, v any) {
+	t.Helper()
+	walk(v, func(m map[string]any) {
+		if m["type"] != "mrkdwn" {
+			return
+		}
+		s := m["text"].(string)
+		if n := strings.Count(s, "```"); n != 0 && (n != 2 || !strings.HasSuffix(s, "\n```")) {
+			t.Errorf("mrkdwn has %d code fences (content closed the block?): %.300q", n, s)
+		}
+		if outside := codeRE.ReplaceAllString(s, ""); strings.Contains(outside, "EVIL") {
+			t.Errorf("hostile text outside code in mrkdwn: %.300q", outside)
+		}
+	})
+}
+
+// checkLimits walks Block Kit JSON and checks Slack's limits on every
+// object it knows.
+func checkLimits(t *testing.T, v any) {
+	t.Helper()
+	atMost := func(what string, s any, max int) {
+		t.Helper()
+		str, _ := s.(string)
+		if n := textLen(str); n > max {
+			t.Errorf("%s is %d characters, Slack allows %d: %.80q…", what, n, max, str)
+		}
+	}
+	walk(v, func(m map[string]any) {
+		if id, ok := m["block_id"]; ok {
+			atMost("block_id", id, 255)
+		}
+		if id, ok := m["action_id"]; ok {
+			atMost("action_id", id, 255)
+		}
+		text, _ := m["text"].(map[string]any)
+		switch m["type"] {
+		case "plain_text", "mrkdwn":
+			s, _ := m["text"].(string)
+			if s == "" {
+				t.Errorf("empty %s text object", m["type"])
+			}
+			atMost("text object", s, 3000)
+			if !utf8.ValidString(s) {
+				t.Errorf("text is not valid UTF-8: %q", s)
+			}
+			if m["type"] == "mrkdwn" && m["verbatim"] != true {
+				t.Errorf("mrkdwn without verbatim (Slack would auto-link and parse @here): %.80q", s)
+			}
+		case "header":
+			atMost("header text", text["text"], maxHeaderText)
+			if text["type"] != "plain_text" {
+				t.Errorf("header text is %v, want plain_text", text["type"])
+			}
+		case "section":
+			atMost("section text", text["text"], maxSectionText)
+		case "context":
+			if n := len(m["elements"].([]any)); n > maxContextItems {
+				t.Errorf("context has %d elements, Slack allows %d", n, maxContextItems)
+			}
+		case "actions":
+			if n := len(m["elements"].([]any)); n > 25 {
+				t.Errorf("actions has %d elements, Slack allows 25", n)
+			}
+		case "button":
+			atMost("button text", text["text"], maxButtonText)
+			atMost("button value", m["value"], MaxActionValueLen)
+		case "input":
+			atMost("input label", m["label"].(map[string]any)["text"], 2000)
+			if h, ok := m["hint"].(map[string]any); ok {
+				atMost("input hint", h["text"], 2000)
+			}
+		case "plain_text_input":
+			max, _ := m["max_length"].(float64)
+			if max == 0 || max > maxInputValue {
+				t.Errorf("plain_text_input max_length = %v, want 1..%d", max, maxInputValue)
+			}
+			atMost("initial_value", m["initial_value"], int(max))
+			if p, ok := m["placeholder"].(map[string]any); ok {
+				atMost("placeholder", p["text"], 150)
+			}
+		}
+	})
+}
+
+// roundTrip checks that v marshals, unmarshals into into with slack-go,
+// and marshals back to the same JSON.
+func roundTrip(t *testing.T, v any, into any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		t.Fatalf("slack-go cannot unmarshal the JSON: %v", err)
+	}
+	back, err := json.Marshal(into)
+	if err != nil {
+		t.Fatalf("marshal after round trip: %v", err)
+	}
+	var want, got any
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(back, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("slack-go round trip changed the JSON (-before +after):\n%s", diff)
+	}
+}
+
+func toJSON(t *testing.T, v any) any {
+	t.Helper()
+	var out any
+	if err := json.Unmarshal(mustMarshal(t, v), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustMarshal(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// walk calls f for every object in v, depth first.
+func walk(v any, f func(map[string]any)) {
+	switch v := v.(type) {
+	case map[string]any:
+		f(v)
+		for _, e := range v {
+			walk(e, f)
+		}
+	case []any:
+		for _, e := range v {
+			walk(e, f)
+		}
+	}
+}
+
+// texts returns the text of every text object in v, in order.
+func texts(v any) []string {
+	var out []string
+	var rec func(v any)
+	rec = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if (v["type"] == "plain_text" || v["type"] == "mrkdwn") && v["text"] != nil {
+				out = append(out, v["text"].(string))
+			}
+			for _, k := range []string{"text", "fields", "elements", "accessory", "label", "hint", "placeholder", "blocks", "title"} {
+				if e, ok := v[k]; ok {
+					rec(e)
+				}
+			}
+		case []any:
+			for _, e := range v {
+				rec(e)
+			}
+		}
+	}
+	rec(v)
+	return out
+}
+
+// find returns every object of the given type in v, in order.
+func find(v any, typ string) []map[string]any {
+	var out []map[string]any
+	var rec func(v any)
+	rec = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == typ {
+				out = append(out, v)
+			}
+			for _, k := range []string{"elements", "accessory", "element", "blocks"} {
+				if e, ok := v[k]; ok {
+					rec(e)
+				}
+			}
+		case []any:
+			for _, e := range v {
+				rec(e)
+			}
+		}
+	}
+	rec(v)
+	return out
+}
+
+// actionIDs lists the action_id of every button, in order.
+func actionIDs(v any) []string {
+	var ids []string
+	for _, b := range find(v, "button") {
+		ids = append(ids, b["action_id"].(string))
+	}
+	return ids
+}
+
+func marshalGolden(t *testing.T, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep <@U…> readable in the golden files
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	readable := readableJSON(buf.Bytes())
+	var want, got any
+	if err := json.Unmarshal(buf.Bytes(), &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(readable, &got); err != nil || !cmp.Equal(want, got) {
+		t.Fatalf("readableJSON changed the JSON's meaning (err %v)", err)
+	}
+	return readable
+}
+
+// readableJSON undoes the \u003c, \u003e and \u0026 escapes slack-go's
+// own MarshalJSON writes, so people can read the golden files, and writes
+// zero-width spaces as \u200b so they can see them. The JSON means the
+// same.
+func readableJSON(b []byte) []byte {
+	unescape := map[string]string{`u003c`: "<", `u003e`: ">", `u0026`: "&"}
+	var out bytes.Buffer
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out.WriteByte(b[i])
+			continue
+		}
+		if i+6 <= len(b) {
+			if plain, ok := unescape[string(b[i+1:i+6])]; ok {
+				out.WriteString(plain)
+				i += 5
+				continue
+			}
+		}
+		out.Write(b[i : i+2]) // any other escape, including \\, stays
+		i++
+	}
+	return bytes.ReplaceAll(out.Bytes(), []byte("\u200b"), []byte(`\u200b`))
+}
+
+// checkGolden compares got with testdata/golden/name.json, or rewrites the
+// file with -update.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test ./bot -run Golden -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs (-want +got); run go test ./bot -run Golden -update if the change is intended:\n%s", path, diff)
+	}
+}
