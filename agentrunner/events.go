@@ -237,7 +237,7 @@ func (m *MemoryEvents) finish(token string, results *DeferredToolResults, nd *No
 	if t.state != nil {
 		return t.state
 	}
-	if !t.deadline.IsZero() && !m.now().Before(t.deadline) && !errors.Is(nd, ErrTokenExpired) {
+	if !t.deadline.IsZero() && !m.now().Before(t.deadline) && (nd == nil || nd.Cause != ErrTokenExpired) {
 		// The deadline passed before this answer; the timer is late.
 		m.finishLocked(token, t, nil, expired())
 		return ErrTokenExpired
