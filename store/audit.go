@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AuditType says what an audit event records.
+type AuditType string
+
+// Audit event types. The token scripts write requested, voted, decided,
+// refused (for clicks the store itself refuses), resolved, expired,
+// cancelled and failed atomically with the change they record; the bot
+// writes refused (for clicks it refuses, e.g. unauthorized) with
+// AuditRefused and tool outcomes with AuditToolOutcome.
+const (
+	AuditRequested   AuditType = "requested"
+	AuditVoted       AuditType = "voted"
+	AuditDecided     AuditType = "decided"
+	AuditRefused     AuditType = "refused"
+	AuditResolved    AuditType = "resolved"
+	AuditExpired     AuditType = "expired"
+	AuditCancelled   AuditType = "cancelled"
+	AuditFailed      AuditType = "failed"
+	AuditToolOutcome AuditType = "tool_outcome"
+)
+
+// AuditEvent is one entry of the audit stream. Fields that do not apply
+// are empty.
+type AuditEvent struct {
+	// ID is the stream entry id; it orders events. Ignored when writing.
+	ID    string
+	Type  AuditType
+	At    time.Time
+	Token string
+	RunID string
+	// CallID and Tool name the call concerned.
+	CallID string
+	Tool   string
+	// By is who acted: a Slack user id, "policy:<route>", an API client,
+	// or the requester for "requested".
+	By string
+	// Decision is the call's state after a decision (approved, denied,
+	// answered, failed), "approve" for a vote, what was attempted for a
+	// refusal, the call's kind for "requested", the outcome for a tool.
+	Decision string
+	// Args are the call's original arguments; Override the arguments an
+	// approver substituted.
+	Args     string
+	Override string
+	// Route is the routing rule of a requested call.
+	Route string
+	// Reason says why: a denial message, a refusal's cause, why a token
+	// ended.
+	Reason string
+	// Detail holds an answer, a result, or a tool's output.
+	Detail string
+}
+
+// Audit appends ev to the audit stream (capped at Options.AuditMaxLen,
+// approximately). A zero At means now.
+func (s *Store) Audit(ctx context.Context, ev AuditEvent) error {
+	if ev.At.IsZero() {
+		ev.At = s.now()
+	}
+	values := []any{"type", string(ev.Type), "at", ms(ev.At)}
+	for _, f := range []struct{ k, v string }{
+		{"token", ev.Token}, {"run", ev.RunID}, {"call", ev.CallID}, {"tool", ev.Tool},
+		{"by", ev.By}, {"decision", ev.Decision}, {"args", ev.Args}, {"override", ev.Override},
+		{"route", ev.Route}, {"reason", ev.Reason}, {"detail", ev.Detail},
+	} {
+		if f.v != "" {
+			values = append(values, f.k, f.v)
+		}
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: s.auditKey(), MaxLen: s.opts.AuditMaxLen, Approx: true, Values: values})
+		p.PExpire(ctx, s.auditKey(), s.opts.Retention)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit %s: %w", ev.Type, err)
+	}
+	return nil
+}
+
+// AuditRefused records a click that was refused (e.g. the user may not
+// approve) and changed nothing.
+func (s *Store) AuditRefused(ctx context.Context, token, callID, by, reason string) error {
+	return s.Audit(ctx, AuditEvent{Type: AuditRefused, Token: token, CallID: callID, By: by, Reason: reason})
+}
+
+// AuditToolOutcome records what a call did once it ran (or why it did
+// not): outcome is e.g. "success", "failed", "denied"; detail its output
+// or error.
+func (s *Store) AuditToolOutcome(ctx context.Context, token, runID, callID, tool, outcome, detail string) error {
+	return s.Audit(ctx, AuditEvent{Type: AuditToolOutcome, Token: token, RunID: runID, CallID: callID, Tool: tool, Decision: outcome, Detail: detail})
+}
+
+// ReadAudit returns up to count audit events (all when count <= 0) that
+// come after the event with id after, oldest first; an empty after starts
+// at the oldest event kept. Page by passing the last ID returned.
+func (s *Store) ReadAudit(ctx context.Context, after string, count int64) ([]AuditEvent, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	var msgs []redis.XMessage
+	var err error
+	if count > 0 {
+		msgs, err = s.rdb.XRangeN(ctx, s.auditKey(), start, "+", count).Result()
+	} else {
+		msgs, err = s.rdb.XRange(ctx, s.auditKey(), start, "+").Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read audit: %w", err)
+	}
+	out := make([]AuditEvent, len(msgs))
+	for i, m := range msgs {
+		str := func(k string) string { v, _ := m.Values[k].(string); return v }
+		at, _ := strconv.ParseInt(str("at"), 10, 64)
+		out[i] = AuditEvent{
+			ID:       m.ID,
+			Type:     AuditType(str("type")),
+			At:       time.UnixMilli(at),
+			Token:    str("token"),
+			RunID:    str("run"),
+			CallID:   str("call"),
+			Tool:     str("tool"),
+			By:       str("by"),
+			Decision: str("decision"),
+			Args:     str("args"),
+			Override: str("override"),
+			Route:    str("route"),
+			Reason:   str("reason"),
+			Detail:   str("detail"),
+		}
+	}
+	return out, nil
+}

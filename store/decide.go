@@ -1,0 +1,454 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// Decision is one person's (or policy's, or API client's) decision on one
+// call. Exactly one of Approve, Deny, Answer and Fail is set: Approve and
+// Deny for approvals, Answer and Fail for questions and external calls
+// (Deny on those fails the call with Message).
+type Decision struct {
+	CallID string
+	// By is who decided: a Slack user id, "policy:<route>", an API client.
+	By      string
+	Approve bool
+	Deny    bool
+	// Message is the denial reason, or the failure message with Fail.
+	Message string
+	// OverrideArgs, with Approve, runs the call with these arguments
+	// instead (a JSON object, or a JSON string holding one).
+	OverrideArgs json.RawMessage
+	// Answer is the answer to a question or the result of an external call.
+	Answer json.RawMessage
+	Fail   bool
+	// Metadata goes into the results' metadata for the call.
+	Metadata map[string]any
+}
+
+// Outcome says what a decision did.
+type Outcome struct {
+	// Call is the call after the request: with ErrDecided, the decision
+	// already made.
+	Call CallState
+	// Changed is false for an idempotent repeat and with every error.
+	Changed bool
+	// Votes counts the distinct approvers of the arguments this decision
+	// (or, when the call is decided, the decision made) concerns; Required
+	// is how many the call needs.
+	Votes    int
+	Required int
+	// Resolved reports that this request resolved the token.
+	Resolved bool
+	// Approval is the whole record after the request.
+	Approval *Approval
+	// Results is what the run receives, set once the token is resolved.
+	Results *agentrunner.DeferredToolResults
+}
+
+// Decide records a decision on one call atomically (one round trip). The
+// first valid decision wins: an approval counts as one vote, and the call
+// is approved when Required distinct approvers have approved the same
+// arguments; a denial by anyone denies at once. Repeating a decision (same
+// person, same choice) changes nothing and returns the decision already
+// made with a nil error. When the last pending call is decided the token
+// is resolved, exactly once: its run is queued for resumption and waiters
+// in every process are woken. Refusals are written to the audit stream.
+//
+// Decide returns ErrInvalid for a malformed decision (nothing set, several
+// set, override arguments that are not a JSON object, an answer to an
+// approval), ErrNotFound if the token is unknown or gone,
+// ErrNotPendingCall if the call is not one of the token's, ErrExpired past
+// the deadline, ErrCancelled or ErrFailed after the token ended so,
+// ErrDecided (with the Outcome describing the decision already made) if
+// the call was decided differently, and ErrResolved if the token was
+// resolved while the call was undecided.
+func (s *Store) Decide(ctx context.Context, token string, d Decision) (*Outcome, error) {
+	if !validToken(token) {
+		return nil, fmt.Errorf("decide %s: %w", short(token), ErrNotFound)
+	}
+	p, err := prepare(d)
+	if err != nil {
+		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
+	}
+	args := s.tokenArgs(token, s.now(), d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Message, p.answer)
+	res, err := decideScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
+	}
+	code := res[0]
+	var out *Outcome
+	if len(res) > 1 {
+		a, err := parseApproval(token, flatMap(res[1:]))
+		if err != nil {
+			return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
+		}
+		c, _ := a.Call(d.CallID)
+		out = &Outcome{
+			Call:     *c,
+			Changed:  code == "voted" || code == "decided" || code == "resolved",
+			Required: c.Required,
+			Resolved: code == "resolved",
+			Approval: a,
+		}
+		if a.State == StateResolved {
+			out.Results = a.Results
+		}
+		switch {
+		case c.Status == CallApproved:
+			out.Votes = c.votesFor(c.key)
+		case p.action == "approve":
+			out.Votes = c.votesFor(p.key)
+		}
+	}
+	if err := codeErr(code); err != nil {
+		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
+	}
+	return out, nil
+}
+
+// prepared is a Decision in the form the decide script takes.
+type prepared struct {
+	action      string // approve, deny, answer, fail
+	key         string // digest of the arguments or answer, "-" for none
+	resApproval string // the result if the call is an approval, "" if not allowed
+	resCall     string // the result if it is a question or external call
+	md          string
+	override    string
+	answer      string
+}
+
+func prepare(d Decision) (prepared, error) {
+	if d.CallID == "" || d.By == "" {
+		return prepared{}, fmt.Errorf("%w: a decision needs a call id and who decided", ErrInvalid)
+	}
+	set := 0
+	for _, b := range []bool{d.Approve, d.Deny, d.Answer != nil, d.Fail} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return prepared{}, fmt.Errorf("%w: set exactly one of approve, deny, answer, fail", ErrInvalid)
+	}
+	if d.OverrideArgs != nil && !d.Approve {
+		return prepared{}, fmt.Errorf("%w: override arguments come only with an approval", ErrInvalid)
+	}
+	p := prepared{key: "-"}
+	if d.Metadata != nil {
+		b, err := json.Marshal(d.Metadata)
+		if err != nil {
+			return prepared{}, fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
+		}
+		p.md = string(b)
+	}
+	failMsg := d.Message
+	switch {
+	case d.Approve:
+		p.action = "approve"
+		r := agentrunner.Approve()
+		if d.OverrideArgs != nil {
+			// Decoding the wire form normalizes the arguments exactly as
+			// an override arriving over the HTTP API would be.
+			wire, err := json.Marshal(map[string]json.RawMessage{"kind": json.RawMessage(`"tool-approved"`), "override_args": d.OverrideArgs})
+			if err != nil {
+				return prepared{}, fmt.Errorf("%w: override args: %v", ErrInvalid, err)
+			}
+			if err := json.Unmarshal(wire, &r); err != nil {
+				return prepared{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+			}
+			if r.OverrideArgs != nil {
+				var buf bytes.Buffer
+				if err := json.Compact(&buf, r.OverrideArgs); err != nil {
+					return prepared{}, fmt.Errorf("%w: override args: %v", ErrInvalid, err)
+				}
+				r.OverrideArgs = buf.Bytes()
+				p.override = buf.String()
+				p.key = digest(buf.Bytes())
+			}
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return prepared{}, fmt.Errorf("approval: %w", err)
+		}
+		p.resApproval = string(b)
+	case d.Deny:
+		p.action = "deny"
+		b, err := json.Marshal(agentrunner.Deny(d.Message))
+		if err != nil {
+			return prepared{}, fmt.Errorf("denial: %w", err)
+		}
+		p.resApproval = string(b)
+		if failMsg == "" {
+			failMsg = agentrunner.DefaultDenialMessage
+		}
+		if p.resCall, err = marshalCall(agentrunner.Fail(failMsg)); err != nil {
+			return prepared{}, err
+		}
+	case d.Answer != nil:
+		p.action = "answer"
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, d.Answer); err != nil {
+			return prepared{}, fmt.Errorf("%w: answer is not JSON: %v", ErrInvalid, err)
+		}
+		var r agentrunner.CallResult
+		if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
+			return prepared{}, fmt.Errorf("%w: answer: %v", ErrInvalid, err)
+		}
+		var err error
+		if p.resCall, err = marshalCall(r); err != nil {
+			return prepared{}, err
+		}
+		p.answer = buf.String()
+		p.key = digest(buf.Bytes())
+	case d.Fail:
+		p.action = "fail"
+		if failMsg == "" {
+			failMsg = "The tool call failed."
+		}
+		var err error
+		if p.resCall, err = marshalCall(agentrunner.Fail(failMsg)); err != nil {
+			return prepared{}, err
+		}
+	}
+	return p, nil
+}
+
+func marshalCall(r agentrunner.CallResult) (string, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("call result: %w", err)
+	}
+	return string(b), nil
+}
+
+// digest names a JSON value in a vote or decision key.
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// Resolve answers several calls of an open token at once and resolves it,
+// as the HTTP API's results endpoint and ExternalEvents.Resolve do. Every
+// answer must name a pending call of the right kind (approvals for
+// approvals, calls for questions and external calls); calls it leaves out
+// end undecided. results.AnsweredBy names who answered each call, by
+// otherwise. A token opened but not yet created has no calls to check the
+// answers against: they are stored as given.
+//
+// Resolve returns ErrNotFound if the token is unknown, ErrNotPendingCall
+// (naming the offending ids) if an answer names a call that is not
+// pending, ErrExpired past the deadline, and ErrResolved, ErrExpired,
+// ErrCancelled or ErrFailed if the token already ended. Nothing changes
+// on error.
+func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*Approval, error) {
+	if !validToken(token) {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), ErrNotFound)
+	}
+	if results == nil {
+		results = agentrunner.NewDeferredToolResults()
+	}
+	raw, err := json.Marshal(results)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+	}
+	var answers []any
+	n := 0
+	add := func(id, class, res, state string) error {
+		md := ""
+		if m, ok := results.Metadata[id]; ok {
+			b, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("metadata of %s: %w", id, err)
+			}
+			md = string(b)
+		}
+		who := results.AnsweredBy[id]
+		if who == "" {
+			who = by
+		}
+		answers = append(answers, id, class, res, state, who, md)
+		n++
+		return nil
+	}
+	for _, id := range sortedKeys(results.Approvals) {
+		r := results.Approvals[id]
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: approval %s: %w", short(token), id, err)
+		}
+		state := CallDenied
+		if r.Approved {
+			state = CallApproved
+		}
+		if err := add(id, "approval", string(b), string(state)); err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+		}
+	}
+	for _, id := range sortedKeys(results.Calls) {
+		r := results.Calls[id]
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: call %s: %w", short(token), id, err)
+		}
+		state := CallAnswered
+		if r.Failed || r.Retry {
+			state = CallFailed
+		}
+		if err := add(id, "call", string(b), string(state)); err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+		}
+	}
+	args := s.tokenArgs(token, s.now(), by, string(raw), n)
+	args = append(args, answers...)
+	res, err := resolveScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+	}
+	if res[0] == "e:notpending" {
+		return nil, fmt.Errorf("resolve %s: %w: %v", short(token), ErrNotPendingCall, res[1:])
+	}
+	if err := codeErr(res[0]); err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+	}
+	a, err := parseApproval(token, flatMap(res[1:]))
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+	}
+	return a, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Cancel ends an open token: every undecided call gets no decision with
+// reason agentrunner.ReasonCancelled, the run is queued for resumption,
+// and waiters receive a NoDecisionError whose Cause is ErrTokenCancelled.
+// by says who cancelled (for the audit stream). It returns the ended
+// record, or ErrNotFound if the token is unknown, or ErrResolved,
+// ErrExpired, ErrCancelled or ErrFailed if it already ended.
+func (s *Store) Cancel(ctx context.Context, token, by string) (*Approval, error) {
+	return s.end(ctx, "cancel", token, StateCancelled, by, agentrunner.ReasonCancelled)
+}
+
+// Fail ends an open token without a decision, with reason for the model
+// (e.g. "asking failed"); waiters receive a NoDecisionError whose Cause is
+// ErrTokenFailed. Its errors are those of Cancel.
+func (s *Store) Fail(ctx context.Context, token, by, reason string) (*Approval, error) {
+	if reason == "" {
+		reason = "failed"
+	}
+	return s.end(ctx, "fail", token, StateFailed, by, reason)
+}
+
+func (s *Store) end(ctx context.Context, op, token string, state State, by, reason string) (*Approval, error) {
+	if !validToken(token) {
+		return nil, fmt.Errorf("%s %s: %w", op, short(token), ErrNotFound)
+	}
+	args := s.tokenArgs(token, s.now(), string(state), by, reason)
+	res, err := endScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
+	}
+	if err := codeErr(res[0]); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
+	}
+	a, err := parseApproval(token, flatMap(res[1:]))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
+	}
+	return a, nil
+}
+
+// sweepBatch is how many due tokens one sweep round claims at most.
+const sweepBatch = 256
+
+// Sweep expires every open token whose deadline has passed (by the store's
+// clock) and returns their records, so the caller can tell people (e.g.
+// update the Slack messages to say "expired"). Each token is claimed by
+// exactly one sweeper across all processes and restarts: the claim is the
+// atomic removal of the token from the deadline set, in the same script
+// that marks it expired, records agentrunner.NoDecision results with
+// reason agentrunner.ReasonExpired, queues its run for resumption and wakes
+// its waiters (who get a NoDecisionError with Cause ErrTokenExpired).
+// Events.Run sweeps periodically; call Sweep directly in tests.
+func (s *Store) Sweep(ctx context.Context) ([]*Approval, error) {
+	var out []*Approval
+	for {
+		now := s.now()
+		tokens, err := s.rdb.ZRangeByScore(ctx, s.deadlinesKey(), &redis.ZRangeBy{Min: "-inf", Max: ms(now), Count: sweepBatch}).Result()
+		if err != nil {
+			return out, fmt.Errorf("sweep: %w", err)
+		}
+		if len(tokens) == 0 {
+			return out, nil
+		}
+		cmds, err := s.pipelined(ctx, expireScript, len(tokens), func(i int) ([]string, []any) {
+			return s.tokenKeys(tokens[i]), s.tokenArgs(tokens[i], now, agentrunner.ReasonExpired)
+		})
+		if err != nil {
+			return out, fmt.Errorf("sweep: %w", err)
+		}
+		for i, cmd := range cmds {
+			res, err := cmd.StringSlice()
+			if err != nil {
+				return out, fmt.Errorf("sweep %s: %w", short(tokens[i]), err)
+			}
+			if len(res) == 0 {
+				continue // another sweeper claimed it, or it ended first
+			}
+			a, err := parseApproval(tokens[i], flatMap(res[1:]))
+			if err != nil {
+				return out, fmt.Errorf("sweep %s: %w", short(tokens[i]), err)
+			}
+			out = append(out, a)
+		}
+		if len(tokens) < sweepBatch {
+			return out, nil
+		}
+	}
+}
+
+// pipelined runs script n times in one pipeline, loading it first if the
+// server does not know it yet.
+func (s *Store) pipelined(ctx context.Context, script *redis.Script, n int, call func(i int) ([]string, []any)) ([]*redis.Cmd, error) {
+	run := func() ([]*redis.Cmd, error) {
+		cmds := make([]*redis.Cmd, n)
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range n {
+				keys, args := call(i)
+				cmds[i] = script.EvalSha(ctx, p, keys, args...)
+			}
+			return nil
+		})
+		return cmds, err
+	}
+	cmds, err := run()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err := script.Load(ctx, s.rdb).Err(); err != nil {
+			return nil, err
+		}
+		cmds, err = run()
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	return cmds, nil
+}

@@ -1,0 +1,42 @@
+// Package store is slackbot's Redis layer, on go-redis: the pending
+// approval behind each resume token, atomic decisions, expiry, resolution
+// across processes (Events, the Redis-backed agentrunner.ExternalEvents),
+// durable run state and the resume queue, the audit stream, and dedupe
+// keys. It imports agentrunner and go-redis, never Slack.
+//
+// # Guarantees
+//
+//   - Every change of a token (Open, Create, Decide, Resolve, Cancel,
+//     Fail, expiry) is one Lua script: one round trip, atomic. The first
+//     valid decision wins, a repeated click returns the decision already
+//     made, and a token is resolved, expired, cancelled or failed exactly
+//     once.
+//   - The script that ends a token also queues its run on the resume
+//     stream and publishes the end, so no acknowledged decision is lost
+//     even if every process restarts: the run resumes from Redis.
+//   - A run is resumed at most once: whoever continues it (the local
+//     waiter in Events.Wait, or a resume-queue consumer) first wins
+//     Store.ClaimResume.
+//   - Every key has a TTL: records live until their deadline plus Grace,
+//     shared streams for Retention after their last write.
+//
+// # Keys
+//
+// All under Options.Prefix (P):
+//
+//	P a:<token>      hash: the record (see scripts.go for its fields)
+//	P deadlines      sorted set: open tokens by deadline (ms)
+//	P resume         stream: resume jobs, consumer group "resumers"
+//	P audit          stream: audit events, MAXLEN ~ AuditMaxLen
+//	P run:<run id>   string: RunState JSON
+//	P claim:<token>  string: owner of the token's resumption
+//	P proc:<owner>   string: liveness of a process running Events.Run
+//	P dedupe:<key>   string: Dedupe marker
+//	P ended          pub/sub channel (not a key): tokens that ended
+//
+// # Embedded Redis
+//
+// Open with an empty URL starts miniredis in-process, which runs the same
+// scripts and commands (EVALSHA, streams with XREADGROUP and XAUTOCLAIM,
+// pub/sub); the tests run the main lifecycle against both.
+package store

@@ -1,0 +1,458 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// EventsOptions configures Events. The zero value is usable.
+type EventsOptions struct {
+	// Owner names this process in claims and waiter registrations; it must
+	// differ between processes. Default: a random id.
+	Owner string
+	// SweepEvery is how often Run expires due tokens; default 1s, negative
+	// disables sweeping in this process (another replica must sweep).
+	SweepEvery time.Duration
+	// RecheckEvery is how often Run re-reads the state of every token
+	// waited on here, in one pipeline, as a safety net for a notification
+	// lost while the subscription was down; default 30s.
+	RecheckEvery time.Duration
+	// HeartbeatEvery is how often Run renews this process's liveness key,
+	// which tells resume-queue consumers to leave the runs waited on here
+	// alone; default 5s, and the key lives three times as long.
+	HeartbeatEvery time.Duration
+	// ClaimTTL is how long a resume claim holds; default the store's Grace.
+	ClaimTTL time.Duration
+	// OnExpired, when set, is called by Run with each token it expired, so
+	// the bot can update the Slack messages. Every expiry reaches exactly
+	// one OnExpired across all processes.
+	OnExpired func(ctx context.Context, a *Approval)
+	// Logger logs errors of Run's background work; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Events is the Redis-backed agentrunner.ExternalEvents: a run waiting in
+// one process is woken when any process resolves, cancels, fails or
+// expires its token.
+//
+// Each process runs one Events and its Run method: one pub/sub connection
+// carries the notifications of every token, and a local map dispatches
+// them to the goroutines blocked in Wait, so ten thousand waiters share one
+// connection. A waiter re-reads the token's state when woken, Run re-reads
+// every waited token after each (re)subscription and periodically, so a
+// notification lost to a reconnect delays a wake-up but never loses it.
+//
+// Order of calls with agentrunner.AskHandler: Open (creates a minimal
+// record and registers this process as the waiter), then the ask function
+// Creates the full record (Store.Create fills in Open's record), saves the
+// run state (Store.SaveRun) and posts the messages, then Wait. A token may
+// also be Created without Open (HTTP API) and waited on with Wait or Await.
+//
+// Resumption happens exactly once: a run continues in the process that
+// waited for it if that process is alive, otherwise from the resume queue
+// (see ResumeQueue). Wait claims the resumption (Store.ClaimResume) before
+// returning an answer and returns ErrClaimed if another process took it;
+// Resolve and Fail on a token opened by this process claim it too, since
+// the run then continues here (agentrunner.AskHandler's in-place answer).
+type Events struct {
+	s    *Store
+	opts EventsOptions
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	waiters map[string]map[*waiter]struct{}
+	opened  map[string]time.Time // tokens opened here, with their deadline
+
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+var _ agentrunner.ExternalEvents = (*Events)(nil)
+
+type waiter struct{ wake chan struct{} }
+
+// NewEvents returns the Events of this process on s. Call Run for waiters
+// to be woken.
+func NewEvents(s *Store, opts EventsOptions) *Events {
+	if opts.Owner == "" {
+		opts.Owner = agentrunner.NewToken()[:16]
+	}
+	if opts.SweepEvery == 0 {
+		opts.SweepEvery = time.Second
+	}
+	if opts.RecheckEvery <= 0 {
+		opts.RecheckEvery = 30 * time.Second
+	}
+	if opts.HeartbeatEvery <= 0 {
+		opts.HeartbeatEvery = 5 * time.Second
+	}
+	if opts.ClaimTTL <= 0 {
+		opts.ClaimTTL = s.opts.Grace
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Events{
+		s:       s,
+		opts:    opts,
+		log:     log,
+		waiters: map[string]map[*waiter]struct{}{},
+		opened:  map[string]time.Time{},
+		ready:   make(chan struct{}),
+	}
+}
+
+// Owner returns the name of this process in claims.
+func (e *Events) Owner() string { return e.opts.Owner }
+
+// Ready is closed once Run has subscribed to notifications.
+func (e *Events) Ready() <-chan struct{} { return e.ready }
+
+// Open implements agentrunner.ExternalEvents: it creates a minimal record
+// for token with the given deadline (zero means the store's Grace from
+// now) and registers this process as its waiter. Store.Create then fills
+// the record in. Open returns ErrInvalid for a malformed token and
+// ErrDuplicate if the token exists.
+func (e *Events) Open(ctx context.Context, token string, deadline time.Time) error {
+	if !validToken(token) {
+		return fmt.Errorf("open: %w: malformed token", ErrInvalid)
+	}
+	now := e.s.now()
+	if deadline.IsZero() {
+		deadline = now.Add(e.s.opts.Grace)
+	}
+	args := e.s.tokenArgs(token, now, ms(deadline), e.opts.Owner)
+	res, err := openScript.Run(ctx, e.s.rdb, e.s.tokenKeys(token), args...).StringSlice()
+	if err != nil {
+		return fmt.Errorf("open %s: %w", short(token), err)
+	}
+	if err := codeErr(res[0]); err != nil {
+		return fmt.Errorf("open %s: %w", short(token), err)
+	}
+	e.mu.Lock()
+	e.opened[token] = deadline
+	e.mu.Unlock()
+	return nil
+}
+
+// Wait implements agentrunner.ExternalEvents. It blocks until token ends,
+// then claims the resumption of its run for this process and returns the
+// results, or a *agentrunner.NoDecisionError if the token expired, was
+// cancelled or failed. It returns ErrNotFound if the token is unknown or
+// gone, ErrClaimed if another process resumed the run, and ctx's error
+// when ctx ends first (the token stays open, and the resume queue takes
+// over its run). Waiters are woken by Run.
+func (e *Events) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
+	a, err := e.wait(ctx, token, true)
+	if err != nil {
+		return nil, err
+	}
+	if nd := a.NoDecision(); nd != nil {
+		return nil, nd
+	}
+	return a.Results, nil
+}
+
+// Await blocks until token ends and returns its record, without claiming
+// anything: for observers such as the HTTP API's long poll. It returns
+// ErrNotFound if the token is unknown or gone, and ctx's error when ctx
+// ends first.
+func (e *Events) Await(ctx context.Context, token string) (*Approval, error) {
+	return e.wait(ctx, token, false)
+}
+
+func (e *Events) wait(ctx context.Context, token string, claim bool) (*Approval, error) {
+	if !validToken(token) {
+		return nil, fmt.Errorf("wait %s: %w", short(token), ErrNotFound)
+	}
+	w := &waiter{wake: make(chan struct{}, 1)}
+	e.add(token, w)
+	defer e.remove(token, w)
+
+	owner := ""
+	if claim {
+		owner = e.opts.Owner
+	}
+	// Registering before reading the state means a notification sent in
+	// between is not lost: it finds the waiter and wakes it.
+	state, err := watchScript.Run(ctx, e.s.rdb, []string{e.s.recKey(token)}, owner).Text()
+	for {
+		if err != nil {
+			return nil, fmt.Errorf("wait %s: %w", short(token), err)
+		}
+		if state == "" {
+			return nil, fmt.Errorf("wait %s: %w", short(token), ErrNotFound)
+		}
+		if State(state) != StateOpen {
+			if !claim {
+				return e.s.Get(ctx, token)
+			}
+			return e.claimLocal(ctx, token)
+		}
+		select {
+		case <-w.wake:
+		case <-ctx.Done():
+			if claim {
+				// Leave the run to the resume queue.
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_ = unwatchScript.Run(uctx, e.s.rdb, []string{e.s.recKey(token)}, e.opts.Owner).Err()
+				cancel()
+			}
+			return nil, ctx.Err()
+		}
+		state, err = e.s.rdb.HGet(ctx, e.s.recKey(token), "state").Result()
+		if isRedisNil(err) {
+			state, err = "", nil
+		}
+	}
+}
+
+// claimLocal claims the resumption of token's run for this process, takes
+// its job off the resume queue, and returns the ended record.
+func (e *Events) claimLocal(ctx context.Context, token string) (*Approval, error) {
+	ok, err := e.s.claim(ctx, token, e.opts.Owner, e.opts.ClaimTTL, true)
+	if err != nil {
+		return nil, fmt.Errorf("wait %s: %w", short(token), err)
+	}
+	e.mu.Lock()
+	delete(e.opened, token)
+	e.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("wait %s: %w", short(token), ErrClaimed)
+	}
+	return e.s.Get(ctx, token)
+}
+
+// Resolve implements agentrunner.ExternalEvents with Store.Resolve; who
+// answered comes from results.AnsweredBy. It returns the errors of
+// Store.Resolve. On a token this process opened, the run continues here,
+// so Resolve claims its resumption.
+func (e *Events) Resolve(ctx context.Context, token string, results *agentrunner.DeferredToolResults) error {
+	if _, err := e.s.Resolve(ctx, token, "", results); err != nil {
+		return err
+	}
+	return e.claimOpened(ctx, token)
+}
+
+// Fail implements agentrunner.ExternalEvents: a NoDecisionError whose
+// Cause is ErrTokenCancelled cancels the token (Store.Cancel), any other
+// fails it (Store.Fail) with nd.Reason. It returns the errors of those. On
+// a token this process opened, Fail claims the resumption of its run,
+// which ends here.
+func (e *Events) Fail(ctx context.Context, token string, nd *agentrunner.NoDecisionError) error {
+	if nd == nil {
+		nd = &agentrunner.NoDecisionError{Reason: "failed", Cause: agentrunner.ErrTokenFailed}
+	}
+	var err error
+	if errors.Is(nd.Cause, agentrunner.ErrTokenCancelled) {
+		_, err = e.s.end(ctx, "cancel", token, StateCancelled, "", nd.Reason)
+	} else {
+		_, err = e.s.Fail(ctx, token, "", nd.Reason)
+	}
+	if err != nil {
+		return err
+	}
+	return e.claimOpened(ctx, token)
+}
+
+func (e *Events) claimOpened(ctx context.Context, token string) error {
+	e.mu.Lock()
+	_, mine := e.opened[token]
+	e.mu.Unlock()
+	if !mine {
+		return nil
+	}
+	if _, err := e.claimLocal(ctx, token); err != nil && !errors.Is(err, ErrClaimed) {
+		return err
+	}
+	return nil
+}
+
+func (e *Events) add(token string, w *waiter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ws := e.waiters[token]
+	if ws == nil {
+		ws = map[*waiter]struct{}{}
+		e.waiters[token] = ws
+	}
+	ws[w] = struct{}{}
+}
+
+func (e *Events) remove(token string, w *waiter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.waiters[token], w)
+	if len(e.waiters[token]) == 0 {
+		delete(e.waiters, token)
+	}
+}
+
+// notify wakes every local waiter of token.
+func (e *Events) notify(token string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for w := range e.waiters[token] {
+		select {
+		case w.wake <- struct{}{}:
+		default: // already has a wake-up pending
+		}
+	}
+}
+
+// waiting returns how many goroutines wait in this process.
+func (e *Events) waiting() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, ws := range e.waiters {
+		n += len(ws)
+	}
+	return n
+}
+
+// Run subscribes to notifications and dispatches them to local waiters,
+// sweeps expired tokens every SweepEvery, renews this process's liveness
+// every HeartbeatEvery and re-reads waited tokens after every
+// (re)subscription and every RecheckEvery. It returns nil when ctx ends.
+// Run it once per process, on a goroutine owned by main.
+func (e *Events) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	wg.Go(func() { e.maintain(ctx) })
+
+	ps := e.s.rdb.Subscribe(ctx, e.s.channel())
+	defer ps.Close()
+	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(4096))
+	recheck := time.NewTicker(e.opts.RecheckEvery)
+	defer recheck.Stop()
+	rechecking := make(chan struct{}, 1)
+	startRecheck := func() {
+		select {
+		case rechecking <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-rechecking }()
+				e.recheck(ctx)
+			})
+		default: // one is running; it reads the current state anyway
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			switch m := m.(type) {
+			case *redis.Message:
+				e.notify(m.Payload)
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					e.readyOnce.Do(func() { close(e.ready) })
+					startRecheck()
+				}
+			}
+		case <-recheck.C:
+			startRecheck()
+		}
+	}
+}
+
+// maintain sweeps and renews the heartbeat until ctx ends, then removes
+// the heartbeat so consumers take over this process's runs at once.
+func (e *Events) maintain(ctx context.Context) {
+	hb := time.NewTicker(e.opts.HeartbeatEvery)
+	defer hb.Stop()
+	var sweep <-chan time.Time
+	if e.opts.SweepEvery > 0 {
+		t := time.NewTicker(e.opts.SweepEvery)
+		defer t.Stop()
+		sweep = t.C
+	}
+	e.heartbeat(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = e.s.rdb.Del(dctx, e.s.procKey(e.opts.Owner)).Err()
+			cancel()
+			return
+		case <-hb.C:
+			e.heartbeat(ctx)
+		case <-sweep:
+			expired, err := e.s.Sweep(ctx)
+			if err != nil && ctx.Err() == nil {
+				e.log.ErrorContext(ctx, "sweep expired tokens", "err", err)
+			}
+			if e.opts.OnExpired != nil {
+				for _, a := range expired {
+					e.opts.OnExpired(ctx, a)
+				}
+			}
+		}
+	}
+}
+
+func (e *Events) heartbeat(ctx context.Context) {
+	err := e.s.rdb.Set(ctx, e.s.procKey(e.opts.Owner), "1", 3*e.opts.HeartbeatEvery).Err()
+	if err != nil && ctx.Err() == nil {
+		e.log.ErrorContext(ctx, "renew process heartbeat", "owner", e.opts.Owner, "err", err)
+	}
+}
+
+// recheckBatch is how many token states one pipeline reads.
+const recheckBatch = 1000
+
+// recheck reads the state of every token waited on here and wakes the
+// waiters of those that ended or vanished. It also forgets opened tokens
+// long past their deadline.
+func (e *Events) recheck(ctx context.Context) {
+	e.mu.Lock()
+	tokens := make([]string, 0, len(e.waiters))
+	for t := range e.waiters {
+		tokens = append(tokens, t)
+	}
+	cutoff := e.s.now().Add(-e.s.opts.Grace)
+	for t, deadline := range e.opened {
+		if deadline.Before(cutoff) {
+			delete(e.opened, t)
+		}
+	}
+	e.mu.Unlock()
+	for len(tokens) > 0 {
+		batch := tokens[:min(len(tokens), recheckBatch)]
+		tokens = tokens[len(batch):]
+		cmds := make([]*redis.StringCmd, len(batch))
+		_, err := e.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, t := range batch {
+				cmds[i] = p.HGet(ctx, e.s.recKey(t), "state")
+			}
+			return nil
+		})
+		if err != nil && !isRedisNil(err) {
+			if ctx.Err() == nil {
+				e.log.ErrorContext(ctx, "recheck waited tokens", "err", err)
+			}
+			return
+		}
+		for i, cmd := range cmds {
+			if st, err := cmd.Result(); isRedisNil(err) || (err == nil && State(st) != StateOpen) {
+				e.notify(batch[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// RunState is what another process needs to resume a run that waits for a
+// decision when the process that started it is gone.
+type RunState struct {
+	RunID string `json:"run_id"`
+	// Token is the resume token the run waits on.
+	Token string `json:"token"`
+	// Messages is the history up to the pending calls
+	// (agentrunner.RunContext.Messages).
+	Messages []agentrunner.Message           `json:"messages"`
+	Pending  agentrunner.DeferredToolRequests `json:"pending"`
+	// Origin is the bot's own data about the run (requester, channel,
+	// thread, ...), stored as given.
+	Origin json.RawMessage `json:"origin,omitempty"`
+	// ExpiresAt is the token's deadline: the state is kept until then
+	// plus the store's Grace. Zero keeps it for Grace.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	SavedAt   time.Time `json:"saved_at"`
+}
+
+// SaveRun stores the state of a run that waits for a decision, replacing
+// any earlier state of the run. Save it before the token can be resolved
+// (before posting the messages), so the resume queue can always find it.
+// It returns ErrInvalid without a run id.
+func (s *Store) SaveRun(ctx context.Context, rs RunState) error {
+	if rs.RunID == "" {
+		return fmt.Errorf("save run: %w: no run id", ErrInvalid)
+	}
+	now := s.now()
+	rs.SavedAt = now
+	ttl := s.opts.Grace
+	if !rs.ExpiresAt.IsZero() {
+		ttl = max(rs.ExpiresAt.Sub(now), 0) + s.opts.Grace
+	}
+	b, err := json.Marshal(rs)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", rs.RunID, err)
+	}
+	if err := s.rdb.Set(ctx, s.runKey(rs.RunID), b, ttl).Err(); err != nil {
+		return fmt.Errorf("save run %s: %w", rs.RunID, err)
+	}
+	return nil
+}
+
+// LoadRun returns the saved state of a run, or ErrRunNotFound.
+func (s *Store) LoadRun(ctx context.Context, runID string) (*RunState, error) {
+	b, err := s.rdb.Get(ctx, s.runKey(runID)).Bytes()
+	if isRedisNil(err) {
+		return nil, fmt.Errorf("load run %s: %w", runID, ErrRunNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", runID, err)
+	}
+	var rs RunState
+	if err := json.Unmarshal(b, &rs); err != nil {
+		return nil, fmt.Errorf("load run %s: %w", runID, err)
+	}
+	return &rs, nil
+}
+
+// DeleteRun removes the saved state of a run; deleting a missing state is
+// not an error.
+func (s *Store) DeleteRun(ctx context.Context, runID string) error {
+	if err := s.rdb.Del(ctx, s.runKey(runID)).Err(); err != nil {
+		return fmt.Errorf("delete run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// ClaimResume claims the right to resume the run waiting on token for
+// owner, so that an approved call executes at most once however many
+// processes race to resume it. It reports true if owner now holds the
+// claim (claiming again as the same owner succeeds), false if someone
+// else does. The claim lasts ttl (zero means the store's Grace): make it
+// longer than a resume takes and than a job can be redelivered, because a
+// claimer that dies mid-resume keeps the claim and the run is then not
+// resumed again. That is the at-most-once trade; call ReleaseResume when a
+// resume fails before anything ran, so another process may try.
+func (s *Store) ClaimResume(ctx context.Context, token, owner string, ttl time.Duration) (bool, error) {
+	return s.claim(ctx, token, owner, ttl, false)
+}
+
+// ReleaseResume gives up owner's claim on token, if owner holds it.
+func (s *Store) ReleaseResume(ctx context.Context, token, owner string) error {
+	if err := releaseScript.Run(ctx, s.rdb, []string{s.claimKey(token)}, owner).Err(); err != nil {
+		return fmt.Errorf("release resume %s: %w", short(token), err)
+	}
+	return nil
+}
+
+func (s *Store) claim(ctx context.Context, token, owner string, ttl time.Duration, local bool) (bool, error) {
+	if owner == "" {
+		return false, fmt.Errorf("claim resume %s: %w: no owner", short(token), ErrInvalid)
+	}
+	if ttl <= 0 {
+		ttl = s.opts.Grace
+	}
+	loc := "0"
+	if local {
+		loc = "1"
+	}
+	keys := []string{s.claimKey(token), s.recKey(token), s.resumeKey()}
+	n, err := claimScript.Run(ctx, s.rdb, keys, owner, ttl.Milliseconds(), resumeGroup, loc).Int()
+	if err != nil {
+		return false, fmt.Errorf("claim resume %s: %w", short(token), err)
+	}
+	return n == 1, nil
+}
+
+// resumeGroup is the consumer group of the resume stream.
+const resumeGroup = "resumers"
+
+// ResumeJob says that the run waiting on a token can continue: the token
+// ended (State) and RunID names the run.
+type ResumeJob struct {
+	// ID is the job's stream entry id, to Ack.
+	ID    string
+	Token string
+	RunID string
+	State State
+}
+
+// ResumeQueueOptions configures a ResumeQueue. The zero value is usable.
+type ResumeQueueOptions struct {
+	// DeferToWaiter is how long after a token ended its job is left to the
+	// live process that waits on it locally; default 1 minute. A waiting
+	// process claims the run within milliseconds of the end; the bound
+	// only matters if it stopped waiting without saying so.
+	DeferToWaiter time.Duration
+	// Count bounds the jobs one Read or Reclaim returns; default 16.
+	Count int64
+}
+
+// ResumeQueue hands the runs whose tokens ended to the processes that
+// resume them: a Redis stream with one consumer group, written by the
+// token scripts atomically with the end of every token that has a run id.
+// Each job goes to one consumer; a job whose consumer died is taken over
+// with Reclaim.
+//
+// A consumer (every replica runs one, with a stable consumer name) loops:
+//
+//	jobs, _ := q.Read(ctx, me, 5*time.Second)
+//	stale, _ := q.Reclaim(ctx, me, time.Minute)
+//	for _, j := range append(jobs, stale...) {
+//		ok, _ := st.ClaimResume(ctx, j.Token, me, 0)
+//		if ok {
+//			// LoadRun(j.RunID), Get(j.Token).Results, continue the run,
+//			// DeleteRun; on failure before any tool ran, ReleaseResume
+//			// and do not Ack.
+//		}
+//		q.Ack(ctx, j.ID)
+//	}
+//
+// Read and Reclaim leave out (but keep pending) the jobs of tokens a live
+// process is waiting on locally (Events.Wait): that process resumes the
+// run itself and takes the job off the queue.
+type ResumeQueue struct {
+	s     *Store
+	opts  ResumeQueueOptions
+	group atomic.Bool // the consumer group is known to exist
+}
+
+// ResumeQueue returns the store's resume queue.
+func (s *Store) ResumeQueue(opts ResumeQueueOptions) *ResumeQueue {
+	if opts.DeferToWaiter <= 0 {
+		opts.DeferToWaiter = time.Minute
+	}
+	if opts.Count <= 0 {
+		opts.Count = 16
+	}
+	return &ResumeQueue{s: s, opts: opts}
+}
+
+func (q *ResumeQueue) ensureGroup(ctx context.Context) error {
+	if q.group.Load() {
+		return nil
+	}
+	keys := []string{q.s.resumeKey()}
+	if err := groupScript.Run(ctx, q.s.rdb, keys, resumeGroup, q.s.opts.Retention.Milliseconds()).Err(); err != nil {
+		return fmt.Errorf("create resume group: %w", err)
+	}
+	q.group.Store(true)
+	return nil
+}
+
+func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
+
+// Read returns new jobs for consumer, waiting up to block for one (zero
+// or less: not at all). Keep block short: a blocked read holds a pooled
+// connection and does not end with ctx. Read returns no jobs and a nil
+// error when none arrived.
+func (q *ResumeQueue) Read(ctx context.Context, consumer string, block time.Duration) ([]ResumeJob, error) {
+	if err := q.ensureGroup(ctx); err != nil {
+		return nil, err
+	}
+	if block <= 0 {
+		block = -1
+	}
+	args := &redis.XReadGroupArgs{
+		Group:    resumeGroup,
+		Consumer: consumer,
+		Streams:  []string{q.s.resumeKey(), ">"},
+		Count:    q.opts.Count,
+		Block:    block,
+	}
+	streams, err := q.s.rdb.XReadGroup(ctx, args).Result()
+	if isNoGroup(err) {
+		// The stream expired with its group; recreate and retry once.
+		q.group.Store(false)
+		if err := q.ensureGroup(ctx); err != nil {
+			return nil, err
+		}
+		streams, err = q.s.rdb.XReadGroup(ctx, args).Result()
+	}
+	if isRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read resume queue: %w", err)
+	}
+	var msgs []redis.XMessage
+	for _, st := range streams {
+		msgs = append(msgs, st.Messages...)
+	}
+	return q.filter(ctx, msgs)
+}
+
+// Reclaim takes over the jobs that were delivered to some consumer more
+// than minIdle ago and not acknowledged (their consumer died, or left
+// them to a live waiter) and returns them to consumer.
+func (q *ResumeQueue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]ResumeJob, error) {
+	if err := q.ensureGroup(ctx); err != nil {
+		return nil, err
+	}
+	var msgs []redis.XMessage
+	start := "0-0"
+	for range 10 {
+		batch, next, err := q.s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream:   q.s.resumeKey(),
+			Group:    resumeGroup,
+			Consumer: consumer,
+			MinIdle:  minIdle,
+			Start:    start,
+			Count:    q.opts.Count,
+		}).Result()
+		if isNoGroup(err) {
+			q.group.Store(false)
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reclaim resume jobs: %w", err)
+		}
+		msgs = append(msgs, batch...)
+		if next == "0-0" || next == "" || int64(len(msgs)) >= q.opts.Count {
+			break
+		}
+		start = next
+	}
+	return q.filter(ctx, msgs)
+}
+
+// Ack removes jobs from the queue once handled.
+func (q *ResumeQueue) Ack(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := q.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAck(ctx, q.s.resumeKey(), resumeGroup, ids...)
+		p.XDel(ctx, q.s.resumeKey(), ids...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ack resume jobs: %w", err)
+	}
+	return nil
+}
+
+// filter turns stream entries into jobs, leaving out those whose token a
+// live process waits on locally and that ended less than DeferToWaiter
+// ago. Those stay pending, for Reclaim to look at again.
+func (q *ResumeQueue) filter(ctx context.Context, msgs []redis.XMessage) ([]ResumeJob, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	jobs := make([]ResumeJob, 0, len(msgs))
+	for _, m := range msgs {
+		str := func(k string) string { v, _ := m.Values[k].(string); return v }
+		jobs = append(jobs, ResumeJob{ID: m.ID, Token: str("token"), RunID: str("run"), State: State(str("state"))})
+	}
+	recs := make([]*redis.SliceCmd, len(jobs))
+	_, err := q.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, j := range jobs {
+			recs[i] = p.HMGet(ctx, q.s.recKey(j.Token), "waiter", "ended")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read resume jobs' waiters: %w", err)
+	}
+	now := q.s.now()
+	owners := make([]string, len(jobs))
+	for i, c := range recs {
+		v := c.Val()
+		owner, _ := v[0].(string)
+		ended, _ := v[1].(string)
+		if owner != "" && now.Sub(fromMS(ended)) < q.opts.DeferToWaiter {
+			owners[i] = owner
+		}
+	}
+	alive := make([]*redis.IntCmd, len(jobs))
+	_, err = q.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, o := range owners {
+			if o != "" {
+				alive[i] = p.Exists(ctx, q.s.procKey(o))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read resume jobs' waiters: %w", err)
+	}
+	out := jobs[:0]
+	for i, j := range jobs {
+		if alive[i] != nil && alive[i].Val() == 1 {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}

@@ -1,0 +1,344 @@
+package store
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts make every state change of a token one atomic round trip.
+// They run unchanged on Redis 7 and on miniredis (gopher-lua), so they keep
+// to Lua 5.1, never decode user JSON (args, answers and results are opaque
+// strings in hash fields: cjson would turn [] into {} and round big numbers),
+// and do no arithmetic on timestamps beyond comparisons and a TTL.
+//
+// KEYS of the token scripts: rec, deadlines, resume, audit.
+// ARGV 1-6 of the token scripts: token, now (ms), audit maxlen, retention
+// (ms), notification channel, grace (ms); script arguments follow.
+//
+// The record (hash rec) has the top-level fields
+//
+//	v state exp opened created run requester team channel thread n left
+//	ended endby reason job waiter raw
+//
+// and, for call number i (1..n, in DeferredToolRequests.IDs order), fields
+// prefixed "c<i>.": id tool args kind route need rq st by at res act key md
+// ch ts, "v:<user>" (a vote: "<key> <ms>") and "n:<key>" (votes per key).
+// "i:<call id>" maps a call id to its number.
+const scriptPrelude = `
+local rec, deadlines, resume, auditkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, now, maxlen, keep, chan, grace = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+
+-- audit appends an event to the audit stream; fields is a flat list of
+-- names and values, and empty values are left out.
+local function audit(fields)
+  local args = {'XADD', auditkey, 'MAXLEN', '~', maxlen, '*', 'at', now, 'token', token}
+  for j = 1, #fields, 2 do
+    local v = fields[j + 1]
+    if v and v ~= '' then
+      args[#args + 1] = fields[j]
+      args[#args + 1] = v
+    end
+  end
+  redis.call(unpack(args))
+  redis.call('PEXPIRE', auditkey, keep)
+end
+
+-- reply returns code followed by the whole record.
+local function reply(code)
+  local r = redis.call('HGETALL', rec)
+  table.insert(r, 1, code)
+  return r
+end
+
+-- finish ends the token: undecided calls are marked so, the deadline is
+-- dropped, the run (if any) is queued for resumption, waiters everywhere
+-- are notified, and the audit stream says how it ended.
+local function finish(state, by, reason)
+  local n = tonumber(redis.call('HGET', rec, 'n') or '0')
+  for i = 1, n do
+    local f = 'c' .. i .. '.st'
+    if redis.call('HGET', rec, f) == 'pending' then
+      redis.call('HSET', rec, f, 'undecided')
+    end
+  end
+  redis.call('HSET', rec, 'state', state, 'ended', now, 'endby', by, 'reason', reason, 'left', '0')
+  redis.call('ZREM', deadlines, token)
+  local run = redis.call('HGET', rec, 'run') or ''
+  if run ~= '' then
+    local id = redis.call('XADD', resume, '*', 'token', token, 'run', run, 'state', state)
+    redis.call('PEXPIRE', resume, keep)
+    redis.call('HSET', rec, 'job', id)
+  end
+  redis.call('PUBLISH', chan, token)
+  audit({'type', state, 'run', run, 'by', by, 'reason', reason})
+end
+
+-- settle gives rec a TTL of its deadline plus grace and makes sure the
+-- deadline set outlives it.
+local function settle(exp)
+  redis.call('ZADD', deadlines, exp, token)
+  local ttl = tonumber(exp) - tonumber(now) + tonumber(grace)
+  if ttl < 1000 then ttl = 1000 end
+  redis.call('PEXPIRE', rec, ttl)
+  if redis.call('PTTL', deadlines) < ttl then
+    redis.call('PEXPIRE', deadlines, ttl)
+  end
+end
+`
+
+// openScript creates a minimal record for a token that ExternalEvents.Open
+// announces before the ask function Creates the full record.
+// ARGV 7: deadline (ms), 8: owner of the local waiter.
+var openScript = redis.NewScript(scriptPrelude + `
+if redis.call('EXISTS', rec) == 1 then return {'e:duplicate'} end
+redis.call('HSET', rec, 'v', '1', 'state', 'open', 'exp', ARGV[7], 'opened', now, 'waiter', ARGV[8], 'n', '0', 'left', '0')
+settle(ARGV[7])
+return {'ok'}
+`)
+
+// createScript writes the full record, filling in a record left by Open.
+// ARGV 7: deadline (ms) or '' to keep Open's, 8: default deadline (ms),
+// 9: number of field/value strings that follow, then the fields.
+var createScript = redis.NewScript(scriptPrelude + `
+local st = redis.call('HGET', rec, 'state')
+if st then
+  if redis.call('HEXISTS', rec, 'created') == 1 then return {'e:duplicate'} end
+  if st ~= 'open' then return {'e:' .. st} end
+end
+local exp = ARGV[7]
+if exp == '' then exp = redis.call('HGET', rec, 'exp') or ARGV[8] end
+local args = {'HSET', rec, 'v', '1', 'state', 'open', 'exp', exp}
+local nf = tonumber(ARGV[9])
+for j = 10, 9 + nf do args[#args + 1] = ARGV[j] end
+redis.call(unpack(args))
+settle(exp)
+local top = redis.call('HMGET', rec, 'n', 'run', 'requester')
+for i = 1, tonumber(top[1]) do
+  local p = 'c' .. i .. '.'
+  local f = redis.call('HMGET', rec, p .. 'id', p .. 'tool', p .. 'args', p .. 'route', p .. 'kind')
+  audit({'type', 'requested', 'run', top[2] or '', 'by', top[3] or '', 'call', f[1] or '',
+    'tool', f[2] or '', 'args', f[3] or '', 'route', f[4] or '', 'decision', f[5] or ''})
+end
+return {'ok', exp}
+`)
+
+// decideScript records one decision on one call.
+// ARGV 7: call id, 8: by, 9: action (approve|deny|answer|fail), 10: key
+// (digest of the override args or answer, '-' for none), 11: result if
+// the call is an approval, 12: result if it is a question or external
+// call, 13: results metadata, 14: override args, 15: message, 16: answer.
+var decideScript = redis.NewScript(scriptPrelude + `
+local callID, by, action, key = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local function refuse(why)
+  audit({'type', 'refused', 'call', callID, 'by', by, 'decision', action, 'reason', why})
+end
+if redis.call('EXISTS', rec) == 0 then
+  refuse('not found')
+  return {'e:notfound'}
+end
+local i = redis.call('HGET', rec, 'i:' .. callID)
+if not i then
+  refuse('not pending')
+  return {'e:notpending'}
+end
+local p = 'c' .. i .. '.'
+local f = redis.call('HMGET', rec, 'state', 'exp', p .. 'st', p .. 'kind', p .. 'act', p .. 'by', p .. 'key', p .. 'need', p .. 'tool', p .. 'args', 'run')
+local tstate, exp, st, kind, act, dby, dkey, need, tool, args, run = f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11] or ''
+
+-- A repeated click (same person, same decision) changes nothing and
+-- returns the decision already made, whatever happened since.
+if action == 'approve' then
+  local v = redis.call('HGET', rec, p .. 'v:' .. by)
+  if v and string.match(v, '^%S+') == key and (st == 'pending' or st == 'approved') then
+    return reply('same')
+  end
+elseif st ~= 'pending' and act == action and dby == by and dkey == key then
+  return reply('same')
+end
+
+if tstate == 'expired' or tstate == 'cancelled' or tstate == 'failed' then
+  refuse(tstate)
+  return {'e:' .. tstate}
+end
+if st ~= 'pending' then
+  refuse('already decided')
+  return reply('e:decided')
+end
+if tstate ~= 'open' then
+  refuse('resolved')
+  return {'e:resolved'}
+end
+if tonumber(now) >= tonumber(exp) then
+  refuse('expired')
+  return {'e:expired'}
+end
+
+local res
+if kind == 'approval' then
+  if action == 'approve' or action == 'deny' then res = ARGV[11] end
+elseif action == 'answer' or action == 'fail' or action == 'deny' then
+  res = ARGV[12]
+end
+if not res or res == '' then
+  refuse('invalid decision for a ' .. (kind or '?') .. ' call')
+  return {'e:invalid'}
+end
+
+local newst
+if action == 'approve' then
+  local vf = p .. 'v:' .. by
+  local prev = redis.call('HGET', rec, vf)
+  if prev then redis.call('HINCRBY', rec, p .. 'n:' .. string.match(prev, '^%S+'), -1) end
+  redis.call('HSET', rec, vf, key .. ' ' .. now)
+  local cnt = redis.call('HINCRBY', rec, p .. 'n:' .. key, 1)
+  if cnt < tonumber(need) then
+    audit({'type', 'voted', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', 'approve',
+      'args', args or '', 'override', ARGV[14]})
+    return reply('voted')
+  end
+  newst = 'approved'
+elseif action == 'deny' then
+  if kind == 'approval' then newst = 'denied' else newst = 'failed' end
+elseif action == 'answer' then
+  newst = 'answered'
+else
+  newst = 'failed'
+end
+redis.call('HSET', rec, p .. 'st', newst, p .. 'by', by, p .. 'at', now, p .. 'res', res,
+  p .. 'act', action, p .. 'key', key, p .. 'md', ARGV[13])
+audit({'type', 'decided', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', newst,
+  'args', args or '', 'override', ARGV[14], 'reason', ARGV[15], 'detail', ARGV[16]})
+if redis.call('HINCRBY', rec, 'left', -1) <= 0 then
+  finish('resolved', by, '')
+  return reply('resolved')
+end
+return reply('decided')
+`)
+
+// resolveScript answers many calls at once and resolves the token.
+// ARGV 7: by, 8: the results' JSON (kept only for a record that has no
+// calls yet), 9: number of answers, then 6 strings per answer: id, class
+// (approval|call), result, new state, answered by, results metadata.
+var resolveScript = redis.NewScript(scriptPrelude + `
+if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
+local top = redis.call('HMGET', rec, 'state', 'exp', 'n', 'created', 'run')
+if top[1] ~= 'open' then return {'e:' .. top[1]} end
+if tonumber(now) >= tonumber(top[2]) then return {'e:expired'} end
+local by, m = ARGV[7], tonumber(ARGV[9])
+if not top[4] then
+  redis.call('HSET', rec, 'raw', ARGV[8])
+  finish('resolved', by, '')
+  return reply('resolved')
+end
+local bad, seen, nums = {}, {}, {}
+for j = 0, m - 1 do
+  local b = 10 + j * 6
+  local i = redis.call('HGET', rec, 'i:' .. ARGV[b])
+  local ok = false
+  if i and not seen[i] then
+    local f = redis.call('HMGET', rec, 'c' .. i .. '.kind', 'c' .. i .. '.st')
+    ok = f[2] == 'pending' and ((ARGV[b + 1] == 'approval') == (f[1] == 'approval'))
+  end
+  if ok then seen[i] = true else bad[#bad + 1] = ARGV[b] end
+  nums[j] = i
+end
+if #bad > 0 then
+  table.insert(bad, 1, 'e:notpending')
+  return bad
+end
+for j = 0, m - 1 do
+  local b = 10 + j * 6
+  local p = 'c' .. nums[j] .. '.'
+  redis.call('HSET', rec, p .. 'st', ARGV[b + 3], p .. 'by', ARGV[b + 4], p .. 'at', now, p .. 'res', ARGV[b + 2],
+    p .. 'act', 'resolve', p .. 'key', '-', p .. 'md', ARGV[b + 5])
+  local f = redis.call('HMGET', rec, p .. 'tool', p .. 'args')
+  audit({'type', 'decided', 'run', top[5] or '', 'call', ARGV[b], 'tool', f[1] or '', 'by', ARGV[b + 4],
+    'decision', ARGV[b + 3], 'args', f[2] or '', 'detail', ARGV[b + 2]})
+end
+finish('resolved', by, '')
+return reply('resolved')
+`)
+
+// endScript cancels or fails an open token.
+// ARGV 7: state (cancelled|failed), 8: by, 9: reason.
+var endScript = redis.NewScript(scriptPrelude + `
+local st = redis.call('HGET', rec, 'state')
+if not st then return {'e:notfound'} end
+if st ~= 'open' then return {'e:' .. st} end
+finish(ARGV[7], ARGV[8], ARGV[9])
+return reply('ok')
+`)
+
+// expireScript expires a token whose deadline has passed. Removing the
+// token from the deadline set is the claim: of all the sweepers racing on
+// the token, only the one that removes it acts.
+// ARGV 7: reason.
+var expireScript = redis.NewScript(scriptPrelude + `
+local score = redis.call('ZSCORE', deadlines, token)
+if not score or tonumber(score) > tonumber(now) then return {} end
+redis.call('ZREM', deadlines, token)
+if redis.call('HGET', rec, 'state') ~= 'open' then return {} end
+finish('expired', '', ARGV[7])
+return reply('expired')
+`)
+
+// messageScript records the Slack message of a call.
+// KEYS: rec. ARGV: call id, channel, ts.
+var messageScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'e:notfound' end
+local i = redis.call('HGET', KEYS[1], 'i:' .. ARGV[1])
+if not i then return 'e:notpending' end
+redis.call('HSET', KEYS[1], 'c' .. i .. '.ch', ARGV[2], 'c' .. i .. '.ts', ARGV[3])
+return 'ok'
+`)
+
+// watchScript registers owner as the process waiting on the token (when
+// owner is not empty) and returns the token's state.
+// KEYS: rec. ARGV: owner.
+var watchScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'state')
+if not st then return '' end
+if ARGV[1] ~= '' then redis.call('HSET', KEYS[1], 'waiter', ARGV[1]) end
+return st
+`)
+
+// unwatchScript removes owner's waiter registration.
+// KEYS: rec. ARGV: owner.
+var unwatchScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'waiter') == ARGV[1] then redis.call('HDEL', KEYS[1], 'waiter') end
+return 1
+`)
+
+// claimScript claims the resumption of a token's run for owner: it
+// succeeds if nobody holds the claim or owner already does. With local
+// set, the claimer is the process that waited on the token: it also takes
+// the token's resume job off the queue and drops its waiter registration.
+// KEYS: claim, rec, resume. ARGV: owner, ttl (ms), group, local ('1'|'0').
+var claimScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and cur ~= ARGV[1] then return 0 end
+if not cur then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+if ARGV[4] == '1' then
+  local job = redis.call('HGET', KEYS[2], 'job')
+  if job then
+    redis.pcall('XACK', KEYS[3], ARGV[3], job)
+    redis.call('XDEL', KEYS[3], job)
+  end
+  if redis.call('HGET', KEYS[2], 'waiter') == ARGV[1] then redis.call('HDEL', KEYS[2], 'waiter') end
+end
+return 1
+`)
+
+// releaseScript drops owner's claim.
+// KEYS: claim. ARGV: owner.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// groupScript creates the resume consumer group (reading from the start
+// of the stream, so jobs queued before the group existed are not lost)
+// and gives the stream a TTL.
+// KEYS: resume. ARGV: group, retention (ms).
+var groupScript = redis.NewScript(`
+redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)

@@ -1,0 +1,243 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// Errors returned by the store. The token errors are agentrunner's, so
+// errors.Is matches a store error against either name and the bot maps one
+// vocabulary to Slack replies and HTTP statuses.
+var (
+	// ErrNotFound: the token was never created, or its record is gone.
+	ErrNotFound = agentrunner.ErrTokenNotFound
+	// ErrResolved: the token was already resolved.
+	ErrResolved = agentrunner.ErrTokenResolved
+	// ErrExpired: the token's deadline passed.
+	ErrExpired = agentrunner.ErrTokenExpired
+	// ErrCancelled: the token was cancelled.
+	ErrCancelled = agentrunner.ErrTokenCancelled
+	// ErrFailed: the token was ended by a failure (e.g. asking failed).
+	ErrFailed = agentrunner.ErrTokenFailed
+
+	// ErrDecided: the call already has a different decision. Decide
+	// returns the decision already made alongside it.
+	ErrDecided = errors.New("tool call already decided")
+	// ErrNotPendingCall: the call id is not one of the token's calls, or
+	// an answer's kind does not match the call's. It matches
+	// agentrunner.ErrNotPending.
+	ErrNotPendingCall = fmt.Errorf("tool call is not pending under this token: %w", agentrunner.ErrNotPending)
+	// ErrDuplicate: Create or Open with a token that already exists.
+	ErrDuplicate = errors.New("resume token already exists")
+	// ErrInvalid: the request is malformed (bad token, empty decision,
+	// override arguments that are not a JSON object, ...). Nothing changed.
+	ErrInvalid = errors.New("invalid request")
+	// ErrRunNotFound: no run state is saved under the run id.
+	ErrRunNotFound = errors.New("run state not found")
+	// ErrClaimed: another process claimed the resumption of the token's
+	// run; this process must not continue it.
+	ErrClaimed = errors.New("run is resumed by another process")
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix      = "slackbot:"
+	DefaultGrace       = 24 * time.Hour
+	DefaultAuditMaxLen = 100_000
+	DefaultRetention   = 7 * 24 * time.Hour
+	// DefaultTimeout is the deadline of a token created with no deadline
+	// and not opened before.
+	DefaultTimeout = time.Hour
+)
+
+// Options configures a Store. The zero value is usable.
+type Options struct {
+	// Prefix starts every key and the notification channel; default
+	// "slackbot:". On Redis Cluster use a hash tag such as "{slackbot}:":
+	// the scripts touch a token's record and the shared streams at once,
+	// which Cluster allows only within one slot.
+	Prefix string
+	// Grace is how long records outlive their deadline, so late clicks get
+	// a precise answer and runs can still be resumed; default 24h.
+	Grace time.Duration
+	// AuditMaxLen caps the audit stream (XADD MAXLEN ~); default 100000.
+	AuditMaxLen int64
+	// Retention is the TTL of the shared keys (audit and resume streams),
+	// renewed on every write; default 7 days.
+	Retention time.Duration
+	// Now is the clock; nil means time.Now. Deadlines are judged by it, so
+	// tests expire tokens by moving it.
+	Now func() time.Time
+}
+
+// Store is slackbot's Redis layer: pending approvals keyed by resume token,
+// atomic decisions, expiry, durable run state, the resume queue, the audit
+// stream and dedupe keys. It is safe for concurrent use by many goroutines
+// and by many processes sharing one Redis.
+type Store struct {
+	rdb  redis.UniversalClient
+	opts Options
+}
+
+// New returns a store on rdb.
+func New(rdb redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.AuditMaxLen <= 0 {
+		opts.AuditMaxLen = DefaultAuditMaxLen
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{rdb: rdb, opts: opts}
+}
+
+// Client returns the Redis client the store uses.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Ping reports whether Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis ping: %w", err)
+	}
+	return nil
+}
+
+// Open connects to the Redis at redisURL (redis:// or rediss://, parsed by
+// go-redis ParseURL). With an empty URL it starts an embedded in-process
+// Redis (miniredis) whose keys expire with the wall clock, so `slackbot dev`
+// runs with nothing installed through the same commands and scripts as a
+// real Redis; its data is lost when close is called or the process ends.
+// Open checks the connection with PING. close releases the client and the
+// embedded server.
+func Open(ctx context.Context, redisURL string) (rdb redis.UniversalClient, close func() error, err error) {
+	if redisURL == "" {
+		m := miniredis.NewMiniRedis()
+		if err := m.Start(); err != nil {
+			return nil, nil, fmt.Errorf("start embedded redis: %w", err)
+		}
+		m.ClockTTL(true)
+		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		closeFn := func() error {
+			err := c.Close()
+			m.Close()
+			return err
+		}
+		if err := c.Ping(ctx).Err(); err != nil {
+			_ = closeFn()
+			return nil, nil, fmt.Errorf("ping embedded redis: %w", err)
+		}
+		return c, closeFn, nil
+	}
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse REDIS_URL: %w", err)
+	}
+	c := redis.NewClient(opt)
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, nil, fmt.Errorf("ping redis at %s: %w", opt.Addr, err)
+	}
+	return c, c.Close, nil
+}
+
+// Dedupe records key for ttl and reports whether this is its first
+// occurrence, so Slack retries and repeated event ids are handled once. A
+// ttl of zero or less means the store's Grace.
+func (s *Store) Dedupe(ctx context.Context, key string, ttl time.Duration) (first bool, err error) {
+	if ttl <= 0 {
+		ttl = s.opts.Grace
+	}
+	ok, err := s.rdb.SetNX(ctx, s.key("dedupe:"+key), "1", ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("dedupe %s: %w", key, err)
+	}
+	return ok, nil
+}
+
+// Keys. Every key lives under the prefix and has a TTL.
+func (s *Store) key(k string) string          { return s.opts.Prefix + k }
+func (s *Store) recKey(token string) string   { return s.key("a:" + token) }
+func (s *Store) claimKey(token string) string { return s.key("claim:" + token) }
+func (s *Store) runKey(runID string) string   { return s.key("run:" + runID) }
+func (s *Store) procKey(owner string) string  { return s.key("proc:" + owner) }
+func (s *Store) deadlinesKey() string         { return s.key("deadlines") }
+func (s *Store) resumeKey() string            { return s.key("resume") }
+func (s *Store) auditKey() string             { return s.key("audit") }
+
+// channel is the pub/sub channel on which the token of every ended record
+// is published.
+func (s *Store) channel() string { return s.key("ended") }
+
+func (s *Store) now() time.Time { return s.opts.Now() }
+
+// tokenKeys are the KEYS of every token script, in the order the scripts
+// expect them.
+func (s *Store) tokenKeys(token string) []string {
+	return []string{s.recKey(token), s.deadlinesKey(), s.resumeKey(), s.auditKey()}
+}
+
+// tokenArgs are the ARGV every token script starts with.
+func (s *Store) tokenArgs(token string, now time.Time, more ...any) []any {
+	args := []any{
+		token,
+		ms(now),
+		s.opts.AuditMaxLen,
+		s.opts.Retention.Milliseconds(),
+		s.channel(),
+		s.opts.Grace.Milliseconds(),
+	}
+	return append(args, more...)
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func fromMS(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
+}
+
+// validToken reports whether token looks like a resume token: at least 128
+// bits of base64url (22 characters), at most 128 characters.
+func validToken(token string) bool {
+	if len(token) < 22 || len(token) > 128 {
+		return false
+	}
+	for _, r := range token {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// short returns a prefix of a token, safe to put in errors and logs.
+func short(token string) string {
+	if len(token) > 6 {
+		return token[:6] + "…"
+	}
+	return token
+}
