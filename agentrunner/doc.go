@@ -4,17 +4,36 @@
 // A Runner asks its Model, executes the tools the model calls, and defers
 // the calls that need a decision (tools made with RequiresApproval, or that
 // return RequireApproval for some arguments) or an outside result (DeferCall,
-// Question). Deferred calls go to the run's DeferredHandlers in order: a
-// policy can decide some at once; an AskHandler innermost hands the rest and
-// a resume token to people (Slack, in slackbot) and waits on ExternalEvents
-// until the token is resolved, fails, is cancelled or expires. What no
-// handler decides ends the run with status pending and a DeferredToolRequests
-// (stop-the-world); a later Run with the history and DeferredToolResults
-// continues it.
+// Question). Tool arguments are validated against the JSON schema derived
+// from the tool's Go args struct; invalid ones go back to the model as a
+// retry prompt.
+//
+// Deferred calls go to the run's DeferredHandlers in order, each seeing only
+// what the previous ones left: a policy can decide some at once; an
+// AskHandler innermost hands the rest and a resume token to people (Slack,
+// in slackbot) and waits on ExternalEvents until the token is resolved,
+// fails, is cancelled or expires. A wait that ends without an answer denies
+// every pending approval and fails every pending call with NoDecisionPrefix
+// and the reason, and the run goes on so the model can tell the user. A wait
+// cut short by the run's context returns the context's error and denies
+// nothing, so the run can be resumed elsewhere when the answer arrives.
+//
+// What no handler decides ends the run with status pending and a
+// DeferredToolRequests (stop-the-world), when RunInput.AllowPending is set,
+// and fails it with ErrUndecided otherwise. A later Run with the history,
+// the DeferredToolResults and, ideally, the earlier requests
+// (RunInput.Pending) continues it; PendingRun packages the three for a UI
+// that saves a stopped run and resumes it once. Bad resumes fail before
+// anything runs, with the errors Pydantic AI gives: ErrEmptyHistory,
+// ErrNoUnprocessedCalls, ErrAlreadyExecuted, ErrIncompleteResults,
+// ErrNotPending. RunResult.Applied records every answer a run applied and
+// who gave it.
 //
 // DeferredToolRequests, DeferredToolResults and the message history marshal
 // to Pydantic AI's JSON wire format, so runs can be stored, resumed in
 // another process, and exchanged with agents written in Python.
 //
-// The package knows neither Slack nor Redis.
+// TestModel and FunctionModel are models for tests; MemoryEvents is the
+// in-process ExternalEvents, with an injectable clock. The package knows
+// neither Slack nor Redis.
 package agentrunner

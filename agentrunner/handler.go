@@ -52,8 +52,9 @@ type AskFunc func(ctx context.Context, rc *RunContext, requests DeferredToolRequ
 // answer can resume the run elsewhere (see RunContext.Messages).
 //
 // An answer, given in place or through Events, passes through its JSON form,
-// so both look the same to the run. Calls an answer leaves out are asked
-// again with a new token.
+// so both look the same to the run. Calls an answer leaves out stay
+// undecided: the run ends pending, or fails with ErrUndecided when it does
+// not allow pending output.
 type AskHandler struct {
 	Ask    AskFunc
 	Events ExternalEvents

@@ -304,9 +304,7 @@ func (st *run) resume(ctx context.Context, in RunInput) (DeferredToolRequests, e
 	if in.Prompt != "" {
 		parts = append(parts, UserPrompt(in.Prompt))
 	}
-	if len(parts) > 0 {
-		st.messages = append(st.messages, st.request(parts...))
-	}
+	st.messages = st.withParts(st.messages, parts)
 	return pending, nil
 }
 
@@ -386,9 +384,7 @@ func (st *run) loop(ctx context.Context) (*RunResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(parts) > 0 {
-			st.messages = append(st.messages, st.request(parts...))
-		}
+		st.messages = st.withParts(st.messages, parts)
 		if !pending.Empty() {
 			return st.result(StatusPending, "", &pending), nil
 		}
@@ -409,15 +405,16 @@ func (d *DeferredToolRequests) add(c ToolCallPart, kind CallKind, md map[string]
 	}
 }
 
-// settle hands deferred calls to the handlers, in order, and applies what
-// they decide, until nothing is deferred or nobody decides any more. What
-// stays undecided is returned as pending if the run allows it.
+// settle hands deferred calls to the handlers, in order, each seeing only
+// what the previous ones left, and applies what they decide. Calls that an
+// approved tool defers again go through the handlers in turn. What stays
+// undecided is returned as pending if the run allows it; otherwise the run
+// fails with ErrUndecided before any decision of that round is applied, so
+// no tool runs in a run that is about to fail.
 func (st *run) settle(ctx context.Context, parts []Part, deferred DeferredToolRequests) ([]Part, DeferredToolRequests, error) {
-	for !deferred.Empty() {
-		rc := &RunContext{RunID: st.id, Deps: st.deps, Runner: st.r, Messages: slices.Clone(st.messages)}
-		if len(parts) > 0 {
-			rc.Messages = append(rc.Messages, st.request(slices.Clone(parts)...))
-		}
+	pending := DeferredToolRequests{}
+	for !deferred.Empty() && len(st.r.handlers) > 0 {
+		rc := &RunContext{RunID: st.id, Deps: st.deps, Runner: st.r, Messages: st.withParts(st.messages, parts)}
 		decided := NewDeferredToolResults()
 		left := deferred
 		for _, h := range st.r.handlers {
@@ -437,7 +434,12 @@ func (st *run) settle(ctx context.Context, parts []Part, deferred DeferredToolRe
 			decided.Merge(res)
 			left = left.Remaining(decided)
 		}
+		if !left.Empty() && !st.allow {
+			return nil, DeferredToolRequests{}, fmt.Errorf("%w: %s", ErrUndecided, strings.Join(left.IDs(), ", "))
+		}
+		pending = pending.merge(left)
 		if decided.Len() == 0 {
+			deferred = DeferredToolRequests{}
 			break
 		}
 		applied, again, err := st.apply(ctx, deferred.without(left), decided)
@@ -445,13 +447,34 @@ func (st *run) settle(ctx context.Context, parts []Part, deferred DeferredToolRe
 			return nil, DeferredToolRequests{}, err
 		}
 		parts = append(parts, applied...)
-		deferred = left.merge(again)
+		deferred = again
 	}
-	if !deferred.Empty() && !st.allow {
-		return nil, DeferredToolRequests{}, fmt.Errorf("%w: %s", ErrUndecided, strings.Join(deferred.IDs(), ", "))
+	pending = pending.merge(deferred)
+	if !pending.Empty() && !st.allow {
+		return nil, DeferredToolRequests{}, fmt.Errorf("%w: %s", ErrUndecided, strings.Join(pending.IDs(), ", "))
 	}
-	return parts, deferred, nil
+	return parts, pending, nil
 }
+
+// withParts returns msgs with parts added as a request to the model. Parts
+// join a request that already follows the last response (a resumed run's
+// earlier tool returns), so every result of one response reaches the model
+// in one message, as providers require. msgs is not modified.
+func (st *run) withParts(msgs []Message, parts []Part) []Message {
+	if len(parts) == 0 {
+		return slices.Clone(msgs)
+	}
+	out := slices.Clone(msgs)
+	if n := len(out); n > 0 && out[n-1].Kind == KindRequest && slices.ContainsFunc(out, isResponse) {
+		last := out[n-1]
+		last.Parts = append(slices.Clip(last.Parts), st.request(parts...).Parts...)
+		out[n-1] = last
+		return out
+	}
+	return append(out, st.request(slices.Clone(parts)...))
+}
+
+func isResponse(m Message) bool { return m.Kind == KindResponse }
 
 // without returns r less the calls in o.
 func (r DeferredToolRequests) without(o DeferredToolRequests) DeferredToolRequests {

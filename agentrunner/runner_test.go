@@ -156,6 +156,13 @@ func TestResumePartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both results of the response reach the model in one request, as
+	// providers require, though they were given in two resumes.
+	resp := slices.IndexFunc(third.Messages, func(m agentrunner.Message) bool { return len(m.ToolCalls()) > 0 })
+	next := third.Messages[resp+1]
+	if next.Kind != agentrunner.KindRequest || len(next.Parts) != 2 || next.Parts[0].ToolCallID != "c1" || next.Parts[1].ToolCallID != "c2" {
+		t.Errorf("message after the calls: got %+v, want one request with the returns of c1 and c2", next)
+	}
 	returns := toolReturns(third.Messages)
 	if got := returns["c1"].ReturnText(); got != "deleted a" {
 		t.Errorf("c1: got %q, want deleted a", got)
@@ -608,6 +615,34 @@ func TestHandlerErrors(t *testing.T) {
 				t.Errorf("tool ran %d times, want 0", ran.Load())
 			}
 		})
+	}
+}
+
+// A run that will fail because a call stays undecided runs none of the
+// calls the handlers did decide.
+func TestUndecidedRunsNothing(t *testing.T) {
+	var ran atomic.Int32
+	model := callsThen(
+		agentrunner.ToolCall("delete_customer", mustArgs(`{"customer_id":"a"}`), "c1"),
+		agentrunner.ToolCall("delete_customer", mustArgs(`{"customer_id":"b"}`), "c2"),
+	)
+	onlyC1 := agentrunner.HandlerFunc(func(context.Context, *agentrunner.RunContext, agentrunner.DeferredToolRequests) (*agentrunner.DeferredToolResults, error) {
+		return results(map[string]agentrunner.ApprovalResult{"c1": agentrunner.Approve()}, nil), nil
+	})
+	r := newRunner(t, model, []*agentrunner.Tool{deleteCustomerTool(&ran)}, agentrunner.WithHandlers(onlyC1))
+	_, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "go"})
+	if !errors.Is(err, agentrunner.ErrUndecided) || !strings.Contains(err.Error(), "c2") {
+		t.Fatalf("got %v, want ErrUndecided naming c2", err)
+	}
+	if ran.Load() != 0 {
+		t.Errorf("tool ran %d times in a failed run, want 0", ran.Load())
+	}
+	res, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "go", AllowPending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Pending.IDs(), []string{"c2"}) || ran.Load() != 1 {
+		t.Errorf("pending allowed: got pending %v and %d runs, want c2 pending and c1 run", res.Pending.IDs(), ran.Load())
 	}
 }
 
