@@ -91,7 +91,7 @@ func ArgsModal(c Card) slack.ModalViewRequest {
 			break // nothing fits: cannot happen with Slack's limits, but never loop
 		}
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(chunk.text), nil, nil))
-		rest = chunk.remainingContent
+		rest = chunk.rest
 	}
 	if rest != "" {
 		shown := total - len([]rune(rest))

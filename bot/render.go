@@ -331,7 +331,7 @@ func answerBlocks(label string, answer json.RawMessage) []slack.Block {
 	}
 	code := codeSection("*"+label+"*", prettyJSON(answer), maxSectionText)
 	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(code.text), nil, nil)}
-	if code.truncated {
+	if code.truncated() {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.note(false))))
 	}
 	return blocks
@@ -529,13 +529,13 @@ func actionsBlock(c Card) *slack.ActionBlock {
 func argsBlocks(c Card, label string, args json.RawMessage, blockID string, viewButton bool) []slack.Block {
 	code := codeSection(label, prettyJSON(args), maxSectionText)
 	var accessory *slack.Accessory
-	if code.truncated && viewButton {
+	if code.truncated() && viewButton {
 		accessory = slack.NewAccessory(slack.NewButtonBlockElement(ActionIDViewArgs, EncodeAction(c.Token, c.ToolCallID), plain("View all arguments", true)))
 	}
 	section := slack.NewSectionBlock(mrkdwn(code.text), nil, accessory)
 	section.BlockID = blockID
 	blocks := []slack.Block{section}
-	if code.truncated {
+	if code.truncated() {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.note(viewButton))))
 	}
 	return blocks
@@ -543,14 +543,17 @@ func argsBlocks(c Card, label string, args json.RawMessage, blockID string, view
 
 // code is a code block cut to fit a text object.
 type code struct {
-	text             string // label, then the code block
-	shown, total     int    // characters of the content shown, and in all
-	truncated        bool
-	remainingContent string // what did not fit, for the next chunk
+	text  string // label, then the code block
+	shown int    // characters of the content shown
+	rest  string // the content that did not fit, for the next chunk
 }
 
+func (c code) truncated() bool { return c.rest != "" }
+
+// note says how much of the content is shown.
 func (c code) note(viewButton bool) string {
-	s := fmt.Sprintf("Showing %s of %s characters.", thousands(c.shown), thousands(c.total))
+	total := c.shown + utf8.RuneCountInString(c.rest)
+	s := fmt.Sprintf("Showing %s of %s characters.", thousands(c.shown), thousands(total))
 	if viewButton {
 		s += " Use *View all arguments* to see the rest."
 	}
@@ -568,11 +571,9 @@ func codeSection(label, content string, max int) code {
 	}
 	body, rest := fitCode(content, max-textLen(head)-textLen(fenceClose))
 	return code{
-		text:             head + body + fenceClose,
-		shown:            utf8.RuneCountInString(content) - utf8.RuneCountInString(rest),
-		total:            utf8.RuneCountInString(content),
-		truncated:        rest != "",
-		remainingContent: rest,
+		text:  head + body + fenceClose,
+		shown: utf8.RuneCountInString(content[:len(content)-len(rest)]),
+		rest:  rest,
 	}
 }
 

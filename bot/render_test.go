@@ -244,7 +244,7 @@ const hostile = "EVIL <!channel> <!here> <!everyone> @here @channel <@U123> <@W9
 	"<https://evil.example|click me> *bold* _italic_ ~strike~ `code` ``` closing ``` & &amp; &lt; > " +
 	"🙂👩‍👩‍👧 שלום مرحبا e\u0301 \u202eRTL\u202c zero\u200bwidth \x01 EVIL"
 
-func hostileArgs(t *testing.T, size int) json.RawMessage {
+func hostileArgs(t testing.TB, size int) json.RawMessage {
 	t.Helper()
 	m := map[string]any{"note": hostile, "path": "`/etc/passwd` ```\n<!channel>"}
 	for i := 0; len(mustMarshal(t, m)) < size; i++ {
@@ -255,12 +255,12 @@ func hostileArgs(t *testing.T, size int) json.RawMessage {
 
 // hostileCards are every state and kind with hostile text wherever a card
 // carries text from users, models or API clients.
-func hostileCards(t *testing.T) map[string]Card {
+func hostileCards(t testing.TB) map[string]Card {
 	t.Helper()
 	base := Card{
-		Token:                testToken,
-		ToolCallID:           strings.Repeat("call-🙂-<!here>-", 400), // 6,000 characters
-		Kind:                 agentrunner.KindApproval,
+		Token:      testToken,
+		ToolCallID: strings.Repeat("call-🙂-<!here>-", 400), // 6,000 characters
+		Kind:       agentrunner.KindApproval,
 		// 10,000 bytes, cut inside a character on purpose: invalid UTF-8.
 		ToolName:             strings.Repeat(hostile, 10_000/len(hostile)+1)[:10_000],
 		Args:                 hostileArgs(t, 10_000),
@@ -617,7 +617,7 @@ func toJSON(t *testing.T, v any) any {
 	return out
 }
 
-func mustMarshal(t *testing.T, v any) json.RawMessage {
+func mustMarshal(t testing.TB, v any) json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -765,5 +765,29 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s differs (-want +got); run go test ./bot -run Golden -update if the change is intended:\n%s", path, diff)
+	}
+}
+
+// BenchmarkApprovalBlocks measures rendering an ordinary card and a card
+// with 10 KB of hostile arguments, a 10,000-byte tool name and a long id.
+func BenchmarkApprovalBlocks(b *testing.B) {
+	for name, c := range map[string]Card{"ordinary": pendingCard(), "hostile": hostileCards(b)["approval/pending"]} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = ApprovalBlocks(c)
+				_ = ApprovalText(c)
+			}
+		})
+	}
+}
+
+// BenchmarkArgsModal measures splitting 100 KB of arguments over a modal.
+func BenchmarkArgsModal(b *testing.B) {
+	c := pendingCard()
+	c.Args = bigArgs(100_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = ArgsModal(c)
 	}
 }
