@@ -34,6 +34,7 @@ type NoDecisionError struct {
 	Cause  error // one of ErrTokenExpired, ErrTokenCancelled, ErrTokenFailed
 }
 
+// Error returns the message the model is told: NoDecisionPrefix + Reason.
 func (e *NoDecisionError) Error() string { return NoDecisionPrefix + e.Reason }
 
 // Unwrap returns the sentinel behind e.

@@ -528,6 +528,18 @@ func (st *run) apply(ctx context.Context, req DeferredToolRequests, results *Def
 		call := c
 		if len(a.OverrideArgs) > 0 {
 			call.Args = a.OverrideArgs
+			if t, ok := st.r.byName[c.ToolName]; ok {
+				if _, err := t.ValidateArgs(call.Args); err != nil {
+					// Pydantic AI's semantics: the model hears of it and may
+					// try again; say whose arguments were wrong.
+					out, _, err := st.retry(c, "The arguments the approver gave instead do not fit the tool: "+err.Error())
+					if err != nil {
+						return nil, again, err
+					}
+					parts = append(parts, out.Part)
+					continue
+				}
+			}
 		}
 		out, d, err := st.call(ctx, call, results.Metadata[c.ToolCallID], true)
 		if err != nil {

@@ -319,7 +319,7 @@ func TestOverrideArgs(t *testing.T) {
 	}{
 		{"valid", `{"customer_id":"b"}`, `{"delete_customer":"deleted b"}`, 1, ""},
 		{"string form", `"{\"customer_id\":\"c\"}"`, `{"delete_customer":"deleted c"}`, 1, ""},
-		{"invalid", `{"customer_id":5}`, "", 0, "invalid arguments for delete_customer: at /customer_id"},
+		{"invalid", `{"customer_id":5}`, "", 0, "The arguments the approver gave instead do not fit the tool: invalid arguments for delete_customer: at /customer_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

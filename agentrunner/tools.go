@@ -173,6 +173,7 @@ type ArgsError struct {
 	Problems []string // "at /amount: got string, want number", ...
 }
 
+// Error lists the problems, as the model sees them in its retry prompt.
 func (e *ArgsError) Error() string {
 	return fmt.Sprintf("invalid arguments for %s: %s", e.Tool, strings.Join(e.Problems, "; "))
 }
@@ -214,6 +215,7 @@ type ApprovalRequiredError struct {
 	Metadata map[string]any
 }
 
+// Error implements error.
 func (e *ApprovalRequiredError) Error() string { return "tool call requires approval" }
 
 // RequireApproval returns an ApprovalRequiredError carrying metadata.
@@ -227,6 +229,7 @@ type CallDeferredError struct {
 	Metadata map[string]any
 }
 
+// Error implements error.
 func (e *CallDeferredError) Error() string { return "tool call deferred" }
 
 // DeferCall returns a CallDeferredError carrying metadata.
@@ -246,6 +249,7 @@ type RetryError struct {
 	Message string
 }
 
+// Error returns the message for the model.
 func (e *RetryError) Error() string { return e.Message }
 
 // Retry returns a RetryError with message.
