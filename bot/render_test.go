@@ -258,11 +258,10 @@ func hostileArgs(t testing.TB, size int) json.RawMessage {
 func hostileCards(t testing.TB) map[string]Card {
 	t.Helper()
 	base := Card{
-		Token:      testToken,
-		ToolCallID: strings.Repeat("call-🙂-<!here>-", 400), // 6,000 characters
-		Kind:       agentrunner.KindApproval,
-		// 10,000 bytes, cut inside a character on purpose: invalid UTF-8.
-		ToolName:             strings.Repeat(hostile, 10_000/len(hostile)+1)[:10_000],
+		Token:                testToken,
+		ToolCallID:           strings.Repeat("call-🙂-<!here>-", 400), // 6,000 characters
+		Kind:                 agentrunner.KindApproval,
+		ToolName:             strings.Repeat(hostile, 10_000/len(hostile)+1)[:10_000], // cut inside a character: invalid UTF-8
 		Args:                 hostileArgs(t, 10_000),
 		Confirmation:         strings.Repeat(hostile, 30),
 		Requester:            "U0ALICE",
