@@ -541,17 +541,17 @@ func argsBlocks(c Card, label string, args json.RawMessage, blockID string, view
 	return blocks
 }
 
-// code is a code block cut to fit a text object.
-type code struct {
+// codeBlock is a code block cut to fit a text object.
+type codeBlock struct {
 	text  string // label, then the code block
 	shown int    // characters of the content shown
 	rest  string // the content that did not fit, for the next chunk
 }
 
-func (c code) truncated() bool { return c.rest != "" }
+func (c codeBlock) truncated() bool { return c.rest != "" }
 
 // note says how much of the content is shown.
-func (c code) note(viewButton bool) string {
+func (c codeBlock) note(viewButton bool) string {
 	total := c.shown + utf8.RuneCountInString(c.rest)
 	s := fmt.Sprintf("Showing %s of %s characters.", thousands(c.shown), thousands(total))
 	if viewButton {
@@ -563,14 +563,14 @@ func (c code) note(viewButton bool) string {
 // codeSection renders label and content as a mrkdwn code block of at most
 // max characters, cutting content (at a line end when one is near) if it
 // does not fit.
-func codeSection(label, content string, max int) code {
+func codeSection(label, content string, max int) codeBlock {
 	const fenceOpen, fenceClose = "```\n", "\n```"
 	head := fenceOpen
 	if label != "" {
 		head = label + "\n" + fenceOpen
 	}
 	body, rest := fitCode(content, max-textLen(head)-textLen(fenceClose))
-	return code{
+	return codeBlock{
 		text:  head + body + fenceClose,
 		shown: utf8.RuneCountInString(content[:len(content)-len(rest)]),
 		rest:  rest,
