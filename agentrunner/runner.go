@@ -125,7 +125,8 @@ type RunInput struct {
 	History []Message
 	// Results answers the calls the earlier run left pending. It must name
 	// only calls of the history's last response that have no result yet,
-	// and cover all of them unless AllowPending is set.
+	// and cover all of them unless AllowPending is set; calls it leaves out
+	// then go through the handlers again, and what they leave stays pending.
 	Results *DeferredToolResults
 	// Pending is the DeferredToolRequests the earlier run ended with
 	// (RunResult.Pending). It is optional: with it, results are checked
