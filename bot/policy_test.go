@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -357,5 +359,37 @@ func TestOriginFrom(t *testing.T) {
 	}
 	if got := (&bot.Origin{Client: "billing"}).Requester(); got != "api:billing" {
 		t.Errorf("API client requester = %q, want api:billing", got)
+	}
+}
+
+func BenchmarkRouteEvaluate(b *testing.B) {
+	rs, err := bot.ParseRoutes([]byte(`
+routes:
+  - channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+    auto_deny: "args.amount > 10000 || requester == 'U0MALLORY'"
+    auto_approve: "args.amount <= 100 && tool.startsWith('issue_')"
+`), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rs.Routes[0]
+	in := bot.PolicyInput{Tool: "issue_refund", Args: map[string]any{"amount": json.Number("40"), "order_id": "o-1"}, Requester: "U0CAROL"}
+	for b.Loop() {
+		if v, err := r.Evaluate(b.Context(), in); err != nil || v != bot.AutoApproved {
+			b.Fatalf("Evaluate = %v, %v", v, err)
+		}
+	}
+}
+
+func BenchmarkParseRoutes(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "routes", "valid.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := bot.ParseRoutes(data, "valid.yaml"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -67,7 +67,8 @@ type Route struct {
 
 	// AutoApprove and AutoDeny are CEL expressions over tool, args,
 	// requester, channel, metadata and now; true decides the call without a
-	// person. AutoDeny is evaluated first.
+	// person. AutoDeny is evaluated first. They are compiled by
+	// ParseRoutes; a Route built by hand decides nothing by policy.
 	AutoApprove string
 	AutoDeny    string
 

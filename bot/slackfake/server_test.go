@@ -562,3 +562,14 @@ func TestJSONBody(t *testing.T) {
 		t.Errorf("call log %+v, want the channel param and the raw body", got)
 	}
 }
+
+func BenchmarkPostMessage(b *testing.B) {
+	s, ts := slackfake.NewTestServer(b)
+	api := slack.New(s.Token(), slack.OptionAPIURL(slackfake.APIURL(ts)))
+	blocks := approvalBlocks("*delete_file* `{\"path\":\"temp.txt\"}`")
+	for b.Loop() {
+		if _, _, err := api.PostMessageContext(b.Context(), "C0APPROVALS", slack.MsgOptionText("x", false), slack.MsgOptionBlocks(blocks...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
