@@ -120,8 +120,5 @@ func retryable(err error) bool {
 		return sc.Code >= 500 || sc.Code == 408
 	}
 	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	return false
+	return errors.As(err, &ne)
 }

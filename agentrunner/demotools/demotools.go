@@ -182,7 +182,7 @@ func (d *Demo) issueRefund() *agentrunner.Tool {
 				return nil, agentrunner.Retry(fmt.Sprintf("order %s has only $%.2f left to refund", a.OrderID, o.Total-o.Refunded))
 			}
 			o.Refunded += a.Amount
-			d.refunds = append(d.refunds, Refund{OrderID: a.OrderID, Amount: a.Amount})
+			d.refunds = append(d.refunds, Refund(a))
 			return fmt.Sprintf("refunded $%.2f on order %s", a.Amount, a.OrderID), nil
 		},
 		agentrunner.Confirmation(func(call agentrunner.ToolCallPart) string {
