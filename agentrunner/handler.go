@@ -61,7 +61,7 @@ type AskHandler struct {
 	// Timeout bounds each wait; 0 means one hour. Deadline, when set,
 	// overrides it per request (e.g. from a routing table).
 	Timeout  time.Duration
-	Deadline func(requests DeferredToolRequests) time.Time
+	Deadline func(rc *RunContext, requests DeferredToolRequests) time.Time
 	// NewToken makes resume tokens; nil means NewToken.
 	NewToken func() string
 	// Now is the clock; nil means time.Now.
@@ -80,7 +80,7 @@ func (h *AskHandler) HandleDeferred(ctx context.Context, rc *RunContext, request
 	}
 	var deadline time.Time
 	if h.Deadline != nil {
-		deadline = h.Deadline(requests)
+		deadline = h.Deadline(rc, requests)
 	}
 	if deadline.IsZero() {
 		timeout := h.Timeout

@@ -16,7 +16,11 @@ const DefaultTimeout = time.Hour
 // Deadline returns when a request must be decided by: the earliest of the
 // timeouts of the routes its calls go to, so no call waits longer than its
 // route allows.
-func (b *Bot) Deadline(origin Origin, req agentrunner.DeferredToolRequests) time.Time {
+//
+// Its signature fits agentrunner.AskHandler.Deadline, so the token's
+// deadline and the cards' expiry agree.
+func (b *Bot) Deadline(rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests) time.Time {
+	origin := OriginFrom(rc)
 	timeout := time.Duration(0)
 	for _, id := range req.IDs() {
 		c, _ := req.Call(id)
@@ -53,7 +57,7 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 	now := b.now()
 	a := &Approval{
 		Token: token, Requests: req, Origin: *origin, CreatedAt: now,
-		ExpiresAt: b.Deadline(*origin, req), State: ApprovalPending,
+		ExpiresAt: b.Deadline(rc, req), State: ApprovalPending,
 	}
 	if rc != nil {
 		a.RunID = rc.RunID
