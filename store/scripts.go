@@ -157,7 +157,7 @@ if tstate == 'expired' or tstate == 'cancelled' or tstate == 'failed' then
   refuse(tstate)
   return {'e:' .. tstate}
 end
-if st ~= 'pending' then
+if st ~= 'pending' and st ~= 'undecided' then
   refuse('already decided')
   return reply('e:decided')
 end

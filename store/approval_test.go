@@ -1,0 +1,155 @@
+package store_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/store"
+)
+
+func TestCreateGetRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	reqs := agentrunner.DeferredToolRequests{
+		Approvals: []agentrunner.ToolCallPart{
+			{ToolName: "issue_refund", Args: json.RawMessage(`{"amount":12345678901234567890,"items":[]}`), ToolCallID: "a1"},
+			{ToolName: "noop", Args: nil, ToolCallID: "a2"},
+		},
+		Calls: []agentrunner.ToolCallPart{
+			{ToolName: "ask_user", Args: json.RawMessage(`"{\"q\":1}"`), ToolCallID: "q1"},
+			{ToolName: "fetch", Args: json.RawMessage(`{}`), ToolCallID: "x1"},
+		},
+		Metadata: map[string]map[string]any{"q1": {"question": "Which account?"}, "x1": {"job": "j-1"}},
+	}
+	a := &store.Approval{
+		Token:     agentrunner.NewToken(),
+		RunID:     "run-1",
+		Requester: "U0ALICE",
+		Source:    store.Source{Team: "T1", Channel: "C1", ThreadTS: "171.1"},
+		Requests:  reqs,
+		Calls: []store.CallState{
+			{ID: "a1", Route: "refunds", Required: 2, Message: store.MessageRef{Channel: "C0APPROVALS", TS: "1.1"}},
+			{ID: "q1", Route: "questions"},
+		},
+		ExpiresAt: e.clock.Now().Add(30 * time.Minute),
+	}
+	if err := s.Create(t.Context(), a); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	got, err := s.Get(t.Context(), a.Token)
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	// User JSON (big numbers, empty arrays, string-encoded args, null
+	// args) comes back byte for byte.
+	if g, w := mustJSON(t, got.Requests), mustJSON(t, reqs); g != w {
+		t.Errorf("requests:\n got %s\nwant %s", g, w)
+	}
+	want := &store.Approval{
+		Token:     a.Token,
+		RunID:     "run-1",
+		Requester: "U0ALICE",
+		Source:    a.Source,
+		Requests:  got.Requests,
+		CreatedAt: e.clock.Now(),
+		ExpiresAt: a.ExpiresAt,
+		State:     store.StateOpen,
+		Calls: []store.CallState{
+			{ID: "a1", Tool: "issue_refund", Kind: agentrunner.KindApproval, Route: "refunds", Required: 2, Status: store.CallPending, Message: store.MessageRef{Channel: "C0APPROVALS", TS: "1.1"}},
+			{ID: "a2", Tool: "noop", Kind: agentrunner.KindApproval, Required: 1, Status: store.CallPending},
+			{ID: "q1", Tool: "ask_user", Kind: agentrunner.KindQuestion, Route: "questions", Required: 1, Status: store.CallPending},
+			{ID: "x1", Tool: "fetch", Kind: agentrunner.KindExternal, Required: 1, Status: store.CallPending},
+		},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(store.CallState{}), cmpopts.EquateApproxTime(0)); diff != "" {
+		t.Errorf("get (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.Calls, a.Calls, cmpopts.IgnoreUnexported(store.CallState{})); diff != "" {
+		t.Errorf("create fills in calls (-want +got):\n%s", diff)
+	}
+
+	if err := s.SetMessage(t.Context(), a.Token, "x1", "C2", "2.2"); err != nil {
+		t.Fatalf("set message: %v", err)
+	}
+	got, err = s.Get(t.Context(), a.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := got.Call("x1"); c.Message != (store.MessageRef{Channel: "C2", TS: "2.2"}) {
+		t.Errorf("message of x1: got %+v, want C2/2.2", c.Message)
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	existing := e.create(t, s, requests("c1"), 1)
+	tests := []struct {
+		name string
+		a    store.Approval
+		want error
+	}{
+		{"duplicate token", store.Approval{Token: existing.Token, Requests: requests("c1")}, store.ErrDuplicate},
+		{"short token", store.Approval{Token: "abc", Requests: requests("c1")}, store.ErrInvalid},
+		{"token with bad characters", store.Approval{Token: "abcdefghijklmnopqrstuvwxyz+/", Requests: requests("c1")}, store.ErrInvalid},
+		{"no calls", store.Approval{Token: agentrunner.NewToken()}, store.ErrInvalid},
+		{"repeated call id", store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1", "c1")}, store.ErrInvalid},
+		{"spec for unknown call", store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1"), Calls: []store.CallState{{ID: "zz"}}}, store.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantErr(t, "create", s.Create(t.Context(), &tt.a), tt.want)
+		})
+	}
+	_, err := s.Get(t.Context(), agentrunner.NewToken())
+	wantErr(t, "get unknown token", err, store.ErrNotFound)
+	wantErr(t, "set message of unknown call", s.SetMessage(t.Context(), existing.Token, "nope", "C", "1"), store.ErrNotPendingCall)
+	wantErr(t, "set message of unknown token", s.SetMessage(t.Context(), agentrunner.NewToken(), "c1", "C", "1"), store.ErrNotFound)
+}
+
+// Open (agentrunner.AskHandler, before ask) and Create (inside ask)
+// compose: Create fills in the record Open left and keeps its deadline.
+func TestOpenThenCreate(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ev := store.NewEvents(s, store.EventsOptions{})
+	deadline := e.clock.Now().Add(10 * time.Minute)
+
+	token := agentrunner.NewToken()
+	if err := ev.Open(t.Context(), token, deadline); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	wantErr(t, "open twice", ev.Open(t.Context(), token, deadline), store.ErrDuplicate)
+	a := &store.Approval{Token: token, RunID: "run-x", Requests: requests("c1")}
+	if err := s.Create(t.Context(), a); err != nil {
+		t.Fatalf("create after open: %v", err)
+	}
+	if !a.ExpiresAt.Equal(deadline) {
+		t.Errorf("create after open: got deadline %v, want Open's %v", a.ExpiresAt, deadline)
+	}
+	wantErr(t, "create twice", s.Create(t.Context(), &store.Approval{Token: token, Requests: requests("c1")}), store.ErrDuplicate)
+
+	// A token that failed between Open and Create cannot be created.
+	failed := agentrunner.NewToken()
+	if err := ev.Open(t.Context(), failed, deadline); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Fail(t.Context(), failed, &agentrunner.NoDecisionError{Reason: "asking failed", Cause: agentrunner.ErrTokenFailed}); err != nil {
+		t.Fatalf("fail: %v", err)
+	}
+	wantErr(t, "create after fail", s.Create(t.Context(), &store.Approval{Token: failed, Requests: requests("c1")}), store.ErrFailed)
+
+	// Without Open, a zero deadline means DefaultTimeout.
+	b := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1")}
+	if err := s.Create(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	if want := e.clock.Now().Add(store.DefaultTimeout); !b.ExpiresAt.Equal(want) {
+		t.Errorf("create without deadline: got %v, want %v", b.ExpiresAt, want)
+	}
+}

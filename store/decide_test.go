@@ -1,0 +1,419 @@
+package store_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/store"
+)
+
+// 200 goroutines on two separate clients decide the same call at once:
+// exactly one decision is made and the token resolves exactly once.
+func TestDecideRace(t *testing.T) {
+	e := newEnv(t)
+	stores := []*store.Store{e.store(), e.otherProcess(t)}
+	a := e.create(t, stores[0], requests("c1"), 1)
+
+	const n = 200
+	type result struct {
+		out *store.Outcome
+		err error
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			d := approve("c1", fmt.Sprintf("U%03d", i))
+			if i%2 == 1 {
+				d = deny("c1", fmt.Sprintf("U%03d", i), "no")
+			}
+			out, err := stores[i%2].Decide(t.Context(), a.Token, d)
+			results[i] = result{out, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	changed, resolved := 0, 0
+	var winner *store.Outcome
+	for i, r := range results {
+		switch {
+		case r.err == nil && r.out.Changed:
+			changed++
+			winner = r.out
+			if r.out.Resolved {
+				resolved++
+			}
+		case errors.Is(r.err, store.ErrDecided):
+			if r.out == nil || r.out.Call.Status == store.CallPending {
+				t.Errorf("goroutine %d: ErrDecided without the decision made: %+v", i, r.out)
+			}
+		default:
+			t.Errorf("goroutine %d: got %+v, %v; want the decision or ErrDecided", i, r.out, r.err)
+		}
+	}
+	if changed != 1 || resolved != 1 {
+		t.Fatalf("got %d decisions and %d resolutions, want 1 and 1", changed, resolved)
+	}
+	for i, r := range results {
+		if r.out != nil && r.out.Call.DecidedBy != winner.Call.DecidedBy {
+			t.Errorf("goroutine %d saw decision by %s, want %s", i, r.out.Call.DecidedBy, winner.Call.DecidedBy)
+		}
+	}
+	counts := auditCounts(t, stores[0])
+	if counts[store.AuditDecided] != 1 || counts[store.AuditResolved] != 1 || counts[store.AuditRefused] != n-1 {
+		t.Errorf("audit: got %v, want 1 decided, 1 resolved, %d refused", counts, n-1)
+	}
+	if got := e.rdb.XLen(t.Context(), e.prefix+"resume").Val(); got != 1 {
+		t.Errorf("resume jobs: got %d, want 1", got)
+	}
+}
+
+func auditCounts(t *testing.T, s *store.Store) map[store.AuditType]int {
+	t.Helper()
+	evs, err := s.ReadAudit(t.Context(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[store.AuditType]int{}
+	for _, ev := range evs {
+		counts[ev.Type]++
+	}
+	return counts
+}
+
+func TestQuorum(t *testing.T) {
+	override := json.RawMessage(`{"path":"other.txt"}`)
+	type step struct {
+		d           store.Decision
+		wantStatus  store.CallStatus
+		wantChanged bool
+		wantVotes   int
+		wantErr     error
+	}
+	tests := []struct {
+		name     string
+		required int
+		steps    []step
+		wantBy   string // answered_by of the resolved call
+	}{
+		{
+			name: "2 of 3 approve", required: 2,
+			steps: []step{
+				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
+				{d: approve("c1", "UB"), wantStatus: store.CallApproved, wantChanged: true, wantVotes: 2},
+				{d: approve("c1", "UC"), wantStatus: store.CallApproved, wantVotes: 2, wantErr: store.ErrDecided},
+			},
+			wantBy: "UA,UB",
+		},
+		{
+			name: "same approver twice counts once", required: 2,
+			steps: []step{
+				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
+				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantVotes: 1},
+				{d: approve("c1", "UB"), wantStatus: store.CallApproved, wantChanged: true, wantVotes: 2},
+				{d: approve("c1", "UA"), wantStatus: store.CallApproved, wantVotes: 2},
+			},
+			wantBy: "UA,UB",
+		},
+		{
+			name: "one denial denies a quorum call", required: 2,
+			steps: []step{
+				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
+				{d: deny("c1", "UB", "not today"), wantStatus: store.CallDenied, wantChanged: true},
+				{d: deny("c1", "UB", "not today"), wantStatus: store.CallDenied},
+				{d: approve("c1", "UC"), wantStatus: store.CallDenied, wantVotes: 1, wantErr: store.ErrDecided},
+			},
+			wantBy: "UB",
+		},
+		{
+			name: "votes for different arguments do not add up", required: 2,
+			steps: []step{
+				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
+				{d: store.Decision{CallID: "c1", By: "UB", Approve: true, OverrideArgs: override}, wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
+				{d: store.Decision{CallID: "c1", By: "UA", Approve: true, OverrideArgs: override}, wantStatus: store.CallApproved, wantChanged: true, wantVotes: 2},
+			},
+			wantBy: "UA,UB",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.store()
+			a := e.create(t, s, requests("c1"), tt.required)
+			var last *store.Outcome
+			for i, st := range tt.steps {
+				out, err := s.Decide(t.Context(), a.Token, st.d)
+				wantErr(t, fmt.Sprintf("step %d", i), err, st.wantErr)
+				if out == nil {
+					t.Fatalf("step %d: no outcome", i)
+				}
+				if out.Call.Status != st.wantStatus || out.Changed != st.wantChanged || out.Votes != st.wantVotes || out.Required != tt.required {
+					t.Errorf("step %d: got status %s changed %v votes %d/%d, want %s %v %d/%d",
+						i, out.Call.Status, out.Changed, out.Votes, out.Required, st.wantStatus, st.wantChanged, st.wantVotes, tt.required)
+				}
+				if err == nil {
+					last = out
+				}
+			}
+			if last.Results == nil {
+				t.Fatal("token not resolved")
+			}
+			if got := last.Results.AnsweredBy["c1"]; got != tt.wantBy {
+				t.Errorf("answered_by: got %q, want %q", got, tt.wantBy)
+			}
+		})
+	}
+}
+
+func TestDecideResults(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	reqs := requests("a1", "a2")
+	reqs.Calls = []agentrunner.ToolCallPart{
+		{ToolName: "ask", ToolCallID: "q1"},
+		{ToolName: "job", ToolCallID: "x1"},
+	}
+	reqs.Metadata = map[string]map[string]any{"q1": {"question": "Why?"}}
+	a := e.create(t, s, reqs, 1)
+	steps := []store.Decision{
+		{CallID: "a1", By: "UA", Approve: true, OverrideArgs: json.RawMessage(`"{\"path\": \"b.txt\"}"`), Metadata: map[string]any{"note": "edited"}},
+		deny("a2", "UB", ""),
+		{CallID: "q1", By: "UC", Answer: json.RawMessage(`{"n": 12345678901234567890, "l": []}`)},
+		{CallID: "x1", By: "api:ci", Fail: true, Message: "job crashed"},
+	}
+	var out *store.Outcome
+	for i, d := range steps {
+		var err error
+		out, err = s.Decide(t.Context(), a.Token, d)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got, want := out.Resolved, i == len(steps)-1; got != want {
+			t.Errorf("step %d: resolved %v, want %v", i, got, want)
+		}
+	}
+	want := `{"approvals":{"a1":{"kind":"tool-approved","override_args":{"path":"b.txt"}},"a2":{"kind":"tool-denied","message":"The tool call was denied."}},` +
+		`"calls":{"q1":{"n":12345678901234567890,"l":[]},"x1":{"kind":"tool-failed","message":"job crashed"}},` +
+		`"metadata":{"a1":{"note":"edited"}},"answered_by":{"a1":"UA","a2":"UB","q1":"UC","x1":"api:ci"}}`
+	jsonEqual(t, "results", mustJSON(t, out.Results), want)
+	if out.Approval.State != store.StateResolved || out.Approval.EndedBy != "api:ci" {
+		t.Errorf("record: got state %s ended by %s, want resolved by api:ci", out.Approval.State, out.Approval.EndedBy)
+	}
+}
+
+// Decisions after the token ended, or on calls it does not have, are
+// refused with distinct errors.
+func TestDecideRefusals(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, e *env, s *store.Store, token string)
+		d     store.Decision
+		want  error
+	}{
+		{"unknown call", nil, approve("nope", "UA"), store.ErrNotPendingCall},
+		{"past the deadline, not yet swept", func(t *testing.T, e *env, s *store.Store, token string) {
+			e.clock.Advance(time.Hour)
+		}, approve("c1", "UA"), store.ErrExpired},
+		{"expired", func(t *testing.T, e *env, s *store.Store, token string) {
+			e.clock.Advance(time.Hour)
+			if _, err := s.Sweep(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}, approve("c1", "UA"), store.ErrExpired},
+		{"cancelled", func(t *testing.T, e *env, s *store.Store, token string) {
+			if _, err := s.Cancel(t.Context(), token, "UREQ"); err != nil {
+				t.Fatal(err)
+			}
+		}, approve("c1", "UA"), store.ErrCancelled},
+		{"failed", func(t *testing.T, e *env, s *store.Store, token string) {
+			if _, err := s.Fail(t.Context(), token, "", "asking failed"); err != nil {
+				t.Fatal(err)
+			}
+		}, deny("c1", "UA", ""), store.ErrFailed},
+		{"resolved without this call", func(t *testing.T, e *env, s *store.Store, token string) {
+			res := agentrunner.NewDeferredToolResults()
+			res.Approvals["c2"] = agentrunner.Approve()
+			if _, err := s.Resolve(t.Context(), token, "api:x", res); err != nil {
+				t.Fatal(err)
+			}
+		}, approve("c1", "UA"), store.ErrResolved},
+		{"decided by someone else", func(t *testing.T, e *env, s *store.Store, token string) {
+			if _, err := s.Decide(t.Context(), token, deny("c1", "UB", "")); err != nil {
+				t.Fatal(err)
+			}
+		}, approve("c1", "UA"), store.ErrDecided},
+		{"nothing decided", nil, store.Decision{CallID: "c1", By: "UA"}, store.ErrInvalid},
+		{"approve and deny", nil, store.Decision{CallID: "c1", By: "UA", Approve: true, Deny: true}, store.ErrInvalid},
+		{"no one decided", nil, store.Decision{CallID: "c1", Approve: true}, store.ErrInvalid},
+		{"override args not an object", nil, store.Decision{CallID: "c1", By: "UA", Approve: true, OverrideArgs: json.RawMessage(`[1]`)}, store.ErrInvalid},
+		{"answer to an approval", nil, store.Decision{CallID: "c1", By: "UA", Answer: json.RawMessage(`"yes"`)}, store.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.store()
+			a := e.create(t, s, requests("c1", "c2"), 1)
+			if tt.setup != nil {
+				tt.setup(t, e, s, a.Token)
+			}
+			_, err := s.Decide(t.Context(), a.Token, tt.d)
+			wantErr(t, "decide", err, tt.want)
+		})
+	}
+	t.Run("unknown token", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.store().Decide(t.Context(), agentrunner.NewToken(), approve("c1", "UA"))
+		wantErr(t, "decide", err, store.ErrNotFound)
+	})
+}
+
+// A repeated click returns the decision already made, even after the token
+// resolved, and writes nothing.
+func TestDecideIdempotent(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	a := e.create(t, s, requests("c1"), 1)
+	first, err := s.Decide(t.Context(), a.Token, deny("c1", "UA", "too risky"))
+	if err != nil || !first.Changed || !first.Resolved {
+		t.Fatalf("first click: got %+v, %v; want a change that resolves", first, err)
+	}
+	before := e.rdb.XLen(t.Context(), e.prefix+"audit").Val()
+	again, err := s.Decide(t.Context(), a.Token, deny("c1", "UA", "too risky"))
+	if err != nil {
+		t.Fatalf("repeat: %v", err)
+	}
+	if again.Changed || again.Resolved || again.Call.Status != store.CallDenied || again.Call.DecidedBy != "UA" {
+		t.Errorf("repeat: got changed %v resolved %v status %s by %s, want the first decision unchanged",
+			again.Changed, again.Resolved, again.Call.Status, again.Call.DecidedBy)
+	}
+	if after := e.rdb.XLen(t.Context(), e.prefix+"audit").Val(); after != before {
+		t.Errorf("repeat wrote %d audit events, want 0", after-before)
+	}
+}
+
+func TestResolveValidation(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	reqs := requests("a1")
+	reqs.Calls = []agentrunner.ToolCallPart{{ToolName: "job", ToolCallID: "x1"}}
+	a := e.create(t, s, reqs, 1)
+
+	bad := agentrunner.NewDeferredToolResults()
+	bad.Approvals["a1"] = agentrunner.Approve()
+	bad.Approvals["x1"] = agentrunner.Approve() // a call, not an approval
+	bad.Calls["zz"] = agentrunner.Fail("?")
+	_, err := s.Resolve(t.Context(), a.Token, "api:x", bad)
+	wantErr(t, "resolve with ids not pending", err, store.ErrNotPendingCall)
+	wantErr(t, "resolve with ids not pending", err, agentrunner.ErrNotPending)
+	got, err := s.Get(t.Context(), a.Token)
+	if err != nil || got.State != store.StateOpen || got.Calls[0].Status != store.CallPending {
+		t.Fatalf("after a refused resolve: got %+v, %v; want nothing changed", got, err)
+	}
+
+	good := agentrunner.NewDeferredToolResults()
+	good.Approvals["a1"] = agentrunner.Deny("no")
+	good.Calls["x1"] = agentrunner.CallResult{Value: json.RawMessage(`{"ok":true}`)}
+	good.AnsweredBy["x1"] = "ci-bot"
+	res, err := s.Resolve(t.Context(), a.Token, "api:x", good)
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	want := `{"approvals":{"a1":{"kind":"tool-denied","message":"no"}},"calls":{"x1":{"ok":true}},"metadata":{},"answered_by":{"a1":"api:x","x1":"ci-bot"}}`
+	jsonEqual(t, "results", mustJSON(t, res.Results), want)
+	_, err = s.Resolve(t.Context(), a.Token, "api:x", good)
+	wantErr(t, "resolve twice", err, store.ErrResolved)
+}
+
+// Every key the store creates has a TTL.
+func TestEveryKeyHasTTL(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ev := store.NewEvents(s, store.EventsOptions{})
+	runEvents(t, ev)
+	ctx := t.Context()
+
+	a := e.create(t, s, requests("c1", "c2"), 2)
+	if err := s.SaveRun(ctx, store.RunState{RunID: a.RunID, Token: a.Token, ExpiresAt: a.ExpiresAt}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(ctx, a.Token, approve("c1", "UA")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx, a.Token, "UREQ"); err != nil {
+		t.Fatal(err)
+	}
+	opened := agentrunner.NewToken()
+	if err := ev.Open(ctx, opened, e.clock.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	expiring := e.create(t, s, requests("c1"), 1)
+	_ = expiring
+	e.clock.Advance(2 * time.Hour)
+	if _, err := s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q := s.ResumeQueue(store.ResumeQueueOptions{})
+	if _, err := q.Read(ctx, "consumer-1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ClaimResume(ctx, a.Token, "consumer-1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Dedupe(ctx, "evt-1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AuditRefused(ctx, a.Token, "c1", "UX", "not an approver"); err != nil {
+		t.Fatal(err)
+	}
+	e.create(t, s, requests("c9"), 1) // one still open, with a deadline
+
+	keys := scanKeys(t, e.rdb, e.prefix)
+	kinds := map[string]bool{}
+	for _, k := range keys {
+		ttl, err := e.rdb.PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 0 {
+			t.Errorf("key %s: PTTL %v, want > 0", k, ttl)
+		}
+		kinds[keyKind(k[len(e.prefix):])] = true
+	}
+	for _, want := range []string{"a", "deadlines", "resume", "audit", "run", "claim", "proc", "dedupe"} {
+		if !kinds[want] {
+			t.Errorf("no %q key was created; the test does not cover it (keys: %v)", want, keys)
+		}
+	}
+}
+
+func scanKeys(t *testing.T, rdb redis.UniversalClient, prefix string) []string {
+	t.Helper()
+	var keys []string
+	iter := rdb.Scan(t.Context(), 0, prefix+"*", 1000).Iterator()
+	for iter.Next(t.Context()) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func keyKind(k string) string {
+	for i := range len(k) {
+		if k[i] == ':' {
+			return k[:i]
+		}
+	}
+	return k
+}
