@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -32,6 +33,10 @@ import (
 // deployDir is deploy/ seen from this package's directory, where go test
 // runs.
 const deployDir = "../../deploy"
+
+// shutdownBudgetSeconds is how long serve waits for requests in flight
+// after SIGTERM (its srv.Shutdown timeout); grace periods must exceed it.
+const shutdownBudgetSeconds = 25
 
 // runtimeEnv are variables the deployment sets for the Go runtime rather
 // than for slackbot; Config does not read them.
@@ -348,10 +353,11 @@ type composeService struct {
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
-	Restart     string   `yaml:"restart"`
-	ReadOnly    bool     `yaml:"read_only"`
-	CapDrop     []string `yaml:"cap_drop"`
-	SecurityOpt []string `yaml:"security_opt"`
+	Restart         string   `yaml:"restart"`
+	StopGracePeriod string   `yaml:"stop_grace_period"`
+	ReadOnly        bool     `yaml:"read_only"`
+	CapDrop         []string `yaml:"cap_drop"`
+	SecurityOpt     []string `yaml:"security_opt"`
 }
 
 func TestComposeFile(t *testing.T) {
@@ -419,6 +425,9 @@ func TestComposeFile(t *testing.T) {
 	}
 	if sb.Restart != "unless-stopped" {
 		t.Errorf("restart %q, want unless-stopped", sb.Restart)
+	}
+	if grace, err := time.ParseDuration(sb.StopGracePeriod); err != nil || grace <= shutdownBudgetSeconds*time.Second {
+		t.Errorf("stop_grace_period %q, want more than serve's %ds shutdown (docker's default is 10s)", sb.StopGracePeriod, shutdownBudgetSeconds)
 	}
 	if !sb.ReadOnly || !slices.Equal(sb.CapDrop, []string{"ALL"}) || !slices.ContainsFunc(sb.SecurityOpt, func(s string) bool { return strings.HasPrefix(s, "no-new-privileges") }) {
 		t.Errorf("slackbot read_only %v, cap_drop %v, security_opt %v: want read-only, no capabilities, no-new-privileges", sb.ReadOnly, sb.CapDrop, sb.SecurityOpt)
@@ -765,11 +774,12 @@ func TestKubeManifests(t *testing.T) {
 			t.Errorf("%s port %q is not a named container port", p.name, p.probe.HTTPGet.Port)
 		}
 	}
-	if pod.TerminationGracePeriodSeconds != 30 {
-		t.Errorf("terminationGracePeriodSeconds %d, want 30", pod.TerminationGracePeriodSeconds)
-	}
-	if ps := c.Lifecycle.PreStop; ps == nil || ps.Sleep == nil || ps.Sleep.Seconds <= 0 || ps.Sleep.Seconds >= pod.TerminationGracePeriodSeconds {
-		t.Errorf("preStop %+v: want a sleep shorter than the grace period, so the Service stops routing before SIGTERM", ps)
+	// The kubelet kills the pod terminationGracePeriodSeconds after preStop
+	// starts: leave room for the sleep, then for serve's shutdown.
+	if ps := c.Lifecycle.PreStop; ps == nil || ps.Sleep == nil || ps.Sleep.Seconds <= 0 {
+		t.Errorf("preStop %+v: want a sleep, so the Service stops routing before SIGTERM", ps)
+	} else if pod.TerminationGracePeriodSeconds <= ps.Sleep.Seconds+shutdownBudgetSeconds {
+		t.Errorf("terminationGracePeriodSeconds %d, want more than preStop %ds + shutdown %ds", pod.TerminationGracePeriodSeconds, ps.Sleep.Seconds, shutdownBudgetSeconds)
 	}
 
 	// Environment: every name is Config's; secrets come from Secret
