@@ -117,6 +117,13 @@ type Approvals interface {
 	Outcome(ctx context.Context, token, callID string, o ToolOutcome) error
 }
 
+// RunSaver keeps the state of a run that waits on a token, so that another
+// process can resume it when the token ends (durable resume). Approvals
+// implementations that can, implement it too.
+type RunSaver interface {
+	SaveRun(ctx context.Context, rc *agentrunner.RunContext, token string, pending agentrunner.DeferredToolRequests, origin Origin, expires time.Time) error
+}
+
 // Errors of Approvals, in bot's vocabulary.
 var (
 	ErrNotFound  = errors.New("approval request not found")

@@ -83,6 +83,13 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 		if d, ok := rc.Deps.(interface{ Asked(token string) }); ok {
 			d.Asked(token)
 		}
+		// Save the run before any card can be clicked, so a decision always
+		// finds the run to resume, even if this process is gone by then.
+		if saver, ok := b.approvals.(RunSaver); ok && rc.RunID != "" {
+			if err := saver.SaveRun(ctx, rc, token, req, *origin, a.ExpiresAt); err != nil {
+				return nil, fmt.Errorf("save run state: %w", err)
+			}
+		}
 	}
 	for _, id := range unrouted {
 		c, _ := req.Call(id)

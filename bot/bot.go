@@ -81,6 +81,11 @@ func New(cfg Config) *Bot {
 	return b
 }
 
+// SetRunner gives the Bot the runner whose tools it shows (confirmation
+// texts, argument schemas for edits). The runner's AskHandler usually
+// calls b.Ask, so the two are built in this order.
+func (b *Bot) SetRunner(r *agentrunner.Runner) { b.runner = r }
+
 // Close waits for background work started by requests to finish.
 func (b *Bot) Close() { b.wg.Wait() }
 

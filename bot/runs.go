@@ -50,6 +50,13 @@ type Runs struct {
 	// Context is the parent of every run: cancelling it (SIGTERM) stops
 	// runs without deciding anything, so they can resume elsewhere.
 	Context context.Context
+	// HandedOff reports whether a run's error means another process took
+	// the run over (e.g. it claimed the resumption first); such a run
+	// reports nothing here.
+	HandedOff func(err error) bool
+	// Finished, when set, is told how each run ended: "complete",
+	// "pending", "failed" (for metrics).
+	Finished func(result string)
 
 	wg sync.WaitGroup
 }
@@ -66,37 +73,55 @@ func (rs *Runs) Wait() { rs.wg.Wait() }
 
 // Start runs the agent on prompt in the background.
 func (rs *Runs) Start(prompt string, origin Origin) {
+	deps := &RunDeps{Origin: origin}
+	rs.Resume(agentrunner.RunInput{Prompt: prompt, Deps: deps}, deps, nil)
+}
+
+// Resume runs in in the background, e.g. a run continued from its saved
+// state with the results of its token, and reports its end like Start.
+// done, if set, is called after the end was reported.
+func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
 	ctx := rs.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	in.Deps = deps
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
-		deps := &RunDeps{Origin: origin}
-		res, err := rs.Runner.Run(ctx, agentrunner.RunInput{Prompt: prompt, Deps: deps})
-		rs.Finish(ctx, deps, res, err)
+		res, err := rs.Runner.Run(ctx, in)
+		if rs.Finish(ctx, deps, res, err) && done != nil {
+			done()
+		}
 	}()
 }
 
 // Finish reports a run's end: the answer (or the failure) in the thread,
-// and each decided call's tool outcome on its card. A run stopped because
-// the process is shutting down reports nothing: it resumes elsewhere.
-func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunResult, err error) {
+// and each decided call's tool outcome on its card. It reports whether the
+// run ended here: a run stopped because the process is shutting down, or
+// taken over by another process, reports nothing (it resumes elsewhere).
+func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunResult, err error) bool {
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		rs.log().Info("run stopped by shutdown; it will resume elsewhere", "channel", deps.Channel)
-		return
+		return false
+	}
+	if err != nil && rs.HandedOff != nil && rs.HandedOff(err) {
+		rs.log().Info("run continues in another process", "channel", deps.Channel)
+		return false
 	}
 	ctx = context.WithoutCancel(ctx)
-	text := ""
+	text, result := "", ""
 	switch {
 	case err != nil:
 		rs.log().ErrorContext(ctx, "run failed", "err", err, "channel", deps.Channel)
-		text = ":warning: The agent run failed: " + EscapeText(err.Error())
+		text, result = ":warning: The agent run failed: "+EscapeText(err.Error()), "failed"
 	case res.Status == agentrunner.StatusPending:
-		text = ":hourglass: Some tool calls are still waiting for a decision."
+		text, result = ":hourglass: Some tool calls are still waiting for a decision.", "pending"
 	default:
-		text = EscapeText(res.Output)
+		text, result = EscapeText(res.Output), "complete"
+	}
+	if rs.Finished != nil {
+		rs.Finished(result)
 	}
 	if res != nil {
 		for _, token := range deps.Tokens() {
@@ -106,11 +131,12 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 		}
 	}
 	if deps.Channel == "" {
-		return
+		return true
 	}
 	if err := rs.Bot.PostInThread(ctx, deps.Channel, deps.ThreadTS, text); err != nil {
 		rs.log().ErrorContext(ctx, "post answer", "err", err, "channel", deps.Channel)
 	}
+	return true
 }
 
 // PostInThread posts text as a reply in a thread (or to the channel when

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path"
@@ -67,18 +68,9 @@ func checkEnvNames(t *testing.T, where string, names []string) {
 	vars := configVars(t)
 	for _, n := range names {
 		if _, ok := vars[n]; !ok && !runtimeEnv[n] {
-			t.Errorf("%s sets %s, which Config does not read (known: %s)", where, n, strings.Join(sortedKeys(vars), ", "))
+			t.Errorf("%s sets %s, which Config does not read (known: %s)", where, n, strings.Join(slices.Sorted(maps.Keys(vars)), ", "))
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // yamlDocs parses a file as a YAML stream and returns the body of each
@@ -173,7 +165,7 @@ func TestDeployRoutesLoad(t *testing.T) {
 				delete(want, r.Name)
 			}
 			if len(want) > 0 {
-				t.Errorf("routes missing: %s", strings.Join(sortedKeys(want), ", "))
+				t.Errorf("routes missing: %s", strings.Join(slices.Sorted(maps.Keys(want)), ", "))
 			}
 			if got := rs.Match("deploy_api", "C0ANY"); got == nil || got.Name != "deploys" {
 				t.Errorf("Match(deploy_api) = %v, want route deploys", got)
@@ -394,7 +386,7 @@ func TestComposeFile(t *testing.T) {
 	if want := []string{"../.env"}; !slices.Equal(sb.EnvFile, want) {
 		t.Errorf("env_file %v, want %v (.env next to .env.example)", sb.EnvFile, want)
 	}
-	checkEnvNames(t, "compose service slackbot", sortedKeys(sb.Environment))
+	checkEnvNames(t, "compose service slackbot", slices.Sorted(maps.Keys(sb.Environment)))
 
 	if u, err := url.Parse(sb.Environment["REDIS_URL"]); err != nil || u.Hostname() != "redis" {
 		t.Errorf("REDIS_URL %q does not name the redis service", sb.Environment["REDIS_URL"])
@@ -669,7 +661,7 @@ func kubeSpec(t *testing.T, objs map[string]*kubeObject, key string, v any) *kub
 	t.Helper()
 	o, ok := objs[key]
 	if !ok {
-		t.Fatalf("no %s in deploy/kubernetes (have %s)", key, strings.Join(sortedKeys(objs), ", "))
+		t.Fatalf("no %s in deploy/kubernetes (have %s)", key, strings.Join(slices.Sorted(maps.Keys(objs)), ", "))
 	}
 	decodeYAML(t, o.file+" "+key, o.doc, v)
 	return o
@@ -786,7 +778,7 @@ func TestKubeManifests(t *testing.T) {
 	// slackbot, which has each required key.
 	var secret secretSpec
 	kubeSpec(t, objs, "Secret/slackbot", &secret)
-	checkEnvNames(t, "Secret slackbot", sortedKeys(secret.StringData))
+	checkEnvNames(t, "Secret slackbot", slices.Sorted(maps.Keys(secret.StringData)))
 	if len(c.EnvFrom) > 0 {
 		t.Error("envFrom hides which variables are set; list them under env")
 	}
@@ -843,7 +835,7 @@ func TestKubeManifests(t *testing.T) {
 
 	var ing ingressSpec
 	ingObj := kubeSpec(t, objs, "Ingress/slackbot", &ing)
-	if !slices.ContainsFunc(sortedKeys(ingObj.Metadata.Annotations), func(k string) bool { return strings.HasPrefix(k, "cert-manager.io/") }) {
+	if !slices.ContainsFunc(slices.Sorted(maps.Keys(ingObj.Metadata.Annotations)), func(k string) bool { return strings.HasPrefix(k, "cert-manager.io/") }) {
 		t.Error("Ingress has no cert-manager annotation")
 	}
 	var tlsHosts, paths []string
@@ -967,7 +959,7 @@ func TestEnvExampleDocumentsConfig(t *testing.T) {
 		names = append(names, v.name)
 	}
 	checkEnvNames(t, ".env.example", names)
-	for _, name := range sortedKeys(configVars(t)) {
+	for _, name := range slices.Sorted(maps.Keys(configVars(t))) {
 		if _, ok := seen[name]; !ok {
 			t.Errorf(".env.example does not document %s", name)
 		}

@@ -1,15 +1,39 @@
 // Command slackbot puts a person in the loop of an AI agent's risky tool
-// calls through Slack. Subcommands: serve, dev, version, routes check FILE.
+// calls through Slack.
+//
+//	slackbot serve             run against Slack (configuration from the environment)
+//	slackbot dev               run locally: embedded Redis, Slack emulator at /dev
+//	slackbot routes check FILE validate a routing file and print its routes
+//	slackbot version           print the version
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/demotools"
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/store"
 )
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -20,13 +44,268 @@ func main() {
 	}
 }
 
+const usage = `usage:
+  slackbot serve              run against Slack (configuration from the environment)
+  slackbot dev                run locally with an embedded Redis and a Slack emulator at /dev
+  slackbot routes check FILE  validate a routing file and print its routes
+  slackbot version            print the version`
+
 // run does everything main does, so tests can start the real program.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	_ = ctx
-	_ = stdout
-	_ = stderr
 	if len(args) == 0 {
-		return fmt.Errorf("usage: slackbot serve|dev|version|routes check FILE")
+		return errors.New(usage)
 	}
-	return fmt.Errorf("unknown command %q", args[0])
+	switch args[0] {
+	case "serve":
+		return serve(ctx, ModeServe, stdout, stderr)
+	case "dev":
+		return serve(ctx, ModeDev, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "slackbot", buildVersion())
+		return nil
+	case "routes":
+		if len(args) != 3 || args[1] != "check" {
+			return errors.New(usage)
+		}
+		return routesCheck(args[2], stdout)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "dev-" + s.Value[:12]
+			}
+		}
+	}
+	return "dev"
+}
+
+func routesCheck(path string, stdout io.Writer) error {
+	routes, err := bot.LoadRoutes(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d routes, default timeout %s\n\n", path, len(routes.Routes), routes.DefaultTimeout)
+	return routes.Describe(stdout)
+}
+
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
+	if cfg.LogFormat == "text" {
+		h = slog.NewTextHandler(w, opts)
+	} else {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(requestIDHandler{h})
+}
+
+// requestIDHandler adds the request id of the context to every record, so
+// one request's log lines can be found together.
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id, ok := ctx.Value(requestIDKey{}).(string); ok {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(a)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
+}
+
+// serve runs slackbot until ctx ends (SIGTERM, SIGINT), then shuts down
+// gracefully: it stops accepting requests, finishes those in flight, and
+// leaves waiting runs in Redis to be resumed by another replica.
+func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(mode)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
+
+	if cfg.RedisURL == "" && mode == ModeServe {
+		log.Warn("REDIS_URL is not set: using an EMBEDDED IN-MEMORY Redis. Every pending approval is lost when this process stops, and replicas do not share state. Set REDIS_URL in production.")
+	}
+	rdb, closeRedis, err := store.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+
+	deps := appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret}
+	var dev *devWorkspace
+	if mode == ModeDev {
+		dev, err = newDevWorkspace(cfg, ln.Addr(), log)
+		if err != nil {
+			return err
+		}
+		deps.SigningSecret = dev.secret
+		deps.Extra = dev.handlers()
+		cfg.SlackBotToken = dev.slack.Token()
+		cfg.SlackAPIURL = dev.apiURL
+	}
+	client := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
+	deps.Slack = client
+	auth, err := authTest(ctx, client)
+	if err != nil {
+		return err
+	}
+	deps.TeamID, deps.BotUserID = auth.TeamID, auth.UserID
+
+	if deps.Routes, err = loadRoutes(cfg, mode); err != nil {
+		return err
+	}
+	if deps.Model, err = newModel(cfg); err != nil {
+		return err
+	}
+	if deps.Tools, err = newTools(cfg, mode); err != nil {
+		return err
+	}
+	a, err := newApp(deps)
+	if err != nil {
+		return err
+	}
+
+	srv := &http.Server{
+		Handler:           a.handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      90 * time.Second, // long polls of the HTTP API
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		a.background(bgCtx)
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() {
+		var err error
+		if cfg.TLSCertFile != "" {
+			err = srv.ServeTLS(ln, cfg.TLSCertFile, cfg.TLSKeyFile)
+		} else {
+			err = srv.Serve(ln)
+		}
+		serveErr <- err
+	}()
+	scheme := "http"
+	if cfg.TLSCertFile != "" {
+		scheme = "https"
+	}
+	base := fmt.Sprintf("%s://%s", scheme, ln.Addr())
+	log.Info("slackbot listening", "mode", string(mode), "addr", ln.Addr().String(), "version", buildVersion(), "team", deps.TeamID)
+	fmt.Fprintf(stdout, "slackbot %s listening on %s\n", mode, base)
+	if mode == ModeDev {
+		fmt.Fprintf(stdout, "Slack emulator: %s/dev/\n", devURL(ln.Addr()))
+	}
+
+	select {
+	case err := <-serveErr:
+		stopBackground()
+		<-bgDone
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests in flight; waiting runs stay in Redis for another replica")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Error("http shutdown", "err", err)
+	}
+	a.bot.Close()
+	stopBackground()
+	<-bgDone
+	a.runs.Wait()
+	if dev != nil {
+		dev.close()
+	}
+	return nil
+}
+
+// devURL is the address a browser on this machine can open.
+func devURL(addr net.Addr) string {
+	host, port, _ := net.SplitHostPort(addr.String())
+	if host == "" || host == "::" || host == "0.0.0.0" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// authTest asks Slack who the bot is, retrying briefly so a start-up
+// during a network blip does not crash-loop.
+func authTest(ctx context.Context, client *slack.Client) (*slack.AuthTestResponse, error) {
+	var resp *slack.AuthTestResponse
+	err := bot.Retry{Attempts: 4}.Do(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = client.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("slack auth.test (is SLACK_BOT_TOKEN right?): %w", err)
+	}
+	return resp, nil
+}
+
+func loadRoutes(cfg *Config, mode Mode) (*bot.Routes, error) {
+	if cfg.RoutesFile == "" {
+		if mode == ModeDev {
+			return bot.DemoRoutes(), nil
+		}
+		return nil, &ConfigError{Problems: []string{"ROUTES_FILE is required for serve: without routes every tool call would be denied"}}
+	}
+	return bot.LoadRoutes(cfg.RoutesFile)
+}
+
+func newModel(cfg *Config) (agentrunner.Model, error) {
+	provider, name, _ := strings.Cut(cfg.Model, ":")
+	switch provider {
+	case "test":
+		var tools []string
+		if name != "" {
+			tools = strings.Split(name, ",")
+		}
+		return agentrunner.TestModel{CallTools: tools}, nil
+	default:
+		return nil, fmt.Errorf("MODEL %s: the %s provider is not available in this build yet (use MODEL=test)", cfg.Model, provider)
+	}
+}
+
+func newTools(cfg *Config, mode Mode) ([]*agentrunner.Tool, error) {
+	if cfg.Tools == "demo" || (cfg.Tools == "" && mode == ModeDev) {
+		dir := filepath.Join(os.TempDir(), "slackbot-demo-sandbox")
+		d, err := demotools.New(dir)
+		if err != nil {
+			return nil, err
+		}
+		return d.Tools(), nil
+	}
+	return nil, nil
 }

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/store"
+)
+
+// appDeps is everything the app is built from; run fills it from the
+// configuration, tests fill it by hand (custom tools, fake Slack, a test
+// Redis).
+type appDeps struct {
+	Log           *slog.Logger
+	Redis         redis.UniversalClient
+	StoreOptions  store.Options
+	Slack         bot.SlackAPI
+	SigningSecret string
+	TeamID        string
+	BotUserID     string
+	Routes        *bot.Routes
+	Model         agentrunner.Model
+	Tools         []*agentrunner.Tool
+	// Owner names this process in the store's claims; empty: random.
+	Owner string
+	// SweepEvery is how often expired tokens are swept; 0: the store's default.
+	SweepEvery time.Duration
+	// Retry for Slack calls; zero value: bot's defaults.
+	Retry bot.Retry
+	// Extra mounts more handlers (dev: the Slack emulator and fake API).
+	Extra map[string]http.Handler
+	// ResumeBlock is how long one read of the resume queue blocks; it also
+	// bounds how long shutdown waits for the consumer. Default 2s.
+	ResumeBlock time.Duration
+}
+
+// app is slackbot wired together: the store, the Slack side, the agent
+// runner, and the background loops that resume runs and expire tokens.
+type app struct {
+	log     *slog.Logger
+	store   *store.Store
+	events  *store.Events
+	queue   *store.ResumeQueue
+	bot     *bot.Bot
+	runs    *bot.Runs
+	runner  *agentrunner.Runner
+	metrics *metrics
+	deps    appDeps
+	owner   string
+
+	readyMu    sync.Mutex
+	readyAt    time.Time
+	readyError error
+}
+
+func newApp(d appDeps) (*app, error) {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	st := store.New(d.Redis, d.StoreOptions)
+	a := &app{log: d.Log, store: st, deps: d}
+	a.metrics = newMetrics(func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		n, err := st.OpenCount(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	})
+	owner := d.Owner
+	if owner == "" {
+		owner = agentrunner.NewToken()[:12]
+	}
+	a.owner = owner
+	a.events = store.NewEvents(st, store.EventsOptions{
+		Owner:      owner,
+		SweepEvery: d.SweepEvery,
+		Logger:     d.Log,
+		OnExpired: func(ctx context.Context, ap *store.Approval) {
+			if err := a.bot.UpdateCards(ctx, ap.Token); err != nil {
+				a.log.ErrorContext(ctx, "update expired cards", "err", err)
+			}
+		},
+	})
+	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
+
+	approvals := approvals{s: st}
+	a.bot = bot.New(bot.Config{
+		Slack: d.Slack, Approvals: approvals, Routes: d.Routes, TeamID: d.TeamID,
+		Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
+	})
+	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: a.events, Deadline: a.bot.Deadline}
+	runner, err := agentrunner.NewRunner(d.Model, d.Tools,
+		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log}, ask))
+	if err != nil {
+		return nil, err
+	}
+	a.runner = runner
+	a.bot.SetRunner(runner)
+	a.runs = &bot.Runs{
+		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
+		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) },
+		Finished: func(result string) {
+			a.metrics.runs.WithLabelValues(result).Inc()
+		},
+	}
+	return a, nil
+}
+
+// background runs the loops every process runs until ctx ends: the
+// notification subscriber and sweeper, and the resume-queue consumer.
+func (a *app) background(ctx context.Context) {
+	a.runs.Context = ctx
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := a.events.Run(ctx); err != nil {
+			a.log.ErrorContext(ctx, "events loop ended", "err", err)
+		}
+	})
+	wg.Go(func() { a.consumeResumes(ctx) })
+	wg.Wait()
+}
+
+// consumeResumes resumes runs whose tokens ended while no live process was
+// waiting on them (the process that started them died or was restarted).
+func (a *app) consumeResumes(ctx context.Context) {
+	for ctx.Err() == nil {
+		block := a.deps.ResumeBlock
+		if block <= 0 {
+			block = 2 * time.Second
+		}
+		jobs, err := a.queue.Read(ctx, a.owner, block)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			a.log.ErrorContext(ctx, "read resume queue", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		stale, err := a.queue.Reclaim(ctx, a.owner, time.Minute)
+		if err != nil && ctx.Err() == nil {
+			a.log.ErrorContext(ctx, "reclaim resume jobs", "err", err)
+		}
+		for _, j := range append(jobs, stale...) {
+			a.resume(ctx, j)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// resume continues one run from its saved state, at most once across all
+// processes (ClaimResume), and acknowledges the job.
+func (a *app) resume(ctx context.Context, j store.ResumeJob) {
+	log := a.log.With("run", j.RunID, "state", j.State)
+	// The queue claims under its own name: the local waiter of this very
+	// process claims as a.owner, and a claim is re-entrant for its owner.
+	ok, err := a.store.ClaimResume(ctx, j.Token, a.owner+"/queue", 0)
+	if err != nil {
+		log.ErrorContext(ctx, "claim resume", "err", err)
+		return // not acked: redelivered later
+	}
+	if !ok {
+		_ = a.queue.Ack(ctx, j.ID) // another process resumes it
+		return
+	}
+	rs, err := a.store.LoadRun(ctx, j.RunID)
+	if err != nil {
+		log.ErrorContext(ctx, "load run state; the run cannot be resumed", "err", err)
+		_ = a.queue.Ack(ctx, j.ID)
+		return
+	}
+	rec, err := a.store.Get(ctx, j.Token)
+	if err != nil || rec.Results == nil {
+		log.ErrorContext(ctx, "read token results; the run cannot be resumed", "err", err)
+		_ = a.queue.Ack(ctx, j.ID)
+		return
+	}
+	deps := &bot.RunDeps{}
+	if err := json.Unmarshal(rs.Origin, &deps.Origin); err != nil {
+		log.ErrorContext(ctx, "decode run origin", "err", err)
+	}
+	deps.Asked(j.Token)
+	// The job is acknowledged once the claim is ours: the claim, not the
+	// queue, guarantees the tools run at most once.
+	_ = a.queue.Ack(ctx, j.ID)
+	a.metrics.resumes.WithLabelValues("queue").Inc()
+	log.InfoContext(ctx, "resuming run from saved state")
+	a.runs.Resume(agentrunner.RunInput{
+		RunID: rs.RunID, History: rs.Messages, Results: rec.Results, Pending: &rs.Pending, Deps: deps,
+	}, deps, func() {
+		if err := a.store.DeleteRun(context.WithoutCancel(ctx), rs.RunID); err != nil {
+			log.Error("delete run state", "err", err)
+		}
+	})
+}
+
+// ready reports whether Redis answers and Slack accepts the bot token; the
+// Slack check is cached for a while, since readiness probes are frequent.
+func (a *app) ready(ctx context.Context) error {
+	if err := a.store.Ping(ctx); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	a.readyMu.Lock()
+	defer a.readyMu.Unlock()
+	if time.Since(a.readyAt) < 30*time.Second {
+		return a.readyError
+	}
+	_, err := a.deps.Slack.AuthTestContext(ctx)
+	a.readyAt, a.readyError = time.Now(), nil
+	if err != nil {
+		a.readyError = fmt.Errorf("slack auth.test: %w", err)
+	}
+	return a.readyError
+}

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/store"
+	"github.com/slackapprove/slackbot/store/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+const (
+	testSecret  = "test-signing-secret-0123456789"
+	approvalsCh = "C0APPROVALS"
+	general     = "C0GENERAL"
+	alice       = "U0ALICE"
+	bob         = "U0BOB"
+	carol       = "U0CAROL"
+	dave        = "U0DAVE" // in the workspace, approver of nothing
+	testTeam    = "T0FAKE"
+	otherTeamID = "T0OTHER"
+)
+
+// testRoutes: deletions need one of alice and bob; deploys need both;
+// refunds may be approved by their requester (alice); the rest goes to a
+// route nobody but bob decides.
+const testRoutes = `
+default_timeout: 1h
+routes:
+  - name: deploys
+    when: {tools: ["deploy_*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE, U0BOB]}
+    required_approvals: 2
+  - name: refunds
+    when: {tools: ["issue_refund"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+    allow_self_approval: true
+  - name: deletions
+    when: {tools: ["delete_*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE, U0BOB]}
+    timeout: 30m
+`
+
+// testClock is a clock tests move by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock { return &testClock{t: time.Now()} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// testTools are tools that count their runs and remember their arguments.
+type testTools struct {
+	mu   sync.Mutex
+	runs map[string][]json.RawMessage
+}
+
+func (tt *testTools) record(name string, args any) {
+	b, _ := json.Marshal(args)
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if tt.runs == nil {
+		tt.runs = map[string][]json.RawMessage{}
+	}
+	tt.runs[name] = append(tt.runs[name], b)
+}
+
+// Runs returns the arguments of every run of tool.
+func (tt *testTools) Runs(tool string) []json.RawMessage {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	return append([]json.RawMessage(nil), tt.runs[tool]...)
+}
+
+type customerArgs struct {
+	CustomerID string `json:"customer_id"`
+}
+
+type deployArgs struct {
+	Service string `json:"service"`
+	Version string `json:"version"`
+}
+
+type refundArgs struct {
+	OrderID string  `json:"order_id"`
+	Amount  float64 `json:"amount"`
+}
+
+func (tt *testTools) tools() []*agentrunner.Tool {
+	return []*agentrunner.Tool{
+		agentrunner.NewTool("delete_customer", "Delete a customer.",
+			func(_ context.Context, _ *agentrunner.ToolContext, a customerArgs) (any, error) {
+				tt.record("delete_customer", a)
+				return "deleted " + a.CustomerID, nil
+			}, agentrunner.RequiresApproval()),
+		agentrunner.NewTool("deploy_service", "Deploy a service.",
+			func(_ context.Context, _ *agentrunner.ToolContext, a deployArgs) (any, error) {
+				tt.record("deploy_service", a)
+				return fmt.Sprintf("deployed %s@%s", a.Service, a.Version), nil
+			}, agentrunner.RequiresApproval()),
+		agentrunner.NewTool("issue_refund", "Refund an order.",
+			func(_ context.Context, _ *agentrunner.ToolContext, a refundArgs) (any, error) {
+				tt.record("issue_refund", a)
+				return fmt.Sprintf("refunded %.2f on %s", a.Amount, a.OrderID), nil
+			}, agentrunner.RequiresApproval()),
+		agentrunner.NewTool("lookup_order", "Look up an order.",
+			func(_ context.Context, _ *agentrunner.ToolContext, a refundArgs) (any, error) {
+				tt.record("lookup_order", a)
+				return "order " + a.OrderID, nil
+			}),
+	}
+}
+
+// env is a running slackbot (its real handler and background loops) with
+// a fake Slack Web API and a real Redis.
+type env struct {
+	t      *testing.T
+	app    *app
+	srv    *httptest.Server
+	slack  *slackfake.Server
+	tools  *testTools
+	clock  *testClock
+	rdb    interface{ Close() error }
+	prefix string
+}
+
+type envOptions struct {
+	model  agentrunner.Model
+	routes string
+	retry  bot.Retry
+	fake   []slackfake.Option
+}
+
+func newEnv(t *testing.T, opts envOptions) *env {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	fakeOpts := append([]slackfake.Option{slackfake.WithDemoWorkspace(),
+		slackfake.WithUsers(slackfake.User{ID: dave, Name: "dave", RealName: "Dave Bystander", DisplayName: "Dave"})}, opts.fake...)
+	fake, fakeSrv := slackfake.NewTestServer(t, fakeOpts...)
+	client := slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(fakeSrv)))
+	if opts.routes == "" {
+		opts.routes = testRoutes
+	}
+	routes, err := bot.ParseRoutes([]byte(opts.routes), "test-routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.model == nil {
+		opts.model = agentrunner.TestModel{CallTools: []string{"delete_customer"}}
+	}
+	clock := newTestClock()
+	tools := &testTools{}
+	a, err := newApp(appDeps{
+		Redis: rdb, StoreOptions: store.Options{Prefix: prefix, Now: clock.Now},
+		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),
+		Routes: routes, Model: opts.model, Tools: tools.tools(),
+		SweepEvery: 20 * time.Millisecond, Retry: opts.retry, ResumeBlock: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.background(ctx)
+	}()
+	select {
+	case <-a.events.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("events subscriber not ready")
+	}
+	srv := httptest.NewServer(a.handler())
+	t.Cleanup(func() {
+		srv.Close()
+		a.bot.Close()
+		cancel()
+		<-done
+		a.runs.Wait()
+	})
+	return &env{t: t, app: a, srv: srv, slack: fake, tools: tools, clock: clock, prefix: prefix}
+}
+
+// post sends a signed request to path as Slack would, signed at ts.
+func (e *env) post(path, contentType string, body []byte, ts time.Time, secret string) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+path, strings.NewReader(string(body)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	bot.SignSlackRequest(req.Header, secret, ts, body)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(strings.NewReader(string(b)))
+	return resp
+}
+
+var eventSeq atomic.Int64
+
+// mention posts "<@bot> text" as user in channel, and sends Slack's signed
+// app_mention event for it. It returns the message's ts (the thread).
+func (e *env) mention(user, channel, text string) string {
+	e.t.Helper()
+	full := "<@" + e.slack.BotUserID() + "> " + text
+	msg, err := e.slack.PostAsUser(channel, user, full, "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"token": "x", "team_id": testTeam, "api_app_id": "A0TEST", "type": "event_callback",
+		"event_id": fmt.Sprintf("Ev%08d", eventSeq.Add(1)), "event_time": time.Now().Unix(),
+		"event": map[string]any{
+			"type": "app_mention", "user": user, "text": full, "ts": msg.TS,
+			"channel": channel, "event_ts": msg.TS,
+		},
+	})
+	resp := e.post("/slack/events", "application/json", body, time.Now(), testSecret)
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("app_mention: got status %d", resp.StatusCode)
+	}
+	return msg.TS
+}
+
+// waitFor polls cond until it holds, failing the test after 10 seconds.
+// It bounds a wait; it asserts nothing about speed.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// cards returns the approval cards in #approvals, oldest first.
+func (e *env) cards() []slackfake.Message {
+	var out []slackfake.Message
+	for _, m := range e.slack.Messages(approvalsCh) {
+		if m.ThreadTS == "" && len(m.Blocks) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitCards waits until n cards are in #approvals.
+func (e *env) waitCards(n int) []slackfake.Message {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("%d approval cards", n), func() bool { return len(e.cards()) >= n })
+	return e.cards()
+}
+
+// button finds the button with actionID on a card.
+func button(t *testing.T, m slackfake.Message, actionID string) *slack.ButtonBlockElement {
+	t.Helper()
+	for _, b := range m.Blocks {
+		ab, ok := b.(*slack.ActionBlock)
+		if !ok {
+			continue
+		}
+		for _, el := range ab.Elements.ElementSet {
+			if btn, ok := el.(*slack.ButtonBlockElement); ok && btn.ActionID == actionID {
+				return btn
+			}
+		}
+	}
+	t.Fatalf("card %s has no %q button", m.TS, actionID)
+	return nil
+}
+
+// clickPayload is a block_actions payload shaped like Slack's.
+func (e *env) clickPayload(user, team string, m slackfake.Message, actionID string) []byte {
+	e.t.Helper()
+	btn := button(e.t, m, actionID)
+	payload, _ := json.Marshal(map[string]any{
+		"type":       "block_actions",
+		"team":       map[string]any{"id": team, "domain": "fake"},
+		"user":       map[string]any{"id": user, "username": strings.ToLower(user), "team_id": team},
+		"api_app_id": "A0TEST",
+		"token":      "x",
+		"trigger_id": fmt.Sprintf("%d.trigger", time.Now().UnixNano()),
+		"container":  map[string]any{"type": "message", "message_ts": m.TS, "channel_id": m.Channel, "is_ephemeral": false},
+		"channel":    map[string]any{"id": m.Channel, "name": "approvals"},
+		"message":    map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "blocks": json.RawMessage(m.BlocksJSON)},
+		"actions": []map[string]any{{
+			"type": "button", "action_id": actionID, "block_id": bot.BlockIDActions,
+			"value": btn.Value, "action_ts": fmt.Sprint(time.Now().Unix()),
+		}},
+	})
+	return []byte("payload=" + url.QueryEscape(string(payload)))
+}
+
+// click sends a signed block_actions payload and returns the status.
+func (e *env) click(user string, m slackfake.Message, actionID string) int {
+	e.t.Helper()
+	resp := e.post("/slack/interactivity", "application/x-www-form-urlencoded",
+		e.clickPayload(user, testTeam, m, actionID), time.Now(), testSecret)
+	return resp.StatusCode
+}
+
+// submit sends a signed view_submission for the open view with the given
+// input values, and returns the response body (empty when the modal closes).
+func (e *env) submit(user string, view slackfake.View, values map[string]map[string]string) string {
+	e.t.Helper()
+	state := map[string]any{}
+	for block, actions := range values {
+		a := map[string]any{}
+		for action, v := range actions {
+			a[action] = map[string]any{"type": "plain_text_input", "value": v}
+		}
+		state[block] = a
+	}
+	payload, _ := json.Marshal(map[string]any{
+		"type":       "view_submission",
+		"team":       map[string]any{"id": testTeam, "domain": "fake"},
+		"user":       map[string]any{"id": user, "team_id": testTeam},
+		"api_app_id": "A0TEST",
+		"trigger_id": "t.submit",
+		"view": map[string]any{
+			"id": view.ID, "team_id": testTeam, "type": "modal",
+			"callback_id": view.CallbackID, "private_metadata": view.PrivateMetadata,
+			"state": map[string]any{"values": state}, "hash": view.Hash,
+		},
+	})
+	resp := e.post("/slack/interactivity", "application/x-www-form-urlencoded",
+		[]byte("payload="+url.QueryEscape(string(payload))), time.Now(), testSecret)
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("view_submission: got status %d", resp.StatusCode)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(b))
+}
+
+// replies returns the texts of the bot's replies in a thread.
+func (e *env) replies(channel, thread string) []string {
+	var out []string
+	for _, m := range e.slack.Replies(channel, thread) {
+		if m.TS != thread && m.User == e.slack.BotUserID() {
+			out = append(out, m.Text)
+		}
+	}
+	return out
+}
+
+// waitReply waits for the bot's first reply in a thread.
+func (e *env) waitReply(channel, thread string) string {
+	e.t.Helper()
+	e.waitFor("an answer in the thread", func() bool { return len(e.replies(channel, thread)) > 0 })
+	return e.replies(channel, thread)[0]
+}
+
+// cardText is everything a card shows, for assertions on what people see.
+func cardText(m slackfake.Message) string {
+	return string(m.BlocksJSON)
+}
+
+// latest returns the current version of a message.
+func (e *env) latest(m slackfake.Message) slackfake.Message {
+	e.t.Helper()
+	cur, ok := e.slack.Message(m.Channel, m.TS)
+	if !ok {
+		e.t.Fatalf("message %s vanished", m.TS)
+	}
+	return cur
+}
+
+// ephemeralsFor returns the texts of the ephemeral messages user got.
+func (e *env) ephemeralsFor(user string) []string {
+	var out []string
+	for _, m := range e.slack.Ephemerals(user) {
+		out = append(out, m.Text)
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/slackapprove/slackbot/bot"
+)
+
+// handler is slackbot's HTTP API, readable in one place.
+func (a *app) handler() http.Handler {
+	mux := http.NewServeMux()
+	secret := a.deps.SigningSecret
+	mux.Handle("POST /slack/interactivity", a.metrics.timed("interactivity",
+		bot.VerifySlack(secret, a.log, a.bot.HandleInteraction())))
+	mux.Handle("POST /slack/events", a.metrics.timed("events",
+		bot.VerifySlack(secret, a.log, a.runs.HandleEvents())))
+	mux.Handle("GET /healthz", handleHealthz())
+	mux.Handle("GET /readyz", a.handleReadyz())
+	mux.Handle("GET /metrics", a.metrics.handler())
+	for pattern, h := range a.deps.Extra {
+		mux.Handle(pattern, h)
+	}
+	return withRequestID(a.log, mux)
+}
+
+func handleHealthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+func (a *app) handleReadyz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := a.ready(ctx); err != nil {
+			a.log.WarnContext(ctx, "not ready", "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type requestIDKey struct{}
+
+// withRequestID gives every request an id (the caller's X-Request-Id when
+// it looks sane), returns it in the response, and logs the request's
+// method, path, status and duration with it. Bodies, headers and query
+// strings are never logged: they can carry secrets.
+func withRequestID(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if len(id) == 0 || len(id) > 64 {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		level := slog.LevelDebug
+		if sw.status >= 400 {
+			level = slog.LevelInfo
+		}
+		log.Log(ctx, level, "http request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	})
+}
