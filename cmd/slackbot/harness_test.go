@@ -160,12 +160,15 @@ type envOptions struct {
 	routes string
 	retry  bot.Retry
 	fake   []slackfake.Option
+	// sleepOnClock makes Slack retries wait on the test clock.
+	sleepOnClock bool
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
-	fakeOpts := append([]slackfake.Option{slackfake.WithDemoWorkspace(),
+	clock := newTestClock()
+	fakeOpts := append([]slackfake.Option{slackfake.WithDemoWorkspace(), slackfake.WithClock(clock.Now),
 		slackfake.WithUsers(slackfake.User{ID: dave, Name: "dave", RealName: "Dave Bystander", DisplayName: "Dave"})}, opts.fake...)
 	fake, fakeSrv := slackfake.NewTestServer(t, fakeOpts...)
 	client := slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(fakeSrv)))
@@ -179,8 +182,11 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if opts.model == nil {
 		opts.model = agentrunner.TestModel{CallTools: []string{"delete_customer"}}
 	}
-	clock := newTestClock()
 	tools := &testTools{}
+	if opts.sleepOnClock {
+		// Waits (Retry-After, backoff) pass on the test clock at once.
+		opts.retry.Sleep = func(_ context.Context, d time.Duration) error { clock.Add(d); return nil }
+	}
 	a, err := newApp(appDeps{
 		Redis: rdb, StoreOptions: store.Options{Prefix: prefix, Now: clock.Now},
 		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),

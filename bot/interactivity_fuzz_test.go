@@ -1,0 +1,93 @@
+package bot
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/slack-go/slack"
+)
+
+// nopSlack answers every Slack call successfully and does nothing.
+type nopSlack struct{}
+
+func (nopSlack) PostMessageContext(context.Context, string, ...slack.MsgOption) (string, string, error) {
+	return "C1", "1.1", nil
+}
+func (nopSlack) UpdateMessageContext(context.Context, string, string, ...slack.MsgOption) (string, string, string, error) {
+	return "C1", "1.1", "", nil
+}
+func (nopSlack) PostEphemeralContext(context.Context, string, string, ...slack.MsgOption) (string, error) {
+	return "1.1", nil
+}
+func (nopSlack) OpenViewContext(context.Context, string, slack.ModalViewRequest) (*slack.ViewResponse, error) {
+	return &slack.ViewResponse{}, nil
+}
+func (nopSlack) GetUserGroupMembersContext(context.Context, string, ...slack.GetUserGroupMembersOption) ([]string, error) {
+	return nil, nil
+}
+func (nopSlack) AuthTestContext(context.Context) (*slack.AuthTestResponse, error) {
+	return &slack.AuthTestResponse{}, nil
+}
+
+// oneApproval is an Approvals holding one pending approval, enough for
+// hostile payloads to reach every branch of the handler.
+type oneApproval struct{ a *Approval }
+
+func (o oneApproval) Create(context.Context, *Approval) error { return nil }
+func (o oneApproval) Get(_ context.Context, token string) (*Approval, error) {
+	if token != o.a.Token {
+		return nil, ErrNotFound
+	}
+	return o.a, nil
+}
+func (o oneApproval) SetMessage(context.Context, string, string, MessageRef) error { return nil }
+func (o oneApproval) Decide(_ context.Context, _ string, d Decision) (*Decided, error) {
+	return &Decided{Approval: o.a, Call: o.a.Call(d.CallID)}, ErrDecided
+}
+func (o oneApproval) Refused(context.Context, Refusal) error                   { return nil }
+func (o oneApproval) Outcome(context.Context, string, string, ToolOutcome) error { return nil }
+
+// FuzzInteraction feeds arbitrary payloads to the interactivity handler
+// (after signature verification, which it trusts): it must answer 200 or
+// 400, never panic.
+func FuzzInteraction(f *testing.F) {
+	tok := "tok_0123456789abcdefghijklmnopqrstuvwxyzABCD"
+	value := EncodeAction(tok, "call_1")
+	for _, seed := range []string{
+		``, `{}`, `null`, `[]`, `{"type":"block_actions"}`,
+		`{"type":"block_actions","user":{"id":"U1"},"actions":[]}`,
+		`{"type":"block_actions","user":{"id":"U1"},"team":{"id":"T1"},"container":{"channel_id":"C1","message_ts":"1.1"},"actions":[{"action_id":"approve","value":"` + value + `"}]}`,
+		`{"type":"block_actions","user":{"id":"U1"},"actions":[{"action_id":"edit","value":"` + value + `"}],"trigger_id":"t"}`,
+		`{"type":"block_actions","user":{"id":"U1"},"actions":[{"action_id":"view_args","value":"garbage"}]}`,
+		`{"type":"view_submission","user":{"id":"U1"},"view":{"callback_id":"edit_args","private_metadata":"x","state":{"values":{}}}}`,
+		`{"type":"view_submission","user":{"id":"U1"},"view":{"callback_id":"deny_reason","private_metadata":"{\"v\":1}"}}`,
+		`{"type":"view_closed","user":{"id":"U1"}}`,
+		`{"type":"block_actions","user":{"id":"U1"},"actions":[{"action_id":"approve","value":"` + strings.Repeat("1", 3000) + `"}]}`,
+	} {
+		f.Add(seed)
+	}
+	b := New(Config{
+		Slack: nopSlack{},
+		Approvals: oneApproval{a: &Approval{
+			Token: tok, State: ApprovalPending,
+			Calls: []*CallStatus{{ID: "call_1", State: StatePending, Route: "r", Message: MessageRef{Channel: "C1", TS: "1.1"}}},
+		}},
+		Routes: &Routes{Routes: []*Route{{Name: "r", Channel: "C1", Users: []string{"U1"}, RequiredApprovals: 1}}},
+	})
+	h := b.HandleInteraction()
+	f.Fuzz(func(t *testing.T, payload string) {
+		body := "payload=" + url.QueryEscape(payload)
+		req := httptest.NewRequest(http.MethodPost, "/slack/interactivity", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest {
+			t.Fatalf("payload %q: got status %d, want 200 or 400", payload, rec.Code)
+		}
+		b.Close()
+	})
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// burstModel calls delete_customer n times in one response, then reports.
+func burstModel(n int) agentrunner.FunctionModel {
+	return func(_ context.Context, msgs []agentrunner.Message, _ agentrunner.RequestParams) (agentrunner.Message, error) {
+		last := msgs[len(msgs)-1]
+		for _, p := range last.Parts {
+			if p.PartKind == agentrunner.PartToolReturn {
+				return agentrunner.Message{Parts: []agentrunner.Part{agentrunner.Text("done")}}, nil
+			}
+		}
+		var parts []agentrunner.Part
+		for i := range n {
+			args, _ := json.Marshal(customerArgs{CustomerID: fmt.Sprintf("c%03d", i)})
+			parts = append(parts, agentrunner.ToolCall("delete_customer", args, fmt.Sprintf("call_%03d", i)))
+		}
+		return agentrunner.Message{Parts: parts}, nil
+	}
+}
+
+// A burst of 200 pending calls to one channel, against a Slack that lets
+// one message a second through and answers 429 with Retry-After, is posted
+// completely, in order, with no duplicates.
+func TestBurstOf200UnderRateLimit(t *testing.T) {
+	e := newEnv(t, envOptions{model: burstModel(200), sleepOnClock: true})
+	e.slack.RateLimit("chat.postMessage", 1, time.Second)
+	e.mention(carol, general, "delete them all")
+	cards := e.waitCards(200)
+	if len(cards) != 200 {
+		t.Fatalf("got %d cards, want 200", len(cards))
+	}
+	for i, c := range cards {
+		want := fmt.Sprintf(`c%03d`, i)
+		if !strings.Contains(cardText(c), want) {
+			t.Fatalf("card %d does not show %s: out of order or duplicated", i, want)
+		}
+	}
+	limited := 0
+	for _, c := range e.slack.Calls("chat.postMessage") {
+		if c.Status == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Error("the fake never rate-limited: the test proves nothing")
+	}
+	t.Logf("200 cards posted through %d rate-limited attempts", limited)
+}
