@@ -48,7 +48,7 @@ func (o oneApproval) SetMessage(context.Context, string, string, MessageRef) err
 func (o oneApproval) Decide(_ context.Context, _ string, d Decision) (*Decided, error) {
 	return &Decided{Approval: o.a, Call: o.a.Call(d.CallID)}, ErrDecided
 }
-func (o oneApproval) Refused(context.Context, Refusal) error                   { return nil }
+func (o oneApproval) Refused(context.Context, Refusal) error                     { return nil }
 func (o oneApproval) Outcome(context.Context, string, string, ToolOutcome) error { return nil }
 
 // FuzzInteraction feeds arbitrary payloads to the interactivity handler

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -237,4 +236,3 @@ func TestVersionAndUsage(t *testing.T) {
 		t.Error("unknown command accepted")
 	}
 }
-
