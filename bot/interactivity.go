@@ -29,23 +29,32 @@ func (b *Bot) HandleInteraction() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		switch cb.Type {
-		case slack.InteractionTypeBlockActions:
-			b.blockActions(r.Context(), cb)
+		resp := b.Interact(r.Context(), cb)
+		if resp == nil {
 			w.WriteHeader(http.StatusOK)
-		case slack.InteractionTypeViewSubmission:
-			resp := b.viewSubmission(r.Context(), cb)
-			if resp == nil {
-				w.WriteHeader(http.StatusOK)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(resp)
-		default:
-			// view_closed, shortcuts, ...: nothing to do, but acknowledge.
-			w.WriteHeader(http.StatusOK)
+			return
 		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
 	})
+}
+
+// Interact acts on one interactivity payload, whatever transport brought
+// it (HTTP or Socket Mode), and returns the body of the acknowledgement:
+// nil for an empty one, or a view_submission response such as inline
+// errors. Decisions are recorded before it returns; Slack calls that
+// follow run in the background.
+func (b *Bot) Interact(ctx context.Context, cb *slack.InteractionCallback) any {
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		b.blockActions(ctx, cb)
+		return nil
+	case slack.InteractionTypeViewSubmission:
+		return b.viewSubmission(ctx, cb)
+	default:
+		// view_closed, shortcuts, ...: nothing to do, but acknowledge.
+		return nil
+	}
 }
 
 // ParseInteraction decodes an interactivity payload and checks the fields
