@@ -86,7 +86,10 @@ func newApp(d appDeps) (*app, error) {
 	a.events = store.NewEvents(st, store.EventsOptions{
 		Owner:      owner,
 		SweepEvery: d.SweepEvery,
-		Logger:     d.Log,
+		// A process that dies stops renewing its liveness within 6s; only
+		// then do other replicas take over the runs it waited on.
+		HeartbeatEvery: 2 * time.Second,
+		Logger:         d.Log,
 		OnExpired: func(ctx context.Context, ap *store.Approval) {
 			if err := a.bot.UpdateCards(ctx, ap.Token); err != nil {
 				a.log.ErrorContext(ctx, "update expired cards", "err", err)
@@ -149,7 +152,9 @@ func (a *app) consumeResumes(ctx context.Context) {
 			sleep(ctx, time.Second)
 			continue
 		}
-		stale, err := a.queue.Reclaim(ctx, a.owner, time.Minute)
+		// Jobs left to a live waiter, or held by a consumer that died, are
+		// looked at again after reclaimIdle.
+		stale, err := a.queue.Reclaim(ctx, a.owner, reclaimIdle)
 		if err != nil && ctx.Err() == nil {
 			a.log.ErrorContext(ctx, "reclaim resume jobs", "err", err)
 		}
@@ -158,6 +163,10 @@ func (a *app) consumeResumes(ctx context.Context) {
 		}
 	}
 }
+
+// reclaimIdle is how long a resume job may sit unacknowledged before
+// another consumer looks at it again.
+const reclaimIdle = 10 * time.Second
 
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)

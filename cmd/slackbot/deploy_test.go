@@ -37,7 +37,7 @@ const deployDir = "../../deploy"
 
 // shutdownBudgetSeconds is how long serve waits for requests in flight
 // after SIGTERM (its srv.Shutdown timeout); grace periods must exceed it.
-const shutdownBudgetSeconds = 25
+const shutdownBudgetSeconds = int(shutdownBudget / time.Second)
 
 // runtimeEnv are variables the deployment sets for the Go runtime rather
 // than for slackbot; Config does not read them.
@@ -418,7 +418,7 @@ func TestComposeFile(t *testing.T) {
 	if sb.Restart != "unless-stopped" {
 		t.Errorf("restart %q, want unless-stopped", sb.Restart)
 	}
-	if grace, err := time.ParseDuration(sb.StopGracePeriod); err != nil || grace <= shutdownBudgetSeconds*time.Second {
+	if grace, err := time.ParseDuration(sb.StopGracePeriod); err != nil || grace <= shutdownBudget {
 		t.Errorf("stop_grace_period %q, want more than serve's %ds shutdown (docker's default is 10s)", sb.StopGracePeriod, shutdownBudgetSeconds)
 	}
 	if !sb.ReadOnly || !slices.Equal(sb.CapDrop, []string{"ALL"}) || !slices.ContainsFunc(sb.SecurityOpt, func(s string) bool { return strings.HasPrefix(s, "no-new-privileges") }) {

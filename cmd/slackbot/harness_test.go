@@ -151,7 +151,6 @@ type env struct {
 	slack  *slackfake.Server
 	tools  *testTools
 	clock  *testClock
-	rdb    interface{ Close() error }
 	prefix string
 }
 

@@ -235,7 +235,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing requests in flight; waiting runs stay in Redis for another replica")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Error("http shutdown", "err", err)
@@ -249,6 +249,10 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// shutdownBudget is how long serve waits for requests in flight after
+// SIGTERM; deploy/ gives the process more than this plus its preStop.
+const shutdownBudget = 25 * time.Second
 
 // devURL is the address a browser on this machine can open.
 func devURL(addr net.Addr) string {

@@ -77,7 +77,7 @@ func withRequestID(log *slog.Logger, next http.Handler) http.Handler {
 		if sw.status >= 400 {
 			level = slog.LevelInfo
 		}
-		log.Log(ctx, level, "http request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+		log.Log(ctx, level, "http request", "method", r.Method, "path", r.URL.Path,
 			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	})
 }
