@@ -112,7 +112,7 @@ func (c *Config) validate(mode Mode) error {
 	}
 	provider, name, _ := strings.Cut(c.Model, ":")
 	switch provider {
-	case "test":
+	case "test", "demo":
 	case "openai":
 		if name == "" {
 			add("MODEL openai:<model> needs a model name, e.g. openai:gpt-4o-mini")
@@ -128,7 +128,7 @@ func (c *Config) validate(mode Mode) error {
 			add("MODEL %s needs ANTHROPIC_API_KEY", c.Model)
 		}
 	default:
-		add("MODEL must be test, test:tool_a,tool_b, openai:<model> or anthropic:<model> (got %q)", c.Model)
+		add("MODEL must be test, test:tool_a,tool_b, demo, openai:<model> or anthropic:<model> (got %q)", c.Model)
 	}
 	if c.OpenAIBaseURL != "" {
 		if u, err := url.Parse(c.OpenAIBaseURL); err != nil || u.Host == "" {

@@ -179,7 +179,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	if deps.Routes, err = loadRoutes(cfg, mode); err != nil {
 		return err
 	}
-	if deps.Model, err = newModel(cfg); err != nil {
+	if deps.Model, err = newModel(cfg, mode); err != nil {
 		return err
 	}
 	if deps.Tools, err = newTools(cfg, mode); err != nil {
@@ -288,9 +288,16 @@ func loadRoutes(cfg *Config, mode Mode) (*bot.Routes, error) {
 	return bot.LoadRoutes(cfg.RoutesFile)
 }
 
-func newModel(cfg *Config) (agentrunner.Model, error) {
+func newModel(cfg *Config, mode Mode) (agentrunner.Model, error) {
 	provider, name, _ := strings.Cut(cfg.Model, ":")
+	if _, set := os.LookupEnv("MODEL"); !set && mode == ModeDev {
+		provider = "demo"
+	}
 	switch provider {
+	case "demo":
+		// A test model that understands the demo prompts ("refund order
+		// A-1002 150"), so `slackbot dev` calls the tool you ask for.
+		return demotools.Model{}, nil
 	case "test":
 		var tools []string
 		if name != "" {

@@ -1,0 +1,120 @@
+package demotools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// Model is the deterministic test model `slackbot dev` uses with the demo
+// tools: no network, no randomness, and it understands the demo prompts,
+// so a person trying slackbot sees the tool they asked for:
+//
+//	delete customer C-42        → delete_customer(customer_id: "C-42")
+//	refund order A-1002 150     → issue_refund(order_id: "A-1002", amount: 150)
+//	delete the file temp.txt    → delete_file(path: "temp.txt")
+//	look up order A-1001        → lookup_order(order_id: "A-1001")
+//
+// Several requests in one message ("look up order A-1001 and refund order
+// A-1001 20") make several calls. Like agentrunner.TestModel, once the
+// tools have answered it ends with the JSON object of tool name → result.
+// A prompt it does not understand gets a short help text.
+type Model struct{}
+
+var demoPatterns = []struct {
+	re   *regexp.Regexp
+	tool string
+	args func(m []string) map[string]any
+}{
+	{regexp.MustCompile(`(?i)\bdelete\s+(?:the\s+)?customer\s+([\w.-]+)`), "delete_customer",
+		func(m []string) map[string]any { return map[string]any{"customer_id": m[1]} }},
+	{regexp.MustCompile(`(?i)\brefund\s+(?:order\s+)?([\w.-]+)\s+(?:by\s+|for\s+)?\$?(\d+(?:\.\d+)?)`), "issue_refund",
+		func(m []string) map[string]any {
+			amount, _ := strconv.ParseFloat(m[2], 64)
+			return map[string]any{"order_id": m[1], "amount": amount}
+		}},
+	{regexp.MustCompile(`(?i)\bdelete\s+(?:the\s+)?file\s+([\w./-]+)`), "delete_file",
+		func(m []string) map[string]any { return map[string]any{"path": m[1]} }},
+	{regexp.MustCompile(`(?i)\b(?:look\s*up|lookup|show|find)\s+(?:the\s+)?order\s+([\w.-]+)`), "lookup_order",
+		func(m []string) map[string]any { return map[string]any{"order_id": m[1]} }},
+}
+
+// Help is what the demo model answers to a prompt it does not understand.
+const Help = "I am the demo model. Try: \"delete customer C-42\", \"refund order A-1002 150\" " +
+	"(refunds over $100 need approval), \"delete the file temp.txt\", or \"look up order A-1001\"."
+
+// Request implements agentrunner.Model.
+func (Model) Request(ctx context.Context, messages []agentrunner.Message, params agentrunner.RequestParams) (agentrunner.Message, error) {
+	// Once tools have answered in this turn, report like TestModel does.
+	for i := len(messages) - 1; i >= 0; i-- {
+		m := messages[i]
+		if m.Kind == agentrunner.KindResponse && len(m.ToolCalls()) > 0 {
+			return agentrunner.TestModel{}.Request(ctx, messages, params)
+		}
+		if m.Kind == agentrunner.KindResponse {
+			break
+		}
+	}
+	prompt := lastPrompt(messages)
+	resp := agentrunner.Message{Kind: agentrunner.KindResponse, ModelName: "demo"}
+	offered := map[string]bool{}
+	for _, td := range params.Tools {
+		offered[td.Name] = true
+	}
+	type match struct {
+		at   int
+		part agentrunner.Part
+	}
+	var found []match
+	for _, p := range demoPatterns {
+		if !offered[p.tool] {
+			continue
+		}
+		for i, m := range p.re.FindAllStringSubmatchIndex(prompt, -1) {
+			groups := make([]string, len(m)/2)
+			for g := range groups {
+				if m[2*g] >= 0 {
+					groups[g] = prompt[m[2*g]:m[2*g+1]]
+				}
+			}
+			args, err := json.Marshal(p.args(groups))
+			if err != nil {
+				return agentrunner.Message{}, err
+			}
+			id := fmt.Sprintf("demo_%s_%d", p.tool, i+1)
+			found = append(found, match{at: m[0], part: agentrunner.ToolCall(p.tool, args, id)})
+		}
+	}
+	if len(found) == 0 {
+		resp.Parts = []agentrunner.Part{agentrunner.Text(Help)}
+		return resp, nil
+	}
+	// Call the tools in the order the prompt asks for them.
+	for i := range found {
+		for j := i + 1; j < len(found); j++ {
+			if found[j].at < found[i].at {
+				found[i], found[j] = found[j], found[i]
+			}
+		}
+	}
+	for _, f := range found {
+		resp.Parts = append(resp.Parts, f.part)
+	}
+	return resp, nil
+}
+
+func lastPrompt(messages []agentrunner.Message) string {
+	for i := len(messages) - 1; i >= 0; i-- {
+		for _, p := range messages[i].Parts {
+			if p.PartKind == agentrunner.PartUserPrompt {
+				return strings.TrimSpace(p.Content)
+			}
+		}
+	}
+	return ""
+}
