@@ -37,7 +37,7 @@
     thread: null, // {channel, ts}
     unread: {}, // channel id -> count of new messages
     inFlight: new Set(), // "channel/ts" of messages with a click on its way
-    flash: new Map(), // "channel/ts" -> until (ms)
+    flash: new Map(), // "channel/ts" -> when it changed (ms)
     modalValues: {}, // view id -> {block_id: {action_id: text}}
     modalErrors: {}, // view id -> {block_id: message}
     modalKey: '', // "id/hash" of the modal on screen
@@ -81,6 +81,7 @@
   const groupByID = (id) => (app.state ? app.state.usergroups.find((g) => g.id === id) : undefined);
   const dmOf = (user) => 'D' + user.slice(1);
   const key = (channel, ts) => channel + '/' + ts;
+  const FLASH_MS = 1500; // as the .flash animation in app.css
 
   function displayName(id) {
     const u = userByID(id);
@@ -157,6 +158,7 @@
     information_source: 'ℹ', robot: '🤖', slightly_smiling_face: '🙂', smile: '🙂',
   });
   const EMOJI_RE = new RegExp('(' + Object.keys(EMOJI).map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|') + ')\uFE0F?|:([a-z0-9_+-]+):', 'gu');
+  const EYE = svg('<path d="M2 18C6 10 12 7 18 7s12 3 16 11c-4 8-10 11-16 11S6 26 2 18z" fill="none" stroke="#616061" stroke-width="3"/><circle cx="18" cy="18" r="5.5" fill="#616061"/>');
   const BOT_AVATAR = svg('<rect width="36" height="36" fill="#4a154b"/><path d="M18 6l10 4v7c0 6.5-4.3 11.3-10 13-5.7-1.7-10-6.5-10-13v-7z" fill="#fff"/><path d="M13 18l3.5 3.5L23.5 14" fill="none" stroke="#2eb67d" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>');
 
   // text appends s, drawing known emoji (and :shortcodes: when codes) as
@@ -722,14 +724,16 @@
 
   // ---------------------------------------------------------------- toasts
 
-  function toast({title, detail, error, action, actionLabel}) {
+  // toast shows a notice; one about a channel or a thread goes away when
+  // the person opens it.
+  function toast({title, detail, error, action, actionLabel, channel, thread}) {
     const box = $('toasts');
     const body = h('div', {className: 'toast-body'});
     const t = h('div', {className: 'toast-title'});
     text(t, title);
     body.append(t);
     if (detail) body.append(h('div', {className: 'toast-detail'}, detail));
-    const el = h('div', {className: 'toast' + (error ? ' error' : ''), role: error ? 'alert' : 'status'}, body);
+    const el = h('div', {className: 'toast' + (error ? ' error' : ''), role: error ? 'alert' : 'status', dataset: {channel: channel || '', thread: thread || ''}}, body);
     if (action) body.append(h('button', {type: 'button', className: 'toast-link', onclick: () => { action(); el.remove(); }}, actionLabel || 'Open'));
     el.append(h('button', {type: 'button', className: 'toast-close', 'aria-label': 'Dismiss', onclick: () => el.remove()}, '×'));
     box.append(el);
@@ -739,15 +743,21 @@
 
   // ---------------------------------------------------------------- navigation
 
+  function dismiss(attr, value) {
+    for (const t of document.querySelectorAll('.toast')) if (t.dataset[attr] === value) t.remove();
+  }
+
   function openChannel(id) {
     app.channel = id;
     app.unread[id] = 0;
+    dismiss('channel', id);
     localStorage.setItem('devui.channel', id);
     render(true);
   }
 
   function openThread(channel, ts) {
     app.thread = {channel, ts};
+    dismiss('thread', key(channel, ts));
     render();
     const t = $('thread-composer');
     if (t) t.focus();
@@ -762,6 +772,16 @@
   }
 
   // ---------------------------------------------------------------- rendering
+
+  // changed reports whether a part of the page must be redrawn: only when
+  // what it shows changed, so nodes stay put under the pointer.
+  const drawn = {};
+  function changed(part, ...what) {
+    const sig = JSON.stringify(what);
+    if (drawn[part] === sig) return false;
+    drawn[part] = sig;
+    return true;
+  }
 
   function render(jump) {
     if (!app.state) return;
@@ -788,6 +808,7 @@
   }
 
   function renderUsers() {
+    if (!changed('users', app.user, people())) return;
     const box = $('users');
     box.replaceChildren(...people().map((u) => h('button', {
       type: 'button', className: 'acting-user', 'aria-pressed': String(u.id === app.user), dataset: {user: u.id},
@@ -806,6 +827,7 @@
   }
 
   function renderSidebar() {
+    if (!changed('sidebar', app.user, app.channel, app.unread, app.state.channels, app.state.bot_user_id)) return;
     const chans = app.state.channels.filter((c) => !c.is_im).slice().sort((a, b) => a.name.localeCompare(b.name));
     $('channels').replaceChildren(...chans.map((c) => sidebarItem(c.id, h('span', {className: 'prefix'}, c.is_private ? '🔒' : '#'), c.name)));
     const bot = app.state.bot_user_id;
@@ -818,7 +840,9 @@
   // messages and their own ephemeral messages, in order.
   function visible(channel, threadTS) {
     const msgs = (app.state.messages[channel] || []).filter((m) => (threadTS ? m.thread_ts === threadTS || m.ts === threadTS : !m.thread_ts || m.thread_ts === m.ts));
-    const eph = (app.state.ephemerals[app.user] || []).filter((e) => e.channel === channel && (threadTS ? e.thread_ts === threadTS : !e.thread_ts)).map((e) => ({...e, ephemeral: true}));
+    const eph = (app.state.ephemerals[app.user] || []).filter((e) => e.channel === channel && (threadTS ? e.thread_ts === threadTS : !e.thread_ts))
+      // An ephemeral message comes from the app; its user is who sees it.
+      .map((e) => ({...e, user: app.state.bot_user_id, shownTo: e.user, ephemeral: true}));
     return msgs.concat(eph).sort((a, b) => parseFloat(a.ts) - parseFloat(b.ts));
   }
 
@@ -834,9 +858,10 @@
     $('composer-who').textContent = `Posting as ${displayName(app.user)} · Enter to send, Shift+Enter for a new line`;
 
     const box = $('messages');
+    const list = visible(id);
+    if (!changed('channel', id, app.user, list, [...app.inFlight], app.state.users, app.state.channels, app.state.usergroups) && !jump) return;
     const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 60;
     const scroll = box.scrollTop;
-    const list = visible(id);
     const nodes = [];
     nodes.push(h('div', {className: 'intro'},
       h('h2', {}, isDM ? displayName(app.state.bot_user_id) : `#${c ? c.name : id}`),
@@ -853,8 +878,7 @@
         nodes.push(h('div', {className: 'day'}, h('span', {}, slackDate(d.getTime() / 1000, '{day_divider_pretty}'))));
         prev = null;
       }
-      const cont = prev && !prev.ephemeral && !m.ephemeral && prev.user === m.user && !prev.reply_count && parseFloat(m.ts) - parseFloat(prev.ts) < 300;
-      nodes.push(message(m, {channel: id, cont, inThread: false}));
+      nodes.push(message(m, {channel: id, cont: continues(prev, m), inThread: false}));
       prev = m;
     }
     box.replaceChildren(...nodes);
@@ -862,12 +886,20 @@
     renderHints(isDM);
   }
 
+  // continues reports whether m is drawn under prev without its own name
+  // and avatar, as Slack groups a person's messages within five minutes.
+  // Block Kit messages always get their own header: each card stands alone.
+  function continues(prev, m) {
+    return !!prev && !prev.ephemeral && !m.ephemeral && prev.user === m.user && !prev.reply_count &&
+      !(m.blocks && m.blocks.length) && parseFloat(m.ts) - parseFloat(prev.ts) < 300;
+  }
+
   function renderHints(isDM) {
     const mention = isDM ? '' : `@${(userByID(app.state.bot_user_id) || {}).name || 'slackbot'} `;
     const hints = ['delete customer a', 'refund order A-1002 150', 'delete the file temp.txt', 'look up order A-1001'];
-    $('hints').replaceChildren(...hints.map((t) => h('button', {
-      type: 'button', className: 'hint', onclick: () => { const c = $('composer'); c.value = mention + t; grow(c); c.focus(); },
-    }, mention + t)));
+    $('hints').replaceChildren(h('span', {className: 'hints-label'}, 'Try'), ...hints.map((t) => h('button', {
+      type: 'button', className: 'hint', title: mention + t, onclick: () => { const c = $('composer'); c.value = mention + t; grow(c); c.focus(); },
+    }, t)));
   }
 
   // message renders one message: avatar, name, time, content, "(edited)",
@@ -880,10 +912,10 @@
     const cls = ['msg'];
     if (cont) cls.push('cont');
     if (m.ephemeral) cls.push('ephemeral');
-    const until = app.flash.get(k);
-    if (until && until > Date.now()) cls.push('flash');
+    const since = app.flash.get(k);
+    const flashing = since !== undefined && Date.now() - since < FLASH_MS;
+    if (flashing) cls.push('flash');
     const main = h('div', {className: 'msg-main'});
-    if (m.ephemeral) main.append(h('div', {className: 'only-you'}, h('span', {className: 'eye', 'aria-hidden': 'true'}), 'Only visible to you'));
     if (!cont) {
       main.append(h('div', {className: 'msg-head'},
         h('span', {className: 'msg-name'}, displayName(m.user)),
@@ -909,9 +941,18 @@
         latest ? h('span', {className: 'last'}, `Last reply ${slackDate(latest.getTime() / 1000, '{date_pretty}').replace(/^[A-Z]/, (c) => c.toLowerCase())} at ${clock(latest)}`) : null));
     }
     const gutter = h('div', {className: 'gutter'}, cont ? h('span', {className: 'hover-time'}, clock(d).replace(/ [AP]M$/, '')) : avatar(m.user));
-    const e = h('div', {className: cls.join(' '), dataset: {ts: m.ts, channel, user: m.user || ''}}, gutter, main);
+    const e = h('div', {className: cls.join(' '), dataset: {ts: m.ts, channel, user: m.user || ''}},
+      m.ephemeral ? h('div', {className: 'only-you'}, h('img', {className: 'eye', src: EYE, alt: ''}), 'Only visible to you') : null,
+      gutter, main);
+    if (flashing) {
+      // A redraw continues the highlight where it was.
+      e.style.animationDelay = `${since - Date.now()}ms`;
+      e.addEventListener('animationend', () => { e.classList.remove('flash'); app.flash.delete(k); });
+    }
     if (!inThread && !m.ephemeral) {
-      e.append(h('div', {className: 'msg-actions'}, h('button', {type: 'button', title: 'Reply in thread', onclick: () => openThread(channel, m.ts)}, '💬 Reply in thread')));
+      const reply = h('button', {type: 'button', title: 'Reply in thread', onclick: () => openThread(channel, m.ts)});
+      text(reply, '💬 Reply in thread');
+      e.append(h('div', {className: 'msg-actions'}, reply));
     }
     return e;
   }
@@ -937,13 +978,13 @@
     const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 60;
     const scroll = box.scrollTop;
     const all = visible(t.channel, t.ts);
+    if (!changed('thread', t, app.user, parent, all, [...app.inFlight], app.state.users) ) return;
     const replies = all.filter((m) => m.ts !== t.ts);
     const nodes = [message(parent, {channel: t.channel, cont: false, inThread: true})];
     if (replies.length) nodes.push(h('div', {className: 'replies-divider'}, `${replies.length} ${replies.length === 1 ? 'reply' : 'replies'}`));
     let prev = null;
     for (const m of replies) {
-      const cont = prev && !prev.ephemeral && !m.ephemeral && prev.user === m.user && parseFloat(m.ts) - parseFloat(prev.ts) < 300;
-      nodes.push(message(m, {channel: t.channel, cont, inThread: true}));
+      nodes.push(message(m, {channel: t.channel, cont: continues(prev, m), inThread: true}));
       prev = m;
     }
     box.replaceChildren(...nodes);
@@ -959,25 +1000,25 @@
     if (!prev) return;
     const old = new Map();
     for (const [ch, msgs] of Object.entries(prev.messages)) for (const m of msgs) old.set(key(ch, m.ts), m);
-    const until = Date.now() + 2000;
+    const now = Date.now();
     for (const [ch, msgs] of Object.entries(next.messages)) {
       for (const m of msgs) {
         const k = key(ch, m.ts);
         const before = old.get(k);
         if (before) {
-          if (before.edited !== m.edited) app.flash.set(k, until);
+          if (before.edited !== m.edited) app.flash.set(k, now);
           continue;
         }
-        app.flash.set(k, until);
+        app.flash.set(k, now);
         const reply = m.thread_ts && m.thread_ts !== m.ts;
         const here = ch === app.channel;
         if (!reply && !here && !(ch[0] === 'D' && ch !== dmOf(app.user))) app.unread[ch] = (app.unread[ch] || 0) + 1;
         if (m.user === app.user) continue;
         const card = (m.blocks || []).some((b) => b.type === 'actions');
         if (card && !here) {
-          toast({title: `New approval request in ${channelLabel(ch)}`, action: () => openChannel(ch), actionLabel: `Open ${channelLabel(ch)}`});
+          toast({title: `New approval request in ${channelLabel(ch)}`, action: () => openChannel(ch), actionLabel: `Open ${channelLabel(ch)}`, channel: ch});
         } else if (reply && !(app.thread && app.thread.channel === ch && app.thread.ts === m.thread_ts)) {
-          toast({title: `${displayName(m.user)} replied in a thread in ${channelLabel(ch)}`, action: () => { openChannel(ch); openThread(ch, m.thread_ts); }, actionLabel: 'View thread'});
+          toast({title: `${displayName(m.user)} replied in a thread in ${channelLabel(ch)}`, action: () => { openChannel(ch); openThread(ch, m.thread_ts); }, actionLabel: 'View thread', thread: key(ch, m.thread_ts)});
         }
       }
     }
@@ -985,9 +1026,9 @@
     for (const e of next.ephemerals[app.user] || []) {
       const k = key(e.channel, e.ts);
       if (seen.has(k)) continue;
-      app.flash.set(k, until);
+      app.flash.set(k, now);
       if (e.channel !== app.channel) {
-        toast({title: `Only visible to you in ${channelLabel(e.channel)}: ${unescape(e.text).replace(/<[^>]*>/g, '…').slice(0, 140)}`, action: () => openChannel(e.channel), actionLabel: `Open ${channelLabel(e.channel)}`});
+        toast({title: `Only visible to you in ${channelLabel(e.channel)}: ${unescape(e.text).replace(/<[^>]*>/g, '…').slice(0, 140)}`, action: () => openChannel(e.channel), actionLabel: `Open ${channelLabel(e.channel)}`, channel: e.channel});
       }
     }
   }
