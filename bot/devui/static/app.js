@@ -465,7 +465,7 @@
   // image shows an image's alt text: the page loads nothing from outside.
   function image(el, small) {
     const alt = el.alt_text || 'image';
-    return h('span', {className: 'bk-img' + (small ? '' : ' bk-big'), title: alt, role: 'img', 'aria-label': alt}, small ? '' : '🖼 ' + alt);
+    return h('span', {className: 'bk-img' + (small ? '' : ' bk-big'), title: alt, role: 'img', 'aria-label': alt}, small ? '' : alt);
   }
 
   // element renders an interactive element; buttons click through the
@@ -896,7 +896,8 @@
 
   function renderHints(isDM) {
     const mention = isDM ? '' : `@${(userByID(app.state.bot_user_id) || {}).name || 'slackbot'} `;
-    const hints = ['delete customer a', 'refund order A-1002 150', 'delete the file temp.txt', 'look up order A-1001'];
+    // The demo model's prompts (agentrunner/demotools).
+    const hints = ['delete customer C-42', 'refund order A-1002 150', 'delete the file temp.txt', 'look up order A-1001'];
     $('hints').replaceChildren(h('span', {className: 'hints-label'}, 'Try'), ...hints.map((t) => h('button', {
       type: 'button', className: 'hint', title: mention + t, onclick: () => { const c = $('composer'); c.value = mention + t; grow(c); c.focus(); },
     }, t)));
