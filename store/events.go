@@ -177,27 +177,20 @@ func (e *Events) wait(ctx context.Context, token string, claim bool) (*Approval,
 	w := &waiter{wake: make(chan struct{}, 1)}
 	e.add(token, w)
 	defer e.remove(token, w)
-
-	owner := ""
-	if claim {
-		owner = e.opts.Owner
-	}
-	// Registering before reading the state means a notification sent in
-	// between is not lost: it finds the waiter and wakes it.
-	state, err := watchScript.Run(ctx, e.s.rdb, []string{e.s.recKey(token)}, owner).Text()
+	// Registering locally before looking at the token means a
+	// notification sent in between is not lost: it finds the waiter.
+	register := claim
 	for {
-		if err != nil {
-			return nil, fmt.Errorf("wait %s: %w", short(token), err)
-		}
-		if state == "" {
-			return nil, fmt.Errorf("wait %s: %w", short(token), ErrNotFound)
-		}
-		if State(state) != StateOpen {
-			if !claim {
-				return e.s.Get(ctx, token)
+		a, err := e.look(ctx, token, register, claim)
+		if err != nil || a != nil {
+			if claim {
+				e.mu.Lock()
+				delete(e.opened, token)
+				e.mu.Unlock()
 			}
-			return e.claimLocal(ctx, token)
+			return a, err
 		}
+		register = false
 		select {
 		case <-w.wake:
 		case <-ctx.Done():
@@ -209,27 +202,54 @@ func (e *Events) wait(ctx context.Context, token string, claim bool) (*Approval,
 			}
 			return nil, ctx.Err()
 		}
-		state, err = e.s.rdb.HGet(ctx, e.s.recKey(token), "state").Result()
-		if isRedisNil(err) {
-			state, err = "", nil
-		}
 	}
 }
 
-// claimLocal claims the resumption of token's run for this process, takes
-// its job off the resume queue, and returns the ended record.
-func (e *Events) claimLocal(ctx context.Context, token string) (*Approval, error) {
-	ok, err := e.s.claim(ctx, token, e.opts.Owner, e.opts.ClaimTTL, true)
+// look runs waitScript: it returns a nil record while the token is open,
+// the ended record (claimed for this process if claim is set), or an
+// error.
+func (e *Events) look(ctx context.Context, token string, register, claim bool) (*Approval, error) {
+	keys := []string{e.s.recKey(token), e.s.claimKey(token), e.s.resumeKey()}
+	res, err := waitScript.Run(ctx, e.s.rdb, keys, e.opts.Owner, e.opts.ClaimTTL.Milliseconds(), resumeGroup, flag(register), flag(claim)).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("wait %s: %w", short(token), err)
 	}
+	switch res[0] {
+	case "open":
+		return nil, nil
+	case "gone":
+		return nil, fmt.Errorf("wait %s: %w", short(token), ErrNotFound)
+	case "lost":
+		return nil, fmt.Errorf("wait %s: %w", short(token), ErrClaimed)
+	}
+	a, err := parseApproval(token, flatMap(res[1:]))
+	if err != nil {
+		return nil, fmt.Errorf("wait %s: %w", short(token), err)
+	}
+	return a, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// claimLocal claims the resumption of token's run for this process and
+// takes its job off the resume queue.
+func (e *Events) claimLocal(ctx context.Context, token string) error {
+	ok, err := e.s.claim(ctx, token, e.opts.Owner, e.opts.ClaimTTL, true)
 	e.mu.Lock()
 	delete(e.opened, token)
 	e.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("wait %s: %w", short(token), ErrClaimed)
+	if err != nil {
+		return err
 	}
-	return e.s.Get(ctx, token)
+	if !ok {
+		return fmt.Errorf("claim %s: %w", short(token), ErrClaimed)
+	}
+	return nil
 }
 
 // Resolve implements agentrunner.ExternalEvents with Store.Resolve; who
@@ -271,7 +291,7 @@ func (e *Events) claimOpened(ctx context.Context, token string) error {
 	if !mine {
 		return nil
 	}
-	if _, err := e.claimLocal(ctx, token); err != nil && !errors.Is(err, ErrClaimed) {
+	if err := e.claimLocal(ctx, token); err != nil && !errors.Is(err, ErrClaimed) {
 		return err
 	}
 	return nil

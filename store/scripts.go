@@ -289,14 +289,36 @@ redis.call('HSET', KEYS[1], 'c' .. i .. '.ch', ARGV[2], 'c' .. i .. '.ts', ARGV[
 return 'ok'
 `)
 
-// watchScript registers owner as the process waiting on the token (when
-// owner is not empty) and returns the token's state.
-// KEYS: rec. ARGV: owner.
-var watchScript = redis.NewScript(`
+// waitScript is a waiter's look at its token, one round trip per wake-up.
+// While the token is open it returns {'open'}, registering owner as the
+// process waiting on it if register is '1'. Once the token ended it
+// returns {'ended', record...}; with claim '1' it first claims the
+// resumption of the run for owner, takes the run's job off the resume
+// queue and drops the waiter registration, and returns {'lost'} if another
+// process holds the claim. A missing token gives {'gone'}.
+// KEYS: rec, claim, resume. ARGV: owner, claim ttl (ms), group, register,
+// claim.
+var waitScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'state')
-if not st then return '' end
-if ARGV[1] ~= '' then redis.call('HSET', KEYS[1], 'waiter', ARGV[1]) end
-return st
+if not st then return {'gone'} end
+if st == 'open' then
+  if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'waiter', ARGV[1]) end
+  return {'open'}
+end
+if ARGV[5] == '1' then
+  local cur = redis.call('GET', KEYS[2])
+  if cur and cur ~= ARGV[1] then return {'lost'} end
+  if not cur then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2]) end
+  local job = redis.call('HGET', KEYS[1], 'job')
+  if job then
+    redis.pcall('XACK', KEYS[3], ARGV[3], job)
+    redis.call('XDEL', KEYS[3], job)
+  end
+  if redis.call('HGET', KEYS[1], 'waiter') == ARGV[1] then redis.call('HDEL', KEYS[1], 'waiter') end
+end
+local r = redis.call('HGETALL', KEYS[1])
+table.insert(r, 1, 'ended')
+return r
 `)
 
 // unwatchScript removes owner's waiter registration.
