@@ -182,7 +182,16 @@ func BenchmarkRecordMemory(b *testing.B) {
 	}
 	b.StopTimer()
 	rdb := s.Client()
+	rs := store.RunState{RunID: "run-1", Token: token, Pending: requests("c1"), Origin: []byte(`{"channel":"C0SUPPORT","thread_ts":"1700000000.000100","user":"U0ALICE"}`),
+		Messages: []agentrunner.Message{
+			{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{agentrunner.UserPrompt("delete the temp file")}},
+			{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.ToolCall("delete_file", []byte(`{"path":"c1.txt"}`), "c1")}},
+		}}
+	if err := s.SaveRun(ctx, rs); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportMetric(float64(memoryUsage(b, rdb, prefix+"a:"+token)), "pending-record-B")
+	b.ReportMetric(float64(memoryUsage(b, rdb, prefix+"run:run-1")), "run-state-B")
 	auditLen := rdb.XLen(ctx, prefix+"audit").Val()
 	b.ReportMetric(float64(memoryUsage(b, rdb, prefix+"audit"))/float64(auditLen), "audit-B/entry")
 }
@@ -293,6 +302,7 @@ func BenchmarkWaiters(b *testing.B) {
 		b.ReportMetric(float64(n)/float64(stats.PubSubStats.Active), "waiters/conn")
 		b.ReportMetric(float64(stats.TotalConns), "cmd-conns")
 		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n, "heap-B/waiter")
+		b.ReportMetric(float64(after.StackInuse-before.StackInuse)/n, "stack-B/waiter")
 		stop()
 		wg.Wait()
 	}
