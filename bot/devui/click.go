@@ -92,7 +92,7 @@ func (h *Handler) click(r *http.Request, req clickRequest) (result, error) {
 		"is_enterprise_install": false,
 		"channel":               map[string]any{"id": target.channel, "name": h.channelName(target.channel)},
 		"state":                 map[string]any{"values": map[string]any{}},
-		"response_url":          "",
+		"response_url":          h.responseURL(r, target, user.ID),
 		"actions":               []any{action},
 	}
 	if target.message != nil {

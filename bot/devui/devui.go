@@ -49,6 +49,26 @@ type Config struct {
 
 // Handler serves the emulator page and its API. Mount it under a prefix
 // with http.StripPrefix; all its links are relative. Create it with New.
+//
+// Its routes, relative to where it is mounted:
+//
+//	GET  /                 the page
+//	GET  /static/…         its CSS and JavaScript
+//	GET  /state            the workspace as JSON
+//	GET  /events           the workspace's changes, as server-sent events
+//	POST /post             a person writes a message → event_callback
+//	POST /click            a person clicks a button → block_actions
+//	POST /submit           a person submits a modal → view_submission
+//	POST /close            a person cancels a modal (→ view_closed)
+//	POST /response/{id}    the response_url of a click, for slackbot
+//
+// Every payload is signed with Config.SigningSecret. A POST answers JSON:
+// {"ok":true,…} with slackbot's status and body, or {"ok":false,"error":…}
+// with 400 (a request that cannot be), 404, 409 (the page is behind the
+// workspace), 413 (over 64 KB), 415 (not application/json) or 502 (slackbot
+// refused the payload or did not answer). A modal's validation errors, from
+// Slack's own checks or slackbot's response_action "errors", come back as
+// 200 {"ok":false,"errors":{block_id: message}}.
 type Handler struct {
 	slack   *slackfake.Server
 	secret  string
@@ -60,6 +80,9 @@ type Handler struct {
 
 	botMu sync.Mutex
 	bot   string // the app's bot id, once known
+
+	respMu    sync.Mutex
+	responses map[string]*responseTarget // by response_url id
 
 	// done ends the event streams when the server shuts down.
 	done      chan struct{}
@@ -83,6 +106,8 @@ func New(cfg Config) *Handler {
 		now:     cfg.Now,
 		log:     cfg.Log,
 		done:    make(chan struct{}),
+
+		responses: map[string]*responseTarget{},
 	}
 	if h.client == nil {
 		h.client = &http.Client{Timeout: defaultTimeout}
@@ -125,6 +150,7 @@ func (h *Handler) routes() *http.ServeMux {
 	mux.Handle("POST /click", h.handleClick())
 	mux.Handle("POST /submit", h.handleSubmit())
 	mux.Handle("POST /close", h.handleClose())
+	mux.Handle("POST /response/{id}", h.handleResponse())
 	return mux
 }
 

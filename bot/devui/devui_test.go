@@ -134,7 +134,11 @@ func (e *env) callRaw(t *testing.T, path string, body []byte) (int, map[string]a
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if len(body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	} else {
+		req.Header.Set("Content-Type", "text/plain") // as a cross-site form could
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
@@ -437,8 +441,10 @@ func TestWebhookFailuresAreReported(t *testing.T) {
 	dead.Close()
 	h := devui.New(devui.Config{Slack: fake, SigningSecret: secret, Webhook: dead.URL})
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/post",
-		strings.NewReader(`{"user":"U0CAROL","channel":"C0GENERAL","text":"<@U0BOT> hi"}`)))
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/post",
+		strings.NewReader(`{"user":"U0CAROL","channel":"C0GENERAL","text":"<@U0BOT> hi"}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), "did not answer") {
 		t.Errorf("POST /post with slackbot down = %d %s, want 502 saying slackbot did not answer", rec.Code, rec.Body)
 	}
@@ -709,6 +715,7 @@ func TestRequestLimits(t *testing.T) {
 		{"not JSON", "post", `{"user":`, http.StatusBadRequest},
 		{"unknown field", "click", `{"user":"U0ALICE","acton_id":"approve"}`, http.StatusBadRequest},
 		{"trailing data", "close", `{"view_id":"V1"} {}`, http.StatusBadRequest},
+		{"not JSON content", "post", "", http.StatusUnsupportedMediaType},
 		{"empty message", "post", `{"user":"U0CAROL","channel":"C0GENERAL","text":"  "}`, http.StatusBadRequest},
 		{"unknown channel", "post", `{"user":"U0CAROL","channel":"C0NOPE","text":"hi"}`, http.StatusNotFound},
 		{"someone else's DM", "post", `{"user":"U0BOB","channel":"D0CAROL","text":"hi"}`, http.StatusBadRequest},
@@ -758,5 +765,72 @@ func TestPageAndAssets(t *testing.T) {
 		if bytes.Contains(js, []byte(sink)) {
 			t.Errorf("app.js uses %s", sink)
 		}
+	}
+}
+
+func TestResponseURL(t *testing.T) {
+	e := newEnv(t)
+	card := demoCard()
+	ts := e.postCard(t, card)
+	if status, res := e.call(t, "click", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts, "action_id": "approve", "block_id": bot.BlockIDActions}); status != http.StatusOK {
+		t.Fatalf("POST /click = %d %v", status, res)
+	}
+	form, _ := url.ParseQuery(string(e.hook.only(t).Body))
+	cb, err := bot.ParseInteraction(form.Get("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cb.ResponseURL, e.url+"response/") {
+		t.Fatalf("response_url = %q, want one on the emulator (%sresponse/…)", cb.ResponseURL, e.url)
+	}
+	respond := func(body string) int {
+		t.Helper()
+		resp, err := http.Post(cb.ResponseURL, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	if got := respond(`{"replace_original":true,"text":"Approved by Alice"}`); got != http.StatusOK {
+		t.Fatalf("replace_original = %d, want 200", got)
+	}
+	if m, _ := e.fake.Message("C0APPROVALS", ts); m.Text != "Approved by Alice" || m.Edited.IsZero() {
+		t.Errorf("message after replace_original = %q (edited %v), want the new text", m.Text, m.Edited)
+	}
+	if got := respond(`{"text":"Only you see this"}`); got != http.StatusOK {
+		t.Fatalf("ephemeral response = %d, want 200", got)
+	}
+	if eph := e.fake.Ephemerals("U0ALICE"); len(eph) != 1 || eph[0].Text != "Only you see this" {
+		t.Errorf("Alice's ephemerals = %+v, want the response", eph)
+	}
+	if got := respond(`{"response_type":"in_channel","text":"Everyone sees this","thread_ts":"` + ts + `"}`); got != http.StatusOK {
+		t.Fatalf("in_channel response = %d, want 200", got)
+	}
+	if replies := e.fake.Replies("C0APPROVALS", ts); len(replies) != 2 || replies[1].Text != "Everyone sees this" {
+		t.Errorf("thread = %+v, want the in_channel reply", replies)
+	}
+	if got := respond(`{"delete_original":true}`); got != http.StatusOK {
+		t.Fatalf("delete_original = %d, want 200", got)
+	}
+	if m, _ := e.fake.Message("C0APPROVALS", ts); !m.Deleted {
+		t.Error("message not deleted by delete_original")
+	}
+	if got := respond(`{"text":"fifth"}`); got != http.StatusOK {
+		t.Fatalf("fifth use = %d, want 200", got)
+	}
+	if got := respond(`{"text":"sixth"}`); got != http.StatusConflict {
+		t.Errorf("sixth use = %d, want 409 (a response_url works five times)", got)
+	}
+	if got, want := func() int {
+		resp, err := http.Post(e.url+"response/nope", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}(), http.StatusNotFound; got != want {
+		t.Errorf("unknown response_url = %d, want %d", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 )
 
@@ -20,6 +21,10 @@ var (
 	// errConflict: the page is behind the workspace, e.g. the button was
 	// removed from the message after the page drew it.
 	errConflict = errors.New("conflict")
+	// errNotJSON: the request is not application/json. Requiring it keeps
+	// other web pages from posting here: a cross-site JSON request needs
+	// a CORS preflight, which the emulator never grants.
+	errNotJSON = errors.New("requests must be application/json")
 )
 
 // webhookError is slackbot answering a payload with something other than
@@ -70,6 +75,9 @@ type result struct {
 // decodeRequest reads a JSON request body of at most maxRequestBody bytes
 // into v, refusing unknown fields.
 func decodeRequest(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		return errNotJSON
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	if err != nil {
 		return fmt.Errorf("read request: %w", err)
@@ -104,6 +112,8 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.Is(err, errSlackAPI):
 		status = http.StatusBadGateway
 		h.log.WarnContext(r.Context(), "dev page: the fake Slack API refused a call", "err", err)
+	case errors.Is(err, errNotJSON):
+		status = http.StatusUnsupportedMediaType
 	case errors.Is(err, errBadRequest):
 		status = http.StatusBadRequest
 	case errors.Is(err, errNotFound):
