@@ -31,6 +31,10 @@ const heartbeat = 20 * time.Second
 func (h *Handler) handleEvents() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
+		// The stream outlives a server's WriteTimeout, which is meant for
+		// ordinary requests; where the writer cannot lift it, the page
+		// reconnects when it ends.
+		_ = rc.SetWriteDeadline(time.Time{})
 		events, unsubscribe := h.slack.Subscribe()
 		defer unsubscribe()
 

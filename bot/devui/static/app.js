@@ -64,7 +64,7 @@
       let data = {};
       try { data = await r.json(); } catch (_) { data = {ok: false, error: `HTTP ${r.status}`}; }
       if (!r.ok) {
-        if (data.status) toast({error: true, title: `slackbot answered HTTP ${data.status}`, detail: data.body || '(empty body)'});
+        if (data.status) toast({error: true, title: `slackbot answered HTTP ${data.status}`, detail: [data.error, data.body || '(empty body)'].filter(Boolean).join('\n')});
         else toast({error: true, title: data.error || `HTTP ${r.status}`});
         data.ok = false;
       }
