@@ -45,6 +45,10 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 // Unwrap returns the cause.
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
+// codeRejected is the code of the SDK's "rejected by transport" error: the
+// request did not reach the server (connection refused, 502, 503, ...).
+const codeRejected = -32005
+
 // ErrTimeout is wrapped by the error of a call the server did not answer
 // within Config.Timeout. The call may still take effect on the server.
 var ErrTimeout = errors.New("no answer in time")
@@ -340,7 +344,7 @@ func (c *Client) requestError(ctx, callCtx context.Context, what string, err err
 			c.cfg.Name, what, ErrTimeout, c.cfg.timeout())
 	}
 	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
+	if errors.As(err, &werr) && werr.Code != codeRejected {
 		return fmt.Errorf("MCP server %s refused %s: %s", c.cfg.Name, what, werr.Message)
 	}
 	if tail := c.stderr.Tail(); tail != "" {
