@@ -417,3 +417,16 @@ func keyKind(k string) string {
 	}
 	return k
 }
+
+func TestOpenCount(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	a := e.create(t, s, requests("c1"), 1)
+	e.create(t, s, requests("c1"), 1)
+	if _, err := s.Decide(t.Context(), a.Token, approve("c1", "UA")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.OpenCount(t.Context()); n != 1 || err != nil {
+		t.Errorf("open count: got %d, %v; want 1", n, err)
+	}
+}

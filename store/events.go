@@ -56,8 +56,8 @@ type EventsOptions struct {
 // run state (Store.SaveRun) and posts the messages, then Wait. A token may
 // also be Created without Open (HTTP API) and waited on with Wait or Await.
 //
-// Resumption happens exactly once: a run continues in the process that
-// waited for it if that process is alive, otherwise from the resume queue
+// A run is resumed at most once: it continues in the process that waited
+// for it if that process is alive, otherwise from the resume queue
 // (see ResumeQueue). Wait claims the resumption (Store.ClaimResume) before
 // returning an answer and returns ErrClaimed if another process took it;
 // Resolve and Fail on a token opened by this process claim it too, since
@@ -179,15 +179,19 @@ func (e *Events) wait(ctx context.Context, token string, claim bool) (*Approval,
 	defer e.remove(token, w)
 	// Registering locally before looking at the token means a
 	// notification sent in between is not lost: it finds the waiter.
+	if claim {
+		// However the wait ends, the run no longer continues here unless
+		// this wait returns it, so a later Resolve here must not claim it.
+		defer func() {
+			e.mu.Lock()
+			delete(e.opened, token)
+			e.mu.Unlock()
+		}()
+	}
 	register := claim
 	for {
 		a, err := e.look(ctx, token, register, claim)
 		if err != nil || a != nil {
-			if claim {
-				e.mu.Lock()
-				delete(e.opened, token)
-				e.mu.Unlock()
-			}
 			return a, err
 		}
 		register = false

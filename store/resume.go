@@ -21,7 +21,7 @@ type RunState struct {
 	Token string `json:"token"`
 	// Messages is the history up to the pending calls
 	// (agentrunner.RunContext.Messages).
-	Messages []agentrunner.Message           `json:"messages"`
+	Messages []agentrunner.Message            `json:"messages"`
 	Pending  agentrunner.DeferredToolRequests `json:"pending"`
 	// Origin is the bot's own data about the run (requester, channel,
 	// thread, ...), stored as given.

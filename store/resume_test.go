@@ -330,6 +330,40 @@ func TestInPlaceAnswerClaims(t *testing.T) {
 	}
 }
 
+// A run whose wait ended (the process is shutting down) is left to the
+// queue, even if the token is then resolved through this process.
+func TestCancelledWaitLeavesRunToQueue(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ev := store.NewEvents(s, store.EventsOptions{Owner: "A"})
+	runEvents(t, ev)
+	token := agentrunner.NewToken()
+	if err := ev.Open(t.Context(), token, e.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(t.Context(), &store.Approval{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	waited := waitAsync(ctx, ev, token)
+	untilWaiting(t, ev, 1)
+	cancel()
+	wantErr(t, "wait", (<-waited).err, context.Canceled)
+
+	res := agentrunner.NewDeferredToolResults()
+	res.Approvals["c1"] = agentrunner.Approve()
+	if err := ev.Resolve(t.Context(), token, res); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := e.otherProcess(t).ResumeQueue(store.ResumeQueueOptions{}).Read(t.Context(), "B", 0)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("read: got %v, %v; want the run's job", jobs, err)
+	}
+	if ok, err := s.ClaimResume(t.Context(), token, "B", 0); !ok || err != nil {
+		t.Errorf("consumer claim: got %v, %v; want true", ok, err)
+	}
+}
+
 func TestDedupe(t *testing.T) {
 	e := newEnv(t)
 	stores := []*store.Store{e.store(), e.otherProcess(t)}

@@ -94,7 +94,7 @@ return {'ok'}
 `)
 
 // createScript writes the full record, filling in a record left by Open.
-// ARGV 7: deadline (ms) or '' to keep Open's, 8: default deadline (ms),
+// ARGV 7: deadline (ms), empty to keep Open's, 8: default deadline (ms),
 // 9: number of field/value strings that follow, then the fields.
 var createScript = redis.NewScript(scriptPrelude + `
 local st = redis.call('HGET', rec, 'state')
