@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,7 +67,7 @@ type fakeSocketSlack struct {
 type fakeSocketConn struct {
 	ws   *websocket.Conn
 	acks chan socketAck
-	seen []socketAck // acknowledgements read so far, in order
+	seen map[string]socketAck // acknowledgements read so far, by envelope
 }
 
 // socketAck is an acknowledgement as the client writes it.
@@ -75,7 +76,7 @@ type socketAck struct {
 	Payload    json.RawMessage `json:"payload"`
 }
 
-func newFakeSocketSlack(t *testing.T, appToken string) *fakeSocketSlack {
+func newFakeSocketSlack(t testing.TB, appToken string) *fakeSocketSlack {
 	t.Helper()
 	f := &fakeSocketSlack{appToken: appToken, conns: make(chan *fakeSocketConn, 8)}
 	mux := http.NewServeMux()
@@ -129,7 +130,7 @@ func (f *fakeSocketSlack) link(w http.ResponseWriter, r *http.Request) {
 	if err := ws.WriteJSON(hello); err != nil {
 		return
 	}
-	c := &fakeSocketConn{ws: ws, acks: make(chan socketAck, 100)}
+	c := &fakeSocketConn{ws: ws, acks: make(chan socketAck, 100), seen: map[string]socketAck{}}
 	f.conns <- c
 	defer close(c.acks)
 	for {
@@ -146,7 +147,7 @@ func (f *fakeSocketSlack) link(w http.ResponseWriter, r *http.Request) {
 }
 
 // next returns the next connection the client opened.
-func (f *fakeSocketSlack) next(t *testing.T) *fakeSocketConn {
+func (f *fakeSocketSlack) next(t testing.TB) *fakeSocketConn {
 	t.Helper()
 	select {
 	case c := <-f.conns:
@@ -157,7 +158,7 @@ func (f *fakeSocketSlack) next(t *testing.T) *fakeSocketConn {
 	}
 }
 
-func (c *fakeSocketConn) send(t *testing.T, v any) {
+func (c *fakeSocketConn) send(t testing.TB, v any) {
 	t.Helper()
 	if err := c.ws.WriteJSON(v); err != nil {
 		t.Fatalf("send envelope: %v", err)
@@ -166,7 +167,7 @@ func (c *fakeSocketConn) send(t *testing.T, v any) {
 
 // ack waits for the acknowledgement of envelopeID and returns its payload
 // as compact JSON ("" for an empty acknowledgement).
-func (c *fakeSocketConn) ack(t *testing.T, envelopeID string) string {
+func (c *fakeSocketConn) ack(t testing.TB, envelopeID string) string {
 	t.Helper()
 	if a, ok := c.acked(envelopeID); ok {
 		return compactJSON(t, a.Payload)
@@ -178,7 +179,7 @@ func (c *fakeSocketConn) ack(t *testing.T, envelopeID string) string {
 			if !ok {
 				t.Fatalf("connection closed before envelope %s was acknowledged", envelopeID)
 			}
-			c.seen = append(c.seen, a)
+			c.seen[a.EnvelopeID] = a
 			if a.EnvelopeID == envelopeID {
 				return compactJSON(t, a.Payload)
 			}
@@ -190,15 +191,11 @@ func (c *fakeSocketConn) ack(t *testing.T, envelopeID string) string {
 
 // acked reports whether envelopeID's acknowledgement was read already.
 func (c *fakeSocketConn) acked(envelopeID string) (socketAck, bool) {
-	for _, a := range c.seen {
-		if a.EnvelopeID == envelopeID {
-			return a, true
-		}
-	}
-	return socketAck{}, false
+	a, ok := c.seen[envelopeID]
+	return a, ok
 }
 
-func compactJSON(t *testing.T, b []byte) string {
+func compactJSON(t testing.TB, b []byte) string {
 	t.Helper()
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || string(b) == "null" {
@@ -209,6 +206,34 @@ func compactJSON(t *testing.T, b []byte) string {
 		t.Fatalf("acknowledgement is not JSON: %v: %s", err, b)
 	}
 	return out.String()
+}
+
+// clickPayload is a block_actions payload: user clicked the button
+// actionID, with value, on the approval card.
+func clickPayload(user, actionID, value string) json.RawMessage {
+	return mustJSON(map[string]any{
+		"type": "block_actions", "user": map[string]any{"id": user}, "team": map[string]any{"id": smTeam},
+		"trigger_id": "trigger-1", "api_app_id": "A0APP",
+		"container": map[string]any{"type": "message", "channel_id": smCardChan, "message_ts": smCardTS},
+		"channel":   map[string]any{"id": smCardChan}, "message": map[string]any{"ts": smCardTS},
+		"actions": []any{map[string]any{"type": "button", "action_id": actionID, "block_id": "decide", "value": value}},
+	})
+}
+
+// submitPayload is a view_submission payload: user submitted the modal
+// callbackID, opened from the approval card of token, with input typed
+// into its blockID/actionID.
+func submitPayload(token, user, callbackID, blockID, actionID, input string) json.RawMessage {
+	metadata := encodeModalMetadata(Card{Token: token, ToolCallID: smCallID}, MessageRef{Channel: smCardChan, TS: smCardTS})
+	return mustJSON(map[string]any{
+		"type": "view_submission", "user": map[string]any{"id": user}, "team": map[string]any{"id": smTeam},
+		"view": map[string]any{
+			"id": "V0EDIT", "callback_id": callbackID, "private_metadata": metadata,
+			"state": map[string]any{"values": map[string]any{
+				blockID: map[string]any{actionID: map[string]any{"type": "plain_text_input", "value": input}},
+			}},
+		},
+	})
 }
 
 // eventsEnvelope is an events_api request carrying event, as Slack sends
@@ -296,7 +321,7 @@ func (l *logSink) checkNoSecrets(t *testing.T) {
 // startSocketMode points sm at f with appToken and runs it until the
 // returned stop is called (or the test ends). stop returns Run's result;
 // when the test never calls it, Run must return nil.
-func startSocketMode(t *testing.T, f *fakeSocketSlack, sm *SocketMode, appToken string) (stop func() error) {
+func startSocketMode(t testing.TB, f *fakeSocketSlack, sm *SocketMode, appToken string) (stop func() error) {
 	t.Helper()
 	sm.Client = NewSocketModeClient(smBotToken, appToken, f.apiURL(), sm.Log)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -511,7 +536,7 @@ type refundArgs struct {
 
 // newSocketTestRunner returns a runner whose model calls whoami once and
 // then answers "done", and that knows issue_refund (for edited arguments).
-func newSocketTestRunner(t *testing.T, runs *startedRuns) *agentrunner.Runner {
+func newSocketTestRunner(t testing.TB, runs *startedRuns) *agentrunner.Runner {
 	t.Helper()
 	whoami := agentrunner.NewTool("whoami", "Says who started the run.",
 		func(_ context.Context, tc *agentrunner.ToolContext, _ struct{}) (any, error) {
@@ -553,7 +578,7 @@ func newSocketTestRunner(t *testing.T, runs *startedRuns) *agentrunner.Runner {
 
 // newSocketTestBot returns a Bot over the given doubles, with one route
 // whose only approver is smApprover.
-func newSocketTestBot(t *testing.T, s SlackAPI, a Approvals, r *agentrunner.Runner, log *slog.Logger) *Bot {
+func newSocketTestBot(t testing.TB, s SlackAPI, a Approvals, r *agentrunner.Runner, log *slog.Logger) *Bot {
 	t.Helper()
 	return New(Config{
 		Slack: s, Approvals: a, Runner: r, TeamID: smTeam, Log: log,
@@ -734,26 +759,8 @@ func TestSocketModeEventRetries(t *testing.T) {
 func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 	token := newRecordingApprovals().a.Token // NewToken is random: share one
 	value := EncodeAction(token, smCallID)
-	metadata := encodeModalMetadata(Card{Token: token, ToolCallID: smCallID}, MessageRef{Channel: smCardChan, TS: smCardTS})
-	click := func(user, actionID, value string) json.RawMessage {
-		return mustJSON(map[string]any{
-			"type": "block_actions", "user": map[string]any{"id": user}, "team": map[string]any{"id": smTeam},
-			"trigger_id": "trigger-1", "api_app_id": "A0APP",
-			"container": map[string]any{"type": "message", "channel_id": smCardChan, "message_ts": smCardTS},
-			"channel":   map[string]any{"id": smCardChan}, "message": map[string]any{"ts": smCardTS},
-			"actions": []any{map[string]any{"type": "button", "action_id": actionID, "block_id": "decide", "value": value}},
-		})
-	}
 	submit := func(user, callbackID, blockID, actionID, input string) json.RawMessage {
-		return mustJSON(map[string]any{
-			"type": "view_submission", "user": map[string]any{"id": user}, "team": map[string]any{"id": smTeam},
-			"view": map[string]any{
-				"id": "V0EDIT", "callback_id": callbackID, "private_metadata": metadata,
-				"state": map[string]any{"values": map[string]any{
-					blockID: map[string]any{actionID: map[string]any{"type": "plain_text_input", "value": input}},
-				}},
-			},
-		})
+		return submitPayload(token, user, callbackID, blockID, actionID, input)
 	}
 
 	tests := []struct {
@@ -766,30 +773,30 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 	}{
 		{
 			name:          "approve",
-			payload:       click(smApprover, ActionIDApprove, value),
+			payload:       clickPayload(smApprover, ActionIDApprove, value),
 			wantDecisions: []Decision{{CallID: smCallID, By: smApprover, Action: ActionApprove}},
 			wantSlack:     []string{"chat.update C0APPROVALS " + smCardTS},
 		},
 		{
 			name:          "deny",
-			payload:       click(smApprover, ActionIDDeny, value),
+			payload:       clickPayload(smApprover, ActionIDDeny, value),
 			wantDecisions: []Decision{{CallID: smCallID, By: smApprover, Action: ActionDeny}},
 			wantSlack:     []string{"chat.update C0APPROVALS " + smCardTS},
 		},
 		{
 			name:         "approve by someone who is no approver",
-			payload:      click(smStranger, ActionIDApprove, value),
+			payload:      clickPayload(smStranger, ActionIDApprove, value),
 			wantRefusals: []Refusal{{Token: token, CallID: smCallID, User: smStranger}},
 			wantSlack:    []string{"chat.postEphemeral C0APPROVALS U0MALLORY :no_entry: You are not an approver"},
 		},
 		{
 			name:      "a button slackbot did not make",
-			payload:   click(smApprover, ActionIDApprove, "garbage"),
+			payload:   clickPayload(smApprover, ActionIDApprove, "garbage"),
 			wantSlack: []string{"chat.postEphemeral C0APPROVALS U0ALICE This button is not one slackbot made."},
 		},
 		{
 			name:      "edit opens the modal",
-			payload:   click(smApprover, ActionIDEdit, value),
+			payload:   clickPayload(smApprover, ActionIDEdit, value),
 			wantSlack: []string{"views.open trigger-1 " + CallbackEditArgs},
 		},
 		{
@@ -980,5 +987,42 @@ func TestRedactSecrets(t *testing.T) {
 		if got := redactSecrets(tt.in); got != tt.want {
 			t.Errorf("redactSecrets(%q): got %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkSocketModeInteraction measures one interaction's round trip
+// over Socket Mode on loopback: the envelope is written, slack-go's client
+// reads it, ParseInteraction and Interact run against in-memory doubles,
+// and the acknowledgement comes back. Slack allows three seconds.
+func BenchmarkSocketModeInteraction(b *testing.B) {
+	benchmarks := []struct {
+		name    string
+		payload func(token string) json.RawMessage
+	}{
+		{"click", func(token string) json.RawMessage {
+			return clickPayload(smApprover, ActionIDApprove, EncodeAction(token, smCallID))
+		}},
+		{"invalid_edit", func(token string) json.RawMessage {
+			return submitPayload(token, smApprover, CallbackEditArgs, BlockIDEditArgs, ActionIDEditArgsInput, `{"order_id":"42","amount":"lots"}`)
+		}},
+	}
+	for _, bm := range benchmarks {
+		b.Run(bm.name, func(b *testing.B) {
+			approvals := newRecordingApprovals()
+			bot := newSocketTestBot(b, &recordingSlack{}, approvals, newSocketTestRunner(b, &startedRuns{}), nil)
+			fake := newFakeSocketSlack(b, smAppToken)
+			startSocketMode(b, fake, &SocketMode{Bot: bot}, smAppToken)
+			conn := fake.next(b)
+			envelope := interactiveEnvelope("", bm.payload(approvals.a.Token))
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				id := strconv.Itoa(i)
+				envelope["envelope_id"] = id
+				conn.send(b, envelope)
+				conn.ack(b, id)
+			}
+			b.StopTimer()
+			bot.Close()
+		})
 	}
 }
