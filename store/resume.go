@@ -89,7 +89,8 @@ func (s *Store) DeleteRun(ctx context.Context, runID string) error {
 // longer than a resume takes and than a job can be redelivered, because a
 // claimer that dies mid-resume keeps the claim and the run is then not
 // resumed again. That is the at-most-once trade; call ReleaseResume when a
-// resume fails before anything ran, so another process may try.
+// resume fails before anything ran, so another process may try. It
+// returns ErrInvalid for an empty owner.
 func (s *Store) ClaimResume(ctx context.Context, token, owner string, ttl time.Duration) (bool, error) {
 	return s.claim(ctx, token, owner, ttl, false)
 }
