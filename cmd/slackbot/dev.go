@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/slackapprove/slackbot/bot/devui"
 	"github.com/slackapprove/slackbot/bot/slackfake"
 )
 
@@ -16,7 +17,7 @@ import (
 // and sends signed clicks to slackbot's real webhooks.
 type devWorkspace struct {
 	slack  *slackfake.Server
-	ui     http.Handler
+	ui     *devui.Handler
 	secret string
 	apiURL string
 }
@@ -28,24 +29,22 @@ func newDevWorkspace(cfg *Config, addr net.Addr, log *slog.Logger) (*devWorkspac
 		_, _ = rand.Read(b[:])
 		secret = hex.EncodeToString(b[:])
 	}
+	// slackbot's own server, as the emulator reaches it on this machine.
 	base := devURL(addr)
 	fake := slackfake.New(slackfake.WithDemoWorkspace())
-	ui := http.NotFoundHandler()
-	_ = log
+	ui := devui.New(devui.Config{Slack: fake, SigningSecret: secret, Webhook: base, Log: log})
 	return &devWorkspace{slack: fake, ui: ui, secret: secret, apiURL: base + "/api/"}, nil
 }
 
 func (d *devWorkspace) handlers() map[string]http.Handler {
 	return map[string]http.Handler{
-		"/api/":    d.slack,
-		"/dev/":    http.StripPrefix("/dev", d.ui),
+		"/api/": d.slack,
+		"/dev/": http.StripPrefix("/dev", d.ui),
 		"GET /dev": http.RedirectHandler("/dev/", http.StatusFound),
 		"GET /{$}": http.RedirectHandler("/dev/", http.StatusFound),
 	}
 }
 
-func (d *devWorkspace) close() {
-	if c, ok := any(d.ui).(interface{ Close() }); ok {
-		c.Close()
-	}
-}
+// close ends the emulator's open event streams, so shutdown does not wait
+// on the browser.
+func (d *devWorkspace) close() { d.ui.Close() }

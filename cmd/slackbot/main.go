@@ -170,11 +170,17 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	}
 	client := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
 	deps.Slack = client
-	auth, err := authTest(ctx, client)
-	if err != nil {
-		return err
+	if dev != nil {
+		// The emulated workspace is served by this very process, which does
+		// not answer yet: ask it directly.
+		deps.TeamID, deps.BotUserID = dev.slack.Team().ID, dev.slack.BotUserID()
+	} else {
+		auth, err := authTest(ctx, client)
+		if err != nil {
+			return err
+		}
+		deps.TeamID, deps.BotUserID = auth.TeamID, auth.UserID
 	}
-	deps.TeamID, deps.BotUserID = auth.TeamID, auth.UserID
 
 	if deps.Routes, err = loadRoutes(cfg, mode); err != nil {
 		return err
@@ -198,6 +204,9 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	if dev != nil {
+		srv.RegisterOnShutdown(dev.close)
 	}
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})
@@ -244,9 +253,6 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	stopBackground()
 	<-bgDone
 	a.runs.Wait()
-	if dev != nil {
-		dev.close()
-	}
 	return nil
 }
 
