@@ -215,7 +215,22 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		a.background(bgCtx)
 	}()
 
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
+	if cfg.SlackAppToken != "" && mode == ModeServe {
+		// Socket Mode: events and clicks arrive over a websocket and go
+		// through the same handlers as HTTP; the HTTP server still serves
+		// health, metrics and the API.
+		sm := &bot.SocketMode{
+			Client: bot.NewSocketModeClient(cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackAPIURL, log),
+			Bot:    a.bot, Runs: a.runs, Log: log,
+		}
+		go func() {
+			if err := sm.Run(bgCtx); err != nil {
+				serveErr <- err
+			}
+		}()
+		log.Info("socket mode enabled: events and interactivity arrive over Slack's websocket")
+	}
 	go func() {
 		var err error
 		if cfg.TLSCertFile != "" {
@@ -223,7 +238,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		} else {
 			err = srv.Serve(ln)
 		}
-		serveErr <- err
+		serveErr <- fmt.Errorf("http server: %w", err)
 	}()
 	scheme := "http"
 	if cfg.TLSCertFile != "" {
@@ -240,7 +255,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	case err := <-serveErr:
 		stopBackground()
 		<-bgDone
-		return fmt.Errorf("http server: %w", err)
+		return err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing requests in flight; waiting runs stay in Redis for another replica")

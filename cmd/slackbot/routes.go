@@ -15,11 +15,14 @@ import (
 // handler is slackbot's HTTP API, readable in one place.
 func (a *app) handler() http.Handler {
 	mux := http.NewServeMux()
-	secret := a.deps.SigningSecret
-	mux.Handle("POST /slack/interactivity", a.metrics.timed("interactivity",
-		bot.VerifySlack(secret, a.log, a.bot.HandleInteraction())))
-	mux.Handle("POST /slack/events", a.metrics.timed("events",
-		bot.VerifySlack(secret, a.log, a.runs.HandleEvents())))
+	// Without a signing secret (Socket Mode only) nothing could be verified:
+	// the Slack endpoints are not served at all.
+	if secret := a.deps.SigningSecret; secret != "" {
+		mux.Handle("POST /slack/interactivity", a.metrics.timed("interactivity",
+			bot.VerifySlack(secret, a.log, a.bot.HandleInteraction())))
+		mux.Handle("POST /slack/events", a.metrics.timed("events",
+			bot.VerifySlack(secret, a.log, a.runs.HandleEvents())))
+	}
 	mux.Handle("GET /healthz", handleHealthz())
 	mux.Handle("GET /readyz", a.handleReadyz())
 	mux.Handle("GET /metrics", a.metrics.handler())
