@@ -83,8 +83,8 @@ func newOptions(opts []Option) *options {
 	return o
 }
 
-// WithLookupEnv sets where ${VAR} references are resolved and which values
-// of InheritedEnv a stdio server gets; the default is os.LookupEnv.
+// WithLookupEnv sets where ${VAR} references are resolved and where the
+// variables a stdio server inherits come from; the default is os.LookupEnv.
 func WithLookupEnv(lookup func(string) (string, bool)) Option {
 	return func(o *options) { o.lookupEnv = lookup }
 }
@@ -223,11 +223,11 @@ func (c *Client) newTransport(ctx context.Context, o *options) (mcp.Transport, e
 	return nil, errors.New("no command or url to reach the server by")
 }
 
-// childEnv is the environment of a stdio server: the InheritedEnv
+// childEnv is the environment of a stdio server: the inheritedEnv
 // variables that are set, then the configured ones.
 func childEnv(extra map[string]string, lookup func(string) (string, bool)) []string {
-	env := make([]string, 0, len(InheritedEnv)+len(extra))
-	for _, k := range InheritedEnv {
+	env := make([]string, 0, len(inheritedEnv)+len(extra))
+	for _, k := range inheritedEnv {
 		if _, set := extra[k]; set {
 			continue
 		}

@@ -322,3 +322,35 @@ func TestNewToolsetRefusesConfig(t *testing.T) {
 		t.Errorf("%d connection attempts, want none", attempts)
 	}
 }
+
+// A call the server does not answer within the server's timeout fails,
+// saying it may still take effect; the session goes on.
+func TestCallTimeout(t *testing.T) {
+	srv := newTicketServer()
+	mcp.AddTool(srv.srv, &mcp.Tool{Name: "hang", Description: "Never answers."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done() // cancelled by the client giving up
+			return nil, nil, ctx.Err()
+		})
+	cfg := ticketsConfig
+	cfg.Timeout = time.Millisecond
+	cfg.ReadOnly = []string{"*"}
+	c, err := mcptools.Connect(t.Context(), cfg, mcptools.WithTransport(srv.transport))
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	tools, err := c.Tools(t.Context())
+	if err != nil {
+		t.Fatalf("Tools: %v", err)
+	}
+
+	_, err = callTool(t, findTool(t, tools, "tickets__hang"), `{}`)
+	if want := "MCP server tickets: hang: no answer in time after 1ms; the call may still take effect"; err == nil || err.Error() != "Tool failed: "+want {
+		t.Errorf("hang = %v, want %q", err, want)
+	}
+	// Listing is not bounded by the call timeout: the session is alive.
+	if _, err := c.Tools(t.Context()); err != nil {
+		t.Errorf("Tools after a timeout: %v", err)
+	}
+}

@@ -30,7 +30,8 @@ type Config struct {
 	// Command and URL is set.
 	Command []string
 	// Env is added to the environment of a stdio server, which otherwise
-	// inherits only InheritedEnv. Values may reference ${VAR}s.
+	// inherits only HOME, LANG, LOGNAME, PATH, SHELL, TERM, TMPDIR, TZ and
+	// USER from slackbot's. Values may reference ${VAR}s.
 	Env map[string]string
 	// URL is the endpoint of a streamable-HTTP server; http or https. It
 	// may reference ${VAR}s.
@@ -46,10 +47,10 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// InheritedEnv lists the variables a stdio server inherits from slackbot's
+// inheritedEnv lists the variables a stdio server inherits from slackbot's
 // environment. Everything else, Slack tokens and API keys included, stays
 // out of the child unless Config.Env passes it on explicitly.
-var InheritedEnv = []string{"HOME", "LANG", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "TZ", "USER"}
+var inheritedEnv = []string{"HOME", "LANG", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "TZ", "USER"}
 
 // Transport describes how the server is reached, for messages:
 // "stdio github-mcp-server" or "streamable HTTP https://host/mcp". It

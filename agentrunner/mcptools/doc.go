@@ -43,9 +43,9 @@
 // would be vouching for itself. List as read-only only tools that change
 // nothing; a tool the server adds later is behind approval until listed.
 //
-// A stdio server inherits only the variables in InheritedEnv (PATH, HOME
-// and the like) plus its env entries, never slackbot's Slack tokens or API
-// keys. Headers are sent only to the host of the server's url, not to
+// A stdio server inherits only HOME, LANG, LOGNAME, PATH, SHELL, TERM,
+// TMPDIR, TZ and USER plus its env entries, never slackbot's Slack tokens
+// or API keys. Headers are sent only to the host of the server's url, not to
 // hosts it redirects to. Messages name a server's transport without its
 // arguments, credentials or query string.
 //

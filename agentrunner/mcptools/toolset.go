@@ -247,19 +247,19 @@ func (s *server) session(ctx context.Context, up func(), delay *time.Duration) e
 	o := s.ts.opts
 	connCtx, cancel := context.WithTimeout(ctx, o.connectTimeout)
 	c, err := connect(connCtx, s.cfg, s.transport, o)
-	if err == nil {
-		err = s.refresh(connCtx, c)
-	}
 	cancel()
 	if err != nil {
-		if c != nil {
-			s.closeClient(ctx, c)
-		}
 		s.setState(nil, err)
 		return err
 	}
-	*delay = o.minBackoff
+	// Calls may come as soon as the tools are published.
 	s.setState(c, nil)
+	if err := s.healthy(ctx, c, false); err != nil {
+		s.setState(nil, err)
+		s.closeClient(ctx, c)
+		return err
+	}
+	*delay = o.minBackoff
 	c.logger.Info("MCP server connected", "transport", s.transport, "tools", s.toolCount())
 	up()
 	err = s.serve(ctx, c)
@@ -311,8 +311,9 @@ func (s *server) serve(ctx context.Context, c *Client) error {
 }
 
 // healthy pings the server if asked to and lists its tools again. Only
-// the server being out of reach is an error; anything else is logged and
-// the session goes on with the tools it had.
+// the server being out of reach, or not answering in time, is an error;
+// anything else (a server that cannot list tools) is logged and the
+// session goes on with the tools it had.
 func (s *server) healthy(ctx context.Context, c *Client, ping bool) error {
 	checkCtx, cancel := context.WithTimeout(ctx, s.ts.opts.connectTimeout)
 	defer cancel()
