@@ -2,6 +2,9 @@ package bot
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -136,18 +139,40 @@ func (b *Bot) matchRoute(tool, channel string) *Route {
 }
 
 // post posts a card, retrying as Slack asks, and returns where it went.
+//
+// A post that fails ambiguously — a timeout or a 5xx, after which Slack may
+// have posted the message anyway — is not simply retried: the channel's
+// recent history is searched for the card's marker first, so a burst under
+// a flaky network posts every card exactly once.
 func (b *Bot) post(ctx context.Context, channel string, card Card) (MessageRef, error) {
 	var ref MessageRef
+	marker := cardMarker(card.Token, card.ToolCallID)
+	since := time.Now().Add(-time.Minute)
+	ambiguous := false
 	err := b.retry.Do(ctx, func(ctx context.Context) error {
+		if ambiguous {
+			found, err := b.findCard(ctx, channel, marker, since)
+			if err != nil {
+				return err
+			}
+			if found.TS != "" {
+				ref = found
+				return nil
+			}
+		}
 		ch, ts, err := b.slack.PostMessageContext(ctx, channel,
 			slack.MsgOptionText(ApprovalText(card), false),
 			slack.MsgOptionBlocks(ApprovalBlocks(card)...),
 			slack.MsgOptionMetadata(slack.SlackMetadata{
-				EventType:    "slackbot_approval",
-				EventPayload: map[string]any{"call": card.ToolCallID},
+				EventType:    cardEventType,
+				EventPayload: map[string]any{"card": marker},
 			}))
 		if err != nil {
 			b.metrics.SlackError("chat.postMessage")
+			var rl *slack.RateLimitedError
+			if !errors.As(err, &rl) && retryable(err) {
+				ambiguous = true
+			}
 			return err
 		}
 		ref = MessageRef{Channel: ch, TS: ts}
@@ -157,4 +182,32 @@ func (b *Bot) post(ctx context.Context, channel string, card Card) (MessageRef, 
 		return MessageRef{}, fmt.Errorf("chat.postMessage to %s: %w", channel, err)
 	}
 	return ref, nil
+}
+
+// cardEventType is the metadata event type of approval cards.
+const cardEventType = "slackbot_approval"
+
+// cardMarker identifies one call's card in message metadata without
+// revealing the resume token: a digest of token and call id.
+func cardMarker(token, callID string) string {
+	sum := sha256.Sum256([]byte(token + "\x00" + callID))
+	return hex.EncodeToString(sum[:12])
+}
+
+// findCard looks for a card with marker among the channel's messages since
+// the first attempt.
+func (b *Bot) findCard(ctx context.Context, channel, marker string, since time.Time) (MessageRef, error) {
+	resp, err := b.slack.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+		ChannelID: channel, Oldest: fmt.Sprintf("%d.000000", since.Unix()), Limit: 200, IncludeAllMetadata: true,
+	})
+	if err != nil {
+		b.metrics.SlackError("conversations.history")
+		return MessageRef{}, fmt.Errorf("look for an ambiguously posted card: %w", err)
+	}
+	for _, m := range resp.Messages {
+		if m.Metadata.EventType == cardEventType && m.Metadata.EventPayload["card"] == marker {
+			return MessageRef{Channel: channel, TS: m.Timestamp}, nil
+		}
+	}
+	return MessageRef{}, nil
 }

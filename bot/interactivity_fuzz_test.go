@@ -32,6 +32,9 @@ func (nopSlack) GetUserGroupMembersContext(context.Context, string, ...slack.Get
 func (nopSlack) AuthTestContext(context.Context) (*slack.AuthTestResponse, error) {
 	return &slack.AuthTestResponse{}, nil
 }
+func (nopSlack) GetConversationHistoryContext(context.Context, *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error) {
+	return &slack.GetConversationHistoryResponse{}, nil
+}
 
 // oneApproval is an Approvals holding one pending approval, enough for
 // hostile payloads to reach every branch of the handler.

@@ -20,6 +20,10 @@ type SlackAPI interface {
 	OpenViewContext(ctx context.Context, triggerID string, view slack.ModalViewRequest) (*slack.ViewResponse, error)
 	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
 	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
+	// GetConversationHistoryContext finds a card whose post failed
+	// ambiguously (a timeout after Slack may have acted), so a retry does
+	// not post it twice.
+	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
 }
 
 // Retry says how Slack calls are retried: HTTP 429 waits for Retry-After,
@@ -34,6 +38,9 @@ type Retry struct {
 	// Sleep waits for d or until ctx ends; nil means a real timer. Tests
 	// inject it to avoid sleeping.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// AttemptTimeout bounds one attempt, so a Slack that never answers is
+	// retried rather than waited on forever; default 15s.
+	AttemptTimeout time.Duration
 }
 
 func (r Retry) withDefaults() Retry {
@@ -51,6 +58,9 @@ func (r Retry) withDefaults() Retry {
 	}
 	if r.Sleep == nil {
 		r.Sleep = sleepCtx
+	}
+	if r.AttemptTimeout <= 0 {
+		r.AttemptTimeout = 15 * time.Second
 	}
 	return r
 }
@@ -73,7 +83,9 @@ func (r Retry) Do(ctx context.Context, f func(ctx context.Context) error) error 
 	var waited time.Duration
 	failures := 0
 	for {
-		err := f(ctx)
+		actx, cancel := context.WithTimeout(ctx, r.AttemptTimeout)
+		err := f(actx)
+		cancel()
 		if err == nil {
 			return nil
 		}

@@ -402,6 +402,11 @@ func (s *recordingSlack) AuthTestContext(context.Context) (*slack.AuthTestRespon
 	return &slack.AuthTestResponse{TeamID: smTeam, UserID: smBotUser}, nil
 }
 
+func (s *recordingSlack) GetConversationHistoryContext(context.Context, *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error) {
+	s.record("conversations.history")
+	return &slack.GetConversationHistoryResponse{}, nil
+}
+
 // recordingApprovals holds one pending approval; it records decisions
 // and refusals and applies decisions as the store would (first wins).
 type recordingApprovals struct {

@@ -26,6 +26,7 @@ var methods = map[string]methodFunc{
 	"chat.getPermalink":     (*Server).getPermalink,
 	"conversations.info":    (*Server).conversationsInfo,
 	"conversations.replies": (*Server).conversationsReplies,
+	"conversations.history": (*Server).conversationsHistory,
 	"users.info":            (*Server).usersInfo,
 	"usergroups.users.list": (*Server).usergroupsUsersList,
 	"views.open":            (*Server).viewsOpen,
@@ -289,6 +290,44 @@ func (s *Server) conversationsReplies(r *request) (map[string]any, *apiError) {
 		"has_more":          next != "",
 		"response_metadata": map[string]any{"next_cursor": next},
 	}, nil
+}
+
+// conversationsHistory lists a channel's top-level messages, newest first,
+// optionally only those newer than oldest, as Slack does.
+func (s *Server) conversationsHistory(r *request) (map[string]any, *apiError) {
+	ch, apiErr := s.resolveChannel(r.str("channel"))
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	limit := 100
+	if v := r.str("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, errCode("invalid_limit")
+		}
+		limit = min(n, 1000)
+	}
+	oldest := r.str("oldest")
+	var msgs []map[string]any
+	all := s.messages[ch.ID]
+	for i := len(all) - 1; i >= 0 && len(msgs) < limit; i-- {
+		m := all[i]
+		if m.Deleted || m.ThreadTS != "" {
+			continue
+		}
+		if oldest != "" && tsLess(m.TS, oldest) {
+			break
+		}
+		msgs = append(msgs, s.wire(m))
+	}
+	return map[string]any{"messages": msgs, "has_more": false, "response_metadata": map[string]any{"next_cursor": ""}}, nil
+}
+
+// tsLess orders Slack timestamps ("1700000000.000100").
+func tsLess(a, b string) bool {
+	fa, _ := strconv.ParseFloat(a, 64)
+	fb, _ := strconv.ParseFloat(b, 64)
+	return fa < fb
 }
 
 func (s *Server) usersInfo(r *request) (map[string]any, *apiError) {

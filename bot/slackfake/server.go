@@ -62,6 +62,7 @@ type Server struct {
 	limits map[string]*rateLimit
 	fails  map[string]*failure
 	delays map[string]time.Duration
+	drops  map[string]int
 
 	subs    map[int]chan Event
 	nextSub int
@@ -160,6 +161,7 @@ func New(opts ...Option) *Server {
 		limits:   map[string]*rateLimit{},
 		fails:    map[string]*failure{},
 		delays:   map[string]time.Duration{},
+		drops:    map[string]int{},
 		subs:     map[int]chan Event{},
 	}
 	WithBot("U0BOT", "slackbot", "B0BOT", "A0APP")(s)
@@ -247,6 +249,17 @@ func (s *Server) ErrorNext(method, code string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fails[method] = &failure{status: http.StatusOK, code: code, left: n}
+}
+
+// LoseResponseNext makes the next n calls of method (or "*") take effect
+// and then lose their response: the connection is closed before any byte
+// is written, as when a network path fails after Slack acted. The client
+// sees an error and cannot tell whether the call happened; a client that
+// simply retries a chat.postMessage posts twice.
+func (s *Server) LoseResponseNext(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drops[method] = n
 }
 
 // Delay makes every call of method (or "*") wait d before it is handled;
@@ -448,7 +461,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	status, header, body := s.handle(req, token)
+	lose := false
+	for _, key := range []string{method, "*"} {
+		if s.drops[key] > 0 {
+			s.drops[key]--
+			lose = true
+			break
+		}
+	}
 	s.mu.Unlock()
+	if lose {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
 	writeJSON(w, status, header, body)
 }
 
