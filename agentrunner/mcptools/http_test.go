@@ -1,9 +1,11 @@
 package mcptools_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,7 +51,7 @@ func TestStreamableHTTP(t *testing.T) {
 
 	t.Run("token from the environment", func(t *testing.T) {
 		t.Setenv("TICKETS_TOKEN", "s3cret")
-		ts := newToolset(t, []mcptools.Config{cfg})
+		ts := newToolset(t, []mcptools.Config{cfg}, mcptools.WithHealthCheck(0))
 		search := findTool(t, ts.Tools(), "tickets__search_tickets")
 		if search.NeedsApproval() {
 			t.Errorf("search_tickets needs approval; it is read-only")
@@ -66,6 +68,13 @@ func TestStreamableHTTP(t *testing.T) {
 		if n := refused.Load(); n != 0 {
 			t.Errorf("server refused %d requests", n)
 		}
+
+		// The server's notification arrives over HTTP too.
+		mcp.AddTool(srv.srv, &mcp.Tool{Name: "reopen_ticket", Description: "Reopen a ticket."},
+			func(context.Context, *mcp.CallToolRequest, closeArgs) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "reopened"}}}, nil, nil
+			})
+		waitForTools(t, ts, "reopen_ticket", func(names []string) bool { return slices.Contains(names, "tickets__reopen_ticket") })
 	})
 
 	t.Run("wrong token", func(t *testing.T) {

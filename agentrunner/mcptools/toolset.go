@@ -51,7 +51,7 @@ type Toolset struct {
 
 	mu        sync.Mutex
 	tools     []*agentrunner.Tool
-	print     string
+	sig       string
 	changed   chan struct{}
 	closeErrs []error
 }
@@ -79,7 +79,7 @@ type server struct {
 	client *Client // nil while down
 	err    error   // why client is nil
 	tools  []*agentrunner.Tool
-	print  string
+	sig    string
 }
 
 // NewToolset validates every configuration and expands its ${VAR}
@@ -187,20 +187,20 @@ func (ts *Toolset) publish() {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	var (
-		all    []*agentrunner.Tool
-		prints []string
+		all  []*agentrunner.Tool
+		sigs []string
 	)
 	for _, s := range ts.servers {
 		s.mu.Lock()
 		all = append(all, s.tools...)
-		prints = append(prints, s.print)
+		sigs = append(sigs, s.sig)
 		s.mu.Unlock()
 	}
-	print := strings.Join(prints, "\x00")
-	if print == ts.print {
+	sig := strings.Join(sigs, "\x00")
+	if sig == ts.sig {
 		return
 	}
-	ts.tools, ts.print = all, print
+	ts.tools, ts.sig = all, sig
 	close(ts.changed)
 	ts.changed = make(chan struct{})
 }
@@ -344,11 +344,11 @@ func (s *server) refresh(ctx context.Context, c *Client) error {
 		return err
 	}
 	tools := buildTools(s.cfg, list, s.call, c.logger)
-	print := fingerprint(tools)
+	sig := fingerprint(tools)
 	s.mu.Lock()
-	same := print == s.print
+	same := sig == s.sig
 	if !same {
-		s.tools, s.print = tools, print
+		s.tools, s.sig = tools, sig
 	}
 	s.mu.Unlock()
 	if !same {
