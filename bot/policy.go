@@ -222,6 +222,19 @@ type Policy struct {
 	Now func() time.Time
 	// Log receives evaluation errors; nil means slog.Default().
 	Log *slog.Logger
+	// Record, when set, is told every decision the policy makes, for the
+	// audit stream: decisions without a person are audited too.
+	Record func(ctx context.Context, d PolicyDecision)
+}
+
+// PolicyDecision is one decision a policy made without a person.
+type PolicyDecision struct {
+	RunID     string
+	Call      agentrunner.ToolCallPart
+	Requester string
+	By        string // "policy:<route>" or "policy:none"
+	Decision  string // "approved", "denied" or "failed"
+	Reason    string
 }
 
 // HandleDeferred implements agentrunner.DeferredHandler.
@@ -262,7 +275,30 @@ func (p *Policy) HandleDeferred(ctx context.Context, rc *agentrunner.RunContext,
 			res.AnsweredBy[call.ToolCallID] = AnsweredByNoRoute
 		}
 	}
+	if p.Record != nil {
+		p.record(ctx, rc, origin, requests, res)
+	}
 	return res, nil
+}
+
+func (p *Policy) record(ctx context.Context, rc *agentrunner.RunContext, origin *Origin, requests agentrunner.DeferredToolRequests, res *agentrunner.DeferredToolResults) {
+	for _, id := range requests.IDs() {
+		by, ok := res.AnsweredBy[id]
+		if !ok {
+			continue
+		}
+		call, _ := requests.Call(id)
+		d := PolicyDecision{RunID: runID(rc), Call: call, Requester: origin.Requester(), By: by}
+		if a, ok := res.Approvals[id]; ok {
+			d.Decision = "approved"
+			if !a.Approved {
+				d.Decision, d.Reason = "denied", a.DenialMessage()
+			}
+		} else if c, ok := res.Calls[id]; ok {
+			d.Decision, d.Reason = "failed", c.Message
+		}
+		p.Record(ctx, d)
+	}
 }
 
 func (p *Policy) evaluate(ctx context.Context, route *Route, call agentrunner.ToolCallPart, origin *Origin, md map[string]any, now time.Time) (Verdict, error) {

@@ -105,7 +105,7 @@ func newApp(d appDeps) (*app, error) {
 	})
 	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: a.events, Deadline: a.bot.Deadline}
 	runner, err := agentrunner.NewRunner(d.Model, d.Tools,
-		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log}, ask))
+		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask))
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +119,20 @@ func newApp(d appDeps) (*app, error) {
 		},
 	}
 	return a, nil
+}
+
+// auditPolicy writes a decision made by a routing policy to the audit
+// stream, like a person's.
+func (a *app) auditPolicy(ctx context.Context, d bot.PolicyDecision) {
+	args, _ := d.Call.ArgsObject()
+	err := a.store.Audit(ctx, store.AuditEvent{
+		Type: store.AuditDecided, RunID: d.RunID, CallID: d.Call.ToolCallID, Tool: d.Call.ToolName,
+		By: d.By, Decision: d.Decision, Args: string(args), Reason: d.Reason,
+	})
+	if err != nil {
+		a.log.ErrorContext(ctx, "audit policy decision", "err", err)
+	}
+	a.metrics.Decision(d.Decision)
 }
 
 // background runs the loops every process runs until ctx ends: the

@@ -338,3 +338,41 @@ func TestExpiry(t *testing.T) {
 		t.Error("the tool ran after expiry")
 	}
 }
+
+// A routing policy decides without a person; its decisions are in the
+// audit stream like anyone's, and a call no route matches is denied.
+func TestPolicyDecisionsAreAudited(t *testing.T) {
+	routes := `
+routes:
+  - name: refunds
+    when: {tools: ["issue_refund"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+    auto_approve: "args.amount <= 100"
+`
+	e := newEnv(t, envOptions{routes: routes, model: agentrunner.TestModel{CallTools: []string{"issue_refund", "delete_customer"}}})
+	thread := e.mention(carol, general, "refund and delete")
+	answer := e.waitReply(general, thread)
+	if !strings.Contains(answer, `"issue_refund":"refunded 0.00 on a"`) || !strings.Contains(answer, "No approval route matches delete_customer") {
+		t.Errorf("got answer %q, want the refund approved by policy and the deletion denied", answer)
+	}
+	if len(e.cards()) != 0 {
+		t.Errorf("policy decisions posted %d cards", len(e.cards()))
+	}
+	events, err := e.app.store.ReadAudit(t.Context(), "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, ev := range events {
+		if ev.Type == "decided" {
+			got[ev.Tool] = ev.By + " " + ev.Decision
+		}
+	}
+	want := map[string]string{"issue_refund": "policy:refunds approved", "delete_customer": "policy:none denied"}
+	for tool, w := range want {
+		if got[tool] != w {
+			t.Errorf("audit for %s: got %q, want %q", tool, got[tool], w)
+		}
+	}
+}
