@@ -48,6 +48,22 @@ type Runner struct {
 	instructions string
 	maxRetries   int
 	maxSteps     int
+	sources      []ToolSource
+}
+
+// ToolSource supplies tools that may change while the runner lives, such
+// as those of MCP servers. Each run takes a snapshot of every source when
+// it starts (or resumes), so a tool added later is offered to later runs
+// and a pending call resumed from storage finds the tool as it is now.
+type ToolSource interface {
+	Tools() []*Tool
+}
+
+// WithToolSource adds tools from src to those given to NewRunner. A tool of
+// src whose name is already taken (by NewRunner's tools or an earlier
+// source) is left out.
+func WithToolSource(src ToolSource) Option {
+	return func(r *Runner) { r.sources = append(r.sources, src) }
 }
 
 // Option configures a Runner.
@@ -90,25 +106,53 @@ func NewRunner(model Model, tools []*Tool, opts ...Option) (*Runner, error) {
 
 // Tool returns the tool named name.
 func (r *Runner) Tool(name string) (*Tool, bool) {
-	t, ok := r.byName[name]
+	_, byName := r.toolset()
+	t, ok := byName[name]
 	return t, ok
 }
 
-// Tools returns the runner's tools in registration order.
-func (r *Runner) Tools() []*Tool { return slices.Clone(r.tools) }
+// Tools returns the runner's tools: those given to NewRunner in
+// registration order, then those of its tool sources.
+func (r *Runner) Tools() []*Tool {
+	tools, _ := r.toolset()
+	return slices.Clone(tools)
+}
+
+// toolset returns the tools as they are now, with an index by name.
+func (r *Runner) toolset() ([]*Tool, map[string]*Tool) {
+	if len(r.sources) == 0 {
+		return r.tools, r.byName
+	}
+	tools := slices.Clone(r.tools)
+	byName := make(map[string]*Tool, len(r.byName))
+	for k, v := range r.byName {
+		byName[k] = v
+	}
+	for _, src := range r.sources {
+		for _, t := range src.Tools() {
+			if t == nil || byName[t.name] != nil {
+				continue
+			}
+			byName[t.name] = t
+			tools = append(tools, t)
+		}
+	}
+	return tools, byName
+}
 
 // PendingCalls returns a view of every pending call with the confirmation
 // text its tool supplies, approvals first.
 func (r *Runner) PendingCalls(req DeferredToolRequests) []PendingToolCall {
 	out := make([]PendingToolCall, 0, len(req.Approvals)+len(req.Calls))
+	_, byName := r.toolset()
 	for _, id := range req.IDs() {
 		call, _ := req.Call(id)
 		p := PendingToolCall{Call: call, Kind: req.Kind(id), Metadata: req.Metadata[id]}
 		switch {
 		case p.Kind == KindQuestion:
 			p.Message, _ = p.Metadata[MetadataQuestion].(string)
-		case r.byName[call.ToolName] != nil:
-			p.Message = r.byName[call.ToolName].Confirm(call)
+		case byName[call.ToolName] != nil:
+			p.Message = byName[call.ToolName].Confirm(call)
 		default:
 			p.Message = DefaultConfirmation(call)
 		}
@@ -174,6 +218,8 @@ type RunResult struct {
 // run is the state of one call to Run.
 type run struct {
 	r        *Runner
+	tools    []*Tool          // the tools as the run started
+	byName   map[string]*Tool // tools by name
 	id       string
 	deps     any
 	messages []Message
@@ -186,6 +232,7 @@ type run struct {
 // are left pending and in.AllowPending is set.
 func (r *Runner) Run(ctx context.Context, in RunInput) (*RunResult, error) {
 	st := &run{r: r, id: in.RunID, deps: in.Deps, retries: map[string]int{}, allow: in.AllowPending}
+	st.tools, st.byName = r.toolset()
 	if st.id == "" {
 		st.id = newRunID()
 	}
@@ -343,7 +390,7 @@ func mapKeys[V any](m map[string]V) []string {
 // until calls stay pending.
 func (st *run) loop(ctx context.Context) (*RunResult, error) {
 	params := RequestParams{Instructions: st.r.instructions}
-	for _, t := range st.r.tools {
+	for _, t := range st.tools {
 		params.Tools = append(params.Tools, t.Definition())
 	}
 	for step := 0; ; step++ {
@@ -529,7 +576,7 @@ func (st *run) apply(ctx context.Context, req DeferredToolRequests, results *Def
 		call := c
 		if len(a.OverrideArgs) > 0 {
 			call.Args = a.OverrideArgs
-			if t, ok := st.r.byName[c.ToolName]; ok {
+			if t, ok := st.byName[c.ToolName]; ok {
 				if _, err := t.ValidateArgs(call.Args); err != nil {
 					// Pydantic AI's semantics: the model hears of it and may
 					// try again; say whose arguments were wrong.
@@ -608,10 +655,10 @@ type callOutcome struct {
 // model, or the kind the call was deferred as. Only running out of retries
 // is an error of the run.
 func (st *run) call(ctx context.Context, c ToolCallPart, md map[string]any, approved bool) (callOutcome, CallKind, error) {
-	t, ok := st.r.byName[c.ToolName]
+	t, ok := st.byName[c.ToolName]
 	if !ok {
-		names := make([]string, 0, len(st.r.tools))
-		for _, t := range st.r.tools {
+		names := make([]string, 0, len(st.tools))
+		for _, t := range st.tools {
 			names = append(names, t.name)
 		}
 		msg := fmt.Sprintf("Unknown tool name: %q. Available tools: %s", c.ToolName, strings.Join(names, ", "))

@@ -668,3 +668,55 @@ func TestUndecided(t *testing.T) {
 		}
 	}
 }
+
+// changingTools is a ToolSource whose tools the test swaps.
+type changingTools struct {
+	mu    sync.Mutex
+	tools []*agentrunner.Tool
+}
+
+func (c *changingTools) Tools() []*agentrunner.Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools
+}
+
+func (c *changingTools) set(tools ...*agentrunner.Tool) {
+	c.mu.Lock()
+	c.tools = tools
+	c.mu.Unlock()
+}
+
+// A tool source's tools are snapshotted per run: a tool added later is
+// offered to later runs, and a static tool wins over a source's namesake.
+func TestToolSource(t *testing.T) {
+	mk := func(name, out string) *agentrunner.Tool {
+		return agentrunner.NewTool(name, "", func(context.Context, *agentrunner.ToolContext, struct{}) (any, error) { return out, nil })
+	}
+	src := &changingTools{}
+	r, err := agentrunner.NewRunner(agentrunner.TestModel{}, []*agentrunner.Tool{mk("static", "s")}, agentrunner.WithToolSource(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Output, `{"static":"s"}`; got != want {
+		t.Errorf("before: got %s, want %s", got, want)
+	}
+	src.set(mk("mcp__search", "found"), mk("static", "shadowed"))
+	res, err = r.Run(t.Context(), agentrunner.RunInput{Prompt: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Output, `{"mcp__search":"found","static":"s"}`; got != want {
+		t.Errorf("after: got %s, want %s", got, want)
+	}
+	if _, ok := r.Tool("mcp__search"); !ok {
+		t.Error("Tool does not find the source's tool")
+	}
+	if n := len(r.Tools()); n != 2 {
+		t.Errorf("Tools has %d tools, want 2", n)
+	}
+}

@@ -31,6 +31,8 @@ type appDeps struct {
 	Routes        *bot.Routes
 	Model         agentrunner.Model
 	Tools         []*agentrunner.Tool
+	// ToolSource adds tools that change at run time (MCP servers); nil: none.
+	ToolSource agentrunner.ToolSource
 	// Owner names this process in the store's claims; empty: random.
 	Owner string
 	// SweepEvery is how often expired tokens are swept; 0: the store's default.
@@ -104,8 +106,11 @@ func newApp(d appDeps) (*app, error) {
 		Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
 	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: a.events, Deadline: a.bot.Deadline}
-	runner, err := agentrunner.NewRunner(d.Model, d.Tools,
-		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask))
+	opts := []agentrunner.Option{agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask)}
+	if d.ToolSource != nil {
+		opts = append(opts, agentrunner.WithToolSource(d.ToolSource))
+	}
+	runner, err := agentrunner.NewRunner(d.Model, d.Tools, opts...)
 	if err != nil {
 		return nil, err
 	}

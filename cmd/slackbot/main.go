@@ -28,6 +28,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/agentrunner/demotools"
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -190,6 +191,25 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	}
 	if deps.Tools, err = newTools(cfg, mode); err != nil {
 		return err
+	}
+	if len(deps.Routes.MCPServers) > 0 {
+		// MCP servers that are down do not stop start-up: their tools are
+		// retried in the background and fail clearly until they are back.
+		var cfgs []mcptools.Config
+		for _, s := range deps.Routes.MCPServers {
+			cfgs = append(cfgs, s.Config())
+		}
+		ts, err := mcptools.NewToolset(ctx, cfgs, mcptools.WithLogger(log))
+		if err != nil {
+			return fmt.Errorf("mcp servers: %w", err)
+		}
+		defer func() {
+			if err := ts.Close(); err != nil {
+				log.Warn("closing MCP servers", "err", err)
+			}
+		}()
+		deps.ToolSource = ts
+		log.Info("MCP servers configured", "servers", len(cfgs))
 	}
 	a, err := newApp(deps)
 	if err != nil {

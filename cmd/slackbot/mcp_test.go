@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/store/redistest"
+)
+
+type closeTicketArgs struct {
+	ID int `json:"id"`
+}
+
+// TestServeWithMCPServer runs `slackbot serve` with an MCP server (the Go
+// SDK over streamable HTTP, with a bearer token from the environment) in
+// the routing file: its tool is offered to the model, needs approval, and
+// runs on the MCP server once approved in Slack.
+func TestServeWithMCPServer(t *testing.T) {
+	var mu sync.Mutex
+	var closed []int
+	srv := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "close_ticket", Description: "Close a ticket."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a closeTicketArgs) (*mcp.CallToolResult, any, error) {
+			mu.Lock()
+			closed = append(closed, a.ID)
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed"}}}, nil, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	mcpSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tk-123" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { mcpSrv.CloseClientConnections(); mcpSrv.Close() })
+
+	fake, fakeSrv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
+	rs := redistest.StartServer(t)
+	routes := `
+routes:
+  - name: tickets
+    when: {tools: ["tickets__*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+mcp_servers:
+  - name: tickets
+    url: ` + mcpSrv.URL + `/mcp
+    headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}
+`
+	file := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfake.APIURL(fakeSrv),
+		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
+		"TICKETS_TOKEN": "tk-123",
+	} {
+		t.Setenv(k, v)
+	}
+	base, _ := startRun(t, "serve")
+
+	full := "<@" + fake.BotUserID() + "> close the ticket"
+	msg, err := fake.PostAsUser(general, carol, full, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	event, _ := json.Marshal(map[string]any{
+		"type": "event_callback", "team_id": "T0FAKE", "event_id": "EvMCP", "event_time": time.Now().Unix(),
+		"event": map[string]any{"type": "app_mention", "user": carol, "text": full, "ts": msg.TS, "channel": general},
+	})
+	postSigned(t, base+"/slack/events", "application/json", event)
+	e := &env{t: t, slack: fake}
+	card := e.waitCards(1)[0]
+	if !strings.Contains(cardText(card), "tickets") || !strings.Contains(cardText(card), "close_ticket") {
+		t.Errorf("card does not name the MCP tool: %s", card.BlocksJSON)
+	}
+	mu.Lock()
+	n := len(closed)
+	mu.Unlock()
+	if n != 0 {
+		t.Fatal("the MCP tool ran before approval")
+	}
+	postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	if got, want := e.waitReply(general, msg.TS), `{"tickets__close_ticket":"closed"}`; got != want {
+		t.Errorf("answer: got %q, want %q", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(closed) != 1 || closed[0] != 0 {
+		t.Errorf("MCP server saw close_ticket %v, want once with id 0", closed)
+	}
+}
