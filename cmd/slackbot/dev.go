@@ -38,8 +38,8 @@ func newDevWorkspace(cfg *Config, addr net.Addr, log *slog.Logger) (*devWorkspac
 
 func (d *devWorkspace) handlers() map[string]http.Handler {
 	return map[string]http.Handler{
-		"/api/": d.slack,
-		"/dev/": http.StripPrefix("/dev", d.ui),
+		"/api/":    d.slack,
+		"/dev/":    http.StripPrefix("/dev", d.ui),
 		"GET /dev": http.RedirectHandler("/dev/", http.StatusFound),
 		"GET /{$}": http.RedirectHandler("/dev/", http.StatusFound),
 	}
