@@ -406,20 +406,26 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func TestDefaultBaseURL(t *testing.T) {
-	var got string
+// The SDK's environment variables are ignored: configuration comes from
+// the options only.
+func TestDefaultsIgnoreEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
+	var gotURL, gotAuth string
 	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		got = r.URL.String()
-		body := completion("Hello.").body
+		gotURL, gotAuth = r.URL.String(), r.Header.Get("Authorization")
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+			Body: io.NopCloser(strings.NewReader(completion("Hello.").body)), Request: r}, nil
 	})}
 	m := openai.New(testModel, openai.WithAPIKey(testKey), openai.WithHTTPClient(hc), openai.WithBaseURL(""))
 	if _, err := m.Request(t.Context(), []agentrunner.Message{{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{agentrunner.UserPrompt("Hi")}}}, agentrunner.RequestParams{}); err != nil {
 		t.Fatalf("Request: %v", err)
 	}
-	if want := "https://api.openai.com/v1/chat/completions"; got != want {
-		t.Errorf("URL: got %q, want %q", got, want)
+	if want := "https://api.openai.com/v1/chat/completions"; gotURL != want {
+		t.Errorf("URL: got %q, want %q", gotURL, want)
+	}
+	if want := "Bearer " + testKey; gotAuth != want {
+		t.Errorf("Authorization: got %q, want %q", gotAuth, want)
 	}
 }
 
