@@ -96,12 +96,12 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 	}
 	for _, id := range unrouted {
 		c, _ := req.Call(id)
-		reason := fmt.Sprintf("No approval route matches %s from this channel; the call was denied. Ask an admin to add a route.", c.ToolName)
+		reason := NoRouteMessage(c.ToolName, origin)
 		action := ActionDeny
 		if req.Kind(id) != agentrunner.KindApproval {
 			action = ActionFail
 		}
-		if _, err := b.approvals.Decide(ctx, token, Decision{CallID: id, By: "policy:none", Action: action, Reason: reason}); err != nil {
+		if _, err := b.approvals.Decide(ctx, token, Decision{CallID: id, By: AnsweredByNoRoute, Action: action, Reason: reason}); err != nil {
 			return nil, fmt.Errorf("deny unrouted call %s: %w", id, err)
 		}
 	}
@@ -111,6 +111,11 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 		}
 		route := b.route(c.Route)
 		ref, err := b.post(ctx, route.Channel, b.card(a, c))
+		if err != nil && ctx.Err() != nil {
+			// Shutting down: leave the token open; the run resumes elsewhere
+			// and nobody is told "no decision" for a card never shown.
+			return nil, ctx.Err()
+		}
 		if err != nil {
 			b.log.ErrorContext(ctx, "post approval card", "err", err, "channel", route.Channel, "call", c.ID)
 			action := ActionFail
