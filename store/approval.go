@@ -116,6 +116,17 @@ type Approval struct {
 	// Results is what the waiting run receives, set once the token ended:
 	// the decisions when resolved, agentrunner.NoDecision otherwise.
 	Results *agentrunner.DeferredToolResults `json:"results,omitempty"`
+
+	// Client is the HTTP API client that created the token, its owner:
+	// only that client may see, answer or cancel it through the API.
+	// Empty for tokens of runs started from Slack.
+	Client string `json:"client,omitempty"`
+	// Context is the free text an API client gave to show on the cards.
+	Context string `json:"context,omitempty"`
+	// CallbackURL, when set, is told the outcome when the token ends: the
+	// script that ends it queues a job on the callback queue
+	// (Store.CallbackQueue).
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // Call returns the state of the call with the given id.
@@ -191,6 +202,11 @@ func (s *Store) Create(ctx context.Context, a *Approval) error {
 		"thread", a.Source.ThreadTS,
 		"n", len(ids),
 		"left", len(ids),
+	}
+	for _, f := range []struct{ k, v string }{{"client", a.Client}, {"ctx", a.Context}, {"cb", a.CallbackURL}} {
+		if f.v != "" {
+			fields = append(fields, f.k, f.v)
+		}
 	}
 	calls := make([]CallState, 0, len(ids))
 	seen := map[string]bool{}
@@ -332,16 +348,19 @@ func flatMap(kv []string) map[string]string {
 // parseApproval reads a record written by the scripts.
 func parseApproval(token string, m map[string]string) (*Approval, error) {
 	a := &Approval{
-		Token:     token,
-		RunID:     m["run"],
-		Requester: m["requester"],
-		Source:    Source{Team: m["team"], Channel: m["channel"], ThreadTS: m["thread"]},
-		CreatedAt: fromMS(m["created"]),
-		ExpiresAt: fromMS(m["exp"]),
-		State:     State(m["state"]),
-		EndedAt:   fromMS(m["ended"]),
-		EndedBy:   m["endby"],
-		Reason:    m["reason"],
+		Token:       token,
+		RunID:       m["run"],
+		Requester:   m["requester"],
+		Source:      Source{Team: m["team"], Channel: m["channel"], ThreadTS: m["thread"]},
+		CreatedAt:   fromMS(m["created"]),
+		ExpiresAt:   fromMS(m["exp"]),
+		State:       State(m["state"]),
+		EndedAt:     fromMS(m["ended"]),
+		EndedBy:     m["endby"],
+		Reason:      m["reason"],
+		Client:      m["client"],
+		Context:     m["ctx"],
+		CallbackURL: m["cb"],
 	}
 	n, _ := strconv.Atoi(m["n"])
 	a.Calls = make([]CallState, n)

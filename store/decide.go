@@ -263,6 +263,33 @@ func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrun
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
 	}
+	answers, n, err := answerArgs(by, results)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+	}
+	args := s.tokenArgs(token, s.now(), by, string(raw), n)
+	args = append(args, answers...)
+	res, err := resolveScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+	}
+	if res[0] == "e:notpending" {
+		return nil, fmt.Errorf("resolve %s: %w: %v", short(token), ErrNotPendingCall, res[1:])
+	}
+	if err := codeErr(res[0]); err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+	}
+	a, err := parseApproval(token, flatMap(res[1:]))
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+	}
+	return a, nil
+}
+
+// answerArgs turns results into the answers of resolveScript and
+// answerScript: 6 strings per answer (id, class, result, new state,
+// answered by, results metadata), and their number.
+func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int, error) {
 	var answers []any
 	n := 0
 	add := func(id, class, res, state string) error {
@@ -286,47 +313,31 @@ func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrun
 		r := results.Approvals[id]
 		b, err := json.Marshal(r)
 		if err != nil {
-			return nil, fmt.Errorf("resolve %s: approval %s: %w", short(token), id, err)
+			return nil, 0, fmt.Errorf("approval %s: %w", id, err)
 		}
 		state := CallDenied
 		if r.Approved {
 			state = CallApproved
 		}
 		if err := add(id, "approval", string(b), string(state)); err != nil {
-			return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+			return nil, 0, err
 		}
 	}
 	for _, id := range sortedKeys(results.Calls) {
 		r := results.Calls[id]
 		b, err := json.Marshal(r)
 		if err != nil {
-			return nil, fmt.Errorf("resolve %s: call %s: %w", short(token), id, err)
+			return nil, 0, fmt.Errorf("call %s: %w", id, err)
 		}
 		state := CallAnswered
 		if r.Failed || r.Retry {
 			state = CallFailed
 		}
 		if err := add(id, "call", string(b), string(state)); err != nil {
-			return nil, fmt.Errorf("resolve %s: %w", short(token), err)
+			return nil, 0, err
 		}
 	}
-	args := s.tokenArgs(token, s.now(), by, string(raw), n)
-	args = append(args, answers...)
-	res, err := resolveScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
-	}
-	if res[0] == "e:notpending" {
-		return nil, fmt.Errorf("resolve %s: %w: %v", short(token), ErrNotPendingCall, res[1:])
-	}
-	if err := codeErr(res[0]); err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
-	}
-	a, err := parseApproval(token, flatMap(res[1:]))
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
-	}
-	return a, nil
+	return answers, n, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

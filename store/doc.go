@@ -28,6 +28,9 @@
 //	P deadlines      sorted set: open tokens by deadline (ms)
 //	P resume         stream: resume jobs, consumer group "resumers"
 //	P audit          stream: audit events, MAXLEN ~ AuditMaxLen
+//	P callbacks      stream: callback deliveries, consumer group "callbackers"
+//	P callbacks:retry sorted set: callback attempts waiting for their time
+//	P idem:<digest>  string: the token an API client's idempotency key made
 //	P run:<run id>   string: RunState JSON
 //	P claim:<token>  string: owner of the token's resumption
 //	P proc:<owner>   string: liveness of a process running Events.Run

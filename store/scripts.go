@@ -8,21 +8,21 @@ import "github.com/redis/go-redis/v9"
 // strings in hash fields: cjson would turn [] into {} and round big numbers),
 // and do no arithmetic on timestamps beyond comparisons and a TTL.
 //
-// KEYS of the token scripts: rec, deadlines, resume, audit.
+// KEYS of the token scripts: rec, deadlines, resume, audit, callbacks.
 // ARGV 1-6 of the token scripts: token, now (ms), audit maxlen, retention
 // (ms), notification channel, grace (ms); script arguments follow.
 //
 // The record (hash rec) has the top-level fields
 //
 //	v state exp opened created run requester team channel thread n left
-//	ended endby reason job waiter raw
+//	ended endby reason job waiter raw client ctx cb
 //
 // and, for call number i (1..n, in DeferredToolRequests.IDs order), fields
 // prefixed "c<i>.": id tool args kind route need rq st by at res act key md
 // ch ts, "v:<user>" (a vote: "<key> <ms>") and "n:<key>" (votes per key).
 // "i:<call id>" maps a call id to its number.
 const scriptPrelude = `
-local rec, deadlines, resume, auditkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local rec, deadlines, resume, auditkey, cbkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, now, maxlen, keep, chan, grace = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 -- audit appends an event to the audit stream; fields is a flat list of
@@ -48,7 +48,8 @@ local function reply(code)
 end
 
 -- finish ends the token: undecided calls are marked so, the deadline is
--- dropped, the run (if any) is queued for resumption, waiters everywhere
+-- dropped, the run (if any) is queued for resumption, a callback (if the
+-- record has a callback URL) is queued for delivery, waiters everywhere
 -- are notified, and the audit stream says how it ended.
 local function finish(state, by, reason)
   local n = tonumber(redis.call('HGET', rec, 'n') or '0')
@@ -65,6 +66,10 @@ local function finish(state, by, reason)
     local id = redis.call('XADD', resume, '*', 'token', token, 'run', run, 'state', state)
     redis.call('PEXPIRE', resume, keep)
     redis.call('HSET', rec, 'job', id)
+  end
+  if cbkey and redis.call('HEXISTS', rec, 'cb') == 1 then
+    redis.call('XADD', cbkey, '*', 'token', token, 'state', state, 'attempt', '1')
+    redis.call('PEXPIRE', cbkey, keep)
   end
   redis.call('PUBLISH', chan, token)
   audit({'type', state, 'run', run, 'by', by, 'reason', reason})

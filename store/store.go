@@ -179,6 +179,7 @@ func (s *Store) procKey(owner string) string  { return s.key("proc:" + owner) }
 func (s *Store) deadlinesKey() string         { return s.key("deadlines") }
 func (s *Store) resumeKey() string            { return s.key("resume") }
 func (s *Store) auditKey() string             { return s.key("audit") }
+func (s *Store) callbacksKey() string         { return s.key("callbacks") }
 
 // channel is the pub/sub channel on which the token of every ended record
 // is published.
@@ -189,7 +190,7 @@ func (s *Store) now() time.Time { return s.opts.Now() }
 // tokenKeys are the KEYS of every token script, in the order the scripts
 // expect them.
 func (s *Store) tokenKeys(token string) []string {
-	return []string{s.recKey(token), s.deadlinesKey(), s.resumeKey(), s.auditKey()}
+	return []string{s.recKey(token), s.deadlinesKey(), s.resumeKey(), s.auditKey(), s.callbacksKey()}
 }
 
 // tokenArgs are the ARGV every token script starts with.

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// This file holds what the HTTP API needs beyond the token lifecycle:
+// answers that may cover only some calls, and idempotency keys.
+
+// Answer records answers to some or all of the pending calls of an open
+// token atomically (one round trip), as the HTTP API's results endpoint
+// does. Every answer must name a call that is still pending, under the
+// right kind (approvals for approvals, calls for questions and external
+// calls); then all of them are recorded at once, and the token is resolved
+// if no call is left pending. Unlike Resolve, calls the results leave out
+// stay pending. results.AnsweredBy names who answered each call, by
+// otherwise. Answers are authoritative: an approval approves a call that
+// needs several approvers at once.
+//
+// Answer returns ErrInvalid for results that answer nothing or a token
+// that was opened but not created, ErrNotFound if the token is unknown,
+// ErrNotPendingCall (naming the offending ids) if an answer names a call
+// that is not pending, ErrExpired past the deadline, and ErrResolved,
+// ErrExpired, ErrCancelled or ErrFailed if the token already ended.
+// Nothing changes on error.
+func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*Approval, error) {
+	if !validToken(token) {
+		return nil, fmt.Errorf("answer %s: %w", short(token), ErrNotFound)
+	}
+	if results.Len() == 0 {
+		return nil, fmt.Errorf("answer %s: %w: no answers", short(token), ErrInvalid)
+	}
+	answers, n, err := answerArgs(by, results)
+	if err != nil {
+		return nil, fmt.Errorf("answer %s: %w", short(token), err)
+	}
+	args := s.tokenArgs(token, s.now(), by, n)
+	args = append(args, answers...)
+	res, err := answerScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("answer %s: %w", short(token), err)
+	}
+	if res[0] == "e:notpending" {
+		return nil, fmt.Errorf("answer %s: %w: %s", short(token), ErrNotPendingCall, strings.Join(res[1:], ", "))
+	}
+	if err := codeErr(res[0]); err != nil {
+		return nil, fmt.Errorf("answer %s: %w", short(token), err)
+	}
+	a, err := parseApproval(token, flatMap(res[1:]))
+	if err != nil {
+		return nil, fmt.Errorf("answer %s: %w", short(token), err)
+	}
+	return a, nil
+}
+
+// answerScript records answers to pending calls and resolves the token
+// when none is left pending.
+// ARGV 7: by, 8: number of answers, then 6 strings per answer: id, class
+// (approval|call), result, new state, answered by, results metadata.
+var answerScript = redis.NewScript(scriptPrelude + `
+if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
+local top = redis.call('HMGET', rec, 'state', 'exp', 'created', 'run')
+if top[1] ~= 'open' then return {'e:' .. top[1]} end
+if tonumber(now) >= tonumber(top[2]) then return {'e:expired'} end
+if not top[3] then return {'e:invalid'} end
+local by, m = ARGV[7], tonumber(ARGV[8])
+local bad, seen, nums = {}, {}, {}
+for j = 0, m - 1 do
+  local b = 9 + j * 6
+  local i = redis.call('HGET', rec, 'i:' .. ARGV[b])
+  local ok = false
+  if i and not seen[i] then
+    local f = redis.call('HMGET', rec, 'c' .. i .. '.kind', 'c' .. i .. '.st')
+    ok = f[2] == 'pending' and ((ARGV[b + 1] == 'approval') == (f[1] == 'approval'))
+  end
+  if ok then seen[i] = true else bad[#bad + 1] = ARGV[b] end
+  nums[j] = i
+end
+if #bad > 0 then
+  table.insert(bad, 1, 'e:notpending')
+  return bad
+end
+for j = 0, m - 1 do
+  local b = 9 + j * 6
+  local p = 'c' .. nums[j] .. '.'
+  redis.call('HSET', rec, p .. 'st', ARGV[b + 3], p .. 'by', ARGV[b + 4], p .. 'at', now, p .. 'res', ARGV[b + 2],
+    p .. 'act', 'answer', p .. 'key', '-', p .. 'md', ARGV[b + 5])
+  local f = redis.call('HMGET', rec, p .. 'tool', p .. 'args')
+  audit({'type', 'decided', 'run', top[4] or '', 'call', ARGV[b], 'tool', f[1] or '', 'by', ARGV[b + 4],
+    'decision', ARGV[b + 3], 'args', f[2] or '', 'detail', ARGV[b + 2]})
+end
+if redis.call('HINCRBY', rec, 'left', -m) <= 0 then
+  finish('resolved', by, '')
+  return reply('resolved')
+end
+return reply('answered')
+`)
+
+// Idempotency is what an API client's idempotency key stands for: the
+// token the first request with the key created.
+type Idempotency struct {
+	Token string
+	// Fingerprint identifies the first request (a digest of its body), so
+	// a different request reusing the key can be told apart from a retry.
+	Fingerprint string
+}
+
+// ClaimIdempotency makes client's idempotency key stand for token, created
+// by the request with the given fingerprint, for ttl (until
+// KeepIdempotency ties it to the token's record). If the key is already
+// taken it changes nothing, and returns what the key stands for and first
+// false. Keys are scoped per client: two clients may use the same key.
+func (s *Store) ClaimIdempotency(ctx context.Context, client, key, token, fingerprint string, ttl time.Duration) (got Idempotency, first bool, err error) {
+	if ttl <= 0 {
+		ttl = s.opts.Grace
+	}
+	v, err := claimIdemScript.Run(ctx, s.rdb, []string{s.idemKey(client, key)}, token+" "+fingerprint, ttl.Milliseconds()).Text()
+	if isRedisNil(err) {
+		return Idempotency{Token: token, Fingerprint: fingerprint}, true, nil
+	}
+	if err != nil {
+		return Idempotency{}, false, fmt.Errorf("claim idempotency key: %w", err)
+	}
+	tok, fp, _ := strings.Cut(v, " ")
+	return Idempotency{Token: tok, Fingerprint: fp}, false, nil
+}
+
+// KeepIdempotency gives client's idempotency key the lifetime of the
+// record of the token it stands for (its deadline plus Grace), so a retry
+// finds the token for as long as the token can be read.
+func (s *Store) KeepIdempotency(ctx context.Context, client, key, token string) error {
+	err := keepIdemScript.Run(ctx, s.rdb, []string{s.idemKey(client, key), s.recKey(token)}, token+" ").Err()
+	if err != nil && !isRedisNil(err) {
+		return fmt.Errorf("keep idempotency key: %w", err)
+	}
+	return nil
+}
+
+// ReleaseIdempotency forgets client's idempotency key if it still stands
+// for token, so that a request that failed before creating anything can
+// be retried with the same key.
+func (s *Store) ReleaseIdempotency(ctx context.Context, client, key, token string) error {
+	err := releaseIdemScript.Run(ctx, s.rdb, []string{s.idemKey(client, key)}, token+" ").Err()
+	if err != nil && !isRedisNil(err) {
+		return fmt.Errorf("release idempotency key: %w", err)
+	}
+	return nil
+}
+
+// idemKey names the key of an idempotency key: a digest, so clients'
+// keys (free text) never shape Redis key names.
+func (s *Store) idemKey(client, key string) string {
+	sum := sha256.Sum256([]byte(client + "\x00" + key))
+	return s.key("idem:" + hex.EncodeToString(sum[:16]))
+}
+
+// claimIdemScript sets KEYS[1] to ARGV[1] for ARGV[2] ms unless it exists,
+// and returns the value it has then (nil when it was just set).
+var claimIdemScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v then return v end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
+`)
+
+// keepIdemScript gives KEYS[1] the TTL of KEYS[2] if KEYS[1] starts with
+// ARGV[1].
+var keepIdemScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+`)
+
+// releaseIdemScript deletes KEYS[1] if it starts with ARGV[1].
+var releaseIdemScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)

@@ -1,0 +1,255 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// callbackGroup is the consumer group of the callback stream.
+const callbackGroup = "callbackers"
+
+// AuditCallback is the audit type of one attempt to deliver a token's
+// callback (see Store.AuditCallback).
+const AuditCallback AuditType = "callback"
+
+// Outcomes of a callback attempt, in the audit stream's Decision field.
+const (
+	CallbackDelivered = "delivered" // the receiver answered 2xx
+	CallbackRetrying  = "retrying"  // it failed; another attempt is scheduled
+	CallbackAbandoned = "abandoned" // it failed and no attempt is left
+)
+
+// CallbackJob is one attempt to tell a token's callback URL how the token
+// ended.
+type CallbackJob struct {
+	// ID is the job's stream entry id, for Ack and Retry.
+	ID    string
+	Token string
+	// State is how the token ended.
+	State State
+	// Attempt counts the attempts of this delivery, from 1.
+	Attempt int
+}
+
+// CallbackQueue hands the deliveries of callbacks to the processes that
+// make them: a Redis stream with one consumer group, written by the token
+// scripts atomically with the end of every token that has a callback URL,
+// so exactly one delivery sequence starts per token end, whichever process
+// ended it. Each job goes to one consumer; a job whose consumer died is
+// taken over with Reclaim. A failed attempt is not retried in place:
+// Retry acknowledges the job and schedules the next attempt in a sorted
+// set, which Promote moves back onto the stream when it is due, so no
+// process holds a job while it waits and any replica makes the next
+// attempt.
+//
+// A consumer (every replica runs one) loops:
+//
+//	q.Promote(ctx)
+//	jobs, _ := q.Read(ctx, me, time.Second)
+//	stale, _ := q.Reclaim(ctx, me, time.Minute)
+//	for _, j := range append(jobs, stale...) {
+//		// deliver; on success q.Ack(ctx, j.ID), on failure
+//		// q.Retry(ctx, j, next) or, out of attempts, q.Ack(ctx, j.ID)
+//	}
+type CallbackQueue struct {
+	s     *Store
+	count int64
+	group atomic.Bool // the consumer group is known to exist
+}
+
+// CallbackQueue returns the store's callback queue; Read and Reclaim
+// return at most count jobs at a time (default 16).
+func (s *Store) CallbackQueue(count int64) *CallbackQueue {
+	if count <= 0 {
+		count = 16
+	}
+	return &CallbackQueue{s: s, count: count}
+}
+
+func (s *Store) callbackRetryKey() string { return s.key("callbacks:retry") }
+
+func (q *CallbackQueue) ensureGroup(ctx context.Context) error {
+	if q.group.Load() {
+		return nil
+	}
+	keys := []string{q.s.callbacksKey()}
+	if err := groupScript.Run(ctx, q.s.rdb, keys, callbackGroup, q.s.opts.Retention.Milliseconds()).Err(); err != nil {
+		return fmt.Errorf("create callback group: %w", err)
+	}
+	q.group.Store(true)
+	return nil
+}
+
+// Read returns new jobs for consumer, waiting up to block for one (zero
+// or less: not at all). A blocked read holds a pooled connection and does
+// not end with ctx: keep block short. Read returns no jobs and a nil error
+// when none arrived.
+func (q *CallbackQueue) Read(ctx context.Context, consumer string, block time.Duration) ([]CallbackJob, error) {
+	if err := q.ensureGroup(ctx); err != nil {
+		return nil, err
+	}
+	if block <= 0 {
+		block = -1
+	}
+	args := &redis.XReadGroupArgs{
+		Group:    callbackGroup,
+		Consumer: consumer,
+		Streams:  []string{q.s.callbacksKey(), ">"},
+		Count:    q.count,
+		Block:    block,
+	}
+	streams, err := q.s.rdb.XReadGroup(ctx, args).Result()
+	if isNoGroup(err) {
+		// The stream expired with its group; recreate and retry once.
+		q.group.Store(false)
+		if err := q.ensureGroup(ctx); err != nil {
+			return nil, err
+		}
+		streams, err = q.s.rdb.XReadGroup(ctx, args).Result()
+	}
+	if isRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read callback queue: %w", err)
+	}
+	var jobs []CallbackJob
+	for _, st := range streams {
+		for _, m := range st.Messages {
+			jobs = append(jobs, callbackJob(m))
+		}
+	}
+	return jobs, nil
+}
+
+// Reclaim takes over the jobs that were delivered to some consumer more
+// than minIdle ago and not acknowledged (their consumer died mid-attempt)
+// and returns them to consumer. Make minIdle longer than an attempt takes.
+func (q *CallbackQueue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]CallbackJob, error) {
+	if err := q.ensureGroup(ctx); err != nil {
+		return nil, err
+	}
+	msgs, _, err := q.s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+		Stream:   q.s.callbacksKey(),
+		Group:    callbackGroup,
+		Consumer: consumer,
+		MinIdle:  minIdle,
+		Start:    "0-0",
+		Count:    q.count,
+	}).Result()
+	if isNoGroup(err) {
+		q.group.Store(false)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reclaim callback jobs: %w", err)
+	}
+	jobs := make([]CallbackJob, 0, len(msgs))
+	for _, m := range msgs {
+		jobs = append(jobs, callbackJob(m))
+	}
+	return jobs, nil
+}
+
+func callbackJob(m redis.XMessage) CallbackJob {
+	str := func(k string) string { v, _ := m.Values[k].(string); return v }
+	attempt, _ := strconv.Atoi(str("attempt"))
+	return CallbackJob{ID: m.ID, Token: str("token"), State: State(str("state")), Attempt: max(attempt, 1)}
+}
+
+// Ack removes jobs from the queue once handled: delivered, or given up.
+func (q *CallbackQueue) Ack(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := q.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAck(ctx, q.s.callbacksKey(), callbackGroup, ids...)
+		p.XDel(ctx, q.s.callbacksKey(), ids...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ack callback jobs: %w", err)
+	}
+	return nil
+}
+
+// Retry acknowledges job and schedules its next attempt (job.Attempt+1)
+// for at, atomically: the delivery sequence continues exactly once.
+func (q *CallbackQueue) Retry(ctx context.Context, job CallbackJob, at time.Time) error {
+	member := strconv.Itoa(job.Attempt+1) + " " + string(job.State) + " " + job.Token
+	keys := []string{q.s.callbacksKey(), q.s.callbackRetryKey()}
+	err := callbackRetryScript.Run(ctx, q.s.rdb, keys, callbackGroup, job.ID, ms(at), member, q.s.opts.Retention.Milliseconds()).Err()
+	if err != nil && !isRedisNil(err) {
+		return fmt.Errorf("schedule callback retry %s: %w", short(job.Token), err)
+	}
+	return nil
+}
+
+// Promote moves the attempts that are due (by the store's clock) from the
+// retry schedule back onto the stream, where Read finds them, and reports
+// how many it moved. Each is moved once however many processes promote.
+func (q *CallbackQueue) Promote(ctx context.Context) (int, error) {
+	keys := []string{q.s.callbackRetryKey(), q.s.callbacksKey()}
+	n, err := callbackPromoteScript.Run(ctx, q.s.rdb, keys, ms(q.s.now()), 256, q.s.opts.Retention.Milliseconds()).Int()
+	if err != nil {
+		return 0, fmt.Errorf("promote callback retries: %w", err)
+	}
+	return n, nil
+}
+
+// callbackRetryScript acknowledges a job and schedules its next attempt.
+// KEYS: stream, retry set. ARGV: group, job id, due (ms), member
+// ("<attempt> <state> <token>"), retention (ms).
+var callbackRetryScript = redis.NewScript(`
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return 1
+`)
+
+// callbackPromoteScript moves due attempts onto the stream.
+// KEYS: retry set, stream. ARGV: now (ms), limit, retention (ms).
+var callbackPromoteScript = redis.NewScript(`
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+for _, m in ipairs(due) do
+  redis.call('ZREM', KEYS[1], m)
+  local attempt, state, token = string.match(m, '^(%d+) (%S+) (%S+)$')
+  if attempt then
+    redis.call('XADD', KEYS[2], '*', 'token', token, 'state', state, 'attempt', attempt)
+  end
+end
+if #due > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+return #due
+`)
+
+// CallbackAttempt is one attempt to deliver a token's callback, for the
+// audit stream.
+type CallbackAttempt struct {
+	Token string
+	// Client is the API client the callback is for.
+	Client  string
+	Attempt int
+	// Outcome is CallbackDelivered, CallbackRetrying or CallbackAbandoned.
+	Outcome string
+	// Status is the receiver's HTTP status; 0 when there was no response.
+	Status int
+	// Error says why the attempt failed; never the receiver's body.
+	Error string
+}
+
+// AuditCallback records a callback attempt in the audit stream: type
+// "callback", By the client, Decision the outcome, Reason the error, and
+// Detail "attempt N" plus ", HTTP <status>" when the receiver answered.
+func (s *Store) AuditCallback(ctx context.Context, a CallbackAttempt) error {
+	detail := "attempt " + strconv.Itoa(a.Attempt)
+	if a.Status != 0 {
+		detail += ", HTTP " + strconv.Itoa(a.Status)
+	}
+	return s.Audit(ctx, AuditEvent{Type: AuditCallback, Token: a.Token, By: a.Client, Decision: a.Outcome, Reason: a.Error, Detail: detail})
+}
