@@ -146,7 +146,14 @@ func toTools(defs []agentrunner.ToolDefinition) ([]sdk.ChatCompletionToolUnionPa
 
 // fromCompletion maps the first choice of a completion onto a response.
 func fromCompletion(c *sdk.ChatCompletion) (agentrunner.Message, error) {
-	if c == nil || len(c.Choices) == 0 {
+	if c == nil {
+		return agentrunner.Message{}, fmt.Errorf("%w: no choices", ErrEmptyResponse)
+	}
+	if len(c.Choices) == 0 {
+		// Some proxies answer 200 with an error body.
+		if msg := bodyMessage([]byte(c.RawJSON())); msg != "" {
+			return agentrunner.Message{}, fmt.Errorf("%w: no choices: %s", ErrEmptyResponse, truncate(msg, maxMessage))
+		}
 		return agentrunner.Message{}, fmt.Errorf("%w: no choices", ErrEmptyResponse)
 	}
 	choice := c.Choices[0]

@@ -94,8 +94,8 @@ func normalizeErrors(req *http.Request, next option.MiddlewareNext) (*http.Respo
 }
 
 // bodyMessage finds an error message in a response body of any of the
-// shapes servers use: {"message":...}, {"error":"..."}, {"detail":"..."},
-// or short plain text.
+// shapes servers use: {"error":{"message":...}}, {"message":...},
+// {"error":"..."}, {"detail":"..."}, or short plain text.
 func bodyMessage(body []byte) string {
 	body = bytes.TrimSpace(body)
 	var obj struct {
@@ -106,6 +106,11 @@ func bodyMessage(body []byte) string {
 	if json.Unmarshal(body, &obj) == nil {
 		if s, ok := obj.Error.(string); ok && s != "" {
 			return s
+		}
+		if e, ok := obj.Error.(map[string]any); ok {
+			if s, ok := e["message"].(string); ok && s != "" {
+				return s
+			}
 		}
 		if obj.Message != "" {
 			return obj.Message

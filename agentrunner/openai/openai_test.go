@@ -520,6 +520,8 @@ func TestResponses(t *testing.T) {
 		wantText  string // in the error
 	}{
 		{name: "no choices", reply: rawCompletion(), wantErr: openai.ErrEmptyResponse, wantText: "openai gpt-4o-mini: empty response: no choices"},
+		{name: "error body with status 200", reply: reply{body: `{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error"}}`},
+			wantErr: openai.ErrEmptyResponse, wantText: "openai gpt-4o-mini: empty response: no choices: This model's maximum context length is 8192 tokens."},
 		{name: "empty choice", reply: rawCompletion(msg(map[string]any{"role": "assistant", "content": nil})), wantErr: openai.ErrEmptyResponse,
 			wantText: `openai gpt-4o-mini: empty response: no text and no tool calls (finish_reason "stop")`},
 		{name: "not JSON", reply: reply{body: "{not json"}, wantText: "openai gpt-4o-mini: "},
