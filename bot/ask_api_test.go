@@ -1,0 +1,299 @@
+package bot_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/bot/slackfake"
+)
+
+// apiRoutes: refunds under $100 from the billing client pass by policy,
+// deletions are refused by policy, everything in "ops" waits 10 minutes.
+const apiRoutes = `
+default_timeout: 1h
+routes:
+  - name: refunds
+    when: {tools: ["issue_refund"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+    timeout: 30m
+    auto_approve: 'requester == "api:billing" && args.amount <= 100'
+  - name: deletions
+    when: {tools: ["delete_*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE, U0BOB]}
+    required_approvals: 2
+    auto_deny: 'args.path.startsWith("/etc")'
+  - name: ops
+    when: {tools: ["deploy_*"]}
+    channel: C0GENERAL
+    approvers: {users: [U0BOB]}
+    timeout: 10m
+`
+
+// memApprovals keeps approvals in memory, deciding as the store does in
+// the simple cases AskAPI needs.
+type memApprovals struct {
+	mu        sync.Mutex
+	approvals map[string]*bot.Approval
+	decisions []bot.Decision
+}
+
+func (m *memApprovals) Create(_ context.Context, a *bot.Approval) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.approvals == nil {
+		m.approvals = map[string]*bot.Approval{}
+	}
+	if _, ok := m.approvals[a.Token]; ok {
+		return errors.New("duplicate token")
+	}
+	m.approvals[a.Token] = a
+	return nil
+}
+
+func (m *memApprovals) Get(_ context.Context, token string) (*bot.Approval, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.approvals[token]
+	if !ok {
+		return nil, bot.ErrNotFound
+	}
+	return a, nil
+}
+
+func (m *memApprovals) SetMessage(_ context.Context, token, callID string, ref bot.MessageRef) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.approvals[token].Call(callID).Message = ref
+	return nil
+}
+
+func (m *memApprovals) Decide(_ context.Context, token string, d bot.Decision) (*bot.Decided, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.approvals[token]
+	if !ok {
+		return nil, bot.ErrNotFound
+	}
+	c := a.Call(d.CallID)
+	if c.State != bot.StatePending {
+		return &bot.Decided{Approval: a, Call: c}, bot.ErrDecided
+	}
+	m.decisions = append(m.decisions, d)
+	c.State = map[bot.Action]bot.CardState{bot.ActionApprove: bot.StateApproved, bot.ActionDeny: bot.StateDenied, bot.ActionFail: bot.StateFailed}[d.Action]
+	c.DecidedBy, c.Reason = d.By, d.Reason
+	return &bot.Decided{Approval: a, Call: c, Changed: true}, nil
+}
+
+func (m *memApprovals) Refused(context.Context, bot.Refusal) error { return nil }
+
+func (m *memApprovals) Outcome(context.Context, string, string, bot.ToolOutcome) error { return nil }
+
+type askAPIEnv struct {
+	bot   *bot.Bot
+	store *memApprovals
+	slack *slackfake.Server
+	now   time.Time
+}
+
+func newAskAPIEnv(t *testing.T) *askAPIEnv {
+	t.Helper()
+	now := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+	fake, srv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace(), slackfake.WithClock(func() time.Time { return now }))
+	mem := &memApprovals{}
+	b := bot.New(bot.Config{
+		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(srv))),
+		Approvals: mem, Routes: parseRoutes(t, apiRoutes), TeamID: "T0FAKE",
+		Now: func() time.Time { return now },
+	})
+	t.Cleanup(b.Close)
+	return &askAPIEnv{bot: b, store: mem, slack: fake, now: now}
+}
+
+func call(id, tool, args string) agentrunner.ToolCallPart {
+	return agentrunner.ToolCallPart{ToolName: tool, Args: json.RawMessage(args), ToolCallID: id}
+}
+
+func TestAskAPI(t *testing.T) {
+	type callWant struct {
+		ID, Route string
+		Required  int
+		State     bot.CardState
+		By        string
+	}
+	tests := []struct {
+		name      string
+		req       bot.APIRequest
+		wantCalls []callWant
+		wantCards map[string]int // channel: cards posted
+		wantTTL   time.Duration
+	}{{
+		name: "routed by tool name; policies see the client",
+		req: bot.APIRequest{Client: "billing", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+			call("r1", "issue_refund", `{"amount":50}`),
+			call("r2", "issue_refund", `{"amount":500}`),
+			call("d1", "delete_file", `{"path":"/etc/passwd"}`),
+			call("d2", "delete_file", `{"path":"/tmp/x"}`),
+			call("u1", "launch_rocket", `{}`),
+		}}},
+		wantCalls: []callWant{
+			{"r1", "refunds", 1, bot.StateApproved, "policy:refunds"},
+			{"r2", "refunds", 1, bot.StatePending, ""},
+			{"d1", "deletions", 2, bot.StateDenied, "policy:deletions"},
+			{"d2", "deletions", 2, bot.StatePending, ""},
+			{"u1", "", 1, bot.StateDenied, "policy:none"},
+		},
+		wantCards: map[string]int{"C0APPROVALS": 2},
+		wantTTL:   30 * time.Minute,
+	}, {
+		name: "a free-text requester does not pass for the client",
+		req: bot.APIRequest{Client: "support", Requester: "api:billing", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+			call("r1", "issue_refund", `{"amount":50}`),
+		}}},
+		wantCalls: []callWant{{"r1", "refunds", 1, bot.StatePending, ""}},
+		wantCards: map[string]int{"C0APPROVALS": 1},
+		wantTTL:   30 * time.Minute,
+	}, {
+		name: "a named route takes every call, with its policies",
+		req: bot.APIRequest{Client: "billing", Route: "ops", Requests: agentrunner.DeferredToolRequests{
+			Approvals: []agentrunner.ToolCallPart{call("a1", "issue_refund", `{"amount":50}`)},
+			Calls:     []agentrunner.ToolCallPart{call("x1", "fetch_report", `{}`)},
+		}},
+		wantCalls: []callWant{
+			{"a1", "ops", 1, bot.StatePending, ""},
+			{"x1", "ops", 1, bot.StatePending, ""},
+		},
+		wantCards: map[string]int{"C0GENERAL": 2},
+		wantTTL:   10 * time.Minute,
+	}, {
+		name: "the client's timeout wins, capped at a week",
+		req: bot.APIRequest{Client: "billing", Timeout: 30 * 24 * time.Hour, Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+			call("g1", "deploy_web", `{}`),
+		}}},
+		wantCalls: []callWant{{"g1", "ops", 1, bot.StatePending, ""}},
+		wantCards: map[string]int{"C0GENERAL": 1},
+		wantTTL:   bot.MaxAPITimeout,
+	}, {
+		name: "external calls no route matches fail at once",
+		req: bot.APIRequest{Client: "billing", Requests: agentrunner.DeferredToolRequests{Calls: []agentrunner.ToolCallPart{
+			call("x1", "fetch_report", `{}`),
+		}}},
+		wantCalls: []callWant{{"x1", "", 1, bot.StateFailed, "policy:none"}},
+		wantCards: map[string]int{},
+		wantTTL:   bot.DefaultTimeout,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAskAPIEnv(t)
+			tt.req.Token = agentrunner.NewToken()
+			if _, err := e.bot.AskAPI(t.Context(), tt.req); err != nil {
+				t.Fatalf("AskAPI: %v", err)
+			}
+			a, err := e.store.Get(t.Context(), tt.req.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []callWant
+			for _, c := range a.Calls {
+				got = append(got, callWant{c.ID, c.Route, c.Required, c.State, c.DecidedBy})
+			}
+			if diff := cmp.Diff(tt.wantCalls, got); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			cards := map[string]int{}
+			for _, ch := range []string{"C0APPROVALS", "C0GENERAL"} {
+				if n := len(e.slack.Messages(ch)); n > 0 {
+					cards[ch] = n
+				}
+			}
+			if diff := cmp.Diff(tt.wantCards, cards); diff != "" {
+				t.Errorf("cards per channel (-want +got):\n%s", diff)
+			}
+			for _, c := range a.Calls {
+				if (c.State == bot.StatePending) != (c.Message.TS != "") {
+					t.Errorf("call %s (%s): card %+v; want a card exactly for pending calls", c.ID, c.State, c.Message)
+				}
+			}
+			if got := a.ExpiresAt.Sub(e.now); got != tt.wantTTL {
+				t.Errorf("expires in %v, want %v", got, tt.wantTTL)
+			}
+		})
+	}
+}
+
+func TestAskAPICard(t *testing.T) {
+	e := newAskAPIEnv(t)
+	token := agentrunner.NewToken()
+	var created *bot.Approval
+	_, err := e.bot.AskAPI(t.Context(), bot.APIRequest{
+		Token: token, Client: "support", Requester: "Ticket bot <@U0ALICE>",
+		Context: "Customer *Bob* asked for a refund of order A-1002.",
+		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+			call("r1", "issue_refund", `{"amount":500,"order_id":"A-1002"}`),
+		}},
+		Create: func(ctx context.Context, a *bot.Approval) error {
+			created = a
+			return e.store.Create(ctx, a)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created == nil || created.Origin.Client != "Ticket bot <@U0ALICE>" || created.Context == "" {
+		t.Fatalf("Create hook: got %+v; want the approval with requester and context", created)
+	}
+	msgs := e.slack.Messages("C0APPROVALS")
+	if len(msgs) != 1 {
+		t.Fatalf("got %d cards, want 1", len(msgs))
+	}
+	card := strings.ReplaceAll(string(msgs[0].BlocksJSON), `\u0026`, "&")
+	for _, want := range []string{"Customer *Bob* asked for a refund of order A-1002.", "Ticket bot &lt;@U0ALICE&gt;", "(API)", "issue_refund"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("card does not show %q:\n%s", want, card)
+		}
+	}
+	if strings.Contains(card, "<@U0ALICE>") {
+		t.Errorf("the free-text requester mentions someone:\n%s", card)
+	}
+}
+
+func TestAskAPIRouteErrors(t *testing.T) {
+	refund := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("r1", "issue_refund", `{"amount":500}`)}}
+	tests := []struct {
+		name string
+		req  bot.APIRequest
+		want error
+	}{
+		{"unknown route", bot.APIRequest{Route: "nope", Requests: refund}, bot.ErrUnknownRoute},
+		{"named route not allowed", bot.APIRequest{Route: "ops", AllowedRoutes: []string{"refunds"}, Requests: refund}, bot.ErrRouteForbidden},
+		{"matched route not allowed", bot.APIRequest{AllowedRoutes: []string{"ops"}, Requests: refund}, bot.ErrRouteForbidden},
+		{"no routes allowed", bot.APIRequest{AllowedRoutes: []string{}, Requests: refund}, bot.ErrRouteForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAskAPIEnv(t)
+			tt.req.Token, tt.req.Client = agentrunner.NewToken(), "billing"
+			_, err := e.bot.AskAPI(t.Context(), tt.req)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if _, err := e.store.Get(t.Context(), tt.req.Token); !errors.Is(err, bot.ErrNotFound) {
+				t.Errorf("a refused request was recorded (%v)", err)
+			}
+			if n := len(e.slack.Messages("C0APPROVALS")) + len(e.slack.Messages("C0GENERAL")); n != 0 {
+				t.Errorf("a refused request posted %d cards", n)
+			}
+		})
+	}
+}
