@@ -27,8 +27,10 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/anthropic"
 	"github.com/slackapprove/slackbot/agentrunner/demotools"
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
+	"github.com/slackapprove/slackbot/agentrunner/openai"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -345,8 +347,14 @@ func newModel(cfg *Config, mode Mode) (agentrunner.Model, error) {
 			tools = strings.Split(name, ",")
 		}
 		return agentrunner.TestModel{CallTools: tools}, nil
+	case "openai":
+		// Also any OpenAI-compatible server (Ollama, vLLM, LiteLLM) with
+		// OPENAI_BASE_URL.
+		return openai.New(name, openai.WithAPIKey(cfg.OpenAIAPIKey), openai.WithBaseURL(cfg.OpenAIBaseURL)), nil
+	case "anthropic":
+		return anthropic.New(name, anthropic.WithAPIKey(cfg.AnthropicAPIKey)), nil
 	default:
-		return nil, fmt.Errorf("MODEL %s: the %s provider is not available in this build yet (use MODEL=test)", cfg.Model, provider)
+		return nil, fmt.Errorf("MODEL %s: unknown provider %q", cfg.Model, provider)
 	}
 }
 
