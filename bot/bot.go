@@ -163,7 +163,29 @@ func (b *Bot) pendingViews(req agentrunner.DeferredToolRequests) []agentrunner.P
 
 // updateCard re-renders a call's card in place from its current state.
 func (b *Bot) updateCard(ctx context.Context, a *Approval, c *CallStatus) error {
+	b.locateCard(ctx, a, c)
 	return b.updateRendered(ctx, c.Message, b.card(a, c))
+}
+
+// locateCard finds a card whose message reference was never recorded —
+// the process that posted it died between posting and recording — by its
+// marker in the route channel's history, and records it.
+func (b *Bot) locateCard(ctx context.Context, a *Approval, c *CallStatus) {
+	if c.Message.TS != "" || c.Route == "" {
+		return
+	}
+	route := b.route(c.Route)
+	if route == nil {
+		return
+	}
+	ref, err := b.findCard(ctx, route.Channel, cardMarker(a.Token, c.ID), a.CreatedAt.Add(-time.Minute))
+	if err != nil || ref.TS == "" {
+		return
+	}
+	c.Message = ref
+	if err := b.approvals.SetMessage(ctx, a.Token, c.ID, ref); err != nil {
+		b.log.WarnContext(ctx, "record a located card", "err", err)
+	}
 }
 
 // updateRendered replaces the message at ref with card.

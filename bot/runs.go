@@ -199,6 +199,7 @@ func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunn
 		if err := b.approvals.Outcome(ctx, token, c.ID, o); err != nil {
 			errs = append(errs, err)
 		}
+		b.locateCard(ctx, a, c)
 		card := b.card(a, c)
 		card.Outcome = &o
 		if err := b.updateRendered(ctx, c.Message, card); err != nil {

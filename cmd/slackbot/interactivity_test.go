@@ -376,3 +376,30 @@ routes:
 		}
 	}
 }
+
+// A process that dies between posting a card and recording where it went
+// leaves no message reference; the card is found again by its marker in
+// the channel's history, so expiry (and outcomes) still update it.
+func TestUnrecordedCardIsFoundAgain(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	thread := e.mention(carol, general, "delete customer a")
+	card := e.waitCards(1)[0]
+	token, _, err := bot.DecodeAction(button(t, card, bot.ActionIDApprove).Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Forget the card's reference, as a crash right after posting would.
+	rdb := e.app.store.Client()
+	if err := rdb.HDel(t.Context(), e.prefix+"a:"+token, "c1.ch", "c1.ts").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ap, _ := e.app.store.Get(t.Context(), token); ap.Calls[0].Message.TS != "" {
+		t.Fatalf("the reference is still recorded: %+v", ap.Calls[0].Message)
+	}
+	e.clock.Add(31 * time.Minute)
+	e.waitReply(general, thread)
+	e.waitFor("the card to say expired", func() bool { return strings.Contains(cardText(e.latest(card)), "Expired") })
+	if ap, _ := e.app.store.Get(t.Context(), token); ap.Calls[0].Message.TS != card.TS {
+		t.Errorf("the located card was not recorded: %+v", ap.Calls[0].Message)
+	}
+}
