@@ -268,3 +268,41 @@ func TestDurableExpiryWhileNoProcessHoldsTheRun(t *testing.T) {
 		t.Error("the file is gone: a tool ran without approval")
 	}
 }
+
+// SIGTERM (a rolling deploy) leaves the waiting run in Redis, not
+// cancelled: the click lands on another replica, which resumes it.
+func TestGracefulShutdownLeavesRunsToOtherReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, durableRoutes)
+	a := c.start("A")
+	thread := c.mention(a)
+	e := &env{t: t, slack: c.slack}
+	card := e.waitCards(1)[0]
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("A did not stop within 30s of SIGTERM")
+	}
+	if code := a.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("A exited with %d after SIGTERM, want 0", code)
+	}
+	if n := len(e.replies(general, thread)); n != 0 {
+		t.Fatalf("A answered in the thread on shutdown: %q", e.replies(general, thread))
+	}
+	t.Logf("A stopped at %s", time.Now().Format("15:04:05.000"))
+	b := c.start("B")
+	t.Logf("B started at %s", time.Now().Format("15:04:05.000"))
+	postSigned(t, b.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	if got, want := c.waitAnswer(thread, 40*time.Second), `{"delete_file":"deleted a"}`; got != want {
+		t.Errorf("answer: got %q, want %q", got, want)
+	}
+	t.Logf("answered at %s", time.Now().Format("15:04:05.000"))
+	if c.fileExists() {
+		t.Error("the file still exists: the approved tool did not run")
+	}
+}
