@@ -1,0 +1,312 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/slackapprove/slackbot/store"
+)
+
+// Headers of a callback request.
+const (
+	HeaderTimestamp = "X-Slackbot-Timestamp" // Unix seconds when the attempt was signed
+	HeaderSignature = "X-Slackbot-Signature" // "v1=" + hex HMAC-SHA256 of timestamp + "." + body
+	HeaderAttempt   = "X-Slackbot-Attempt"   // 1 for the first attempt
+)
+
+// Defaults of CallbacksConfig.
+const (
+	DefaultCallbackAttempts = 8
+	DefaultCallbackTimeout  = 10 * time.Second
+)
+
+// CallbackQueue is the queue of callback deliveries; *store.CallbackQueue
+// implements it.
+type CallbackQueue interface {
+	Read(ctx context.Context, consumer string, block time.Duration) ([]store.CallbackJob, error)
+	Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]store.CallbackJob, error)
+	Ack(ctx context.Context, ids ...string) error
+	Retry(ctx context.Context, job store.CallbackJob, at time.Time) error
+	Promote(ctx context.Context) (int, error)
+}
+
+// CallbackStore is what callbacks need from the store; *store.Store
+// implements it.
+type CallbackStore interface {
+	Get(ctx context.Context, token string) (*store.Approval, error)
+	AuditCallback(ctx context.Context, a store.CallbackAttempt) error
+}
+
+// CallbacksConfig configures Callbacks.
+type CallbacksConfig struct {
+	// Keys are the API clients; a callback is signed with the secret of
+	// the client that created the token (Key.CallbackSecret).
+	Keys  []Key
+	Store CallbackStore
+	Queue CallbackQueue
+	// Consumer names this replica in the queue's consumer group; it must
+	// be stable across restarts and differ between replicas.
+	Consumer string
+	// Client makes the requests; default one with a 10 s timeout that
+	// follows redirects only within the same scheme and host.
+	Client *http.Client
+	// Attempts bounds the attempts of one delivery; default 8.
+	Attempts int
+	// Backoff is how long to wait after the given failed attempt (from
+	// 1); default 5 s doubling each time, ±20% jitter: 8 attempts span
+	// about 10 minutes.
+	Backoff func(attempt int) time.Duration
+	// Poll is how long one read of the queue blocks, and so how often
+	// due retries are promoted; default 1 s.
+	Poll time.Duration
+	// ReclaimIdle is how long a job may sit with a consumer that does not
+	// finish it before another replica takes it over; default 1 minute
+	// (longer than an attempt's timeout).
+	ReclaimIdle time.Duration
+	// Concurrency bounds the attempts in flight in this replica; default 16.
+	Concurrency int
+	// Now is the clock signatures and retries use; nil means time.Now.
+	Now func() time.Time
+	// Log receives delivery failures; nil discards them.
+	Log *slog.Logger
+}
+
+// Callbacks delivers the outcome of each token that has a callback URL,
+// when it is resolved, expires, is cancelled or fails: a POST of the same
+// JSON as GET /v1/approvals/{token}, signed with the client's callback
+// secret, retried with backoff, each attempt recorded in the audit stream.
+// Every replica runs one; the queue gives each delivery to one of them.
+type Callbacks struct {
+	cfg  CallbacksConfig
+	keys keyring
+	log  *slog.Logger
+}
+
+// NewCallbacks returns the callback deliverer; call Run.
+func NewCallbacks(cfg CallbacksConfig) *Callbacks {
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: DefaultCallbackTimeout, CheckRedirect: sameHostRedirects}
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = DefaultCallbackAttempts
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.ReclaimIdle <= 0 {
+		cfg.ReclaimIdle = time.Minute
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 16
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Callbacks{cfg: cfg, keys: keyring(cfg.Keys), log: log}
+}
+
+// DefaultBackoff waits 5 s after the first failed attempt and doubles the
+// wait after each, with ±20% jitter so receivers that fail together are
+// not retried together.
+func DefaultBackoff(attempt int) time.Duration {
+	d := 5 * time.Second << min(max(attempt-1, 0), 10)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// sameHostRedirects follows at most 3 redirects, and none that leave the
+// scheme and host of the callback URL.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 3 || req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// Run delivers callbacks until ctx ends; it returns nil then.
+func (c *Callbacks) Run(ctx context.Context) error {
+	sem := make(chan struct{}, c.cfg.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		if _, err := c.cfg.Queue.Promote(ctx); err != nil && ctx.Err() == nil {
+			c.log.ErrorContext(ctx, "promote callback retries", "err", err)
+		}
+		jobs, err := c.cfg.Queue.Read(ctx, c.cfg.Consumer, c.cfg.Poll)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			c.log.ErrorContext(ctx, "read callback queue", "err", err)
+			sleep(ctx, c.cfg.Poll)
+			continue
+		}
+		stale, err := c.cfg.Queue.Reclaim(ctx, c.cfg.Consumer, c.cfg.ReclaimIdle)
+		if err != nil && ctx.Err() == nil {
+			c.log.ErrorContext(ctx, "reclaim callback jobs", "err", err)
+		}
+		for _, j := range append(jobs, stale...) {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				c.Deliver(ctx, j)
+			})
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// Deliver makes one attempt of a job and settles it: acknowledged when
+// delivered or out of attempts, rescheduled otherwise. Run calls it; it is
+// exported for tests and tools.
+func (c *Callbacks) Deliver(ctx context.Context, job store.CallbackJob) {
+	rec, err := c.cfg.Store.Get(ctx, job.Token)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // left pending: reclaimed later
+		}
+		c.settle(ctx, job, "", 0, fmt.Errorf("read the token: %w", err), false)
+		return
+	}
+	key, ok := c.keys.byName(rec.Client)
+	if !ok || rec.CallbackURL == "" {
+		c.settle(ctx, job, rec.Client, 0, errors.New("the API client is no longer configured in API_KEYS; the callback cannot be signed"), false)
+		return
+	}
+	status, err := c.post(ctx, rec, key, job.Attempt)
+	if err != nil && ctx.Err() != nil {
+		return // shutting down: the job is reclaimed and attempted again
+	}
+	c.settle(ctx, job, rec.Client, status, err, true)
+}
+
+// post makes one signed request and returns the receiver's status.
+func (c *Callbacks) post(ctx context.Context, rec *store.Approval, key *Key, attempt int) (int, error) {
+	body, err := json.Marshal(view(rec))
+	if err != nil {
+		return 0, fmt.Errorf("encode callback: %w", err)
+	}
+	ts := strconv.FormatInt(c.cfg.Now().Unix(), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rec.CallbackURL, bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("callback request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "slackbot-callback/1")
+	req.Header.Set(HeaderTimestamp, ts)
+	req.Header.Set(HeaderSignature, Sign(key.CallbackSecret(), ts, body))
+	req.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
+	resp, err := c.cfg.Client.Do(req)
+	if err != nil {
+		return 0, redact(err)
+	}
+	// The body is ignored; reading a little lets the connection be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, fmt.Errorf("the receiver answered %s", resp.Status)
+	}
+	return resp.StatusCode, nil
+}
+
+// settle acknowledges or reschedules a job after an attempt and records
+// the attempt in the audit stream.
+func (c *Callbacks) settle(ctx context.Context, job store.CallbackJob, client string, status int, err error, retryable bool) {
+	a := store.CallbackAttempt{Token: job.Token, Client: client, Attempt: job.Attempt, Status: status}
+	var qerr error
+	switch {
+	case err == nil:
+		a.Outcome = store.CallbackDelivered
+		qerr = c.cfg.Queue.Ack(ctx, job.ID)
+	case retryable && job.Attempt < c.cfg.Attempts:
+		a.Outcome, a.Error = store.CallbackRetrying, err.Error()
+		qerr = c.cfg.Queue.Retry(ctx, job, c.cfg.Now().Add(c.cfg.Backoff(job.Attempt)))
+	default:
+		a.Outcome, a.Error = store.CallbackAbandoned, err.Error()
+		qerr = c.cfg.Queue.Ack(ctx, job.ID)
+		c.log.WarnContext(ctx, "callback abandoned", "client", client, "attempt", job.Attempt, "err", err)
+	}
+	if qerr != nil {
+		c.log.ErrorContext(ctx, "settle callback job", "err", qerr)
+	}
+	if aerr := c.cfg.Store.AuditCallback(ctx, a); aerr != nil {
+		c.log.ErrorContext(ctx, "audit callback attempt", "err", aerr)
+	}
+}
+
+// Sign returns the signature header value of a callback: "v1=" followed
+// by hex(HMAC-SHA256(secret, timestamp + "." + body)).
+func Sign(secret, timestamp string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(timestamp))
+	m.Write([]byte("."))
+	m.Write(body)
+	return "v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// ErrBadSignature is returned by VerifyCallback.
+var ErrBadSignature = errors.New("callback signature does not verify")
+
+// VerifyCallback checks a callback as a receiver should: the signature
+// header must be Sign(secret, timestamp, body), compared in constant time,
+// and the timestamp within tolerance of now, so a captured callback cannot
+// be replayed later.
+func VerifyCallback(secret string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	ts := h.Get(HeaderTimestamp)
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: missing or malformed %s", ErrBadSignature, HeaderTimestamp)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return fmt.Errorf("%w: timestamp is %s away from now", ErrBadSignature, d.Round(time.Second))
+	}
+	want := Sign(secret, ts, body)
+	if !hmac.Equal([]byte(h.Get(HeaderSignature)), []byte(want)) {
+		return ErrBadSignature
+	}
+	return nil
+}
+
+// redact drops the URL from a client error: a callback URL may carry a
+// capability in its path or query, which does not belong in the audit
+// stream or logs.
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}

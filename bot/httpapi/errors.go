@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/store"
+)
+
+// Error codes: stable strings clients may branch on, each with one HTTP
+// status. Messages may change; codes do not.
+const (
+	CodeUnauthorized         = "unauthorized"           // 401: no or unknown bearer key
+	CodeNotFound             = "not_found"              // 404: unknown token, another client's token, unknown path
+	CodeMethodNotAllowed     = "method_not_allowed"     // 405
+	CodeInvalidRequest       = "invalid_request"        // 400: malformed body or parameter; the message says what
+	CodeRouteForbidden       = "route_forbidden"        // 403: unknown route, or one the key may not use
+	CodeConflict             = "conflict"               // 409: the token ended, the call was decided, the idempotency key is taken
+	CodePayloadTooLarge      = "payload_too_large"      // 413: body over 1 MiB
+	CodeUnsupportedMediaType = "unsupported_media_type" // 415: body not application/json
+	CodeInternal             = "internal"               // 500: slackbot's fault; details are in its log only
+)
+
+// Error is an error the API reports as is: its status, code and message
+// are the response.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+func invalid(format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+func conflict(format string, args ...any) *Error {
+	return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
+}
+
+var (
+	errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+		Message: "a valid bearer key is required: Authorization: Bearer <key from API_KEYS>"}
+	errNotFound = &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+		Message: "no approval request with this token"}
+)
+
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// toError maps any error to what the client sees. This is the one place
+// where errors become statuses; anything it does not know is internal.
+func toError(err error) *Error {
+	var e *Error
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &tooLarge):
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge,
+			Message: fmt.Sprintf("the body is larger than %d bytes", tooLarge.Limit)}
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, bot.ErrNotFound):
+		return errNotFound
+	case errors.Is(err, bot.ErrUnknownRoute), errors.Is(err, bot.ErrRouteForbidden):
+		return &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
+			Message: "this key may not send calls to the route the request names or its calls match"}
+	case errors.Is(err, store.ErrResolved):
+		return conflict("the approval request was already resolved")
+	case errors.Is(err, store.ErrExpired):
+		return conflict("the approval request expired")
+	case errors.Is(err, store.ErrCancelled):
+		return conflict("the approval request was cancelled")
+	case errors.Is(err, store.ErrFailed):
+		return conflict("the approval request ended: slackbot could not ask for it")
+	case errors.Is(err, store.ErrNotPendingCall), errors.Is(err, store.ErrDecided):
+		return conflict("a call was decided meanwhile; read the request and answer what is still pending")
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+		Message: "slackbot failed to handle the request; try again later"}
+}
+
+// writeError writes err as an error response, logging it once if it is
+// internal.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	e := toError(err)
+	if e.Status >= 500 {
+		log.ErrorContext(r.Context(), "API request failed", "method", r.Method, "path", routeOf(r), "err", err)
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="slackbot"`)
+	}
+	writeJSON(w, e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"slackbot failed to encode the response"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// routeOf names the request's route for logs, without the token.
+func routeOf(r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return r.URL.Path
+}
