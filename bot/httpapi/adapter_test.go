@@ -1,0 +1,178 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/store"
+)
+
+// approvals adapts the store to bot.Approvals, as cmd/slackbot's adapter
+// does (a copy, since package main cannot be imported), so the tests run
+// the real bot on the real store. It also maps Approval.Context, which
+// cmd/slackbot's adapter should do too so that updated cards keep it.
+type approvals struct{ s *store.Store }
+
+func (a approvals) Create(ctx context.Context, ap *bot.Approval) error {
+	rec := &store.Approval{
+		Token: ap.Token, RunID: ap.RunID, Requester: ap.Origin.Requester(),
+		Source:   store.Source{Team: ap.Origin.TeamID, Channel: ap.Origin.Channel, ThreadTS: ap.Origin.ThreadTS},
+		Requests: ap.Requests, CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt, Context: ap.Context,
+	}
+	for _, c := range ap.Calls {
+		rec.Calls = append(rec.Calls, store.CallState{ID: c.ID, Route: c.Route, Required: c.Required, Message: store.MessageRef(c.Message)})
+	}
+	if err := a.s.Create(ctx, rec); err != nil {
+		return mapErr(err)
+	}
+	ap.CreatedAt, ap.ExpiresAt = rec.CreatedAt, rec.ExpiresAt
+	return nil
+}
+
+func (a approvals) Get(ctx context.Context, token string) (*bot.Approval, error) {
+	rec, err := a.s.Get(ctx, token)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return toBot(rec), nil
+}
+
+func (a approvals) SetMessage(ctx context.Context, token, callID string, ref bot.MessageRef) error {
+	return mapErr(a.s.SetMessage(ctx, token, callID, ref.Channel, ref.TS))
+}
+
+func (a approvals) Decide(ctx context.Context, token string, d bot.Decision) (*bot.Decided, error) {
+	sd := store.Decision{CallID: d.CallID, By: d.By, Message: d.Reason}
+	switch d.Action {
+	case bot.ActionApprove:
+		sd.Approve, sd.OverrideArgs = true, d.OverrideArgs
+	case bot.ActionDeny:
+		sd.Deny = true
+	case bot.ActionAnswer:
+		sd.Answer = d.Answer
+	case bot.ActionFail:
+		sd.Fail = true
+	default:
+		return nil, fmt.Errorf("decide: unknown action %q", d.Action)
+	}
+	out, err := a.s.Decide(ctx, token, sd)
+	var res *bot.Decided
+	if out != nil && out.Approval != nil {
+		ap := toBot(out.Approval)
+		res = &bot.Decided{Approval: ap, Call: ap.Call(out.Call.ID), Changed: out.Changed, Resolved: out.Resolved}
+	}
+	return res, mapErr(err)
+}
+
+func (a approvals) Refused(ctx context.Context, r bot.Refusal) error {
+	return a.s.AuditRefused(ctx, r.Token, r.CallID, r.User, r.Reason)
+}
+
+func (a approvals) Outcome(ctx context.Context, token, callID string, o bot.ToolOutcome) error {
+	return a.s.AuditToolOutcome(ctx, token, "", callID, "", o.Status, o.Summary)
+}
+
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, m := range []struct{ from, to error }{
+		{store.ErrNotFound, bot.ErrNotFound},
+		{store.ErrNotPendingCall, bot.ErrNotFound},
+		{store.ErrExpired, bot.ErrExpired},
+		{store.ErrCancelled, bot.ErrCancelled},
+		{store.ErrDecided, bot.ErrDecided},
+		{store.ErrResolved, bot.ErrResolved},
+		{store.ErrFailed, bot.ErrResolved},
+	} {
+		if errors.Is(err, m.from) {
+			return fmt.Errorf("%w (%v)", m.to, err)
+		}
+	}
+	return err
+}
+
+func toBot(rec *store.Approval) *bot.Approval {
+	ap := &bot.Approval{
+		Token: rec.Token, RunID: rec.RunID, Requests: rec.Requests, Context: rec.Context,
+		Origin:    bot.Origin{TeamID: rec.Source.Team, Channel: rec.Source.Channel, ThreadTS: rec.Source.ThreadTS},
+		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
+	}
+	if client, ok := strings.CutPrefix(rec.Requester, "api:"); ok {
+		ap.Origin.Client = client
+	} else {
+		ap.Origin.User = rec.Requester
+	}
+	switch rec.State {
+	case store.StateOpen:
+		ap.State = bot.ApprovalPending
+	case store.StateResolved:
+		ap.State = bot.ApprovalResolved
+	case store.StateExpired:
+		ap.State = bot.ApprovalExpired
+	case store.StateCancelled:
+		ap.State = bot.ApprovalCancelled
+	default:
+		ap.State = bot.ApprovalFailed
+	}
+	for i := range rec.Calls {
+		c := &rec.Calls[i]
+		cs := &bot.CallStatus{
+			ID: c.ID, Kind: c.Kind, Route: c.Route, Required: c.Required,
+			DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt, Message: bot.MessageRef(c.Message),
+		}
+		for _, v := range c.Votes {
+			cs.Votes = append(cs.Votes, bot.Vote{User: v.By, At: v.At})
+		}
+		switch c.Status {
+		case store.CallPending:
+			cs.State = bot.StatePending
+		case store.CallApproved:
+			cs.State = bot.StateApproved
+		case store.CallDenied:
+			cs.State = bot.StateDenied
+		case store.CallAnswered:
+			cs.State = bot.StateAnswered
+		case store.CallFailed:
+			cs.State = bot.StateFailed
+		case store.CallUndecided:
+			switch rec.State {
+			case store.StateExpired:
+				cs.State = bot.StateExpired
+			case store.StateCancelled:
+				cs.State = bot.StateCancelled
+			default:
+				cs.State = bot.StateFailed
+				cs.Reason = rec.Reason
+			}
+		}
+		if len(c.Result) > 0 {
+			if c.Kind == agentrunner.KindApproval {
+				var r agentrunner.ApprovalResult
+				if json.Unmarshal(c.Result, &r) == nil {
+					if r.Approved {
+						cs.OverrideArgs = r.OverrideArgs
+					} else {
+						cs.Reason = r.DenialMessage()
+					}
+				}
+			} else {
+				var r agentrunner.CallResult
+				if json.Unmarshal(c.Result, &r) == nil {
+					if r.Failed || r.Retry {
+						cs.Reason = r.Message
+					} else {
+						cs.Answer = r.Value
+					}
+				}
+			}
+		}
+		ap.Calls = append(ap.Calls, cs)
+	}
+	return ap
+}
