@@ -21,9 +21,10 @@ import (
 //	look up order A-1001        → lookup_order(order_id: "A-1001")
 //
 // Several requests in one message ("look up order A-1001 and refund order
-// A-1001 20") make several calls. Like agentrunner.TestModel, once the
-// tools have answered it ends with the JSON object of tool name → result.
-// A prompt it does not understand gets a short help text.
+// A-1001 20") make several calls. Once the tools have answered it ends
+// with one sentence per call saying what happened: the result, the denial
+// and its reason, or the failure. A prompt it does not understand gets a
+// short help text.
 type Model struct{}
 
 var demoPatterns = []struct {
@@ -50,11 +51,11 @@ const Help = "I am the demo model. Try: \"delete customer C-42\", \"refund order
 
 // Request implements agentrunner.Model.
 func (Model) Request(ctx context.Context, messages []agentrunner.Message, params agentrunner.RequestParams) (agentrunner.Message, error) {
-	// Once tools have answered in this turn, report like TestModel does.
+	// Once tools have answered in this turn, say what happened.
 	for i := len(messages) - 1; i >= 0; i-- {
 		m := messages[i]
 		if m.Kind == agentrunner.KindResponse && len(m.ToolCalls()) > 0 {
-			return agentrunner.TestModel{}.Request(ctx, messages, params)
+			return report(messages[i+1:]), nil
 		}
 		if m.Kind == agentrunner.KindResponse {
 			break
@@ -106,6 +107,31 @@ func (Model) Request(ctx context.Context, messages []agentrunner.Message, params
 		resp.Parts = append(resp.Parts, f.part)
 	}
 	return resp, nil
+}
+
+// report sums up the tool returns of a turn, one line per call.
+func report(msgs []agentrunner.Message) agentrunner.Message {
+	var lines []string
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch {
+			case p.PartKind == agentrunner.PartRetryPrompt:
+				lines = append(lines, fmt.Sprintf("I could not call %s: %s", p.ToolName, p.Content))
+			case p.PartKind != agentrunner.PartToolReturn:
+			case p.Outcome == agentrunner.OutcomeDenied:
+				lines = append(lines, fmt.Sprintf("I did not run %s: %s", p.ToolName, p.ReturnText()))
+			case p.Outcome == agentrunner.OutcomeFailed:
+				lines = append(lines, fmt.Sprintf("%s failed: %s", p.ToolName, p.ReturnText()))
+			default:
+				lines = append(lines, fmt.Sprintf("Done: %s", p.ReturnText()))
+			}
+		}
+	}
+	if len(lines) == 0 {
+		lines = []string{"Nothing to report."}
+	}
+	return agentrunner.Message{Kind: agentrunner.KindResponse, ModelName: "demo",
+		Parts: []agentrunner.Part{agentrunner.Text(strings.Join(lines, "\n"))}}
 }
 
 func lastPrompt(messages []agentrunner.Message) string {

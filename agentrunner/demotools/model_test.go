@@ -24,7 +24,7 @@ func TestDemoModelUnderstandsDemoPrompts(t *testing.T) {
 	}{
 		{"please delete customer C-42", []string{"delete_customer"}, ""},
 		{"refund order A-1002 150", []string{"issue_refund"}, ""},
-		{"refund order A-1001 $20", nil, `{"issue_refund":"refunded $20.00 on order A-1001"}`},
+		{"refund order A-1001 $20", nil, "Done: refunded $20.00 on order A-1001"},
 		{"delete the file temp.txt", []string{"delete_file"}, ""},
 		{"look up order A-1001 and delete customer C-77", []string{"delete_customer"}, ""},
 		{"what can you do?", nil, demotools.Help},
