@@ -91,10 +91,12 @@ type env struct {
 	srv   *httptest.Server
 	slack *slackfake.Server
 	store *store.Store
-	api   *httpapi.API
-	clock *testClock
-	log   *bytes.Buffer
-	doc   *openAPIDoc
+	// prefix starts the test's Redis keys.
+	prefix string
+	api    *httpapi.API
+	clock  *testClock
+	log    *bytes.Buffer
+	doc    *openAPIDoc
 }
 
 type envOptions struct {
@@ -181,7 +183,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 			t.Errorf("a bearer key is in the log")
 		}
 	})
-	return &env{t: t, srv: srv, slack: fake, store: st, api: api, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
+	return &env{t: t, srv: srv, slack: fake, store: st, prefix: prefix, api: api, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
 }
 
 type lockedWriter struct {
