@@ -361,8 +361,8 @@ func (e *env) latest(m slackfake.Message) slackfake.Message {
 	return cur
 }
 
-func button(t *testing.T, m slackfake.Message, actionID string) *slack.ButtonBlockElement {
-	t.Helper()
+// button finds the button with actionID on a card.
+func button(m slackfake.Message, actionID string) (*slack.ButtonBlockElement, bool) {
 	for _, b := range m.Blocks {
 		ab, ok := b.(*slack.ActionBlock)
 		if !ok {
@@ -370,37 +370,35 @@ func button(t *testing.T, m slackfake.Message, actionID string) *slack.ButtonBlo
 		}
 		for _, el := range ab.Elements.ElementSet {
 			if btn, ok := el.(*slack.ButtonBlockElement); ok && btn.ActionID == actionID {
-				return btn
+				return btn, true
 			}
 		}
 	}
-	t.Fatalf("card %s has no %q button", m.TS, actionID)
-	return nil
+	return nil, false
 }
 
-// slackPost sends a request signed as Slack signs them.
-func (e *env) slackPost(form string) int {
-	e.t.Helper()
-	body := []byte(form)
-	req, err := http.NewRequestWithContext(e.t.Context(), http.MethodPost, e.srv.URL+"/slack/interactivity", bytes.NewReader(body))
+// slackPost sends an interactivity payload signed as Slack signs them and
+// returns the status.
+func (e *env) slackPost(ctx context.Context, payload []byte) (int, error) {
+	body := []byte("payload=" + url.QueryEscape(string(payload)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/slack/interactivity", bytes.NewReader(body))
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	bot.SignSlackRequest(req.Header, testSecret, time.Now(), body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, err
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode
+	return resp.StatusCode, nil
 }
 
-// click sends the block_actions payload of user clicking a card's button.
-func (e *env) click(user string, m slackfake.Message, actionID string) {
-	e.t.Helper()
-	btn := button(e.t, m, actionID)
+// clickPayload is the block_actions payload of user clicking a card's
+// button, shaped like Slack's.
+func (e *env) clickPayload(user string, m slackfake.Message, btn *slack.ButtonBlockElement) []byte {
 	payload, _ := json.Marshal(map[string]any{
 		"type":       "block_actions",
 		"team":       map[string]any{"id": testTeam, "domain": "fake"},
@@ -411,12 +409,23 @@ func (e *env) click(user string, m slackfake.Message, actionID string) {
 		"channel":    map[string]any{"id": m.Channel},
 		"message":    map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "blocks": json.RawMessage(m.BlocksJSON)},
 		"actions": []map[string]any{{
-			"type": "button", "action_id": actionID, "block_id": bot.BlockIDActions,
+			"type": "button", "action_id": btn.ActionID, "block_id": bot.BlockIDActions,
 			"value": btn.Value, "action_ts": fmt.Sprint(time.Now().Unix()),
 		}},
 	})
-	if status := e.slackPost("payload=" + url.QueryEscape(string(payload))); status != http.StatusOK {
-		e.t.Fatalf("click %s: got status %d", actionID, status)
+	return payload
+}
+
+// click sends the payload of user clicking a card's button.
+func (e *env) click(user string, m slackfake.Message, actionID string) {
+	e.t.Helper()
+	btn, ok := button(m, actionID)
+	if !ok {
+		e.t.Fatalf("card %s has no %q button", m.TS, actionID)
+	}
+	status, err := e.slackPost(e.t.Context(), e.clickPayload(user, m, btn))
+	if err != nil || status != http.StatusOK {
+		e.t.Fatalf("click %s: got %d, %v", actionID, status, err)
 	}
 }
 
@@ -441,8 +450,8 @@ func (e *env) submit(user string, view slackfake.View, values map[string]map[str
 			"state": map[string]any{"values": state}, "hash": view.Hash,
 		},
 	})
-	if status := e.slackPost("payload=" + url.QueryEscape(string(payload))); status != http.StatusOK {
-		e.t.Fatalf("view_submission: got status %d", status)
+	if status, err := e.slackPost(e.t.Context(), payload); err != nil || status != http.StatusOK {
+		e.t.Fatalf("view_submission: got %d, %v", status, err)
 	}
 }
 

@@ -1,0 +1,413 @@
+"""slackbot's HTTP API for Pydantic AI agents, on the standard library only.
+
+slackbot puts a person in the loop of an agent's tool calls through Slack:
+it posts each pending call as a card with Approve / Deny buttons and
+returns the decisions. This module speaks its HTTP API (/v1/approvals)
+in Pydantic AI's wire format, so the JSON is exactly what Pydantic AI's
+``DeferredToolRequests`` and ``DeferredToolResults`` hold.
+
+Two ways to use it with Pydantic AI:
+
+Inline, as a deferred-tool handler (the run waits while people decide)::
+
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+    from slackbot_client import SlackbotClient, make_handler
+
+    client = SlackbotClient("https://slackbot.example.com", api_key)
+    agent = Agent(..., capabilities=[HandleDeferredToolCalls(handler=make_handler(client))])
+
+Stop the world (the run ends with DeferredToolRequests; resume later)::
+
+    result = agent.run_sync(prompt, output_type=[str, DeferredToolRequests])
+    if isinstance(result.output, DeferredToolRequests):
+        token = submit(client, result.output, context="why")["token"]
+        ...                      # store token and result.all_messages()
+        results = collect(client, token)   # blocks until people decided
+        agent.run_sync(message_history=messages, deferred_tool_results=results)
+
+Everything works on plain dicts in the wire format when pydantic_ai is
+not installed; when it is, ``results_from_json`` returns its objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import hmac
+import json
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Awaitable, Callable, Mapping
+
+__all__ = [
+    "NO_DECISION_PREFIX",
+    "SlackbotClient",
+    "SlackbotError",
+    "Waiter",
+    "ask",
+    "callback_secret",
+    "collect",
+    "make_handler",
+    "requests_to_json",
+    "results_from_json",
+    "results_to_json",
+    "submit",
+    "verify_callback",
+]
+
+#: What the model is told for every call whose wait ended without a decision.
+NO_DECISION_PREFIX = "No decision on this tool call arrived: "
+
+#: slackbot answers a long poll after at most this many seconds.
+MAX_WAIT = 60.0
+
+
+class SlackbotError(Exception):
+    """An error answer of slackbot's API: its HTTP status, stable code and message.
+
+    Codes: unauthorized (401), invalid_request (400), route_forbidden (403),
+    not_found (404), method_not_allowed (405), conflict (409),
+    payload_too_large (413), unsupported_media_type (415), internal (500).
+    """
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class SlackbotClient:
+    """A client of slackbot's /v1 API, authenticated with a bearer key from API_KEYS."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float = MAX_WAIT + 15):
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.timeout = timeout
+
+    def __repr__(self) -> str:  # never show the key
+        return f"SlackbotClient({self.base_url!r})"
+
+    def create(
+        self,
+        requests: Any,
+        *,
+        route: str | None = None,
+        requester: str | None = None,
+        context: str | None = None,
+        timeout: str | float | None = None,
+        callback_url: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict:
+        """Hands deferred tool calls to slackbot, which posts their cards.
+
+        requests is a DeferredToolRequests (Pydantic AI's, or its JSON as a
+        dict). Returns the approval: token, status ("pending", or
+        "resolved" when policies decided every call), expires_at, calls.
+        """
+        body = requests_to_json(requests)
+        for name, value in (
+            ("route", route),
+            ("requester", requester),
+            ("context", context),
+            ("timeout", timeout),
+            ("callback_url", callback_url),
+            ("idempotency_key", idempotency_key),
+        ):
+            if value is not None:
+                body[name] = value
+        return self._request("POST", "/v1/approvals", body)
+
+    def get(self, token: str, *, wait: float | None = None) -> dict:
+        """Reads an approval; with wait, blocks up to that many seconds (at most 60) until it ends."""
+        path = "/v1/approvals/" + urllib.parse.quote(token, safe="")
+        if wait:
+            path += "?wait=" + format(min(wait, MAX_WAIT), "g")
+        return self._request("GET", path)
+
+    def wait(self, token: str, *, timeout: float | None = None, poll: float = 30.0) -> dict:
+        """Long-polls until the approval ends (or timeout seconds pass) and returns it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = poll
+            if deadline is not None:
+                wait = min(wait, max(deadline - time.monotonic(), 0))
+            approval = self.get(token, wait=wait)
+            if approval["status"] != "pending":
+                return approval
+            if deadline is not None and time.monotonic() >= deadline:
+                return approval
+
+    def results(self, token: str, results: Any) -> dict:
+        """Answers pending calls: external results or programmatic decisions.
+
+        results is a DeferredToolResults (Pydantic AI's, or its JSON). Calls
+        left out stay pending; the approval resolves when none is left.
+        """
+        path = "/v1/approvals/" + urllib.parse.quote(token, safe="") + "/results"
+        return self._request("POST", path, results_to_json(results))
+
+    def cancel(self, token: str) -> dict:
+        """Cancels a pending approval: its calls end with "No decision ...: cancelled"."""
+        return self._request("DELETE", "/v1/approvals/" + urllib.parse.quote(token, safe=""))
+
+    def _request(self, method: str, path: str, body: Any = None) -> dict:
+        data = None
+        headers = {"Authorization": "Bearer " + self._api_key, "Accept": "application/json"}
+        if body is not None:
+            data = json.dumps(body, separators=(",", ":")).encode()
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            raw = err.read()
+            try:
+                e = json.loads(raw)["error"]
+                raise SlackbotError(err.code, e["code"], e["message"]) from None
+            except (ValueError, KeyError, TypeError):
+                raise SlackbotError(err.code, "http_error", raw.decode(errors="replace")[:200]) from None
+
+
+class Waiter:
+    """Resolves futures from long polls running in background threads.
+
+    watch(token) starts a daemon thread that long-polls slackbot until the
+    approval ends and then resolves the returned concurrent.futures.Future
+    with it; asyncio code awaits it with asyncio.wrap_future.
+    """
+
+    def __init__(self, client: SlackbotClient, *, poll: float = 30.0, timeout: float | None = None):
+        self.client = client
+        self.poll = poll
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._futures: dict[str, concurrent.futures.Future] = {}
+
+    def watch(self, token: str) -> concurrent.futures.Future:
+        with self._lock:
+            fut = self._futures.get(token)
+            if fut is not None:
+                return fut
+            fut = concurrent.futures.Future()
+            self._futures[token] = fut
+        threading.Thread(target=self._run, args=(token, fut), name="slackbot-wait", daemon=True).start()
+        return fut
+
+    def _run(self, token: str, fut: concurrent.futures.Future) -> None:
+        try:
+            approval = self.client.wait(token, timeout=self.timeout, poll=self.poll)
+        except BaseException as err:  # hand every failure to the waiting code
+            fut.set_exception(err)
+        else:
+            fut.set_result(approval)
+        finally:
+            with self._lock:
+                self._futures.pop(token, None)
+
+
+# --- the wire format --------------------------------------------------------
+
+
+def _part_to_json(part: Any) -> dict:
+    if isinstance(part, Mapping):
+        return dict(part)
+    return {"tool_name": part.tool_name, "args": part.args, "tool_call_id": part.tool_call_id}
+
+
+def requests_to_json(requests: Any) -> dict:
+    """DeferredToolRequests (Pydantic AI's, or a dict) as its JSON:
+    {"calls": [ToolCallPart], "approvals": [ToolCallPart], "metadata": {id: {...}}}."""
+    if isinstance(requests, Mapping):
+        get = requests.get
+    else:
+        def get(name, default=None):
+            return getattr(requests, name, default)
+    return {
+        "calls": [_part_to_json(p) for p in get("calls") or []],
+        "approvals": [_part_to_json(p) for p in get("approvals") or []],
+        "metadata": {k: dict(v) for k, v in (get("metadata") or {}).items()},
+    }
+
+
+def _pydantic_ai():
+    """Pydantic AI's result types, or None when it is not installed."""
+    try:
+        import pydantic_ai
+    except ImportError:
+        return None
+    return pydantic_ai
+
+
+def _approval_to_json(v: Any) -> Any:
+    if isinstance(v, (bool, Mapping)):
+        return v if isinstance(v, bool) else dict(v)
+    kind = getattr(v, "kind", None)
+    if kind == "tool-approved":
+        override = getattr(v, "override_args", None)
+        return True if override is None else {"override_args": override, "kind": "tool-approved"}
+    if kind == "tool-denied":
+        return {"message": v.message, "kind": "tool-denied"}
+    raise TypeError(f"not an approval result: {v!r}")
+
+
+def _call_to_json(v: Any) -> Any:
+    name = type(v).__name__
+    if name == "ModelRetry":
+        return {"message": getattr(v, "message", str(v)), "kind": "model-retry"}
+    if name == "ToolFailed":
+        return {"message": getattr(v, "message", str(v)), "kind": "tool-failed"}
+    return v
+
+
+def results_to_json(results: Any) -> dict:
+    """DeferredToolResults (Pydantic AI's, or a dict) as its JSON, all four keys present."""
+    if isinstance(results, Mapping):
+        get = results.get
+    else:
+        def get(name, default=None):
+            return getattr(results, name, default)
+    return {
+        "calls": {k: _call_to_json(v) for k, v in (get("calls") or {}).items()},
+        "approvals": {k: _approval_to_json(v) for k, v in (get("approvals") or {}).items()},
+        "metadata": {k: dict(v) for k, v in (get("metadata") or {}).items()},
+        "answered_by": dict(get("answered_by") or {}),
+    }
+
+
+def results_from_json(data: Mapping, *, pydantic: bool | None = None) -> Any:
+    """The DeferredToolResults to resume a run with, from slackbot's JSON.
+
+    data is an approval as slackbot returns it (its "results") or the
+    results themselves. With pydantic_ai installed (or pydantic=True) it
+    returns pydantic_ai.DeferredToolResults with ToolApproved, ToolDenied,
+    ModelRetry and ToolFailed objects; otherwise the normalized JSON.
+    """
+    if "token" in data and "status" in data:
+        if data.get("results") is None:
+            raise ValueError(f"approval {data['token'][:6]}… is {data['status']}: it has no results yet")
+        data = data["results"]
+    wire = results_to_json(data)
+    pai = _pydantic_ai() if pydantic is not False else None
+    if pydantic and pai is None:
+        raise ImportError("pydantic_ai is not installed")
+    if pai is None:
+        return wire
+
+    def approval(v: Any) -> Any:
+        if isinstance(v, bool):
+            return v
+        if v.get("kind") == "tool-approved":
+            return pai.ToolApproved(override_args=v.get("override_args"))
+        return pai.ToolDenied(v.get("message") or "The tool call was denied.")
+
+    def call(v: Any) -> Any:
+        if isinstance(v, Mapping) and v.get("kind") == "model-retry":
+            return pai.ModelRetry(v.get("message") or "")
+        if isinstance(v, Mapping) and v.get("kind") == "tool-failed":
+            failed = getattr(pai, "ToolFailed", None) or getattr(pai, "ModelRetry")
+            return failed(v.get("message") or "")
+        return v
+
+    return pai.DeferredToolResults(
+        calls={k: call(v) for k, v in wire["calls"].items()},
+        approvals={k: approval(v) for k, v in wire["approvals"].items()},
+        metadata=wire["metadata"],
+    )
+
+
+# --- asking from a run ------------------------------------------------------
+
+
+async def ask(
+    client: SlackbotClient,
+    requests: Any,
+    *,
+    waiter: Waiter | None = None,
+    idempotency_key: str | None = None,
+    **create: Any,
+) -> Any:
+    """Hands requests to slackbot and waits, without blocking the event loop,
+    until people decided: returns the DeferredToolResults to continue with.
+
+    The request is created (the cards posted) in a worker thread; a
+    background Waiter long-polls and resolves the future this coroutine
+    awaits. Expiry and cancellation come back as results too: every
+    undecided call then says "No decision on this tool call arrived: ...".
+    create takes the keyword arguments of SlackbotClient.create.
+    """
+    approval = await asyncio.to_thread(client.create, requests, idempotency_key=idempotency_key, **create)
+    if approval["status"] == "pending":
+        waiter = waiter or Waiter(client)
+        approval = await asyncio.wrap_future(waiter.watch(approval["token"]))
+    if approval["status"] == "pending":
+        raise TimeoutError(f"no decision within the waiter's timeout (token {approval['token'][:6]}…)")
+    return results_from_json(approval)
+
+
+def make_handler(client: SlackbotClient, *, waiter: Waiter | None = None, **create: Any) -> Callable[[Any, Any], Awaitable[Any]]:
+    """A handler for Pydantic AI's HandleDeferredToolCalls capability:
+    ``async def handler(ctx, requests) -> DeferredToolResults``.
+
+    Each batch of deferred calls goes to slackbot once: the idempotency key
+    is derived from the run id and the call ids, so a handler retried for
+    the same calls finds the same token instead of posting new cards.
+    create takes the keyword arguments of SlackbotClient.create.
+    """
+    waiter = waiter or Waiter(client)
+
+    async def handler(ctx: Any, requests: Any) -> Any:
+        wire = requests_to_json(requests)
+        ids = [p["tool_call_id"] for p in wire["approvals"] + wire["calls"]]
+        run_id = getattr(ctx, "run_id", None) or ""
+        key = "pydantic-ai:" + hashlib.sha256((run_id + "\0" + "\0".join(ids)).encode()).hexdigest()[:40]
+        return await ask(client, wire, waiter=waiter, idempotency_key=key, **create)
+
+    return handler
+
+
+# --- stop the world ---------------------------------------------------------
+
+
+def submit(client: SlackbotClient, requests: Any, **create: Any) -> dict:
+    """Stop-the-world, step 1: hand the DeferredToolRequests a run ended with
+    to slackbot. Returns the approval; keep its "token" with the run's
+    messages to resume later."""
+    return client.create(requests, **create)
+
+
+def collect(client: SlackbotClient, token: str, *, timeout: float | None = None) -> Any:
+    """Stop-the-world, step 2: wait until people decided and return the
+    DeferredToolResults to pass as deferred_tool_results with the run's
+    message history. Raises TimeoutError if timeout passes first."""
+    approval = client.wait(token, timeout=timeout)
+    if approval["status"] == "pending":
+        raise TimeoutError(f"approval {token[:6]}… is still pending")
+    return results_from_json(approval)
+
+
+# --- callbacks --------------------------------------------------------------
+
+
+def callback_secret(api_key: str) -> str:
+    """The secret slackbot signs this key's callbacks with:
+    hex(HMAC-SHA256(api_key, "slackbot-callback-v1"))."""
+    return hmac.new(api_key.encode(), b"slackbot-callback-v1", hashlib.sha256).hexdigest()
+
+
+def verify_callback(api_key: str, headers: Mapping[str, str], body: bytes, *, tolerance: float = 300, now: float | None = None) -> bool:
+    """Whether a callback is slackbot's: X-Slackbot-Signature must be
+    "v1=" + hex(HMAC-SHA256(secret, timestamp + "." + body)) over the raw
+    body, and X-Slackbot-Timestamp within tolerance seconds of now."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    ts = lower.get("x-slackbot-timestamp", "")
+    if not ts.isdigit() or abs((time.time() if now is None else now) - int(ts)) > tolerance:
+        return False
+    mac = hmac.new(callback_secret(api_key).encode(), ts.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest("v1=" + mac, lower.get("x-slackbot-signature", ""))

@@ -1,0 +1,345 @@
+"""Tests of slackbot_client: the wire format against literal examples, the
+client against a stub server, and — when SLACKBOT_URL and SLACKBOT_API_KEY
+are set — the whole flow against a live slackbot.
+
+    python3 -m unittest -v test_slackbot_client
+
+The live tests wait for someone to click Approve on the cards they post
+(slackbot's Go test, bot/httpapi/python_test.go, clicks as the approver).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import http.server
+import json
+import os
+import sys
+import threading
+import types
+import unittest
+import uuid
+
+import slackbot_client as sc
+
+# Pydantic AI's DeferredToolResults as JSON, in the key order Pydantic AI
+# and slackbot write it.
+RESULTS_LITERAL = (
+    '{"calls":{},"approvals":{"call_1":true,"call_3":{"message":"Refunds over $100 need a manager.",'
+    '"kind":"tool-denied"}},"metadata":{},"answered_by":{}}'
+)
+
+# A DeferredToolRequests as a Pydantic AI run ends with it, its tool calls
+# serialized with every field Pydantic AI writes.
+REQUESTS_LITERAL = """{
+  "calls": [
+    {"tool_name": "fetch_report", "args": "{\\"id\\": 7}", "tool_call_id": "call_2",
+     "id": null, "provider_name": null, "provider_details": null, "part_kind": "tool-call"}
+  ],
+  "approvals": [
+    {"tool_name": "issue_refund", "args": {"order_id": "A-1002", "amount": 250}, "tool_call_id": "call_1",
+     "id": null, "provider_name": null, "provider_details": null, "part_kind": "tool-call"},
+    {"tool_name": "issue_refund", "args": {"order_id": "A-1003", "amount": 900}, "tool_call_id": "call_3",
+     "id": null, "provider_name": null, "provider_details": null, "part_kind": "tool-call"}
+  ],
+  "metadata": {"call_2": {"task_id": "task_0"}}
+}"""
+
+
+def compact(v) -> str:
+    return json.dumps(v, separators=(",", ":"))
+
+
+class WireFormatTest(unittest.TestCase):
+    def test_results_round_trip(self):
+        got = sc.results_to_json(sc.results_from_json(json.loads(RESULTS_LITERAL), pydantic=False))
+        self.assertEqual(compact(got), RESULTS_LITERAL)
+
+    def test_results_every_form(self):
+        literal = (
+            '{"calls":{"c1":{"rows":3},"c2":{"message":"timeout","kind":"tool-failed"},'
+            '"c3":{"message":"ask again","kind":"model-retry"},"c4":null,"c5":"text"},'
+            '"approvals":{"a1":true,"a2":false,"a3":{"override_args":{"path":"/tmp/b"},"kind":"tool-approved"},'
+            '"a4":{"message":"No.","kind":"tool-denied"}},"metadata":{"a1":{"ticket":42}},"answered_by":{"a1":"U0ALICE"}}'
+        )
+        got = sc.results_to_json(sc.results_from_json(json.loads(literal), pydantic=False))
+        self.assertEqual(compact(got), literal)
+
+    def test_results_optional_keys(self):
+        got = sc.results_to_json({"approvals": {"call_1": True}})
+        self.assertEqual(compact(got), '{"calls":{},"approvals":{"call_1":true},"metadata":{},"answered_by":{}}')
+
+    def test_results_from_an_approval(self):
+        approval = {"token": "t" * 43, "status": "resolved", "results": json.loads(RESULTS_LITERAL)}
+        self.assertEqual(compact(sc.results_from_json(approval, pydantic=False)), RESULTS_LITERAL)
+        with self.assertRaises(ValueError):
+            sc.results_from_json({"token": "t" * 43, "status": "pending", "results": None}, pydantic=False)
+
+    def test_requests_pass_through(self):
+        wire = sc.requests_to_json(json.loads(REQUESTS_LITERAL))
+        self.assertEqual(wire, json.loads(REQUESTS_LITERAL))
+
+    def test_requests_from_objects(self):
+        @dataclasses.dataclass
+        class ToolCallPart:
+            tool_name: str
+            args: object
+            tool_call_id: str
+            part_kind: str = "tool-call"
+
+        @dataclasses.dataclass
+        class DeferredToolRequests:
+            calls: list
+            approvals: list
+            metadata: dict
+
+        reqs = DeferredToolRequests(
+            calls=[],
+            approvals=[ToolCallPart("delete_file", {"path": "/tmp/a"}, "call_1")],
+            metadata={"call_1": {"reason": "protected"}},
+        )
+        self.assertEqual(
+            compact(sc.requests_to_json(reqs)),
+            '{"calls":[],"approvals":[{"tool_name":"delete_file","args":{"path":"/tmp/a"},"tool_call_id":"call_1"}],'
+            '"metadata":{"call_1":{"reason":"protected"}}}',
+        )
+
+
+class FakePydanticAITest(unittest.TestCase):
+    """results_from_json builds Pydantic AI's objects when it is installed.
+    pydantic_ai cannot be installed here, so a stand-in with the same names
+    and fields plays it."""
+
+    def setUp(self):
+        fake = types.ModuleType("pydantic_ai")
+
+        @dataclasses.dataclass
+        class ToolApproved:
+            override_args: dict | None = None
+            kind: str = "tool-approved"
+
+        @dataclasses.dataclass
+        class ToolDenied:
+            message: str = "The tool call was denied."
+            kind: str = "tool-denied"
+
+        class ModelRetry(Exception):
+            def __init__(self, message):
+                super().__init__(message)
+                self.message = message
+
+        class ToolFailed(Exception):
+            def __init__(self, message):
+                super().__init__(message)
+                self.message = message
+
+        @dataclasses.dataclass
+        class DeferredToolResults:
+            calls: dict = dataclasses.field(default_factory=dict)
+            approvals: dict = dataclasses.field(default_factory=dict)
+            metadata: dict = dataclasses.field(default_factory=dict)
+
+        for cls in (ToolApproved, ToolDenied, ModelRetry, ToolFailed, DeferredToolResults):
+            setattr(fake, cls.__name__, cls)
+        self.fake = fake
+        self.saved = sys.modules.get("pydantic_ai")
+        sys.modules["pydantic_ai"] = fake
+
+    def tearDown(self):
+        if self.saved is None:
+            del sys.modules["pydantic_ai"]
+        else:
+            sys.modules["pydantic_ai"] = self.saved
+
+    def test_objects_and_back(self):
+        literal = (
+            '{"calls":{"c1":{"rows":3},"c2":{"message":"timeout","kind":"tool-failed"},'
+            '"c3":{"message":"ask again","kind":"model-retry"}},'
+            '"approvals":{"a1":true,"a3":{"override_args":{"path":"/tmp/b"},"kind":"tool-approved"},'
+            '"a4":{"message":"No.","kind":"tool-denied"}},"metadata":{"a1":{"ticket":42}},"answered_by":{}}'
+        )
+        res = sc.results_from_json(json.loads(literal))
+        self.assertIsInstance(res, self.fake.DeferredToolResults)
+        self.assertIs(res.approvals["a1"], True)
+        self.assertEqual(res.approvals["a3"], self.fake.ToolApproved(override_args={"path": "/tmp/b"}))
+        self.assertEqual(res.approvals["a4"], self.fake.ToolDenied("No."))
+        self.assertIsInstance(res.calls["c2"], self.fake.ToolFailed)
+        self.assertIsInstance(res.calls["c3"], self.fake.ModelRetry)
+        self.assertEqual(res.calls["c1"], {"rows": 3})
+        self.assertEqual(compact(sc.results_to_json(res)), literal)
+
+
+class CallbackTest(unittest.TestCase):
+    # Computed by slackbot's Go code (httpapi.Key.CallbackSecret, httpapi.Sign).
+    KEY = "billing-key-0123456789abcdef"
+    SECRET = "f5f6fd2247975f53e9e9baa1f03c50c5fe3960400cba7922a73a5017dd595849"
+    BODY = b'{"token":"t","status":"resolved"}'
+    SIGNATURE = "v1=90e6ef9600d2e805d0ad3531fc5a7f971f2ab5c3b5ec284f23281839d2c2fc25"
+
+    def test_secret(self):
+        self.assertEqual(sc.callback_secret(self.KEY), self.SECRET)
+
+    def test_verify(self):
+        headers = {"X-Slackbot-Timestamp": "1800000000", "X-Slackbot-Signature": self.SIGNATURE}
+        self.assertTrue(sc.verify_callback(self.KEY, headers, self.BODY, now=1800000060))
+        self.assertFalse(sc.verify_callback(self.KEY, headers, self.BODY, now=1800000400), "replayed late")
+        self.assertFalse(sc.verify_callback(self.KEY, headers, self.BODY + b" ", now=1800000060), "body changed")
+        self.assertFalse(sc.verify_callback("other-key-0123456789abcdef", headers, self.BODY, now=1800000060))
+
+
+class StubServerTest(unittest.TestCase):
+    """The client's requests and error handling, against a stub of slackbot."""
+
+    def setUp(self):
+        self.seen = []
+        test = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _reply(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _handle(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(n)) if n else None
+                test.seen.append((self.command, self.path, self.headers.get("Authorization"), self.headers.get("Content-Type"), body))
+                if self.headers.get("Authorization") != "Bearer good-key-0123456789abcdef":
+                    return self._reply(401, {"error": {"code": "unauthorized", "message": "a valid bearer key is required"}})
+                if self.path.startswith("/v1/approvals/missing"):
+                    return self._reply(404, {"error": {"code": "not_found", "message": "no approval request with this token"}})
+                self._reply(200, {"token": "tok", "status": "resolved", "results": json.loads(RESULTS_LITERAL)})
+
+            do_GET = do_POST = do_DELETE = _handle
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def tearDown(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def test_requests(self):
+        c = sc.SlackbotClient(self.url + "/", "good-key-0123456789abcdef")
+        c.create(json.loads(REQUESTS_LITERAL), context="why", timeout="30m", idempotency_key="k1")
+        c.get("tok", wait=90)
+        c.results("tok", {"approvals": {"call_1": True}})
+        c.cancel("tok")
+        method, path, auth, ctype, body = self.seen[0]
+        self.assertEqual((method, path, auth, ctype), ("POST", "/v1/approvals", "Bearer good-key-0123456789abcdef", "application/json"))
+        self.assertEqual(body["context"], "why")
+        self.assertEqual(body["timeout"], "30m")
+        self.assertEqual(body["idempotency_key"], "k1")
+        self.assertEqual(body["approvals"], json.loads(REQUESTS_LITERAL)["approvals"])
+        self.assertNotIn("route", body)
+        self.assertEqual(self.seen[1][:2], ("GET", "/v1/approvals/tok?wait=60"))
+        self.assertEqual(self.seen[2][:2], ("POST", "/v1/approvals/tok/results"))
+        self.assertEqual(self.seen[2][4], {"calls": {}, "approvals": {"call_1": True}, "metadata": {}, "answered_by": {}})
+        self.assertEqual(self.seen[3][:2], ("DELETE", "/v1/approvals/tok"))
+        self.assertNotIn("good-key", repr(c))
+
+    def test_errors(self):
+        with self.assertRaises(sc.SlackbotError) as cm:
+            sc.SlackbotClient(self.url, "bad-key-0123456789abcdef").get("tok")
+        self.assertEqual((cm.exception.status, cm.exception.code), (401, "unauthorized"))
+        with self.assertRaises(sc.SlackbotError) as cm:
+            sc.SlackbotClient(self.url, "good-key-0123456789abcdef").get("missing")
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
+
+    def test_waiter_resolves_future(self):
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+        fut = sc.Waiter(c).watch("tok")
+        self.assertEqual(fut.result(timeout=10)["status"], "resolved")
+
+    def test_ask_returns_results(self):
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+        handler = sc.make_handler(c, context="why")
+        reqs = json.loads(REQUESTS_LITERAL)
+        got = asyncio.run(handler(types.SimpleNamespace(run_id="run-1"), reqs))
+        self.assertEqual(compact(got), RESULTS_LITERAL)
+        keys = {s[4]["idempotency_key"] for s in self.seen if s[0] == "POST"}
+        asyncio.run(handler(types.SimpleNamespace(run_id="run-1"), reqs))
+        again = {s[4]["idempotency_key"] for s in self.seen if s[0] == "POST"}
+        self.assertEqual(keys, again, "the same run and calls must reuse the idempotency key")
+
+
+LIVE_URL = os.environ.get("SLACKBOT_URL")
+LIVE_KEY = os.environ.get("SLACKBOT_API_KEY")
+LIVE_TIMEOUT = float(os.environ.get("SLACKBOT_LIVE_TIMEOUT", "120"))
+
+
+@unittest.skipUnless(LIVE_URL and LIVE_KEY, "set SLACKBOT_URL and SLACKBOT_API_KEY to run against a live slackbot")
+class LiveTest(unittest.TestCase):
+    """Against a live slackbot whose routes send delete_file, fetch_report and
+    deploy_web to people; someone must click Approve on the delete_file cards
+    (and leave deploy_web's alone)."""
+
+    def setUp(self):
+        self.client = sc.SlackbotClient(LIVE_URL, LIVE_KEY)
+        self.run_id = "live-" + uuid.uuid4().hex[:12]
+
+    def test_handler_waits_for_a_click(self):
+        handler = sc.make_handler(self.client, requester="pydantic-ai example", context="Live test of the deferred-tool handler.")
+        requests = {
+            "calls": [],
+            "approvals": [{"tool_name": "delete_file", "args": {"path": "/tmp/live.txt"}, "tool_call_id": "call_live_1", "part_kind": "tool-call"}],
+            "metadata": {},
+        }
+        ctx = types.SimpleNamespace(run_id=self.run_id)
+        results = asyncio.run(asyncio.wait_for(handler(ctx, requests), LIVE_TIMEOUT))
+        print("LIVE handler results:", compact(results), flush=True)
+        self.assertEqual(results["approvals"], {"call_live_1": True})
+        # The same run asking for the same calls gets the same answer, not new cards.
+        again = asyncio.run(asyncio.wait_for(handler(ctx, requests), 10))
+        self.assertEqual(again, results)
+
+    def test_stop_the_world(self):
+        # The run ended with DeferredToolRequests: hand them over.
+        approval = sc.submit(self.client, json.loads(REQUESTS_LITERAL.replace("issue_refund", "delete_file")),
+                             context="Live test: stop the world.", idempotency_key=self.run_id)
+        token = approval["token"]
+        self.assertEqual(approval["status"], "pending")
+        self.assertEqual([c["kind"] for c in approval["calls"]], ["approval", "approval", "external"])
+        # The external call's result arrives from a worker.
+        part = self.client.results(token, {"calls": {"call_2": {"rows": 3}}})
+        self.assertEqual(part["status"], "pending")
+        # People approve the rest; then the run resumes with these results.
+        results = sc.collect(self.client, token, timeout=LIVE_TIMEOUT)
+        print("LIVE stop-the-world results:", compact(results), flush=True)
+        self.assertEqual(results["calls"], {"call_2": {"rows": 3}})
+        self.assertEqual(results["approvals"], {"call_1": True, "call_3": True})
+
+    def test_cancel(self):
+        # deploy_web goes to approvers who do not click in the Go test.
+        approval = self.client.create({"approvals": [{"tool_name": "deploy_web", "args": {"version": "9.9"}, "tool_call_id": "c1"}]},
+                                      context="Live test: cancelled at once.")
+        done = self.client.cancel(approval["token"])
+        self.assertEqual(done["status"], "cancelled")
+        self.assertEqual(sc.results_from_json(done, pydantic=False)["approvals"],
+                         {"c1": {"message": sc.NO_DECISION_PREFIX + "cancelled", "kind": "tool-denied"}})
+        with self.assertRaises(sc.SlackbotError) as cm:
+            self.client.cancel(approval["token"])
+        self.assertEqual(cm.exception.code, "conflict")
+
+    def test_errors(self):
+        with self.assertRaises(sc.SlackbotError) as cm:
+            sc.SlackbotClient(LIVE_URL, "not-a-key-0123456789abcdef").get("x" * 43)
+        self.assertEqual((cm.exception.status, cm.exception.code), (401, "unauthorized"))
+        with self.assertRaises(sc.SlackbotError) as cm:
+            self.client.get("x" * 43)
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
+        with self.assertRaises(sc.SlackbotError) as cm:
+            self.client.create({"approvals": []})
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_request"))
+
+
+if __name__ == "__main__":
+    unittest.main()
