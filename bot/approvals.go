@@ -59,6 +59,7 @@ type CallStatus struct {
 	OverrideArgs json.RawMessage // set when approved with edited arguments
 	Answer       json.RawMessage // answer to a question, external result
 	Message      MessageRef      // where the call's card was posted
+	Outcome      *ToolOutcome    // what the tool did, once it ran
 }
 
 // Action is what a decision does to a call.
@@ -113,7 +114,8 @@ type Approvals interface {
 	Decide(ctx context.Context, token string, d Decision) (*Decided, error)
 	// Refused records a refused click in the audit stream.
 	Refused(ctx context.Context, r Refusal) error
-	// Outcome records what a decided call's tool did, in the audit stream.
+	// Outcome records what a decided call's tool did, on the call (so every
+	// later rendering of its card shows it) and in the audit stream.
 	Outcome(ctx context.Context, token, callID string, o ToolOutcome) error
 }
 
@@ -122,6 +124,14 @@ type Approvals interface {
 // implementations that can, implement it too.
 type RunSaver interface {
 	SaveRun(ctx context.Context, rc *agentrunner.RunContext, token string, pending agentrunner.DeferredToolRequests, origin Origin, expires time.Time) error
+}
+
+// Locker serializes the re-rendering of one card across processes, so the
+// update that lands last was rendered from the latest state (a click's
+// update and the tool's outcome race otherwise). Approvals
+// implementations that can, implement it too.
+type Locker interface {
+	Lock(ctx context.Context, name string, ttl time.Duration) (release func(), err error)
 }
 
 // Errors of Approvals, in bot's vocabulary.

@@ -130,7 +130,7 @@ func (b *Bot) card(a *Approval, c *CallStatus) Card {
 		SourceChannel: a.Origin.Channel, Context: a.Context, Route: c.Route,
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
 		Votes: c.Votes, State: c.State, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
-		Reason: c.Reason, OverrideArgs: c.OverrideArgs, Answer: c.Answer,
+		Reason: c.Reason, OverrideArgs: c.OverrideArgs, Answer: c.Answer, Outcome: c.Outcome,
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
 	}
 	if r := b.route(c.Route); r != nil {
@@ -162,7 +162,23 @@ func (b *Bot) pendingViews(req agentrunner.DeferredToolRequests) []agentrunner.P
 }
 
 // updateCard re-renders a call's card in place from its current state.
+//
+// With a Locker, the card is locked, its state read afresh, rendered and
+// written, so concurrent updates from any processes end with the latest
+// state on the card.
 func (b *Bot) updateCard(ctx context.Context, a *Approval, c *CallStatus) error {
+	if l, ok := b.approvals.(Locker); ok {
+		release, err := l.Lock(ctx, "card:"+a.Token+":"+c.ID, 30*time.Second)
+		if err != nil {
+			return fmt.Errorf("update card: %w", err)
+		}
+		defer release()
+		if fresh, err := b.approvals.Get(ctx, a.Token); err == nil {
+			if fc := fresh.Call(c.ID); fc != nil {
+				a, c = fresh, fc
+			}
+		}
+	}
 	b.locateCard(ctx, a, c)
 	return b.updateRendered(ctx, c.Message, b.card(a, c))
 }

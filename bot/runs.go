@@ -196,13 +196,13 @@ func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunn
 		if p.Outcome == agentrunner.OutcomeFailed {
 			o.Status = OutcomeFailed
 		}
+		// Recorded on the call first: a card update racing with this one
+		// (the click's own) then renders the outcome too, whichever lands last.
 		if err := b.approvals.Outcome(ctx, token, c.ID, o); err != nil {
 			errs = append(errs, err)
 		}
-		b.locateCard(ctx, a, c)
-		card := b.card(a, c)
-		card.Outcome = &o
-		if err := b.updateRendered(ctx, c.Message, card); err != nil {
+		c.Outcome = &o
+		if err := b.updateCard(ctx, a, c); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -86,8 +86,19 @@ type CallState struct {
 	Result  json.RawMessage `json:"result,omitempty"`
 	Message MessageRef      `json:"message,omitzero"`
 
+	// Outcome is what the call's tool did once it ran (SetOutcome), so
+	// whoever re-renders the call's message shows it.
+	Outcome *ToolOutcome `json:"outcome,omitempty"`
+
 	key string // key of the decision, see Vote.Key
 	md  string // results metadata (JSON) given with the decision
+}
+
+// ToolOutcome is what a decided call's tool did: Status "ran" or "failed",
+// and a short summary of its result or error.
+type ToolOutcome struct {
+	Status  string `json:"status"`
+	Summary string `json:"summary,omitempty"`
 }
 
 // Approval is the record of a resume token: the calls a run waits on, who
@@ -391,6 +402,13 @@ func parseApproval(token string, m map[string]string) (*Approval, error) {
 			a.Requests.Approvals = append(a.Requests.Approvals, part)
 		} else {
 			a.Requests.Calls = append(a.Requests.Calls, part)
+		}
+		if out, ok := m[p+"out"]; ok {
+			var o ToolOutcome
+			if err := json.Unmarshal([]byte(out), &o); err != nil {
+				return nil, fmt.Errorf("outcome of %s: %w", cs.ID, err)
+			}
+			cs.Outcome = &o
 		}
 		if rq, ok := m[p+"rq"]; ok {
 			var md map[string]any

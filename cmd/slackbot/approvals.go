@@ -20,7 +20,11 @@ type approvals struct {
 	s *store.Store
 }
 
-var _ bot.Approvals = approvals{}
+var (
+	_ bot.Approvals = approvals{}
+	_ bot.RunSaver  = approvals{}
+	_ bot.Locker    = approvals{}
+)
 
 // apiClientPrefix marks a requester that is an HTTP API client.
 const apiClientPrefix = "api:"
@@ -90,7 +94,7 @@ func (a approvals) Outcome(ctx context.Context, token, callID string, o bot.Tool
 	if c, ok := rec.Call(callID); ok {
 		tool = c.Tool
 	}
-	return a.s.AuditToolOutcome(ctx, token, rec.RunID, callID, tool, o.Status, o.Summary)
+	return mapErr(a.s.SetOutcome(ctx, token, rec.RunID, callID, tool, store.ToolOutcome{Status: o.Status, Summary: o.Summary}))
 }
 
 // mapErr translates the store's errors into bot's vocabulary, keeping the
@@ -144,6 +148,9 @@ func toBot(rec *store.Approval) *bot.Approval {
 		cs := &bot.CallStatus{
 			ID: c.ID, Kind: c.Kind, Route: c.Route, Required: c.Required,
 			DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt, Message: bot.MessageRef(c.Message),
+		}
+		if c.Outcome != nil {
+			cs.Outcome = &bot.ToolOutcome{Status: c.Outcome.Status, Summary: c.Outcome.Summary}
 		}
 		for _, v := range c.Votes {
 			cs.Votes = append(cs.Votes, bot.Vote{User: v.By, At: v.At})
@@ -204,6 +211,11 @@ func readResult(c *store.CallState, cs *bot.CallStatus) {
 	default:
 		cs.Answer = r.Value
 	}
+}
+
+// Lock implements bot.Locker with a lease in Redis.
+func (a approvals) Lock(ctx context.Context, name string, ttl time.Duration) (func(), error) {
+	return a.s.Lock(ctx, name, ttl)
 }
 
 // SaveRun implements bot.RunSaver with the store's run state.
