@@ -24,7 +24,7 @@ func (b *Bot) HandleInteraction() http.Handler {
 			http.Error(w, "malformed form body", http.StatusBadRequest)
 			return
 		}
-		cb, err := ParseInteraction(r.PostFormValue("payload"))
+		cb, err := parseClick(r.PostFormValue("payload"))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -67,6 +67,68 @@ func ParseInteraction(payload string) (*slack.InteractionCallback, error) {
 	if err := json.Unmarshal([]byte(payload), &cb); err != nil {
 		return nil, fmt.Errorf("malformed payload: %w", err)
 	}
+	return checkInteraction(&cb)
+}
+
+// parseClick is ParseInteraction without the blocks and attachments of
+// the message the button was on: of that message it keeps only the head
+// (ts, thread, channel, user, bot, text). Slack sends the whole message
+// with every click, it is most of the payload, and decoding its blocks was
+// the largest cost of acknowledging a click; nothing on the click path
+// reads them. Everything else is decoded as slack-go decodes it.
+func parseClick(payload string) (*slack.InteractionCallback, error) {
+	if payload == "" {
+		return nil, errors.New("missing payload")
+	}
+	// callback has no methods, so the decoder fills its fields directly
+	// instead of calling slack-go's UnmarshalJSON; the fields declared here
+	// are shallower than the embedded ones and take their keys.
+	type callback slack.InteractionCallback
+	var cb slack.InteractionCallback
+	lean := struct {
+		Type slack.InteractionType `json:"type"`
+		*callback
+		Message         messageHead `json:"message"`
+		OriginalMessage messageHead `json:"original_message"`
+	}{callback: (*callback)(&cb)}
+	if err := json.Unmarshal([]byte(payload), &lean); err != nil {
+		return nil, fmt.Errorf("malformed payload: %w", err)
+	}
+	cb.Type = lean.Type
+	lean.Message.fill(&cb.Message)
+	lean.OriginalMessage.fill(&cb.OriginalMessage)
+	// What slack-go's UnmarshalJSON does besides decoding.
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		if len(cb.RawState) > 0 {
+			if err := json.Unmarshal(cb.RawState, &cb.BlockActionState); err != nil {
+				return nil, fmt.Errorf("malformed payload: state: %w", err)
+			}
+		}
+	case slack.InteractionTypeDialogSubmission:
+		cb.State = string(cb.RawState)
+	}
+	return checkInteraction(&cb)
+}
+
+// messageHead is what parseClick keeps of a message.
+type messageHead struct {
+	Type            string `json:"type"`
+	Channel         string `json:"channel"`
+	User            string `json:"user"`
+	BotID           string `json:"bot_id"`
+	Text            string `json:"text"`
+	Timestamp       string `json:"ts"`
+	ThreadTimestamp string `json:"thread_ts"`
+}
+
+func (h messageHead) fill(m *slack.Message) {
+	m.Type, m.Channel, m.User, m.BotID, m.Text = h.Type, h.Channel, h.User, h.BotID, h.Text
+	m.Timestamp, m.ThreadTimestamp = h.Timestamp, h.ThreadTimestamp
+}
+
+// checkInteraction checks the fields slackbot relies on.
+func checkInteraction(cb *slack.InteractionCallback) (*slack.InteractionCallback, error) {
 	if cb.User.ID == "" {
 		return nil, errors.New("payload has no user")
 	}
@@ -80,7 +142,7 @@ func ParseInteraction(payload string) (*slack.InteractionCallback, error) {
 			return nil, errors.New("view_submission payload has no callback_id")
 		}
 	}
-	return &cb, nil
+	return cb, nil
 }
 
 // clickTarget is a click resolved to its call.

@@ -1,0 +1,503 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/store"
+)
+
+// mainPhases runs the phases against one slackbot process and one
+// baseline process on database 0: clicks at fixed loads and at saturation,
+// click → resume, and posting under rate limits.
+func (b *bench) mainPhases(ctx context.Context, t *table) error {
+	var extra []string
+	var pprofAddr string
+	if b.cfg.pprof != "" {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
+		extra = append(extra, "BENCH_PPROF_ADDR="+pprofAddr)
+	}
+	sb, err := b.startSlackbot("slackbot", b.redis.url(0)+os.Getenv("BENCH_REDIS_QUERY"), extra...)
+	if err != nil {
+		return err
+	}
+	defer sb.stop()
+	base, err := b.startBaseline("baseline", b.redis.url(0))
+	if err != nil {
+		return err
+	}
+	defer base.stop()
+	st, closeStore := b.storeOn(0)
+	defer closeStore()
+
+	var floor loadResult
+	if b.cfg.phases["clicks"] {
+		if floor, err = b.clickPhases(ctx, t, sb, base, st, pprofAddr); err != nil {
+			return err
+		}
+	}
+	if b.cfg.phases["resume"] {
+		b.logf("resume: %d waiting runs, clicked at %.0f/s", b.cfg.resumeRuns, b.cfg.resumeRate)
+		res, err := b.resumeRuns(ctx, sb.base, st, b.cfg.resumeRuns, b.cfg.resumeRate, "r")
+		if err != nil {
+			return fmt.Errorf("resume phase: %w", err)
+		}
+		floorText := "—"
+		if floor.OK > 0 {
+			floorText = p50p99(floor) + " (one signed request + GET)"
+		}
+		t.add(fmt.Sprintf("click → card shows the decision, p50 / p99 (%d runs, %.0f clicks/s)", res.Runs, b.cfg.resumeRate),
+			p50p99(res.ToCard), floorText, "")
+		t.add("click → waiting run resumed, ran the tool and answered in its thread, p50 / p99",
+			p50p99(res.ToAnswer), floorText, "")
+	}
+	if b.cfg.phases["ratelimit"] {
+		b.logf("rate limit: %d channels × %d cards at 1 message/s/channel", b.cfg.rlChannels, b.cfg.rlPerChannel)
+		res, err := b.rateLimited(ctx, sb.base, b.cfg.rlChannels, b.cfg.rlPerChannel)
+		if err != nil {
+			return fmt.Errorf("rate-limit phase: %w", err)
+		}
+		t.add(fmt.Sprintf("cards posted under a 1 message/s/channel limit (429 + Retry-After), %d channels × %d: delivered / dropped / duplicated",
+			res.Channels, res.PerChannel),
+			fmt.Sprintf("%d / %d / %d (%d answers 429)", res.Delivered, res.Dropped, res.Duplicated, res.Limited),
+			fmt.Sprintf("%d / 0 / 0 (every card once)", res.Expected), "")
+		t.add("sustained card rate per channel under that limit",
+			fmt.Sprintf("%.2f/s (all in %.0f s)", res.Rate, res.Elapsed.Seconds()), "1.00/s (the limit)",
+			fmt.Sprintf("%.2f", res.Rate))
+	}
+	return nil
+}
+
+// cpuMeter reads the CPU time the processes of a phase used.
+type cpuMeter struct {
+	pids  []int
+	start []float64
+	self  float64
+	at    time.Time
+}
+
+func newCPUMeter(pids ...int) *cpuMeter {
+	m := &cpuMeter{pids: pids, at: time.Now(), self: selfCPU()}
+	for _, p := range pids {
+		m.start = append(m.start, cpuSeconds(p))
+	}
+	return m
+}
+
+// cores returns the cores each process used on average since the meter
+// started, then the bench process itself.
+func (m *cpuMeter) cores() []float64 {
+	d := time.Since(m.at).Seconds()
+	var out []float64
+	for i, p := range m.pids {
+		out = append(out, (cpuSeconds(p)-m.start[i])/d)
+	}
+	return append(out, (selfCPU()-m.self)/d)
+}
+
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// redisPID asks the server for its process id.
+func (b *bench) redisPID(ctx context.Context) int {
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.addr})
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
+}
+
+// clickPhases measures signed clicks at each offered load and at
+// saturation, baseline first, then slackbot, with the same generator. It
+// returns the baseline at the lowest load, the floor other latencies are
+// compared with.
+func (b *bench) clickPhases(ctx context.Context, t *table, sb, base *process, st *store.Store, pprofAddr string) (loadResult, error) {
+	cfg := b.cfg
+	counts := make([]int, len(cfg.rates))
+	total := warmup
+	for i, r := range cfg.rates {
+		counts[i] = int(r * cfg.duration.Seconds())
+		total += counts[i]
+	}
+	satN := int(cfg.satDuration.Seconds() * maxSaturationRate)
+	total += satN
+	b.logf("clicks: creating %d pending approvals and their cards", total)
+	t0 := time.Now()
+	all, err := prepareClicks(ctx, st, b.slots, total, "c")
+	if err != nil {
+		return loadResult{}, err
+	}
+	b.logf("clicks: created in %.1f s", time.Since(t0).Seconds())
+	take := func(n int) [][]byte {
+		out := all[:n]
+		all = all[n:]
+		return out
+	}
+	sbPost := signedPoster{client: b.client, url: sb.base + "/slack/interactivity", secret: b.secret}
+	basePost := signedPoster{client: b.client, url: base.base + "/slack/interactivity", secret: b.secret}
+	approvedBefore, _ := metric(ctx, b.client, sb.base, `slackbot_decisions_total{outcome="approved"}`)
+	acked := 0
+
+	// Warm both up: connections, pools, scripts loaded, caches filled.
+	w := take(warmup)
+	openLoop(ctx, basePost, w, 500)
+	acked += openLoop(ctx, sbPost, w, 500).OK
+	settle := func() { time.Sleep(time.Second) }
+	settle()
+
+	rpid := b.redisPID(ctx)
+	var floor loadResult
+	var at1000 [][]byte
+	for i, rate := range cfg.rates {
+		bodies := take(counts[i])
+		b.logf("clicks: %.0f/s offered for %s", rate, cfg.duration)
+		rb := openLoop(ctx, basePost, bodies, rate)
+		settle()
+		rs := openLoop(ctx, sbPost, bodies, rate)
+		acked += rs.OK
+		settle()
+		if i == 0 {
+			floor = rb
+		}
+		if rate == 1000 {
+			at1000 = bodies
+			if p99 := rs.Quantile(0.99); rs.Failed == 0 && p99 < 50*time.Millisecond {
+				t.note("Target: acknowledgement p99 under 50 ms at 1,000 clicks/s: met (%s).", msec(p99))
+			} else {
+				t.note("Target: acknowledgement p99 under 50 ms at 1,000 clicks/s: MISSED (%s, %d failed).", msec(p99), rs.Failed)
+			}
+		}
+		label := fmt.Sprintf("%s clicks/s offered (open loop, %d clicks)", thousands(int(rate)), len(bodies))
+		t.add(label+": acknowledged/s", perSec(rs), perSec(rb), ratio(rs.PerSecond(), rb.PerSecond()))
+		t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
+	}
+	if at1000 != nil {
+		b.logf("clicks: repeated clicks (already decided) at 1,000/s")
+		rs := openLoop(ctx, sbPost, at1000, 1000)
+		settle()
+		t.add(fmt.Sprintf("the same %d clicks again at 1,000/s (already decided: idempotent repeat): ack p50 / p99", len(at1000)),
+			p50p99(rs), "(as above)", "")
+	}
+
+	b.logf("clicks: saturation, %d connections, closed loop, %s", cfg.satConns, cfg.satDuration)
+	bodies := take(satN)
+	cpu := newCPUMeter(base.pid(), rpid)
+	rb := closedLoop(ctx, basePost, bodies, cfg.satConns, cfg.satDuration)
+	bc := cpu.cores()
+	settle()
+	profileDone := make(chan error, 1)
+	if pprofAddr != "" {
+		go func() {
+			profileDone <- saveProfile(ctx, pprofAddr, int(cfg.satDuration.Seconds()), filepath.Join(b.cfg.pprof, "slackbot-cpu.pprof"))
+		}()
+		go func() {
+			time.Sleep(cfg.satDuration / 2)
+			_ = saveURL(ctx, "http://"+pprofAddr+"/debug/pprof/goroutine?debug=1", filepath.Join(b.cfg.pprof, "slackbot-goroutines.txt"))
+		}()
+	}
+	cpu = newCPUMeter(sb.pid(), rpid)
+	stopSelf := b.profileSelf("bench-cpu.pprof")
+	rs := closedLoop(ctx, sbPost, bodies, cfg.satConns, cfg.satDuration)
+	stopSelf()
+	sc := cpu.cores()
+	acked += rs.OK
+	if pprofAddr != "" {
+		if err := <-profileDone; err != nil {
+			return floor, fmt.Errorf("cpu profile: %w", err)
+		}
+		b.logf("clicks: CPU profile saved in %s", filepath.Join(b.cfg.pprof, "slackbot-cpu.pprof"))
+	}
+	label := fmt.Sprintf("saturation (%d connections, closed loop, %s)", cfg.satConns, cfg.satDuration)
+	t.add(label+": clicks/s", perSec(rs), perSec(rb), ratio(rs.PerSecond(), rb.PerSecond()))
+	t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
+	t.add(label+": CPU cores used by server / Redis / load generator + fake Slack",
+		fmt.Sprintf("%.2f / %.2f / %.2f", sc[0], sc[1], sc[2]), fmt.Sprintf("%.2f / %.2f / %.2f", bc[0], bc[1], bc[2]), "")
+	if r := rs.PerSecond() / rb.PerSecond(); r >= 0.5 {
+		t.note("Target: click throughput at saturation at least half the baseline's: met (%.2f).", r)
+	} else {
+		t.note("Target: click throughput at saturation at least half the baseline's: MISSED (%.2f).", r)
+	}
+	if len(bodies) > 0 && rs.Sent >= len(bodies) {
+		t.note("Note: slackbot used up all %d pre-created approvals before the saturation phase ended; raise maxSaturationRate.", len(bodies))
+	}
+
+	// Every acknowledged first click must have recorded a decision.
+	time.Sleep(2 * time.Second)
+	approved, err := metric(ctx, b.client, sb.base, `slackbot_decisions_total{outcome="approved"}`)
+	if err != nil {
+		return floor, err
+	}
+	if got := int(approved - approvedBefore); got != acked {
+		t.note("Check: %d clicks acknowledged, %d decisions recorded: they should be equal.", acked, got)
+	} else {
+		t.note("Check: each of the %d acknowledged first clicks recorded its decision (slackbot_decisions_total).", acked)
+	}
+	return floor, nil
+}
+
+// warmup is how many clicks warm each server up before measuring.
+const warmup = 500
+
+// maxSaturationRate bounds the approvals created for the saturation
+// phase: clicks per second slackbot could at most acknowledge.
+const maxSaturationRate = 6000
+
+func perSec(r loadResult) string {
+	s := fmt.Sprintf("%.0f/s", r.PerSecond())
+	if r.Failed > 0 {
+		s += fmt.Sprintf(" (%d failed)", r.Failed)
+	}
+	return s
+}
+
+// profileSelf profiles the bench process itself (load generator and fake
+// Slack) into name in the -pprof directory until the returned function is
+// called; without -pprof it does nothing.
+func (b *bench) profileSelf(name string) func() {
+	if b.cfg.pprof == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(b.cfg.pprof, 0o755); err != nil {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(b.cfg.pprof, name))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// metric reads one sample of a Prometheus text exposition.
+func metric(ctx context.Context, client *http.Client, base, sample string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, sc.Err()
+}
+
+// saveProfile fetches a CPU profile of secs seconds from a pprof server.
+func saveProfile(ctx context.Context, addr string, secs int, path string) error {
+	return saveURL(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), path)
+}
+
+// saveURL saves what a GET of url answers in path.
+func saveURL(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof: status %d", resp.StatusCode)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// table is the bench's output: one row per figure, with its baseline.
+type table struct {
+	rows  [][4]string
+	notes []string
+}
+
+func (t *table) add(metric, slackbot, baseline, ratio string) {
+	t.rows = append(t.rows, [4]string{metric, slackbot, baseline, ratio})
+}
+
+func (t *table) note(format string, args ...any) {
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+}
+
+func (t *table) print(w io.Writer) {
+	fmt.Fprintln(w, "| measure | slackbot | baseline (verify signature + 1 GET) | slackbot ÷ baseline |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, r := range t.rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3])
+	}
+}
+
+// Formatting.
+
+func msec(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f ms", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.2f ms", v)
+}
+
+func p50p99(r loadResult) string {
+	if len(r.Latencies) == 0 {
+		return "—"
+	}
+	return msec(r.Quantile(0.5)) + " / " + msec(r.Quantile(0.99))
+}
+
+func kb(bytes float64) string {
+	if bytes < 1024 {
+		return fmt.Sprintf("%.0f B", bytes)
+	}
+	return fmt.Sprintf("%.1f KB", bytes/1024)
+}
+
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// machine describes where the bench ran.
+func machine(rs *redisServer) string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = "Linux " + strings.TrimSpace(string(b)) + ", "
+	}
+	rv := "?"
+	rdb := redis.NewClient(&redis.Options{Addr: rs.addr})
+	defer rdb.Close()
+	if info, err := rdb.Info(context.Background(), "server").Result(); err == nil {
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+				rv = v
+			}
+		}
+	}
+	return fmt.Sprintf("Machine: %d cores (%s), %s%s %s/%s, redis-server %s; load generator, fake Slack, slackbot, baseline and Redis share these cores.",
+		runtime.NumCPU(), cpu, kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH, rv)
+}
+
+// lifecyclePhase counts Redis traffic through the proxy, with a slackbot
+// and a baseline of their own on database 1.
+func (b *bench) lifecyclePhase(ctx context.Context, t *table) error {
+	proxy, err := startProxy(b.redis.addr)
+	if err != nil {
+		return err
+	}
+	defer proxy.close()
+	url := "redis://" + proxy.addr() + "/1"
+	sb, err := b.startSlackbot("slackbot (counted)", url)
+	if err != nil {
+		return err
+	}
+	defer sb.stop()
+	st, closeStore := b.storeOn(1)
+	defer closeStore()
+	b.logf("lifecycle: %d approval lifecycles and %d clicks through the counting proxy", b.cfg.lifecycles, b.cfg.lcClicks)
+	res, err := b.measureLifecycles(ctx, sb.base, proxy, st, b.cfg.lifecycles, b.cfg.lcClicks)
+	if err != nil {
+		return fmt.Errorf("lifecycle phase: %w", err)
+	}
+	sb.stop()
+	base, err := b.startBaseline("baseline (counted)", url)
+	if err != nil {
+		return err
+	}
+	defer base.stop()
+	body := clickBody(alice, "C0X", "1.1", "x", []byte("[]"), "1.x.y", "approve")
+	bodies := make([][]byte, 500)
+	for i := range bodies {
+		bodies[i] = body
+	}
+	bl, err := b.baselineTraffic(ctx, base.base, proxy, bodies)
+	if err != nil {
+		return err
+	}
+	t.add(fmt.Sprintf("Redis round trips per approval lifecycle (mention → card → click → resume → answer; %d runs)", res.Runs),
+		strconv.FormatInt(res.PerRun.RoundTrips, 10), fmt.Sprintf("%d per request", bl.RoundTrips), "")
+	t.add("Redis bytes per approval lifecycle, sent / received",
+		kb(float64(res.PerRun.BytesUp))+" / "+kb(float64(res.PerRun.BytesDown)),
+		kb(float64(bl.BytesUp))+" / "+kb(float64(bl.BytesDown))+" per request", "")
+	t.add(fmt.Sprintf("Redis round trips per click (%d clicks on pending approvals)", res.Clicks),
+		strconv.FormatInt(res.PerClick.RoundTrips, 10), strconv.FormatInt(bl.RoundTrips, 10),
+		ratio(float64(res.PerClick.RoundTrips), float64(bl.RoundTrips)))
+	t.add("Redis bytes per click, sent / received",
+		kb(float64(res.PerClick.BytesUp))+" / "+kb(float64(res.PerClick.BytesDown)),
+		kb(float64(bl.BytesUp))+" / "+kb(float64(bl.BytesDown)), "")
+	t.note("Background Redis traffic of an idle slackbot (heartbeat, sweeps, resume-queue reads), subtracted above: %d round trips/s.", res.Background.RoundTrips)
+	return nil
+}
