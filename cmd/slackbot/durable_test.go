@@ -189,6 +189,16 @@ func (c *cluster) waitAnswer(thread string, timeout time.Duration) string {
 	return e.replies(general, thread)[0]
 }
 
+// waitingRun starts process A, starts a run on it from a mention, and
+// waits for the run's approval card: the run now waits on A.
+func (c *cluster) waitingRun() (a *proc, thread string, card slackfake.Message, e *env) {
+	c.t.Helper()
+	a = c.start("A")
+	thread = c.mention(a)
+	e = &env{t: c.t, slack: c.slack}
+	return a, thread, e.waitCards(1)[0], e
+}
+
 const durableRoutes = `
 routes:
   - name: deletions
@@ -204,10 +214,7 @@ func TestDurableResumeOnAnotherProcess(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, durableRoutes)
-	a := c.start("A")
-	thread := c.mention(a)
-	e := &env{t: t, slack: c.slack}
-	card := e.waitCards(1)[0]
+	a, thread, card, e := c.waitingRun()
 	a.kill(t)
 
 	b := c.start("B")
@@ -227,10 +234,7 @@ func TestDurableResumeAfterRestart(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, durableRoutes)
-	a := c.start("A")
-	thread := c.mention(a)
-	e := &env{t: t, slack: c.slack}
-	card := e.waitCards(1)[0]
+	a, thread, card, e := c.waitingRun()
 	a.kill(t)
 
 	a2 := c.start("A restarted")
@@ -251,10 +255,7 @@ func TestDurableExpiryWhileNoProcessHoldsTheRun(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, strings.Replace(durableRoutes, "timeout: 1h", "timeout: 2s", 1))
-	a := c.start("A")
-	thread := c.mention(a)
-	e := &env{t: t, slack: c.slack}
-	card := e.waitCards(1)[0]
+	a, thread, card, e := c.waitingRun()
 	a.kill(t)
 	time.Sleep(2 * time.Second) // let the deadline pass while nobody runs
 
@@ -276,10 +277,7 @@ func TestGracefulShutdownLeavesRunsToOtherReplicas(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, durableRoutes)
-	a := c.start("A")
-	thread := c.mention(a)
-	e := &env{t: t, slack: c.slack}
-	card := e.waitCards(1)[0]
+	a, thread, card, e := c.waitingRun()
 	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
