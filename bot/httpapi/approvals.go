@@ -189,6 +189,9 @@ func (a *API) handleCreate(w http.ResponseWriter, r *http.Request, k *Key) error
 		},
 	})
 	if err != nil {
+		// Clean up on a context of its own: ctx may be what ran out.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		defer cancel()
 		if created {
 			if _, ferr := a.store.Fail(ctx, token, "slackbot", "slackbot could not ask for a decision"); ferr != nil && !isEnded(ferr) {
 				err = errors.Join(err, fmt.Errorf("end the token: %w", ferr))
