@@ -242,6 +242,19 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 	})
 }
 
+// slackHTTPClient is the HTTP client of the Slack Web API client. It keeps
+// up to 100 idle connections to Slack for reuse: with http.DefaultTransport
+// (two idle connections per host) a burst of clicks, each followed by a
+// chat.update, opened a new connection for almost every call, which cost
+// more CPU than the calls themselves and filled the ephemeral ports with
+// TIME_WAIT. Each attempt is bounded by bot.Retry's AttemptTimeout.
+func slackHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 100
+	t.MaxIdleConnsPerHost = 100
+	return &http.Client{Transport: t}
+}
+
 // ready reports whether Redis answers and Slack accepts the bot token; the
 // Slack check is cached for a while, since readiness probes are frequent.
 func (a *app) ready(ctx context.Context) error {

@@ -171,7 +171,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		cfg.SlackBotToken = dev.slack.Token()
 		cfg.SlackAPIURL = dev.apiURL
 	}
-	client := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
+	client := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(slackHTTPClient()))
 	deps.Slack = client
 	if dev != nil {
 		// The emulated workspace is served by this very process, which does
