@@ -297,3 +297,25 @@ func TestAskAPIRouteErrors(t *testing.T) {
 		})
 	}
 }
+
+// A card Slack refuses ends its call with no decision, so the agent hears
+// at once instead of waiting for the timeout; other cards still go out.
+func TestAskAPICardNotPosted(t *testing.T) {
+	e := newAskAPIEnv(t)
+	e.slack.ErrorNext("chat.postMessage", "channel_not_found", 1)
+	token := agentrunner.NewToken()
+	_, err := e.bot.AskAPI(t.Context(), bot.APIRequest{Token: token, Client: "billing", Requests: agentrunner.DeferredToolRequests{
+		Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`), call("d2", "delete_file", `{"path":"/b"}`)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := e.store.Get(t.Context(), token)
+	d1, d2 := a.Call("d1"), a.Call("d2")
+	if d1.State != bot.StateDenied || d1.DecidedBy != "slackbot" || !strings.HasPrefix(d1.Reason, agentrunner.NoDecisionPrefix) {
+		t.Errorf("d1: got %s by %q (%q); want denied by slackbot with no decision", d1.State, d1.DecidedBy, d1.Reason)
+	}
+	if d2.State != bot.StatePending || d2.Message.TS == "" {
+		t.Errorf("d2: got %s, card %+v; want pending with a card", d2.State, d2.Message)
+	}
+}
