@@ -2,16 +2,14 @@ package anthropic
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/internal/provider"
 )
 
 // DefaultMaxTokens bounds each response when WithMaxTokens is not given;
@@ -22,18 +20,16 @@ const DefaultMaxTokens = 4096
 // WithMaxRetries is not given: three attempts in all.
 const DefaultMaxRetries = 2
 
-// provider names the API in errors.
-const provider = "anthropic"
+// providerName names the API in errors and in String.
+const providerName = "anthropic"
 
 // Model is an agentrunner.Model that asks a Claude model through the
 // Messages API. It is safe for concurrent use.
 type Model struct {
-	model     string
+	// id names the model and makes its errors, without the API key.
+	id        *provider.Model
 	messages  sdk.MessageService
 	maxTokens int64
-	// redact hides the API key in error text. It is a pointer so that
-	// printing a Model with %v shows an address, never the key.
-	redact *strings.Replacer
 }
 
 var _ agentrunner.Model = (*Model)(nil)
@@ -107,15 +103,14 @@ func New(model string, opts ...Option) *Model {
 		ropts = append(ropts, option.WithRequestTimeout(cfg.timeout))
 	}
 	return &Model{
-		model:     model,
+		id:        provider.NewModel(providerName, model, cfg.apiKey, newAPIError),
 		messages:  sdk.NewClient(ropts...).Messages,
 		maxTokens: cfg.maxTokens,
-		redact:    newRedactor(cfg.apiKey),
 	}
 }
 
 // String returns "anthropic:<model>", as slackbot's MODEL names it.
-func (m *Model) String() string { return provider + ":" + m.model }
+func (m *Model) String() string { return m.id.String() }
 
 // GoString is String, so that %#v cannot print the client's settings.
 func (m *Model) GoString() string { return m.String() }
@@ -126,20 +121,9 @@ func (m *Model) GoString() string { return m.String() }
 func (m *Model) Request(ctx context.Context, messages []agentrunner.Message, params agentrunner.RequestParams) (agentrunner.Message, error) {
 	body, err := m.newParams(messages, params)
 	if err != nil {
-		return agentrunner.Message{}, m.fail(err)
+		return agentrunner.Message{}, m.id.Fail(err)
 	}
-	resp, err := m.messages.New(ctx, body)
-	if err != nil {
-		return agentrunner.Message{}, m.fail(err)
-	}
-	msg, err := fromMessage(resp)
-	if err != nil {
-		return agentrunner.Message{}, m.fail(err)
-	}
-	if msg.ModelName == "" {
-		msg.ModelName = m.model
-	}
-	return msg, nil
+	return provider.Send(ctx, m.id, m.messages.New, body, fromMessage)
 }
 
 // newParams builds the request body.
@@ -152,22 +136,9 @@ func (m *Model) newParams(messages []agentrunner.Message, params agentrunner.Req
 	if err != nil {
 		return sdk.MessageNewParams{}, err
 	}
-	body := sdk.MessageNewParams{Model: sdk.Model(m.model), MaxTokens: m.maxTokens, Messages: turns, Tools: tools}
+	body := sdk.MessageNewParams{Model: sdk.Model(m.id.Name()), MaxTokens: m.maxTokens, Messages: turns, Tools: tools}
 	if system != "" {
 		body.System = []sdk.TextBlockParam{{Text: system}}
 	}
 	return body, nil
-}
-
-// fail turns err into the error Request returns: HTTP errors become an
-// *APIError, the API key is redacted, and the provider and model lead.
-func (m *Model) fail(err error) error {
-	var sdkErr *sdk.Error
-	switch {
-	case errors.As(err, &sdkErr):
-		err = newAPIError(sdkErr, m.redact)
-	case m.redact != nil:
-		err = &redactedError{err: err, redact: m.redact}
-	}
-	return fmt.Errorf("%s %s: %w", provider, m.model, err)
 }

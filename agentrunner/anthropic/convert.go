@@ -2,8 +2,6 @@ package anthropic
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -12,10 +10,8 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/internal/provider"
 )
-
-// retrySuffix ends every retry prompt, as Pydantic AI ends them.
-const retrySuffix = "\n\nFix the errors and try again."
 
 // turn is one message of the conversation before it becomes a MessageParam.
 type turn struct {
@@ -99,10 +95,11 @@ func requestBlock(p agentrunner.Part) (sdk.ContentBlockParamUnion, bool) {
 		// says so. A failed one did.
 		return toolResult(p.ToolCallID, p.ReturnText(), p.Outcome == agentrunner.OutcomeFailed), true
 	case agentrunner.PartRetryPrompt:
-		if p.ToolName != "" && p.ToolCallID != "" {
-			return toolResult(p.ToolCallID, p.Content+retrySuffix, true), true
+		text, aboutCall := provider.RetryText(p)
+		if aboutCall {
+			return toolResult(p.ToolCallID, text, true), true
 		}
-		return sdk.NewTextBlock("Validation feedback:\n" + p.Content + retrySuffix), true
+		return sdk.NewTextBlock(text), true
 	}
 	return sdk.ContentBlockParamUnion{}, false
 }
@@ -217,7 +214,7 @@ func fromMessage(m *sdk.Message) (agentrunner.Message, error) {
 			}
 			id := b.ID
 			if id == "" {
-				id = newToolUseID()
+				id = provider.NewCallID("toolu_")
 			}
 			msg.Parts = append(msg.Parts, agentrunner.ToolCall(b.Name, toolInput(b.Input), id))
 			answered = true
@@ -245,12 +242,4 @@ func toolInput(raw json.RawMessage) json.RawMessage {
 		return raw // the runner's validation will report it to the model
 	}
 	return buf.Bytes()
-}
-
-// newToolUseID makes an id for a tool_use block that came without one
-// (from a gateway), so that every call in a history has its own.
-func newToolUseID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "toolu_" + hex.EncodeToString(b[:])
 }

@@ -1,15 +1,12 @@
 package anthropic
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/slackapprove/slackbot/agentrunner/internal/provider"
 )
 
 // ErrEmptyResponse is returned (wrapped) when the API answers without text
@@ -37,14 +34,7 @@ type APIError struct {
 
 // Error returns the status and the API's message.
 func (e *APIError) Error() string {
-	s := strconv.Itoa(e.StatusCode)
-	if t := statusText(e.StatusCode); t != "" {
-		s += " " + t
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
+	return provider.ErrorText(e.StatusCode, statusText(e.StatusCode), e.Message)
 }
 
 // Unwrap returns the SDK's error.
@@ -58,79 +48,13 @@ func statusText(code int) string {
 	return http.StatusText(code)
 }
 
-// maxMessage bounds the API's message in an error, which ends up in a Slack
-// thread.
-const maxMessage = 1000
-
-func newAPIError(e *sdk.Error, redact *strings.Replacer) *APIError {
-	msg := e.Message
+// newAPIError returns the *APIError for the SDK's error, the API key
+// hidden in its message.
+func newAPIError(e *sdk.Error, redact *provider.Redactor) error {
+	msg := e.Message // the SDK reads Anthropic's {"error":{"message":...}}
 	if msg == "" {
 		// A gateway in front of the API may answer in its own shape.
-		msg = bodyMessage([]byte(e.RawJSON()))
+		msg = provider.BodyMessage([]byte(e.RawJSON()))
 	}
-	msg = truncate(strings.TrimSpace(msg), maxMessage)
-	if redact != nil {
-		msg = redact.Replace(msg)
-	}
-	return &APIError{StatusCode: e.StatusCode, Type: string(e.Type()), Message: msg, err: e}
-}
-
-// bodyMessage finds an error message in a response body of the shapes
-// gateways use: {"message":...}, {"error":"..."}, {"detail":"..."}, or
-// short plain text.
-func bodyMessage(body []byte) string {
-	body = bytes.TrimSpace(body)
-	var obj struct {
-		Error   any    `json:"error"`
-		Message string `json:"message"`
-		Detail  any    `json:"detail"`
-	}
-	if json.Unmarshal(body, &obj) == nil {
-		if s, ok := obj.Error.(string); ok && s != "" {
-			return s
-		}
-		if obj.Message != "" {
-			return obj.Message
-		}
-		if s, ok := obj.Detail.(string); ok {
-			return s
-		}
-		return ""
-	}
-	if len(body) == 0 || body[0] == '<' || len(body) > 300 || !utf8.Valid(body) {
-		return "" // HTML error pages and the like say nothing useful
-	}
-	return string(body)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// redactedError hides the API key in the text of an error that is not an
-// HTTP error (a transport error may quote a URL or a header).
-type redactedError struct {
-	err    error
-	redact *strings.Replacer
-}
-
-func (e *redactedError) Error() string { return e.redact.Replace(e.err.Error()) }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// minRedactLen is the shortest key that is redacted: shorter ones are
-// placeholders for gateways that check no key, and hiding them would garble
-// messages that happen to contain the word.
-const minRedactLen = 8
-
-func newRedactor(key string) *strings.Replacer {
-	if len(key) < minRedactLen {
-		return nil
-	}
-	return strings.NewReplacer(key, "[redacted]")
+	return &APIError{StatusCode: e.StatusCode, Type: string(e.Type()), Message: provider.ServerMessage(msg, redact), err: e}
 }

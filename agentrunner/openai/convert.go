@@ -10,10 +10,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/internal/provider"
 )
-
-// retrySuffix ends every retry prompt, as Pydantic AI ends them.
-const retrySuffix = "\n\nFix the errors and try again."
 
 // toMessages maps the history onto chat messages, the instructions first.
 func toMessages(history []agentrunner.Message, instructions string) ([]sdk.ChatCompletionMessageParamUnion, error) {
@@ -53,10 +51,11 @@ func requestPart(p agentrunner.Part) (sdk.ChatCompletionMessageParamUnion, bool)
 		// reads it like any result.
 		return sdk.ToolMessage(p.ReturnText(), p.ToolCallID), true
 	case agentrunner.PartRetryPrompt:
-		if p.ToolName != "" && p.ToolCallID != "" {
-			return sdk.ToolMessage(p.Content+retrySuffix, p.ToolCallID), true
+		text, aboutCall := provider.RetryText(p)
+		if aboutCall {
+			return sdk.ToolMessage(text, p.ToolCallID), true
 		}
-		return sdk.UserMessage("Validation feedback:\n" + p.Content + retrySuffix), true
+		return sdk.UserMessage(text), true
 	}
 	return sdk.ChatCompletionMessageParamUnion{}, false
 }
@@ -152,7 +151,7 @@ func fromCompletion(c *sdk.ChatCompletion) (agentrunner.Message, error) {
 	if len(c.Choices) == 0 {
 		// Some proxies answer 200 with an error body.
 		if msg := bodyMessage([]byte(c.RawJSON())); msg != "" {
-			return agentrunner.Message{}, fmt.Errorf("%w: no choices: %s", ErrEmptyResponse, truncate(msg, maxMessage))
+			return agentrunner.Message{}, fmt.Errorf("%w: no choices: %s", ErrEmptyResponse, provider.ServerMessage(msg, nil))
 		}
 		return agentrunner.Message{}, fmt.Errorf("%w: no choices", ErrEmptyResponse)
 	}
@@ -175,7 +174,7 @@ func fromCompletion(c *sdk.ChatCompletion) (agentrunner.Message, error) {
 		}
 		id := tc.ID
 		if id == "" {
-			id = newCallID()
+			id = provider.NewCallID("call_")
 		}
 		msg.Parts = append(msg.Parts, agentrunner.ToolCall(name, callArgs(tc.Function), id))
 	}

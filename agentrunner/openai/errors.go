@@ -6,12 +6,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/slackapprove/slackbot/agentrunner/internal/provider"
 )
 
 // ErrEmptyResponse is returned (wrapped) when the server answers without
@@ -39,29 +38,17 @@ type APIError struct {
 
 // Error returns the status and the server's message.
 func (e *APIError) Error() string {
-	s := strconv.Itoa(e.StatusCode)
-	if t := http.StatusText(e.StatusCode); t != "" {
-		s += " " + t
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
+	return provider.ErrorText(e.StatusCode, http.StatusText(e.StatusCode), e.Message)
 }
 
 // Unwrap returns the SDK's error.
 func (e *APIError) Unwrap() error { return e.err }
 
-// maxMessage bounds the server's message in an error, which ends up in a
-// Slack thread.
-const maxMessage = 1000
-
-func newAPIError(e *sdk.Error, redact *strings.Replacer) *APIError {
-	msg := truncate(strings.TrimSpace(e.Message), maxMessage)
-	if redact != nil {
-		msg = redact.Replace(msg)
-	}
-	return &APIError{StatusCode: e.StatusCode, Type: e.Type, Code: e.Code, Message: msg, err: e}
+// newAPIError returns the *APIError for the SDK's error, the API key
+// hidden in its message. normalizeErrors has already put the message of
+// any server's error body where the SDK reads it.
+func newAPIError(e *sdk.Error, redact *provider.Redactor) error {
+	return &APIError{StatusCode: e.StatusCode, Type: e.Type, Code: e.Code, Message: provider.ServerMessage(e.Message, redact), err: e}
 }
 
 // normalizeErrors is a middleware that rewrites an error response whose
@@ -93,67 +80,17 @@ func normalizeErrors(req *http.Request, next option.MiddlewareNext) (*http.Respo
 	return res, nil
 }
 
-// bodyMessage finds an error message in a response body of any of the
-// shapes servers use: {"error":{"message":...}}, {"message":...},
-// {"error":"..."}, {"detail":"..."}, or short plain text.
+// bodyMessage finds an error message in a response body: in OpenAI's own
+// {"error":{"message":...}} first, then in the shapes other servers use
+// (provider.BodyMessage).
 func bodyMessage(body []byte) string {
-	body = bytes.TrimSpace(body)
-	var obj struct {
-		Error   any    `json:"error"`
-		Message string `json:"message"`
-		Detail  any    `json:"detail"`
+	var openAI struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	if json.Unmarshal(body, &obj) == nil {
-		if s, ok := obj.Error.(string); ok && s != "" {
-			return s
-		}
-		if e, ok := obj.Error.(map[string]any); ok {
-			if s, ok := e["message"].(string); ok && s != "" {
-				return s
-			}
-		}
-		if obj.Message != "" {
-			return obj.Message
-		}
-		if s, ok := obj.Detail.(string); ok {
-			return s
-		}
-		return ""
+	if json.Unmarshal(body, &openAI) == nil && openAI.Error.Message != "" {
+		return openAI.Error.Message
 	}
-	if len(body) == 0 || body[0] == '<' || len(body) > 300 || !utf8.Valid(body) {
-		return "" // HTML error pages and the like say nothing useful
-	}
-	return string(body)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// redactedError hides the API key in the text of an error that is not an
-// HTTP error (a transport error may quote a URL or a header).
-type redactedError struct {
-	err    error
-	redact *strings.Replacer
-}
-
-func (e *redactedError) Error() string { return e.redact.Replace(e.err.Error()) }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// minRedactLen is the shortest key that is redacted: shorter ones are
-// placeholders ("ollama", "x") for servers that check no key, and hiding
-// them would garble messages that happen to contain the word.
-const minRedactLen = 8
-
-func newRedactor(key string) *strings.Replacer {
-	if len(key) < minRedactLen {
-		return nil
-	}
-	return strings.NewReplacer(key, "[redacted]")
+	return provider.BodyMessage(body)
 }

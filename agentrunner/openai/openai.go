@@ -2,18 +2,14 @@ package openai
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/internal/provider"
 )
 
 // DefaultBaseURL is OpenAI's API, used when no base URL is given.
@@ -23,19 +19,17 @@ const DefaultBaseURL = "https://api.openai.com/v1/"
 // WithMaxRetries is not given: three attempts in all.
 const DefaultMaxRetries = 2
 
-// provider names the API in errors.
-const provider = "openai"
+// providerName names the API in errors and in String.
+const providerName = "openai"
 
 // Model is an agentrunner.Model that asks a chat model through the Chat
 // Completions API. It is safe for concurrent use.
 type Model struct {
-	model       string
+	// id names the model and makes its errors, without the API key.
+	id          *provider.Model
 	chat        sdk.ChatCompletionService
 	temperature *float64
 	maxTokens   int64
-	// redact hides the API key in error text. It is a pointer so that
-	// printing a Model with %v shows an address, never the key.
-	redact *strings.Replacer
 }
 
 var _ agentrunner.Model = (*Model)(nil)
@@ -113,18 +107,16 @@ func New(model string, opts ...Option) *Model {
 	if cfg.timeout > 0 {
 		ropts = append(ropts, option.WithRequestTimeout(cfg.timeout))
 	}
-	m := &Model{
-		model:       model,
+	return &Model{
+		id:          provider.NewModel(providerName, model, cfg.apiKey, newAPIError),
 		chat:        sdk.NewChatCompletionService(ropts...),
 		temperature: cfg.temperature,
 		maxTokens:   cfg.maxTokens,
 	}
-	m.redact = newRedactor(cfg.apiKey)
-	return m
 }
 
 // String returns "openai:<model>", as slackbot's MODEL names it.
-func (m *Model) String() string { return provider + ":" + m.model }
+func (m *Model) String() string { return m.id.String() }
 
 // GoString is String, so that %#v cannot print the client's settings.
 func (m *Model) GoString() string { return m.String() }
@@ -135,20 +127,9 @@ func (m *Model) GoString() string { return m.String() }
 func (m *Model) Request(ctx context.Context, messages []agentrunner.Message, params agentrunner.RequestParams) (agentrunner.Message, error) {
 	body, err := m.newParams(messages, params)
 	if err != nil {
-		return agentrunner.Message{}, m.fail(err)
+		return agentrunner.Message{}, m.id.Fail(err)
 	}
-	resp, err := m.chat.New(ctx, body)
-	if err != nil {
-		return agentrunner.Message{}, m.fail(err)
-	}
-	msg, err := fromCompletion(resp)
-	if err != nil {
-		return agentrunner.Message{}, m.fail(err)
-	}
-	if msg.ModelName == "" {
-		msg.ModelName = m.model
-	}
-	return msg, nil
+	return provider.Send(ctx, m.id, m.chat.New, body, fromCompletion)
 }
 
 // newParams builds the request body.
@@ -161,7 +142,7 @@ func (m *Model) newParams(messages []agentrunner.Message, params agentrunner.Req
 	if err != nil {
 		return sdk.ChatCompletionNewParams{}, err
 	}
-	body := sdk.ChatCompletionNewParams{Model: m.model, Messages: msgs, Tools: tools}
+	body := sdk.ChatCompletionNewParams{Model: m.id.Name(), Messages: msgs, Tools: tools}
 	if m.temperature != nil {
 		body.Temperature = sdk.Float(*m.temperature)
 	}
@@ -169,25 +150,4 @@ func (m *Model) newParams(messages []agentrunner.Message, params agentrunner.Req
 		body.MaxCompletionTokens = sdk.Int(m.maxTokens)
 	}
 	return body, nil
-}
-
-// fail turns err into the error Request returns: HTTP errors become an
-// *APIError, the API key is redacted, and the provider and model lead.
-func (m *Model) fail(err error) error {
-	var sdkErr *sdk.Error
-	switch {
-	case errors.As(err, &sdkErr):
-		err = newAPIError(sdkErr, m.redact)
-	case m.redact != nil:
-		err = &redactedError{err: err, redact: m.redact}
-	}
-	return fmt.Errorf("%s %s: %w", provider, m.model, err)
-}
-
-// newCallID makes an id for a tool call the server sent without one, so
-// that every call in a history has its own.
-func newCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
 }
