@@ -41,8 +41,12 @@ type Store interface {
 	Cancel(ctx context.Context, token, by string) (*store.Approval, error)
 	// Fail ends an open token that could not be asked for.
 	Fail(ctx context.Context, token, by, reason string) (*store.Approval, error)
+	// ClaimIdempotency makes a client's idempotency key stand for token,
+	// or returns what it already stands for (first false).
 	ClaimIdempotency(ctx context.Context, client, key, token, fingerprint string, ttl time.Duration) (store.Idempotency, bool, error)
+	// KeepIdempotency makes the key live as long as the token's record.
 	KeepIdempotency(ctx context.Context, client, key, token string) error
+	// ReleaseIdempotency forgets the key if it still stands for token.
 	ReleaseIdempotency(ctx context.Context, client, key, token string) error
 }
 

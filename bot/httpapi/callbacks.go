@@ -37,17 +37,24 @@ const (
 // CallbackQueue is the queue of callback deliveries; *store.CallbackQueue
 // implements it.
 type CallbackQueue interface {
+	// Read returns new jobs for consumer, blocking up to block.
 	Read(ctx context.Context, consumer string, block time.Duration) ([]store.CallbackJob, error)
+	// Reclaim takes over jobs another consumer left idle for minIdle.
 	Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]store.CallbackJob, error)
+	// Ack removes handled jobs.
 	Ack(ctx context.Context, ids ...string) error
+	// Retry acknowledges job and schedules its next attempt at at.
 	Retry(ctx context.Context, job store.CallbackJob, at time.Time) error
+	// Promote moves the attempts that are due back onto the queue.
 	Promote(ctx context.Context) (int, error)
 }
 
 // CallbackStore is what callbacks need from the store; *store.Store
 // implements it.
 type CallbackStore interface {
+	// Get returns a token's record.
 	Get(ctx context.Context, token string) (*store.Approval, error)
+	// AuditCallback records an attempt in the audit stream.
 	AuditCallback(ctx context.Context, a store.CallbackAttempt) error
 }
 
