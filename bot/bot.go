@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -126,7 +127,7 @@ func (b *Bot) card(a *Approval, c *CallStatus) Card {
 	}
 	card := Card{
 		Token: a.Token, ToolCallID: c.ID, Kind: c.Kind, ToolName: call.ToolName, Args: args,
-		Requester: a.Origin.Requester(), RequesterIsSlackUser: a.Origin.User != "",
+		Requester: cmp.Or(a.Origin.User, a.Origin.Client), RequesterIsSlackUser: a.Origin.User != "",
 		SourceChannel: a.Origin.Channel, Context: a.Context, Route: c.Route,
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
 		Votes: c.Votes, State: c.State, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,

@@ -20,6 +20,7 @@ import (
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/httpapi"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -120,7 +121,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	b := bot.New(bot.Config{
 		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(fakeSrv))),
-		Approvals: approvals{st}, Routes: routes, TeamID: testTeam, Log: log, Now: clock.Now,
+		Approvals: storeadapter.New(st), Routes: routes, TeamID: testTeam, Log: log, Now: clock.Now,
 	})
 	ev := store.NewEvents(st, store.EventsOptions{
 		SweepEvery: 20 * time.Millisecond, Logger: log,

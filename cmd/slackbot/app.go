@@ -14,6 +14,8 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -41,6 +43,8 @@ type appDeps struct {
 	Retry bot.Retry
 	// Extra mounts more handlers (dev: the Slack emulator and fake API).
 	Extra map[string]http.Handler
+	// APIKeys enables the HTTP API (/v1) for these clients; none: disabled.
+	APIKeys []httpapi.Key
 	// ResumeBlock is how long one read of the resume queue blocks; it also
 	// bounds how long shutdown waits for the consumer. Default 2s.
 	ResumeBlock time.Duration
@@ -59,6 +63,9 @@ type app struct {
 	metrics *metrics
 	deps    appDeps
 	owner   string
+	// api and callbacks serve the HTTP API; nil without API keys.
+	api       *httpapi.API
+	callbacks *httpapi.Callbacks
 
 	readyMu    sync.Mutex
 	readyAt    time.Time
@@ -100,11 +107,21 @@ func newApp(d appDeps) (*app, error) {
 	})
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
 
-	approvals := approvals{s: st}
+	approvals := storeadapter.New(st)
 	a.bot = bot.New(bot.Config{
 		Slack: d.Slack, Approvals: approvals, Routes: d.Routes, TeamID: d.TeamID,
 		Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
+	if len(d.APIKeys) > 0 {
+		var err error
+		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Store: st, Events: a.events, Bot: a.bot, Routes: d.Routes, Log: d.Log})
+		if err != nil {
+			return nil, err
+		}
+		a.callbacks = httpapi.NewCallbacks(httpapi.CallbacksConfig{
+			Keys: d.APIKeys, Store: st, Queue: st.CallbackQueue(0), Consumer: owner, Log: d.Log,
+		})
+	}
 	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: a.events, Deadline: a.bot.Deadline}
 	opts := []agentrunner.Option{agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask)}
 	if d.ToolSource != nil {
@@ -151,6 +168,13 @@ func (a *app) background(ctx context.Context) {
 		}
 	})
 	wg.Go(func() { a.consumeResumes(ctx) })
+	if a.callbacks != nil {
+		wg.Go(func() {
+			if err := a.callbacks.Run(ctx); err != nil && ctx.Err() == nil {
+				a.log.ErrorContext(ctx, "callback delivery loop ended", "err", err)
+			}
+		})
+	}
 	wg.Wait()
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/kelseyhightower/envconfig"
+
+	"github.com/slackapprove/slackbot/bot/httpapi"
 )
 
 // Config is slackbot's configuration, read from the environment variables
@@ -138,9 +140,10 @@ func (c *Config) validate(mode Mode) error {
 	if c.Tools != "" && c.Tools != "demo" {
 		add("TOOLS must be empty or demo (got %q)", c.Tools)
 	}
-	for i, k := range c.APIKeys {
-		if len(strings.TrimSpace(k)) < 16 {
-			add("API_KEYS entry %d is shorter than 16 characters; use long random keys", i+1)
+	if len(c.APIKeys) > 0 {
+		// ParseKeys names a bad entry by its position, never by its value.
+		if _, err := httpapi.ParseKeys(strings.Join(c.APIKeys, ",")); err != nil {
+			add("API_KEYS: %v", err)
 		}
 	}
 	if c.PublicURL != "" {

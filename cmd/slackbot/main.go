@@ -32,6 +32,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/agentrunner/openai"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/bot/httpapi"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -194,6 +195,11 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	if deps.Tools, err = newTools(cfg, mode); err != nil {
 		return err
 	}
+	if len(cfg.APIKeys) > 0 {
+		if deps.APIKeys, err = httpapi.ParseKeys(strings.Join(cfg.APIKeys, ",")); err != nil {
+			return err
+		}
+	}
 	if len(deps.Routes.MCPServers) > 0 {
 		// MCP servers that are down do not stop start-up: their tools are
 		// retried in the background and fail clearly until they are back.
@@ -229,6 +235,9 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	}
 	if dev != nil {
 		srv.RegisterOnShutdown(dev.close)
+	}
+	if a.api != nil {
+		srv.RegisterOnShutdown(a.api.Close)
 	}
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})

@@ -23,6 +23,9 @@ func (a *app) handler() http.Handler {
 		mux.Handle("POST /slack/events", a.metrics.timed("events",
 			bot.VerifySlack(secret, a.log, a.runs.HandleEvents())))
 	}
+	if a.api != nil {
+		mux.Handle("/v1/", a.metrics.timed("api", a.api))
+	}
 	mux.Handle("GET /healthz", handleHealthz())
 	mux.Handle("GET /readyz", a.handleReadyz())
 	mux.Handle("GET /metrics", a.metrics.handler())
@@ -75,12 +78,19 @@ func withRequestID(log *slog.Logger, next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		r = r.WithContext(ctx)
+		next.ServeHTTP(sw, r) // the mux records the route's pattern in r
 		level := slog.LevelDebug
 		if sw.status >= 400 {
 			level = slog.LevelInfo
 		}
-		log.Log(ctx, level, "http request", "method", r.Method, "path", r.URL.Path,
+		// The route's pattern, not the path: paths of the HTTP API carry
+		// resume tokens, which must not reach the logs.
+		path := r.Pattern
+		if path == "" {
+			path = "unmatched"
+		}
+		log.Log(ctx, level, "http request", "method", r.Method, "route", path,
 			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	})
 }

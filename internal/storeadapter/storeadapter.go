@@ -1,4 +1,10 @@
-package main
+// Package storeadapter adapts the Redis store to the interfaces package bot
+// defines for itself (bot.Approvals, bot.RunSaver, bot.Locker): bot knows
+// nothing of Redis and store nothing of Slack, and the mapping between
+// their types and error vocabularies lives here, in one place. Only the
+// wiring (cmd/slackbot) and tests that run the real bot on the real store
+// import it.
+package storeadapter
 
 import (
 	"context"
@@ -13,52 +19,58 @@ import (
 	"github.com/slackapprove/slackbot/store"
 )
 
-// approvals adapts the Redis store to bot.Approvals: bot defines the small
-// interface it needs and knows nothing of Redis; the mapping lives here,
-// where the two meet.
-type approvals struct {
+// Approvals is the store seen as bot.Approvals, bot.RunSaver and
+// bot.Locker.
+type Approvals struct {
 	s *store.Store
 }
 
+// New adapts s.
+func New(s *store.Store) Approvals { return Approvals{s: s} }
+
 var (
-	_ bot.Approvals = approvals{}
-	_ bot.RunSaver  = approvals{}
-	_ bot.Locker    = approvals{}
+	_ bot.Approvals = Approvals{}
+	_ bot.RunSaver  = Approvals{}
+	_ bot.Locker    = Approvals{}
 )
 
 // apiClientPrefix marks a requester that is an HTTP API client.
 const apiClientPrefix = "api:"
 
-func (a approvals) Create(ctx context.Context, ap *bot.Approval) error {
+// Create implements bot.Approvals.
+func (a Approvals) Create(ctx context.Context, ap *bot.Approval) error {
 	rec := &store.Approval{
 		Token: ap.Token, RunID: ap.RunID, Requester: ap.Origin.Requester(),
 		Source:   store.Source{Team: ap.Origin.TeamID, Channel: ap.Origin.Channel, ThreadTS: ap.Origin.ThreadTS},
-		Requests: ap.Requests, CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt,
+		Requests: ap.Requests, CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt, Context: ap.Context,
 	}
 	for _, c := range ap.Calls {
 		rec.Calls = append(rec.Calls, store.CallState{ID: c.ID, Route: c.Route, Required: c.Required,
 			Message: store.MessageRef(c.Message)})
 	}
 	if err := a.s.Create(ctx, rec); err != nil {
-		return mapErr(err)
+		return MapErr(err)
 	}
 	ap.CreatedAt, ap.ExpiresAt = rec.CreatedAt, rec.ExpiresAt
 	return nil
 }
 
-func (a approvals) Get(ctx context.Context, token string) (*bot.Approval, error) {
+// Get implements bot.Approvals.
+func (a Approvals) Get(ctx context.Context, token string) (*bot.Approval, error) {
 	rec, err := a.s.Get(ctx, token)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, MapErr(err)
 	}
-	return toBot(rec), nil
+	return ToBot(rec), nil
 }
 
-func (a approvals) SetMessage(ctx context.Context, token, callID string, ref bot.MessageRef) error {
-	return mapErr(a.s.SetMessage(ctx, token, callID, ref.Channel, ref.TS))
+// SetMessage implements bot.Approvals.
+func (a Approvals) SetMessage(ctx context.Context, token, callID string, ref bot.MessageRef) error {
+	return MapErr(a.s.SetMessage(ctx, token, callID, ref.Channel, ref.TS))
 }
 
-func (a approvals) Decide(ctx context.Context, token string, d bot.Decision) (*bot.Decided, error) {
+// Decide implements bot.Approvals.
+func (a Approvals) Decide(ctx context.Context, token string, d bot.Decision) (*bot.Decided, error) {
 	sd := store.Decision{CallID: d.CallID, By: d.By, Message: d.Reason}
 	switch d.Action {
 	case bot.ActionApprove:
@@ -75,31 +87,33 @@ func (a approvals) Decide(ctx context.Context, token string, d bot.Decision) (*b
 	out, err := a.s.Decide(ctx, token, sd)
 	var res *bot.Decided
 	if out != nil && out.Approval != nil {
-		ap := toBot(out.Approval)
+		ap := ToBot(out.Approval)
 		res = &bot.Decided{Approval: ap, Call: ap.Call(out.Call.ID), Changed: out.Changed, Resolved: out.Resolved}
 	}
-	return res, mapErr(err)
+	return res, MapErr(err)
 }
 
-func (a approvals) Refused(ctx context.Context, r bot.Refusal) error {
+// Refused implements bot.Approvals.
+func (a Approvals) Refused(ctx context.Context, r bot.Refusal) error {
 	return a.s.AuditRefused(ctx, r.Token, r.CallID, r.User, r.Reason)
 }
 
-func (a approvals) Outcome(ctx context.Context, token, callID string, o bot.ToolOutcome) error {
+// Outcome implements bot.Approvals.
+func (a Approvals) Outcome(ctx context.Context, token, callID string, o bot.ToolOutcome) error {
 	rec, err := a.s.Get(ctx, token)
 	if err != nil {
-		return mapErr(err)
+		return MapErr(err)
 	}
 	tool := ""
 	if c, ok := rec.Call(callID); ok {
 		tool = c.Tool
 	}
-	return mapErr(a.s.SetOutcome(ctx, token, rec.RunID, callID, tool, store.ToolOutcome{Status: o.Status, Summary: o.Summary}))
+	return MapErr(a.s.SetOutcome(ctx, token, rec.RunID, callID, tool, store.ToolOutcome{Status: o.Status, Summary: o.Summary}))
 }
 
-// mapErr translates the store's errors into bot's vocabulary, keeping the
+// MapErr translates the store's errors into bot's vocabulary, keeping the
 // message for logs.
-func mapErr(err error) error {
+func MapErr(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -119,12 +133,12 @@ func mapErr(err error) error {
 	return err
 }
 
-// toBot maps a store record to bot's view of it.
-func toBot(rec *store.Approval) *bot.Approval {
+// ToBot maps a store record to bot's view of it.
+func ToBot(rec *store.Approval) *bot.Approval {
 	ap := &bot.Approval{
 		Token: rec.Token, RunID: rec.RunID, Requests: rec.Requests,
 		Origin:    bot.Origin{TeamID: rec.Source.Team, Channel: rec.Source.Channel, ThreadTS: rec.Source.ThreadTS},
-		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
+		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt, Context: rec.Context,
 	}
 	if client, ok := strings.CutPrefix(rec.Requester, apiClientPrefix); ok {
 		ap.Origin.Client = client
@@ -214,12 +228,12 @@ func readResult(c *store.CallState, cs *bot.CallStatus) {
 }
 
 // Lock implements bot.Locker with a lease in Redis.
-func (a approvals) Lock(ctx context.Context, name string, ttl time.Duration) (func(), error) {
+func (a Approvals) Lock(ctx context.Context, name string, ttl time.Duration) (func(), error) {
 	return a.s.Lock(ctx, name, ttl)
 }
 
 // SaveRun implements bot.RunSaver with the store's run state.
-func (a approvals) SaveRun(ctx context.Context, rc *agentrunner.RunContext, token string, pending agentrunner.DeferredToolRequests, origin bot.Origin, expires time.Time) error {
+func (a Approvals) SaveRun(ctx context.Context, rc *agentrunner.RunContext, token string, pending agentrunner.DeferredToolRequests, origin bot.Origin, expires time.Time) error {
 	o, err := json.Marshal(origin)
 	if err != nil {
 		return fmt.Errorf("save run: origin: %w", err)
