@@ -97,11 +97,12 @@ func TestDevBrowserEndToEnd(t *testing.T) {
 	p.do("open Carol's thread", chromedp.Click(chromedp.CSS(`#messages .msg[data-user="U0CAROL"] .thread-summary`)))
 	p.waitFor("the answer in the thread pane",
 		`[...document.querySelectorAll('#thread-messages .msg[data-user="U0BOT"]')].some(e => e.textContent.includes('refunded $150.00 on order A-1002'))`)
-	// The card's "The tool ran" line is not awaited: the update that the
-	// click starts can still land after the outcome's and draw the card
-	// without it (bot: the outcome is not part of the card's stored state).
+	// The outcome is stored with the call and card updates are serialized,
+	// so the card ends up saying what the tool did whichever update lands
+	// last.
 	p.do("back to #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
-	p.waitFor("the approved card beside the thread", cardIs("issue_refund", `card.textContent.includes('Approved by @Alice')`)+
+	p.waitFor("the approved card, with the tool's outcome, beside the thread", cardIs("issue_refund",
+		`card.textContent.includes('Approved by @Alice') && card.textContent.includes('The tool ran: refunded $150.00 on order A-1002')`)+
 		` && [...document.querySelectorAll('#thread-messages .msg[data-user="U0BOT"]')].some(e => e.textContent.includes('refunded $150.00 on order A-1002'))`)
 	p.screenshot("dev-approved-thread.png")
 	p.do("close the thread", chromedp.Click(chromedp.ID("thread-close")))
