@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
@@ -161,15 +162,36 @@ type envOptions struct {
 	fake   []slackfake.Option
 	// sleepOnClock makes Slack retries wait on the test clock.
 	sleepOnClock bool
+	// redis, when set, is the Redis the app uses (keys under a fresh
+	// prefix) instead of the shared test Redis: fault tests restart it.
+	redis redis.UniversalClient
+	// slackMiddleware, when set, wraps the fake Slack Web API, so a test can
+	// inject faults slackfake has no switch for (a response that comes too
+	// late, after Slack acted).
+	slackMiddleware func(http.Handler) http.Handler
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
-	rdb, prefix := redistest.Client(t)
+	var rdb redis.UniversalClient
+	var prefix string
+	if opts.redis != nil {
+		rdb, prefix = opts.redis, redistest.Prefix(t)
+	} else {
+		rdb, prefix = redistest.Client(t)
+	}
 	clock := newTestClock()
 	fakeOpts := append([]slackfake.Option{slackfake.WithDemoWorkspace(), slackfake.WithClock(clock.Now),
 		slackfake.WithUsers(slackfake.User{ID: dave, Name: "dave", RealName: "Dave Bystander", DisplayName: "Dave"})}, opts.fake...)
-	fake, fakeSrv := slackfake.NewTestServer(t, fakeOpts...)
+	var fake *slackfake.Server
+	var fakeSrv *httptest.Server
+	if opts.slackMiddleware != nil {
+		fake = slackfake.New(fakeOpts...)
+		fakeSrv = httptest.NewServer(opts.slackMiddleware(fake))
+		t.Cleanup(fakeSrv.Close)
+	} else {
+		fake, fakeSrv = slackfake.NewTestServer(t, fakeOpts...)
+	}
 	client := slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(fakeSrv)))
 	if opts.routes == "" {
 		opts.routes = testRoutes
