@@ -79,6 +79,7 @@ type config struct {
 	rlChannels   int
 	rlPerChannel int
 	pprof        string
+	bin          string
 	phases       map[string]bool
 }
 
@@ -99,6 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rlChannels, "rl-channels", 10, "channels in the rate-limit phase")
 	fs.IntVar(&c.rlPerChannel, "rl-per-channel", 10, "cards per channel in the rate-limit phase")
 	fs.StringVar(&c.pprof, "pprof", "", "directory to save slackbot's CPU profile of the saturation phase in")
+	fs.StringVar(&c.bin, "bin", "", "a slackbot binary to measure instead of building cmd/slackbot (e.g. an older commit's, to compare)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -179,9 +181,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	b.logf("building cmd/slackbot")
-	if b.bin, err = buildSlackbot(dir, cfg.pprof != ""); err != nil {
-		return err
+	if cfg.bin != "" {
+		b.bin = cfg.bin
+	} else {
+		b.logf("building cmd/slackbot")
+		if b.bin, err = buildSlackbot(dir, cfg.pprof != ""); err != nil {
+			return err
+		}
 	}
 	tmp := filepath.Join(dir, "tmp")
 	b.sandbox = filepath.Join(tmp, "slackbot-demo-sandbox")
@@ -226,7 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	t.print(stdout)
 	fmt.Fprintf(stdout, "\n%s\n", machine(b.redis))
-	fmt.Fprintf(stdout, "Command: `go run ./bench/clickbench %s` (%.0f s in all)\n", strings.Join(args, " "), time.Since(began).Seconds())
+	fmt.Fprintf(stdout, "Command: `%s` (%.0f s in all)\n", strings.Join(append([]string{"go run ./bench/clickbench"}, args...), " "), time.Since(began).Seconds())
 	for _, line := range t.notes {
 		fmt.Fprintln(stdout, line)
 	}

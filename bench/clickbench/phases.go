@@ -34,7 +34,7 @@ func (b *bench) mainPhases(ctx context.Context, t *table) error {
 		pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
 		extra = append(extra, "BENCH_PPROF_ADDR="+pprofAddr)
 	}
-	sb, err := b.startSlackbot("slackbot", b.redis.url(0)+os.Getenv("BENCH_REDIS_QUERY"), extra...)
+	sb, err := b.startSlackbot("slackbot", b.redis.url(0), extra...)
 	if err != nil {
 		return err
 	}
@@ -242,6 +242,15 @@ func (b *bench) clickPhases(ctx context.Context, t *table, sb, base *process, st
 	t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
 	t.add(label+": CPU cores used by server / Redis / load generator + fake Slack",
 		fmt.Sprintf("%.2f / %.2f / %.2f", sc[0], sc[1], sc[2]), fmt.Sprintf("%.2f / %.2f / %.2f", bc[0], bc[1], bc[2]), "")
+	perClick := func(cores []float64, r loadResult) string {
+		rate := r.PerSecond()
+		if rate == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.0f / %.0f / %.0f µs", cores[0]/rate*1e6, cores[1]/rate*1e6, cores[2]/rate*1e6)
+	}
+	t.add(label+": CPU time per acknowledged click, server / Redis / load generator + fake Slack",
+		perClick(sc, rs), perClick(bc, rb), ratio(sc[0]/rs.PerSecond(), bc[0]/rb.PerSecond())+" (server)")
 	if r := rs.PerSecond() / rb.PerSecond(); r >= 0.5 {
 		t.note("Target: click throughput at saturation at least half the baseline's: met (%.2f).", r)
 	} else {
@@ -487,17 +496,15 @@ func (b *bench) lifecyclePhase(ctx context.Context, t *table) error {
 	if err != nil {
 		return err
 	}
-	t.add(fmt.Sprintf("Redis round trips per approval lifecycle (mention → card → click → resume → answer; %d runs)", res.Runs),
-		strconv.FormatInt(res.PerRun.RoundTrips, 10), fmt.Sprintf("%d per request", bl.RoundTrips), "")
+	t.add(fmt.Sprintf("Redis round trips per approval lifecycle (mention → card → click → resume → tool → answer; %d runs)", res.Runs),
+		fmt.Sprintf("%.1f", res.PerRun.RoundTrips), fmt.Sprintf("%.1f per request", bl.RoundTrips), "")
 	t.add("Redis bytes per approval lifecycle, sent / received",
-		kb(float64(res.PerRun.BytesUp))+" / "+kb(float64(res.PerRun.BytesDown)),
-		kb(float64(bl.BytesUp))+" / "+kb(float64(bl.BytesDown))+" per request", "")
-	t.add(fmt.Sprintf("Redis round trips per click (%d clicks on pending approvals)", res.Clicks),
-		strconv.FormatInt(res.PerClick.RoundTrips, 10), strconv.FormatInt(bl.RoundTrips, 10),
-		ratio(float64(res.PerClick.RoundTrips), float64(bl.RoundTrips)))
+		kb(res.PerRun.BytesUp)+" / "+kb(res.PerRun.BytesDown), kb(bl.BytesUp)+" / "+kb(bl.BytesDown)+" per request", "")
+	t.add(fmt.Sprintf("Redis round trips per click (%d clicks on pending approvals; the card update after the ack included)", res.Clicks),
+		fmt.Sprintf("%.1f", res.PerClick.RoundTrips), fmt.Sprintf("%.1f", bl.RoundTrips), ratio(res.PerClick.RoundTrips, bl.RoundTrips))
 	t.add("Redis bytes per click, sent / received",
-		kb(float64(res.PerClick.BytesUp))+" / "+kb(float64(res.PerClick.BytesDown)),
-		kb(float64(bl.BytesUp))+" / "+kb(float64(bl.BytesDown)), "")
-	t.note("Background Redis traffic of an idle slackbot (heartbeat, sweeps, resume-queue reads), subtracted above: %d round trips/s.", res.Background.RoundTrips)
+		kb(res.PerClick.BytesUp)+" / "+kb(res.PerClick.BytesDown), kb(bl.BytesUp)+" / "+kb(bl.BytesDown),
+		ratio(res.PerClick.BytesUp+res.PerClick.BytesDown, bl.BytesUp+bl.BytesDown))
+	t.note("Background Redis traffic of an idle slackbot (heartbeat, sweeps, resume-queue reads), subtracted above: %.1f round trips/s.", res.Background.RoundTrips)
 	return nil
 }

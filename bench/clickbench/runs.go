@@ -224,13 +224,18 @@ func (b *bench) resumeRuns(ctx context.Context, base string, st *store.Store, n 
 	return res, nil
 }
 
+// perUnit is Redis traffic per lifecycle, click or request.
+type perUnit struct {
+	RoundTrips, BytesUp, BytesDown float64
+}
+
 // lifecycleResult is Redis traffic per approval lifecycle.
 type lifecycleResult struct {
 	Runs       int
-	PerRun     proxyCounts // net of background traffic
-	Background proxyCounts // per second, idle
+	PerRun     perUnit // net of background traffic
+	Background perUnit // per second, idle
 	Clicks     int
-	PerClick   proxyCounts
+	PerClick   perUnit
 }
 
 // measureLifecycles counts the Redis traffic of whole approval lifecycles
@@ -242,21 +247,16 @@ func (b *bench) measureLifecycles(ctx context.Context, base string, proxy *count
 	idle := 3 * time.Second
 	c0 := proxy.counts()
 	time.Sleep(idle)
-	bg := proxy.counts().sub(c0)
-	perSec := func(c proxyCounts, d time.Duration) (float64, float64, float64) {
+	bg := per(proxy.counts().sub(c0), idle.Seconds())
+	net := func(c proxyCounts, d time.Duration, n int) perUnit {
 		s := d.Seconds()
-		return float64(c.RoundTrips) / s, float64(c.BytesUp) / s, float64(c.BytesDown) / s
-	}
-	bgRT, bgUp, bgDown := perSec(bg, idle)
-	net := func(c proxyCounts, d time.Duration, n int) proxyCounts {
-		s := d.Seconds()
-		return proxyCounts{
-			RoundTrips: int64((float64(c.RoundTrips) - bgRT*s) / float64(n)),
-			BytesUp:    int64((float64(c.BytesUp) - bgUp*s) / float64(n)),
-			BytesDown:  int64((float64(c.BytesDown) - bgDown*s) / float64(n)),
+		return perUnit{
+			RoundTrips: (float64(c.RoundTrips) - bg.RoundTrips*s) / float64(n),
+			BytesUp:    (float64(c.BytesUp) - bg.BytesUp*s) / float64(n),
+			BytesDown:  (float64(c.BytesDown) - bg.BytesDown*s) / float64(n),
 		}
 	}
-	res := lifecycleResult{Runs: runs, Clicks: clicks, Background: proxyCounts{int64(bgRT), int64(bgUp), int64(bgDown)}}
+	res := lifecycleResult{Runs: runs, Clicks: clicks, Background: bg}
 
 	c1, t1 := proxy.counts(), time.Now()
 	if _, err := b.resumeRuns(ctx, base, st, runs, 100, "l"); err != nil {
@@ -279,15 +279,18 @@ func (b *bench) measureLifecycles(ctx context.Context, base string, proxy *count
 	return res, nil
 }
 
+// per divides counts by n.
+func per(c proxyCounts, n float64) perUnit {
+	return perUnit{float64(c.RoundTrips) / n, float64(c.BytesUp) / n, float64(c.BytesDown) / n}
+}
+
 // baselineTraffic counts the Redis traffic of n requests to the baseline
 // server behind the proxy.
-func (b *bench) baselineTraffic(ctx context.Context, base string, proxy *countingProxy, bodies [][]byte) (proxyCounts, error) {
+func (b *bench) baselineTraffic(ctx context.Context, base string, proxy *countingProxy, bodies [][]byte) (perUnit, error) {
 	c0 := proxy.counts()
 	r := openLoop(ctx, signedPoster{client: b.client, url: base + "/slack/interactivity", secret: b.secret}, bodies, 200)
 	if r.Failed > 0 {
-		return proxyCounts{}, fmt.Errorf("baseline: %d of %d requests failed", r.Failed, r.Sent)
+		return perUnit{}, fmt.Errorf("baseline: %d of %d requests failed", r.Failed, r.Sent)
 	}
-	d := proxy.counts().sub(c0)
-	n := int64(len(bodies))
-	return proxyCounts{d.RoundTrips / n, d.BytesUp / n, d.BytesDown / n}, nil
+	return per(proxy.counts().sub(c0), float64(len(bodies))), nil
 }
