@@ -21,6 +21,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -54,9 +55,10 @@ const heapWarmup = 256
 // runHeapChild is the heap measurement, run as a child process (clickbench
 // heap-child) so the fake Slack, the load generator and the parent's
 // bookkeeping stay out of the heap it measures. It parks -n runs the way
-// slackbot does — agentrunner.Runner with the Slack ask (bot.Bot.Ask
-// posting each card to the fake Slack at -slack) and store.Events on the
-// Redis at -redis — then prints a heapResult as JSON.
+// slackbot does — agentrunner.Runner with the Slack ask (bot.Bot.Ask on the
+// store through internal/storeadapter, saving each run's state and posting
+// its card to the fake Slack at -slack) and store.Events on the Redis at
+// -redis — then prints a heapResult as JSON.
 func runHeapChild(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("heap-child", flag.ContinueOnError)
 	n := fs.Int("n", 10000, "waiting runs to park")
@@ -89,7 +91,7 @@ func runHeapChild(args []string, stdout io.Writer) error {
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
 	api := slack.New(*token, slack.OptionAPIURL(*slackURL), slack.OptionHTTPClient(hc))
-	b := bot.New(bot.Config{Slack: api, Approvals: storeApprovals{st}, Routes: routes, TeamID: teamID})
+	b := bot.New(bot.Config{Slack: api, Approvals: storeadapter.New(st), Routes: routes, TeamID: teamID})
 
 	// At most 64 runs are between start and parked at once: each holds a
 	// Redis and an HTTP connection while it asks.
@@ -164,42 +166,6 @@ func runHeapChild(args []string, stdout io.Writer) error {
 	return json.NewEncoder(stdout).Encode(res)
 }
 
-// storeApprovals is the part of bot.Approvals that bot.Ask uses, over the
-// store, as cmd/slackbot's adapter does it (the bench cannot import package
-// main). Only Create and SetMessage are reached by parking runs.
-type storeApprovals struct{ s *store.Store }
-
-var errNotInBench = errors.New("not used by the heap measurement")
-
-func (a storeApprovals) Create(ctx context.Context, ap *bot.Approval) error {
-	rec := &store.Approval{
-		Token: ap.Token, RunID: ap.RunID, Requester: ap.Origin.Requester(),
-		Source:   store.Source{Team: ap.Origin.TeamID, Channel: ap.Origin.Channel, ThreadTS: ap.Origin.ThreadTS},
-		Requests: ap.Requests, CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt,
-	}
-	for _, c := range ap.Calls {
-		rec.Calls = append(rec.Calls, store.CallState{ID: c.ID, Route: c.Route, Required: c.Required, Message: store.MessageRef(c.Message)})
-	}
-	if err := a.s.Create(ctx, rec); err != nil {
-		return err
-	}
-	ap.CreatedAt, ap.ExpiresAt = rec.CreatedAt, rec.ExpiresAt
-	return nil
-}
-
-func (a storeApprovals) SetMessage(ctx context.Context, token, callID string, ref bot.MessageRef) error {
-	return a.s.SetMessage(ctx, token, callID, ref.Channel, ref.TS)
-}
-
-func (storeApprovals) Get(context.Context, string) (*bot.Approval, error) { return nil, errNotInBench }
-func (storeApprovals) Decide(context.Context, string, bot.Decision) (*bot.Decided, error) {
-	return nil, errNotInBench
-}
-func (storeApprovals) Refused(context.Context, bot.Refusal) error { return errNotInBench }
-func (storeApprovals) Outcome(context.Context, string, string, bot.ToolOutcome) error {
-	return errNotInBench
-}
-
 // measureHeap runs the heap child for n runs against a fake Slack of its
 // own (served by this process) and the bench's Redis.
 func (b *bench) measureHeap(ctx context.Context, n int) (heapResult, error) {
@@ -225,7 +191,11 @@ func (b *bench) measureHeap(ctx context.Context, n int) (heapResult, error) {
 		return heapResult{}, fmt.Errorf("heap child output %q: %w", out, err)
 	}
 	// The parked runs' records are not needed any more.
-	_ = redis.NewClient(&redis.Options{Addr: b.redis.addr, DB: 2}).FlushDB(ctx).Err()
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.addr, DB: 2})
+	defer rdb.Close()
+	if err := rdb.FlushDB(ctx).Err(); err != nil {
+		return res, fmt.Errorf("flush the heap measurement's records: %w", err)
+	}
 	return res, nil
 }
 
