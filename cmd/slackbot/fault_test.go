@@ -549,7 +549,8 @@ func TestHostileRequestsGetClearAnswers(t *testing.T) {
 		{"bad form encoding", "/slack/interactivity", form, []byte("payload=%zz"), http.StatusBadRequest, "malformed form"},
 		{"no payload", "/slack/interactivity", form, []byte("other=1"), http.StatusBadRequest, "missing payload"},
 		{"payload not JSON", "/slack/interactivity", form, []byte("payload=%7Bnot+json"), http.StatusBadRequest, "malformed payload"},
-		{"truncated payload", "/slack/interactivity", form, click[:len(click)/2], http.StatusBadRequest, "malformed payload"},
+		// Cut anywhere: in the JSON, or in the middle of a %XX escape.
+		{"truncated payload", "/slack/interactivity", form, click[:len(click)/2], http.StatusBadRequest, "malformed"},
 		{"no user", "/slack/interactivity", form, payload(map[string]any{"type": "block_actions", "actions": []any{map[string]any{"action_id": "approve"}}}), http.StatusBadRequest, "no user"},
 		{"no action", "/slack/interactivity", form, payload(map[string]any{"type": "block_actions", "user": map[string]any{"id": alice}}), http.StatusBadRequest, "no action"},
 		{"wrong JSON types", "/slack/interactivity", form, payload(map[string]any{"type": "block_actions", "user": "alice", "actions": 5}), http.StatusBadRequest, "malformed payload"},
