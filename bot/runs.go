@@ -123,18 +123,19 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 	if rs.Finished != nil {
 		rs.Finished(result)
 	}
+	// The answer first: it is what the requester waits for, and updating
+	// the cards may wait on a card's lease.
+	if deps.Channel != "" {
+		if err := rs.Bot.PostInThread(ctx, deps.Channel, deps.ThreadTS, text); err != nil {
+			rs.log().ErrorContext(ctx, "post answer", "err", err, "channel", deps.Channel)
+		}
+	}
 	if res != nil {
 		for _, token := range deps.Tokens() {
 			if err := rs.Bot.ReportOutcomes(ctx, token, res.Messages); err != nil {
 				rs.log().ErrorContext(ctx, "report tool outcomes", "err", err)
 			}
 		}
-	}
-	if deps.Channel == "" {
-		return true
-	}
-	if err := rs.Bot.PostInThread(ctx, deps.Channel, deps.ThreadTS, text); err != nil {
-		rs.log().ErrorContext(ctx, "post answer", "err", err, "channel", deps.Channel)
 	}
 	return true
 }
