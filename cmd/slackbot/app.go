@@ -67,6 +67,13 @@ type app struct {
 	api       *httpapi.API
 	callbacks *httpapi.Callbacks
 
+	// Runs live on runCtx, cancelled only when shutdown's budget is spent;
+	// waits for a decision end earlier, when waitCtx is cancelled, so a
+	// waiting run is handed to another replica while a working one (a tool
+	// or model call in flight) is allowed to finish.
+	runCtx, waitCtx         context.Context
+	cancelRuns, cancelWaits context.CancelFunc
+
 	readyMu    sync.Mutex
 	readyAt    time.Time
 	readyError error
@@ -78,6 +85,8 @@ func newApp(d appDeps) (*app, error) {
 	}
 	st := store.New(d.Redis, d.StoreOptions)
 	a := &app{log: d.Log, store: st, deps: d}
+	a.runCtx, a.cancelRuns = context.WithCancel(context.Background())
+	a.waitCtx, a.cancelWaits = context.WithCancel(context.Background())
 	a.metrics = newMetrics(func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -122,7 +131,7 @@ func newApp(d appDeps) (*app, error) {
 			Keys: d.APIKeys, Store: st, Queue: st.CallbackQueue(0), Consumer: owner, Log: d.Log,
 		})
 	}
-	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: a.events, Deadline: a.bot.Deadline}
+	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.waitCtx}, Deadline: a.bot.Deadline}
 	opts := []agentrunner.Option{agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask)}
 	if d.ToolSource != nil {
 		opts = append(opts, agentrunner.WithToolSource(d.ToolSource))
@@ -135,7 +144,8 @@ func newApp(d appDeps) (*app, error) {
 	a.bot.SetRunner(runner)
 	a.runs = &bot.Runs{
 		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
-		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) },
+		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
+		Context:   a.runCtx,
 		Finished: func(result string) {
 			a.metrics.runs.WithLabelValues(result).Inc()
 		},
@@ -160,7 +170,6 @@ func (a *app) auditPolicy(ctx context.Context, d bot.PolicyDecision) {
 // background runs the loops every process runs until ctx ends: the
 // notification subscriber and sweeper, and the resume-queue consumer.
 func (a *app) background(ctx context.Context) {
-	a.runs.Context = ctx
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := a.events.Run(ctx); err != nil {
@@ -204,6 +213,54 @@ func (a *app) consumeResumes(ctx context.Context) {
 		for _, j := range append(jobs, stale...) {
 			a.resume(ctx, j)
 		}
+	}
+}
+
+// errHandedOff ends a wait at shutdown: the token stays open and the run
+// is resumed by another replica (or this one, restarted) from Redis.
+var errHandedOff = errors.New("shutting down: the run is left to another replica")
+
+// stoppableEvents ends every wait when stop is cancelled, without
+// cancelling the run's own context.
+type stoppableEvents struct {
+	*store.Events
+	stop context.Context
+}
+
+func (e stoppableEvents) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	unregister := context.AfterFunc(e.stop, func() { cancel(errHandedOff) })
+	defer unregister()
+	res, err := e.Events.Wait(ctx, token)
+	if err != nil && context.Cause(ctx) == errHandedOff {
+		return nil, errHandedOff
+	}
+	return res, err
+}
+
+// shutdown stops the app's work in order: waits end at once (their runs
+// are handed to other replicas), runs in the middle of a tool or model
+// call get until ctx ends to finish, then everything is cancelled; last,
+// the Slack updates that clicks started are waited for.
+func (a *app) shutdown(ctx context.Context) {
+	a.cancelWaits()
+	done := make(chan struct{})
+	go func() {
+		a.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		a.log.Warn("shutdown budget spent: cancelling runs still working")
+		a.cancelRuns()
+		<-done
+	}
+	a.cancelRuns()
+	a.bot.Close()
+	if a.api != nil {
+		a.api.Close()
 	}
 }
 

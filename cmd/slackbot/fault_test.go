@@ -429,10 +429,11 @@ func (e *env) replica(owner string) (*app, string) {
 	srv := httptest.NewServer(a.handler())
 	e.t.Cleanup(func() {
 		srv.Close()
-		a.bot.Close()
+		ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		a.shutdown(ctx)
 		cancel()
 		<-done
-		a.runs.Wait()
 	})
 	return a, srv.URL
 }

@@ -231,10 +231,11 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	srv := httptest.NewServer(a.handler())
 	t.Cleanup(func() {
 		srv.Close()
-		a.bot.Close()
+		ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		a.shutdown(ctx)
 		cancel()
 		<-done
-		a.runs.Wait()
 	})
 	return &env{t: t, app: a, srv: srv, slack: fake, tools: tools, clock: clock, prefix: prefix}
 }

@@ -247,7 +247,11 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	}()
 
 	serveErr := make(chan error, 2)
-	if cfg.SlackAppToken != "" && mode == ModeServe {
+	smCtx, stopSocketMode := context.WithCancel(context.WithoutCancel(ctx))
+	smDone := make(chan struct{})
+	if cfg.SlackAppToken == "" || mode != ModeServe {
+		close(smDone)
+	} else {
 		// Socket Mode: events and clicks arrive over a websocket and go
 		// through the same handlers as HTTP; the HTTP server still serves
 		// health, metrics and the API.
@@ -256,7 +260,8 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 			Bot:    a.bot, Runs: a.runs, Log: log,
 		}
 		go func() {
-			if err := sm.Run(bgCtx); err != nil {
+			defer close(smDone)
+			if err := sm.Run(smCtx); err != nil {
 				serveErr <- err
 			}
 		}()
@@ -284,6 +289,9 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 
 	select {
 	case err := <-serveErr:
+		stopSocketMode()
+		<-smDone
+		a.shutdown(context.Background())
 		stopBackground()
 		<-bgDone
 		return err
@@ -292,13 +300,16 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	log.Info("shutting down: finishing requests in flight; waiting runs stay in Redis for another replica")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
+	// Stop taking clicks and events first (HTTP, then Socket Mode, which
+	// finishes the requests it has in flight), then let the app wind down.
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Error("http shutdown", "err", err)
 	}
-	a.bot.Close()
+	stopSocketMode()
+	<-smDone
+	a.shutdown(shutdownCtx)
 	stopBackground()
 	<-bgDone
-	a.runs.Wait()
 	return nil
 }
 
