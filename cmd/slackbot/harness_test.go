@@ -162,6 +162,8 @@ type envOptions struct {
 	fake   []slackfake.Option
 	// sleepOnClock makes Slack retries wait on the test clock.
 	sleepOnClock bool
+	// extraTools are offered besides the test tools.
+	extraTools []*agentrunner.Tool
 	// redis, when set, is the Redis the app uses (keys under a fresh
 	// prefix) instead of the shared test Redis: fault tests restart it.
 	redis redis.UniversalClient
@@ -211,7 +213,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	a, err := newApp(appDeps{
 		Redis: rdb, StoreOptions: store.Options{Prefix: prefix, Now: clock.Now},
 		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),
-		Routes: routes, Model: opts.model, Tools: tools.tools(),
+		Routes: routes, Model: opts.model, Tools: append(tools.tools(), opts.extraTools...),
 		SweepEvery: 20 * time.Millisecond, Retry: opts.retry, ResumeBlock: 100 * time.Millisecond,
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -401,5 +402,41 @@ func TestUnrecordedCardIsFoundAgain(t *testing.T) {
 	e.waitFor("the card to say expired", func() bool { return strings.Contains(cardText(e.latest(card)), "Expired") })
 	if ap, _ := e.app.store.Get(t.Context(), token); ap.Calls[0].Message.TS != card.TS {
 		t.Errorf("the located card was not recorded: %+v", ap.Calls[0].Message)
+	}
+}
+
+// Shutdown in the middle of a tool call lets the run finish (within the
+// budget) and answer, rather than dropping a run whose resumption this
+// process already claimed.
+func TestShutdownLetsWorkingRunsFinish(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	slow := agentrunner.NewTool("delete_slowly", "Delete, slowly.",
+		func(context.Context, *agentrunner.ToolContext, struct{}) (any, error) {
+			close(started)
+			<-release
+			return "deleted slowly", nil
+		}, agentrunner.RequiresApproval())
+	e := newEnv(t, envOptions{model: agentrunner.TestModel{CallTools: []string{"delete_slowly"}}, extraTools: []*agentrunner.Tool{slow}})
+	thread := e.mention(carol, general, "delete slowly")
+	card := e.waitCards(1)[0]
+	e.click(alice, card, bot.ActionIDApprove)
+	<-started
+	shutdownDone := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e.app.shutdown(ctx)
+		close(shutdownDone)
+	}()
+	select {
+	case <-shutdownDone:
+		t.Fatal("shutdown did not wait for the working run")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-shutdownDone
+	if got := e.replies(general, thread); len(got) != 1 || got[0] != `{"delete_slowly":"deleted slowly"}` {
+		t.Errorf("thread answers %q, want the tool's result once", got)
 	}
 }
