@@ -283,7 +283,8 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 	log := a.log.With("run", j.RunID, "state", j.State)
 	// The queue claims under its own name: the local waiter of this very
 	// process claims as a.owner, and a claim is re-entrant for its owner.
-	ok, err := a.store.ClaimResume(ctx, j.Token, a.owner+"/queue", 0)
+	claimer := a.owner + "/queue"
+	ok, err := a.store.ClaimResume(ctx, j.Token, claimer, 0)
 	if err != nil {
 		log.ErrorContext(ctx, "claim resume", "err", err)
 		return // not acked: redelivered later
@@ -292,16 +293,36 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 		_ = a.queue.Ack(ctx, j.ID) // another process resumes it
 		return
 	}
+	// Nothing has run yet: on a passing failure give the claim back and
+	// leave the job unacknowledged, so this or another replica retries.
+	giveBack := func(what string, err error) {
+		log.ErrorContext(ctx, what+"; will retry", "err", err)
+		if err := a.store.ReleaseResume(context.WithoutCancel(ctx), j.Token, claimer); err != nil {
+			log.Error("release resume claim", "err", err)
+		}
+	}
 	rs, err := a.store.LoadRun(ctx, j.RunID)
-	if err != nil {
-		log.ErrorContext(ctx, "load run state; the run cannot be resumed", "err", err)
+	if errors.Is(err, store.ErrRunNotFound) {
+		log.ErrorContext(ctx, "no saved state: the run cannot be resumed", "err", err)
 		_ = a.queue.Ack(ctx, j.ID)
 		return
 	}
+	if err != nil {
+		giveBack("load run state", err)
+		return
+	}
 	rec, err := a.store.Get(ctx, j.Token)
-	if err != nil || rec.Results == nil {
-		log.ErrorContext(ctx, "read token results; the run cannot be resumed", "err", err)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Results == nil) {
+		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
 		_ = a.queue.Ack(ctx, j.ID)
+		return
+	}
+	if err != nil {
+		giveBack("read token results", err)
+		return
+	}
+	if ctx.Err() != nil {
+		giveBack("shutting down", ctx.Err())
 		return
 	}
 	deps := &bot.RunDeps{}
