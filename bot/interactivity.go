@@ -349,10 +349,12 @@ func Explain(err error, call *CallStatus) string {
 }
 
 func mentionOf(who string) string {
-	if strings.HasPrefix(who, "U") || strings.HasPrefix(who, "W") {
+	if isUserID(who) {
 		return "<@" + who + ">"
 	}
-	return who
+	// Anything else (a policy, an API client's free text) is shown as
+	// text: it must not mention or link anything.
+	return EscapeText(who)
 }
 
 // viewSubmission handles the modals. Validation errors are answered in the

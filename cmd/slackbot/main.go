@@ -143,6 +143,11 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if _, set := os.LookupEnv("ADDR"); !set && mode == ModeDev {
+		// The emulator signs clicks as any user: keep it off the network
+		// unless asked.
+		cfg.Addr = "127.0.0.1:8080"
+	}
 	log := newLogger(cfg, stderr)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
