@@ -109,9 +109,7 @@ func newApp(d appDeps) (*app, error) {
 		HeartbeatEvery: 2 * time.Second,
 		Logger:         d.Log,
 		OnExpired: func(ctx context.Context, ap *store.Approval) {
-			if err := a.bot.UpdateCards(ctx, ap.Token); err != nil {
-				a.log.ErrorContext(ctx, "update expired cards", "err", err)
-			}
+			a.bot.UpdateCardsLater(ctx, ap.Token)
 		},
 	})
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
