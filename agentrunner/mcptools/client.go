@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -34,9 +35,27 @@ type UnavailableError struct {
 	Err       error
 }
 
-// Error names the server, its transport and the cause.
+// Error names the server, its transport and the cause. URLs quoted by the
+// cause lose their credentials and query string: a server's URL may carry a
+// secret from ${VAR}, and this text reaches logs, the model and Slack.
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("MCP server %s is unavailable (%s): %v", e.Server, e.Transport, e.Err)
+	return fmt.Sprintf("MCP server %s is unavailable (%s): %s", e.Server, e.Transport, redactURLs(fmt.Sprint(e.Err)))
+}
+
+// urlRE matches an http(s) URL in free text, with optional userinfo and
+// query string.
+var urlRE = regexp.MustCompile(`(https?://)(?:[^/\s"'@]*@)?([^\s"'?#]*)(?:\?[^\s"'#]*)?`)
+
+// redactURLs strips userinfo and query strings from the URLs in s.
+func redactURLs(s string) string {
+	return urlRE.ReplaceAllStringFunc(s, func(u string) string {
+		m := urlRE.FindStringSubmatch(u)
+		out := m[1] + m[2]
+		if strings.Contains(u, "?") {
+			out += "?…"
+		}
+		return out
+	})
 }
 
 // Is lets callers test for ErrUnavailable.
