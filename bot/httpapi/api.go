@@ -79,6 +79,11 @@ type Config struct {
 	Routes *bot.Routes
 	// Log receives internal errors; nil discards them.
 	Log *slog.Logger
+	// AllowPrivateCallbacks lets callback_url point at loopback, private
+	// and link-local addresses, and use plain http to loopback: for `slackbot
+	// dev` and tests. Off, such URLs are refused (no SSRF into the
+	// cluster or the cloud's metadata service).
+	AllowPrivateCallbacks bool
 }
 
 // API is slackbot's HTTP API for agents in any language: /v1/approvals
@@ -91,6 +96,8 @@ type API struct {
 	bot    Bot
 	log    *slog.Logger
 	mux    *http.ServeMux
+
+	allowPrivateCallbacks bool
 
 	// stopping ends the long polls when the server shuts down.
 	stopping context.Context
@@ -139,7 +146,7 @@ func New(cfg Config) (*API, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{keys: keys, store: cfg.Store, events: cfg.Events, bot: cfg.Bot, log: log}
+	a := &API{keys: keys, store: cfg.Store, events: cfg.Events, bot: cfg.Bot, log: log, allowPrivateCallbacks: cfg.AllowPrivateCallbacks}
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.mux = a.routes()
 	return a, nil

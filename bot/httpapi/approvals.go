@@ -133,7 +133,7 @@ func (a *API) handleCreate(w http.ResponseWriter, r *http.Request, k *Key) error
 	if err != nil {
 		return err
 	}
-	req, err := decodeCreate(body)
+	req, err := decodeCreate(body, a.allowPrivateCallbacks)
 	if err != nil {
 		return err
 	}
@@ -451,7 +451,7 @@ func jsonType(goType string) string {
 }
 
 // decodeCreate decodes and checks a create request.
-func decodeCreate(body []byte) (*createRequest, error) {
+func decodeCreate(body []byte, allowPrivate bool) (*createRequest, error) {
 	if _, err := decodeObject(body, createFields); err != nil {
 		return nil, err
 	}
@@ -505,7 +505,7 @@ func decodeCreate(body []byte) (*createRequest, error) {
 	case !utf8.ValidString(req.Requester + req.Context + req.IdempotencyKey):
 		return nil, invalid("requester, context and idempotency_key must be valid UTF-8")
 	}
-	if err := checkCallbackURL(req.CallbackURL); err != nil {
+	if err := checkCallbackURL(req.CallbackURL, allowPrivate); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -564,7 +564,7 @@ func parseWait(q url.Values) (time.Duration, error) {
 
 // checkCallbackURL accepts https URLs, and http ones to this machine's
 // loopback (for development and tests), without credentials or fragment.
-func checkCallbackURL(s string) error {
+func checkCallbackURL(s string, allowPrivate bool) error {
 	if s == "" {
 		return nil
 	}
@@ -580,12 +580,31 @@ func checkCallbackURL(s string) error {
 		return invalid("callback_url must not contain credentials; callbacks are signed instead")
 	case u.Fragment != "" || strings.Contains(s, "#"):
 		return invalid("callback_url must not have a fragment")
+	case !allowPrivate && isPrivateHost(u.Hostname()):
+		return invalid("callback_url must not point at a loopback, private or link-local address")
 	case u.Scheme == "https":
 		return nil
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	case u.Scheme == "http" && allowPrivate && isLoopback(u.Hostname()):
 		return nil
 	}
-	return invalid("callback_url must use https (http only to localhost or 127.0.0.1)")
+	return invalid("callback_url must use https")
+}
+
+// isPrivateHost reports whether host is an IP literal (or localhost) that
+// callbacks must not reach. Names that resolve to such addresses are
+// refused when dialling (see guardDial).
+func isPrivateHost(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && !publicIP(ip)
+}
+
+// publicIP reports whether ip is an ordinary public unicast address.
+func publicIP(ip net.IP) bool {
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
 }
 
 func isLoopback(host string) bool {

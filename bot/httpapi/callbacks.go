@@ -12,10 +12,12 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/slackapprove/slackbot/store"
@@ -60,6 +62,9 @@ type CallbackStore interface {
 
 // CallbacksConfig configures Callbacks.
 type CallbacksConfig struct {
+	// AllowPrivate lets callbacks reach loopback, private and link-local
+	// addresses (dev and tests); off, the default client refuses them.
+	AllowPrivate bool
 	// Keys are the API clients; a callback is signed with the secret of
 	// the client that created the token (Key.CallbackSecret).
 	Keys  []Key
@@ -106,7 +111,14 @@ type Callbacks struct {
 // NewCallbacks returns the callback deliverer; call Run.
 func NewCallbacks(cfg CallbacksConfig) *Callbacks {
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: DefaultCallbackTimeout, CheckRedirect: sameHostRedirects}
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		if !cfg.AllowPrivate {
+			// Checked on the address actually dialled, after DNS: a name
+			// that resolves (or rebinds) to an internal address is refused.
+			transport.DialContext = (&net.Dialer{Timeout: 10 * time.Second, Control: guardDial}).DialContext
+			transport.Proxy = nil
+		}
+		cfg.Client = &http.Client{Timeout: DefaultCallbackTimeout, CheckRedirect: sameHostRedirects, Transport: transport}
 	}
 	if cfg.Attempts <= 0 {
 		cfg.Attempts = DefaultCallbackAttempts
@@ -316,4 +328,20 @@ func redact(err error) error {
 		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
 	}
 	return err
+}
+
+// errPrivateAddress refuses a callback to an internal address.
+var errPrivateAddress = errors.New("callback to a loopback, private or link-local address refused")
+
+// guardDial refuses connections to addresses a callback must not reach.
+func guardDial(network, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !publicIP(ip) {
+		return errPrivateAddress
+	}
+	return nil
 }

@@ -49,7 +49,7 @@
 // Pydantic AI's extra fields inside tool calls are accepted) plus
 // "route", "requester", "context", "timeout" (a duration such as "30m" or
 // seconds, 1 s to 7 days; default the earliest timeout of the routes the
-// calls go to), "callback_url" (https, or http to localhost) and
+// calls go to), "callback_url" (https to a public address: loopback, private and link-local addresses are refused when the request is made and again when dialling, against SSRF; `slackbot dev` also allows http to localhost) and
 // "idempotency_key". Any other top-level field is refused; at most 100
 // calls. Calls are routed as for runs started from Slack (by tool name,
 // with no source channel) unless "route" names one route for all of

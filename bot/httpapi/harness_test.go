@@ -105,6 +105,9 @@ type envOptions struct {
 	backoff time.Duration
 	// waiter, when set, stands between the API and the store's Events.
 	waiter *spyWaiter
+	// publicCallbacksOnly runs the API as in production: callback URLs to
+	// internal addresses are refused.
+	publicCallbacksOnly bool
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -140,7 +143,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.waiter.Waiter = ev
 		waiter = opts.waiter
 	}
-	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log})
+	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +151,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.backoff = 10 * time.Millisecond
 	}
 	cbs := httpapi.NewCallbacks(httpapi.CallbacksConfig{
-		Keys: keys, Store: st, Queue: st.CallbackQueue(0), Consumer: "test-replica",
+		Keys: keys, Store: st, Queue: st.CallbackQueue(0), Consumer: "test-replica", AllowPrivate: true,
 		Backoff: func(int) time.Duration { return opts.backoff }, Poll: 20 * time.Millisecond,
 		Now: clock.Now, Log: log,
 	})

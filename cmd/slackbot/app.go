@@ -45,6 +45,9 @@ type appDeps struct {
 	Extra map[string]http.Handler
 	// APIKeys enables the HTTP API (/v1) for these clients; none: disabled.
 	APIKeys []httpapi.Key
+	// AllowPrivateCallbacks lets API callbacks reach loopback and private
+	// addresses: dev only.
+	AllowPrivateCallbacks bool
 	// ResumeBlock is how long one read of the resume queue blocks; it also
 	// bounds how long shutdown waits for the consumer. Default 2s.
 	ResumeBlock time.Duration
@@ -121,12 +124,14 @@ func newApp(d appDeps) (*app, error) {
 	})
 	if len(d.APIKeys) > 0 {
 		var err error
-		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Store: st, Events: a.events, Bot: a.bot, Routes: d.Routes, Log: d.Log})
+		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Store: st, Events: a.events, Bot: a.bot, Routes: d.Routes, Log: d.Log,
+			AllowPrivateCallbacks: d.AllowPrivateCallbacks})
 		if err != nil {
 			return nil, err
 		}
 		a.callbacks = httpapi.NewCallbacks(httpapi.CallbacksConfig{
 			Keys: d.APIKeys, Store: st, Queue: st.CallbackQueue(0), Consumer: owner, Log: d.Log,
+			AllowPrivate: d.AllowPrivateCallbacks,
 		})
 	}
 	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.waitCtx}, Deadline: a.bot.Deadline}

@@ -165,7 +165,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	}
 	defer closeRedis()
 
-	deps := appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret}
+	deps := appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret, AllowPrivateCallbacks: mode == ModeDev}
 	var dev *devWorkspace
 	if mode == ModeDev {
 		dev, err = newDevWorkspace(cfg, ln.Addr(), log)
