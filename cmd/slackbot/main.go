@@ -287,6 +287,9 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	}
 	base := fmt.Sprintf("%s://%s", scheme, ln.Addr())
 	log.Info("slackbot listening", "mode", string(mode), "addr", ln.Addr().String(), "version", buildVersion(), "team", deps.TeamID)
+	if cfg.PublicURL != "" {
+		log.Info("Slack request URLs", "events", cfg.PublicURL+"/slack/events", "interactivity", cfg.PublicURL+"/slack/interactivity")
+	}
 	fmt.Fprintf(stdout, "slackbot %s listening on %s\n", mode, base)
 	if mode == ModeDev {
 		fmt.Fprintf(stdout, "Slack emulator: %s/dev/\n", devURL(ln.Addr()))
