@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,9 +56,7 @@ type CallbackJob struct {
 //		// q.Retry(ctx, j, next) or, out of attempts, q.Ack(ctx, j.ID)
 //	}
 type CallbackQueue struct {
-	s     *Store
-	count int64
-	group atomic.Bool // the consumer group is known to exist
+	streamQueue
 }
 
 // CallbackQueue returns the store's callback queue; Read and Reclaim
@@ -68,61 +65,23 @@ func (s *Store) CallbackQueue(count int64) *CallbackQueue {
 	if count <= 0 {
 		count = 16
 	}
-	return &CallbackQueue{s: s, count: count}
+	return &CallbackQueue{streamQueue{s: s, key: s.callbacksKey(), group: callbackGroup, noun: "callback", count: count, pages: 1}}
 }
 
 func (s *Store) callbackRetryKey() string { return s.key("callbacks:retry") }
-
-func (q *CallbackQueue) ensureGroup(ctx context.Context) error {
-	if q.group.Load() {
-		return nil
-	}
-	keys := []string{q.s.callbacksKey()}
-	if err := groupScript.Run(ctx, q.s.rdb, keys, callbackGroup, q.s.opts.Retention.Milliseconds()).Err(); err != nil {
-		return fmt.Errorf("create callback group: %w", err)
-	}
-	q.group.Store(true)
-	return nil
-}
 
 // Read returns new jobs for consumer, waiting up to block for one (zero
 // or less: not at all). A blocked read holds a pooled connection and does
 // not end with ctx: keep block short. Read returns no jobs and a nil error
 // when none arrived.
 func (q *CallbackQueue) Read(ctx context.Context, consumer string, block time.Duration) ([]CallbackJob, error) {
-	if err := q.ensureGroup(ctx); err != nil {
+	msgs, err := q.read(ctx, consumer, block)
+	if err != nil {
 		return nil, err
 	}
-	if block <= 0 {
-		block = -1
-	}
-	args := &redis.XReadGroupArgs{
-		Group:    callbackGroup,
-		Consumer: consumer,
-		Streams:  []string{q.s.callbacksKey(), ">"},
-		Count:    q.count,
-		Block:    block,
-	}
-	streams, err := q.s.rdb.XReadGroup(ctx, args).Result()
-	if isNoGroup(err) {
-		// The stream expired with its group; recreate and retry once.
-		q.group.Store(false)
-		if err := q.ensureGroup(ctx); err != nil {
-			return nil, err
-		}
-		streams, err = q.s.rdb.XReadGroup(ctx, args).Result()
-	}
-	if isRedisNil(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read callback queue: %w", err)
-	}
 	var jobs []CallbackJob
-	for _, st := range streams {
-		for _, m := range st.Messages {
-			jobs = append(jobs, callbackJob(m))
-		}
+	for _, m := range msgs {
+		jobs = append(jobs, callbackJob(m))
 	}
 	return jobs, nil
 }
@@ -131,23 +90,9 @@ func (q *CallbackQueue) Read(ctx context.Context, consumer string, block time.Du
 // than minIdle ago and not acknowledged (their consumer died mid-attempt)
 // and returns them to consumer. Make minIdle longer than an attempt takes.
 func (q *CallbackQueue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]CallbackJob, error) {
-	if err := q.ensureGroup(ctx); err != nil {
+	msgs, err := q.reclaim(ctx, consumer, minIdle)
+	if err != nil || msgs == nil {
 		return nil, err
-	}
-	msgs, _, err := q.s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream:   q.s.callbacksKey(),
-		Group:    callbackGroup,
-		Consumer: consumer,
-		MinIdle:  minIdle,
-		Start:    "0-0",
-		Count:    q.count,
-	}).Result()
-	if isNoGroup(err) {
-		q.group.Store(false)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reclaim callback jobs: %w", err)
 	}
 	jobs := make([]CallbackJob, 0, len(msgs))
 	for _, m := range msgs {
@@ -164,25 +109,14 @@ func callbackJob(m redis.XMessage) CallbackJob {
 
 // Ack removes jobs from the queue once handled: delivered, or given up.
 func (q *CallbackQueue) Ack(ctx context.Context, ids ...string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := q.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAck(ctx, q.s.callbacksKey(), callbackGroup, ids...)
-		p.XDel(ctx, q.s.callbacksKey(), ids...)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("ack callback jobs: %w", err)
-	}
-	return nil
+	return q.ack(ctx, ids)
 }
 
 // Retry acknowledges job and schedules its next attempt (job.Attempt+1)
 // for at, atomically: the delivery sequence continues exactly once.
 func (q *CallbackQueue) Retry(ctx context.Context, job CallbackJob, at time.Time) error {
 	member := strconv.Itoa(job.Attempt+1) + " " + string(job.State) + " " + job.Token
-	keys := []string{q.s.callbacksKey(), q.s.callbackRetryKey()}
+	keys := []string{q.key, q.s.callbackRetryKey()}
 	err := callbackRetryScript.Run(ctx, q.s.rdb, keys, callbackGroup, job.ID, ms(at), member, q.s.opts.Retention.Milliseconds()).Err()
 	if err != nil && !isRedisNil(err) {
 		return fmt.Errorf("schedule callback retry %s: %w", short(job.Token), err)
@@ -194,7 +128,7 @@ func (q *CallbackQueue) Retry(ctx context.Context, job CallbackJob, at time.Time
 // retry schedule back onto the stream, where Read finds them, and reports
 // how many it moved. Each is moved once however many processes promote.
 func (q *CallbackQueue) Promote(ctx context.Context) (int, error) {
-	keys := []string{q.s.callbackRetryKey(), q.s.callbacksKey()}
+	keys := []string{q.s.callbackRetryKey(), q.key}
 	n, err := callbackPromoteScript.Run(ctx, q.s.rdb, keys, ms(q.s.now()), 256, q.s.opts.Retention.Milliseconds()).Int()
 	if err != nil {
 		return 0, fmt.Errorf("promote callback retries: %w", err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -170,9 +168,8 @@ type ResumeQueueOptions struct {
 // process is waiting on locally (Events.Wait): that process resumes the
 // run itself and takes the job off the queue.
 type ResumeQueue struct {
-	s     *Store
-	opts  ResumeQueueOptions
-	group atomic.Bool // the consumer group is known to exist
+	streamQueue
+	opts ResumeQueueOptions
 }
 
 // ResumeQueue returns the store's resume queue.
@@ -183,59 +180,19 @@ func (s *Store) ResumeQueue(opts ResumeQueueOptions) *ResumeQueue {
 	if opts.Count <= 0 {
 		opts.Count = 16
 	}
-	return &ResumeQueue{s: s, opts: opts}
+	q := &ResumeQueue{opts: opts}
+	q.streamQueue = streamQueue{s: s, key: s.resumeKey(), group: resumeGroup, noun: "resume", count: opts.Count, pages: 10}
+	return q
 }
-
-func (q *ResumeQueue) ensureGroup(ctx context.Context) error {
-	if q.group.Load() {
-		return nil
-	}
-	keys := []string{q.s.resumeKey()}
-	if err := groupScript.Run(ctx, q.s.rdb, keys, resumeGroup, q.s.opts.Retention.Milliseconds()).Err(); err != nil {
-		return fmt.Errorf("create resume group: %w", err)
-	}
-	q.group.Store(true)
-	return nil
-}
-
-func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
 
 // Read returns new jobs for consumer, waiting up to block for one (zero
 // or less: not at all). Keep block short: a blocked read holds a pooled
 // connection and does not end with ctx. Read returns no jobs and a nil
 // error when none arrived.
 func (q *ResumeQueue) Read(ctx context.Context, consumer string, block time.Duration) ([]ResumeJob, error) {
-	if err := q.ensureGroup(ctx); err != nil {
-		return nil, err
-	}
-	if block <= 0 {
-		block = -1
-	}
-	args := &redis.XReadGroupArgs{
-		Group:    resumeGroup,
-		Consumer: consumer,
-		Streams:  []string{q.s.resumeKey(), ">"},
-		Count:    q.opts.Count,
-		Block:    block,
-	}
-	streams, err := q.s.rdb.XReadGroup(ctx, args).Result()
-	if isNoGroup(err) {
-		// The stream expired with its group; recreate and retry once.
-		q.group.Store(false)
-		if err := q.ensureGroup(ctx); err != nil {
-			return nil, err
-		}
-		streams, err = q.s.rdb.XReadGroup(ctx, args).Result()
-	}
-	if isRedisNil(err) {
-		return nil, nil
-	}
+	msgs, err := q.read(ctx, consumer, block)
 	if err != nil {
-		return nil, fmt.Errorf("read resume queue: %w", err)
-	}
-	var msgs []redis.XMessage
-	for _, st := range streams {
-		msgs = append(msgs, st.Messages...)
+		return nil, err
 	}
 	return q.filter(ctx, msgs)
 }
@@ -244,50 +201,16 @@ func (q *ResumeQueue) Read(ctx context.Context, consumer string, block time.Dura
 // than minIdle ago and not acknowledged (their consumer died, or left
 // them to a live waiter) and returns them to consumer.
 func (q *ResumeQueue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]ResumeJob, error) {
-	if err := q.ensureGroup(ctx); err != nil {
+	msgs, err := q.reclaim(ctx, consumer, minIdle)
+	if err != nil {
 		return nil, err
-	}
-	var msgs []redis.XMessage
-	start := "0-0"
-	for range 10 {
-		batch, next, err := q.s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-			Stream:   q.s.resumeKey(),
-			Group:    resumeGroup,
-			Consumer: consumer,
-			MinIdle:  minIdle,
-			Start:    start,
-			Count:    q.opts.Count,
-		}).Result()
-		if isNoGroup(err) {
-			q.group.Store(false)
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reclaim resume jobs: %w", err)
-		}
-		msgs = append(msgs, batch...)
-		if next == "0-0" || next == "" || int64(len(msgs)) >= q.opts.Count {
-			break
-		}
-		start = next
 	}
 	return q.filter(ctx, msgs)
 }
 
 // Ack removes jobs from the queue once handled.
 func (q *ResumeQueue) Ack(ctx context.Context, ids ...string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := q.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAck(ctx, q.s.resumeKey(), resumeGroup, ids...)
-		p.XDel(ctx, q.s.resumeKey(), ids...)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("ack resume jobs: %w", err)
-	}
-	return nil
+	return q.ack(ctx, ids)
 }
 
 // filter turns stream entries into jobs, leaving out those whose token a
