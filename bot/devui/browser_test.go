@@ -9,16 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/input"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -27,12 +22,10 @@ import (
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/devui"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/browsertest"
 )
 
 var screenshots = flag.String("screenshots", "", "directory for the browser test's screenshots (testdata/screenshots updates the README's); empty: a temporary directory")
-
-// stepTimeout bounds every wait of the browser test.
-const stepTimeout = 20 * time.Second
 
 // standIn behaves like slackbot, minimally: a mention posts an approval
 // card to #approvals; Approve updates the card and answers in the thread
@@ -168,79 +161,6 @@ func (s *standIn) finish(ctx context.Context, run *standInRun, by string, state 
 	}
 }
 
-// chromiumPath finds Debian's chromium, or skips the test (fails it in CI).
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed: the browser test needs Debian's chromium (.ci/run installs it when .ci/needs-chromium exists)")
-	}
-	t.Skip("chromium is not installed (apt-get install chromium); skipping the browser test")
-	return ""
-}
-
-// page drives the browser; every step is bounded by stepTimeout and a
-// failed step leaves a screenshot behind.
-type page struct {
-	t     *testing.T
-	ctx   context.Context
-	shots string
-}
-
-func (p *page) do(what string, actions ...chromedp.Action[chromedp.Void]) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		p.fail(what, err)
-	}
-}
-
-// waitFor polls a JavaScript predicate until it holds.
-func (p *page) waitFor(what, predicate string) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](predicate,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(stepTimeout))); err != nil {
-		p.fail(what, err)
-	}
-}
-
-// screenshot saves the page once highlights have faded, with the pointer
-// parked where it hovers over nothing.
-func (p *page) screenshot(name string) {
-	p.t.Helper()
-	p.do("park the pointer", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 5, 300))
-	p.waitFor("highlights to fade", `!document.querySelector('.msg.flash')`)
-	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		p.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(p.shots, name), png, 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-func (p *page) fail(what string, err error) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), 5*time.Second)
-	defer cancel()
-	if png, shotErr := chromedp.Run(ctx, chromedp.FullScreenshot(100)); shotErr == nil {
-		name := filepath.Join(p.t.TempDir(), "failure.png")
-		if os.WriteFile(name, png, 0o644) == nil {
-			p.t.Logf("the page at the failure: %s", name)
-		}
-	}
-	p.t.Fatalf("%s: %v", what, err)
-}
-
 // TestBrowser drives the page in chromium through the demo: Carol asks,
 // the card appears in #approvals, Carol's own click is refused with an
 // ephemeral message, Alice approves, the card says so and the answer
@@ -250,13 +170,7 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	chromium := chromiumPath(t)
-	shots := *screenshots
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	chromium := browsertest.ChromiumPath(t)
 
 	// One server, as `slackbot dev` has: the fake Web API, the emulator and
 	// the stand-in slackbot's signed webhooks.
@@ -273,78 +187,23 @@ func TestBrowser(t *testing.T) {
 	mux.Handle("POST /slack/events", bot.VerifySlack(secret, log, http.HandlerFunc(bot0.handleEvents)))
 	mux.Handle("POST /slack/interactivity", bot.VerifySlack(secret, log, http.HandlerFunc(bot0.handleInteractivity)))
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
-		chromedp.ExecPath(chromium),
-		chromedp.Flag("headless", "new"),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.Flag("force-device-scale-factor", "1"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1440, 900),
-	)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	p := &page{t: t, ctx: ctx, shots: shots}
-
-	start, cancelStart := context.WithTimeout(ctx, stepTimeout)
-	defer cancelStart()
-	if err := chromedp.Do(start); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	var mu sync.Mutex
-	var pageErrors []string
-	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
-	go func() {
-		for ev, err := range exceptions {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			d := ev.ExceptionDetails
-			msg := d.Text
-			if d.Exception != nil {
-				msg += " " + d.Exception.Description
-			}
-			pageErrors = append(pageErrors, fmt.Sprintf("%s (%s:%d:%d)", msg, d.URL, d.LineNumber+1, d.ColumnNumber+1))
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range pageErrors {
-			t.Errorf("uncaught exception in the page: %s", e)
-		}
-	}()
+	p := browsertest.Open(t, chromium, *screenshots)
 
 	// Carol asks in #general.
-	p.do("open the page", chromedp.Navigate(srv.URL+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
-	p.do("write the request",
-		chromedp.Evaluate[chromedp.Void](`document.getElementById('composer').value = ''`),
-		chromedp.SendKeys(chromedp.ID("composer"), "@slackbot delete customer a"),
-		chromedp.Click(chromedp.ID("send")))
-	p.waitFor("Carol's message in #general, with the mention drawn as a chip",
+	p.Do("open the page", chromedp.Navigate(srv.URL+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
+	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
+	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
+	p.Send("@slackbot delete customer a")
+	p.WaitFor("Carol's message in #general, with the mention drawn as a chip",
 		`[...document.querySelectorAll('#messages .msg[data-user="U0CAROL"] .mention')].some(e => e.textContent === '@slackbot')`)
-	p.waitFor("a toast about the new approval request",
+	p.WaitFor("a toast about the new approval request",
 		`[...document.querySelectorAll('.toast')].some(e => e.textContent.includes('New approval request in #approvals'))`)
-	p.waitFor("#approvals marked unread", `document.querySelector('#channels [data-channel="C0APPROVALS"]').classList.contains('unread')`)
-	p.screenshot("1-request.png")
+	p.WaitFor("#approvals marked unread", `document.querySelector('#channels [data-channel="C0APPROVALS"]').classList.contains('unread')`)
+	p.Screenshot("1-request.png")
 
 	// The card in #approvals.
-	p.do("open #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
-	p.waitFor("the approval card with Approve and Deny", `(() => {
+	p.Do("open #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
+	p.WaitFor("the approval card with Approve and Deny", `(() => {
 		const card = document.querySelector('#messages .msg[data-user="U0BOT"]');
 		if (!card) return false;
 		const a = card.querySelector('button[data-action-id="approve"]'), d = card.querySelector('button[data-action-id="deny"]');
@@ -353,58 +212,55 @@ func TestBrowser(t *testing.T) {
 			card.querySelector('.mk-pre').textContent.includes('"customer_id": "a"');
 	})()`)
 	// Carol may not approve her own request: only she sees why.
-	p.do("click Approve as Carol", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve"]`)))
-	p.waitFor("the refusal, only visible to Carol", `(() => {
+	p.Do("click Approve as Carol", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve"]`)))
+	p.WaitFor("the refusal, only visible to Carol", `(() => {
 		const e = document.querySelector('#messages .msg.ephemeral');
 		return e && e.querySelector('.only-you').textContent === 'Only visible to you' && e.textContent.includes('someone else must decide it');
 	})()`)
-	p.screenshot("2-refused.png")
-	p.do("act as Alice", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
-	p.waitFor("Carol's ephemeral message hidden from Alice", `!document.querySelector('#messages .msg.ephemeral')`)
-	p.waitFor("Alice selected", `document.querySelector('.acting-user[data-user="U0ALICE"]').getAttribute('aria-pressed') === 'true'`)
-	p.screenshot("3-approval-card.png")
+	p.Screenshot("2-refused.png")
+	p.Do("act as Alice", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
+	p.WaitFor("Carol's ephemeral message hidden from Alice", `!document.querySelector('#messages .msg.ephemeral')`)
+	p.WaitFor("Alice selected", `document.querySelector('.acting-user[data-user="U0ALICE"]').getAttribute('aria-pressed') === 'true'`)
+	p.Screenshot("3-approval-card.png")
 
 	// Alice approves: the card updates in place.
-	p.do("click Approve", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve"]`)))
-	p.waitFor("the card says Approved, without buttons", `(() => {
+	p.Do("click Approve", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve"]`)))
+	p.WaitFor("the card says Approved, without buttons", `(() => {
 		const card = document.querySelector('#messages .msg[data-user="U0BOT"]');
 		return card && card.querySelector('.bk-header').textContent.includes('Approved: delete_customer') &&
 			!card.querySelector('button[data-action-id="approve"]') && card.querySelector('.edited');
 	})()`)
-	p.waitFor("a toast about the answer in the thread",
+	p.WaitFor("a toast about the answer in the thread",
 		`[...document.querySelectorAll('.toast')].some(e => e.textContent.includes('replied in a thread in #general'))`)
-	p.screenshot("4-approved.png")
+	p.Screenshot("4-approved.png")
 
 	// The answer in Carol's thread.
-	p.do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
-	p.do("open the thread", chromedp.Click(chromedp.CSS(`#messages .thread-summary`)))
-	p.waitFor("the answer in the thread pane",
+	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
+	p.Do("open the thread", chromedp.Click(chromedp.CSS(`#messages .thread-summary`)))
+	p.WaitFor("the answer in the thread pane",
 		`[...document.querySelectorAll('#thread-messages .msg[data-user="U0BOT"]')].some(e => e.textContent.includes('customer a and their 3 orders were deleted'))`)
-	p.screenshot("5-answer-in-thread.png")
+	p.Screenshot("5-answer-in-thread.png")
 
 	// A second request, denied with a reason through the modal.
-	p.do("close the thread", chromedp.Click(chromedp.ID("thread-close")))
-	p.do("act as Carol again", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.do("ask again",
-		chromedp.Evaluate[chromedp.Void](`document.getElementById('composer').value = ''`),
-		chromedp.SendKeys(chromedp.ID("composer"), "@slackbot delete customer a, please"),
-		chromedp.Click(chromedp.ID("send")))
-	p.waitFor("Carol's second request", `document.querySelectorAll('#messages .msg[data-user="U0CAROL"]').length === 2`)
-	p.waitFor("its card", `[...document.querySelectorAll('.toast')].some(e => e.textContent.includes('New approval request in #approvals'))`)
-	p.do("act as Bob", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0BOB"]`)))
-	p.do("open #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
-	p.waitFor("the second card", `document.querySelectorAll('#messages button[data-action-id="deny_reason"]').length === 1`)
-	p.do("click Deny with reason", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="deny_reason"]`)))
-	p.waitFor("the modal", `(() => { const m = document.querySelector('.modal[data-callback-id="deny_reason"]');
+	p.Do("close the thread", chromedp.Click(chromedp.ID("thread-close")))
+	p.Do("act as Carol again", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
+	p.Send("@slackbot delete customer a, please")
+	p.WaitFor("Carol's second request", `document.querySelectorAll('#messages .msg[data-user="U0CAROL"]').length === 2`)
+	p.WaitFor("its card", `[...document.querySelectorAll('.toast')].some(e => e.textContent.includes('New approval request in #approvals'))`)
+	p.Do("act as Bob", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0BOB"]`)))
+	p.Do("open #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
+	p.WaitFor("the second card", `document.querySelectorAll('#messages button[data-action-id="deny_reason"]').length === 1`)
+	p.Do("click Deny with reason", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="deny_reason"]`)))
+	p.WaitFor("the modal", `(() => { const m = document.querySelector('.modal[data-callback-id="deny_reason"]');
 		return m && m.querySelector('.modal-title').textContent === 'Deny with reason' && m.querySelector('textarea'); })()`)
-	p.do("submit it empty", chromedp.Click(chromedp.CSS(`.modal [data-role="submit"]`)))
-	p.waitFor("Slack's required-field error", `(document.querySelector('.modal .input-error') || {}).textContent === 'Please complete this required field.'`)
-	p.do("give a short reason", chromedp.SendKeys(chromedp.CSS(`.modal textarea`), "no"), chromedp.Click(chromedp.CSS(`.modal [data-role="submit"]`)))
-	p.waitFor("slackbot's error under the input", `(document.querySelector('.modal .input-error') || {}).textContent === 'Say a little more: the agent passes this on.'`)
-	p.screenshot("6-modal-error.png")
-	p.do("give a reason", chromedp.SendKeys(chromedp.CSS(`.modal textarea`), "t: customer a still has open invoices"), chromedp.Click(chromedp.CSS(`.modal [data-role="submit"]`)))
-	p.waitFor("the modal closed and the card denied with the reason", `!document.querySelector('.modal') &&
+	p.Do("submit it empty", chromedp.Click(chromedp.CSS(`.modal [data-role="submit"]`)))
+	p.WaitFor("Slack's required-field error", `(document.querySelector('.modal .input-error') || {}).textContent === 'Please complete this required field.'`)
+	p.Do("give a short reason", chromedp.SendKeys(chromedp.CSS(`.modal textarea`), "no"), chromedp.Click(chromedp.CSS(`.modal [data-role="submit"]`)))
+	p.WaitFor("slackbot's error under the input", `(document.querySelector('.modal .input-error') || {}).textContent === 'Say a little more: the agent passes this on.'`)
+	p.Screenshot("6-modal-error.png")
+	p.Do("give a reason", chromedp.SendKeys(chromedp.CSS(`.modal textarea`), "t: customer a still has open invoices"), chromedp.Click(chromedp.CSS(`.modal [data-role="submit"]`)))
+	p.WaitFor("the modal closed and the card denied with the reason", `!document.querySelector('.modal') &&
 		[...document.querySelectorAll('#messages .bk-header')].some(e => e.textContent.includes('Denied: delete_customer')) &&
 		document.querySelector('#messages').textContent.includes('customer a still has open invoices')`)
-	p.screenshot("7-denied.png")
+	p.Screenshot("7-denied.png")
 }
