@@ -66,38 +66,16 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 // when none is left pending.
 // ARGV 7: by, 8: number of answers, then 6 strings per answer: id, class
 // (approval|call), result, new state, answered by, results metadata.
-var answerScript = redis.NewScript(scriptPrelude + `
+var answerScript = redis.NewScript(scriptPrelude + answersLua + `
 if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
 local top = redis.call('HMGET', rec, 'state', 'exp', 'created', 'run')
 if top[1] ~= 'open' then return {'e:' .. top[1]} end
 if tonumber(now) >= tonumber(top[2]) then return {'e:expired'} end
 if not top[3] then return {'e:invalid'} end
 local by, m = ARGV[7], tonumber(ARGV[8])
-local bad, seen, nums = {}, {}, {}
-for j = 0, m - 1 do
-  local b = 9 + j * 6
-  local i = redis.call('HGET', rec, 'i:' .. ARGV[b])
-  local ok = false
-  if i and not seen[i] then
-    local f = redis.call('HMGET', rec, 'c' .. i .. '.kind', 'c' .. i .. '.st')
-    ok = f[2] == 'pending' and ((ARGV[b + 1] == 'approval') == (f[1] == 'approval'))
-  end
-  if ok then seen[i] = true else bad[#bad + 1] = ARGV[b] end
-  nums[j] = i
-end
-if #bad > 0 then
-  table.insert(bad, 1, 'e:notpending')
-  return bad
-end
-for j = 0, m - 1 do
-  local b = 9 + j * 6
-  local p = 'c' .. nums[j] .. '.'
-  redis.call('HSET', rec, p .. 'st', ARGV[b + 3], p .. 'by', ARGV[b + 4], p .. 'at', now, p .. 'res', ARGV[b + 2],
-    p .. 'act', 'answer', p .. 'key', '-', p .. 'md', ARGV[b + 5])
-  local f = redis.call('HMGET', rec, p .. 'tool', p .. 'args')
-  audit({'type', 'decided', 'run', top[4] or '', 'call', ARGV[b], 'tool', f[1] or '', 'by', ARGV[b + 4],
-    'decision', ARGV[b + 3], 'args', f[2] or '', 'detail', ARGV[b + 2]})
-end
+local nums, bad = pendingAnswers(9, m)
+if not nums then return bad end
+recordAnswers(9, m, nums, 'answer', top[4] or '')
 if redis.call('HINCRBY', rec, 'left', -m) <= 0 then
   finish('resolved', by, '')
   return reply('resolved')

@@ -88,6 +88,74 @@ local function settle(exp)
 end
 `
 
+// answersLua follows scriptPrelude in the scripts that record many
+// answers at once (Answer, Resolve). Their answers are m runs of 6 strings
+// from ARGV[first]: id, class (approval|call), result, new state, answered
+// by, results metadata.
+const answersLua = `
+-- pendingAnswers checks that every answer names a distinct pending call
+-- of its class. It returns the calls' numbers, indexed by answer from 0,
+-- or nil and {'e:notpending', ids of the answers that do not...}.
+local function pendingAnswers(first, m)
+  local bad, seen, nums = {}, {}, {}
+  for j = 0, m - 1 do
+    local b = first + j * 6
+    local i = redis.call('HGET', rec, 'i:' .. ARGV[b])
+    local ok = false
+    if i and not seen[i] then
+      local f = redis.call('HMGET', rec, 'c' .. i .. '.kind', 'c' .. i .. '.st')
+      ok = f[2] == 'pending' and ((ARGV[b + 1] == 'approval') == (f[1] == 'approval'))
+    end
+    if ok then seen[i] = true else bad[#bad + 1] = ARGV[b] end
+    nums[j] = i
+  end
+  if #bad > 0 then
+    table.insert(bad, 1, 'e:notpending')
+    return nil, bad
+  end
+  return nums
+end
+
+-- recordAnswers records the answers on the calls nums (from
+-- pendingAnswers) as made by action act, and audits each for run.
+local function recordAnswers(first, m, nums, act, run)
+  for j = 0, m - 1 do
+    local b = first + j * 6
+    local p = 'c' .. nums[j] .. '.'
+    redis.call('HSET', rec, p .. 'st', ARGV[b + 3], p .. 'by', ARGV[b + 4], p .. 'at', now, p .. 'res', ARGV[b + 2],
+      p .. 'act', act, p .. 'key', '-', p .. 'md', ARGV[b + 5])
+    local f = redis.call('HMGET', rec, p .. 'tool', p .. 'args')
+    audit({'type', 'decided', 'run', run, 'call', ARGV[b], 'tool', f[1] or '', 'by', ARGV[b + 4],
+      'decision', ARGV[b + 3], 'args', f[2] or '', 'detail', ARGV[b + 2]})
+  end
+end
+`
+
+// claimLua begins the scripts that claim the resumption of a token's run
+// (ClaimResume, a waiter's claim in Events.Wait).
+const claimLua = `
+-- claim claims the resumption of a run for owner in the key claimKey for
+-- ttl ms. It succeeds if nobody holds the claim or owner already does.
+local function claim(claimKey, owner, ttl)
+  local cur = redis.call('GET', claimKey)
+  if cur and cur ~= owner then return false end
+  if not cur then redis.call('SET', claimKey, owner, 'PX', ttl) end
+  return true
+end
+
+-- takeOver is the claim of the process that waited on the token of record
+-- rec: it takes the run's job off the resume stream (consumer group
+-- group) and drops owner's waiter registration.
+local function takeOver(rec, resume, group, owner)
+  local job = redis.call('HGET', rec, 'job')
+  if job then
+    redis.pcall('XACK', resume, group, job)
+    redis.call('XDEL', resume, job)
+  end
+  if redis.call('HGET', rec, 'waiter') == owner then redis.call('HDEL', rec, 'waiter') end
+end
+`
+
 // openScript creates a minimal record for a token that ExternalEvents.Open
 // announces before the ask function Creates the full record.
 // ARGV 7: deadline (ms), 8: owner of the local waiter.
@@ -221,7 +289,7 @@ return reply('decided')
 // ARGV 7: by, 8: the results' JSON (kept only for a record that has no
 // calls yet), 9: number of answers, then 6 strings per answer: id, class
 // (approval|call), result, new state, answered by, results metadata.
-var resolveScript = redis.NewScript(scriptPrelude + `
+var resolveScript = redis.NewScript(scriptPrelude + answersLua + `
 if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
 local top = redis.call('HMGET', rec, 'state', 'exp', 'n', 'created', 'run')
 if top[1] ~= 'open' then return {'e:' .. top[1]} end
@@ -232,31 +300,9 @@ if not top[4] then
   finish('resolved', by, '')
   return reply('resolved')
 end
-local bad, seen, nums = {}, {}, {}
-for j = 0, m - 1 do
-  local b = 10 + j * 6
-  local i = redis.call('HGET', rec, 'i:' .. ARGV[b])
-  local ok = false
-  if i and not seen[i] then
-    local f = redis.call('HMGET', rec, 'c' .. i .. '.kind', 'c' .. i .. '.st')
-    ok = f[2] == 'pending' and ((ARGV[b + 1] == 'approval') == (f[1] == 'approval'))
-  end
-  if ok then seen[i] = true else bad[#bad + 1] = ARGV[b] end
-  nums[j] = i
-end
-if #bad > 0 then
-  table.insert(bad, 1, 'e:notpending')
-  return bad
-end
-for j = 0, m - 1 do
-  local b = 10 + j * 6
-  local p = 'c' .. nums[j] .. '.'
-  redis.call('HSET', rec, p .. 'st', ARGV[b + 3], p .. 'by', ARGV[b + 4], p .. 'at', now, p .. 'res', ARGV[b + 2],
-    p .. 'act', 'resolve', p .. 'key', '-', p .. 'md', ARGV[b + 5])
-  local f = redis.call('HMGET', rec, p .. 'tool', p .. 'args')
-  audit({'type', 'decided', 'run', top[5] or '', 'call', ARGV[b], 'tool', f[1] or '', 'by', ARGV[b + 4],
-    'decision', ARGV[b + 3], 'args', f[2] or '', 'detail', ARGV[b + 2]})
-end
+local nums, bad = pendingAnswers(10, m)
+if not nums then return bad end
+recordAnswers(10, m, nums, 'resolve', top[5] or '')
 finish('resolved', by, '')
 return reply('resolved')
 `)
@@ -303,7 +349,7 @@ return 'ok'
 // process holds the claim. A missing token gives {'gone'}.
 // KEYS: rec, claim, resume. ARGV: owner, claim ttl (ms), group, register,
 // claim.
-var waitScript = redis.NewScript(`
+var waitScript = redis.NewScript(claimLua + `
 local st = redis.call('HGET', KEYS[1], 'state')
 if not st then return {'gone'} end
 if st == 'open' then
@@ -311,15 +357,8 @@ if st == 'open' then
   return {'open'}
 end
 if ARGV[5] == '1' then
-  local cur = redis.call('GET', KEYS[2])
-  if cur and cur ~= ARGV[1] then return {'lost'} end
-  if not cur then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2]) end
-  local job = redis.call('HGET', KEYS[1], 'job')
-  if job then
-    redis.pcall('XACK', KEYS[3], ARGV[3], job)
-    redis.call('XDEL', KEYS[3], job)
-  end
-  if redis.call('HGET', KEYS[1], 'waiter') == ARGV[1] then redis.call('HDEL', KEYS[1], 'waiter') end
+  if not claim(KEYS[2], ARGV[1], ARGV[2]) then return {'lost'} end
+  takeOver(KEYS[1], KEYS[3], ARGV[3], ARGV[1])
 end
 local r = redis.call('HGETALL', KEYS[1])
 table.insert(r, 1, 'ended')
@@ -338,18 +377,9 @@ return 1
 // set, the claimer is the process that waited on the token: it also takes
 // the token's resume job off the queue and drops its waiter registration.
 // KEYS: claim, rec, resume. ARGV: owner, ttl (ms), group, local ('1'|'0').
-var claimScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur and cur ~= ARGV[1] then return 0 end
-if not cur then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
-if ARGV[4] == '1' then
-  local job = redis.call('HGET', KEYS[2], 'job')
-  if job then
-    redis.pcall('XACK', KEYS[3], ARGV[3], job)
-    redis.call('XDEL', KEYS[3], job)
-  end
-  if redis.call('HGET', KEYS[2], 'waiter') == ARGV[1] then redis.call('HDEL', KEYS[2], 'waiter') end
-end
+var claimScript = redis.NewScript(claimLua + `
+if not claim(KEYS[1], ARGV[1], ARGV[2]) then return 0 end
+if ARGV[4] == '1' then takeOver(KEYS[2], KEYS[3], ARGV[3], ARGV[1]) end
 return 1
 `)
 
