@@ -82,11 +82,51 @@ func meteredClient(b *testing.B, m *meter) redis.UniversalClient {
 
 func benchStores(b *testing.B) (a, bb *store.Store, ma, mb *meter, prefix string) {
 	b.Helper()
-	admin, prefix := redistest.Client(b)
-	_ = admin
+	_, prefix = redistest.Client(b)
 	ma, mb = &meter{}, &meter{}
 	opts := store.Options{Prefix: prefix}
 	return store.New(meteredClient(b, ma), opts), store.New(meteredClient(b, mb), opts), ma, mb, prefix
+}
+
+// benchHistory is the history of a run that waits on the approval of
+// call c1, as requests("c1") asks for it.
+var benchHistory = []agentrunner.Message{
+	{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{agentrunner.UserPrompt("delete the temp file")}},
+	{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.ToolCall("delete_file", []byte(`{"path":"c1.txt"}`), "c1")}},
+}
+
+// benchEvents returns s's Events, without sweeps, running until the
+// benchmark ends.
+func benchEvents(b *testing.B, s *store.Store) *store.Events {
+	b.Helper()
+	ev := store.NewEvents(s, store.EventsOptions{SweepEvery: -1})
+	runEvents(b, ev)
+	return ev
+}
+
+// createTokens creates n tokens, each with the one pending call c1.
+func createTokens(b *testing.B, s *store.Store, n int) []string {
+	b.Helper()
+	tokens := make([]string, n)
+	for i := range tokens {
+		a := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1")}
+		if err := s.Create(b.Context(), a); err != nil {
+			b.Fatal(err)
+		}
+		tokens[i] = a.Token
+	}
+	return tokens
+}
+
+// parkWaiter starts a Wait on token in ev and returns its result channel
+// once the waiter is parked. It spins rather than sleeps, so as not to add
+// a sleep to what a benchmark measures.
+func parkWaiter(ctx context.Context, ev *store.Events, token string) <-chan waitResult {
+	waited := waitAsync(ctx, ev, token)
+	for ev.Waiting() == 0 {
+		runtime.Gosched()
+	}
+	return waited
 }
 
 func memoryUsage(b *testing.B, rdb redis.UniversalClient, key string) int64 {
@@ -106,16 +146,7 @@ func memoryUsage(b *testing.B, rdb redis.UniversalClient, key string) int64 {
 func BenchmarkLifecycle(b *testing.B) {
 	sA, sB, mA, mB, prefix := benchStores(b)
 	ctx := context.Background()
-	ev := store.NewEvents(sA, store.EventsOptions{SweepEvery: -1})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- ev.Run(runCtx) }()
-	defer func() { cancel(); <-done }()
-	<-ev.Ready()
-	history := []agentrunner.Message{
-		{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{agentrunner.UserPrompt("delete the temp file")}},
-		{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.ToolCall("delete_file", []byte(`{"path":"c1.txt"}`), "c1")}},
-	}
+	ev := benchEvents(b, sA)
 	one := func() string {
 		token := agentrunner.NewToken()
 		runID := "run-" + token[:8]
@@ -128,16 +159,13 @@ func BenchmarkLifecycle(b *testing.B) {
 		if err := sA.Create(ctx, a); err != nil {
 			b.Fatal(err)
 		}
-		if err := sA.SaveRun(ctx, store.RunState{RunID: runID, Token: token, Messages: history, Pending: a.Requests, ExpiresAt: a.ExpiresAt}); err != nil {
+		if err := sA.SaveRun(ctx, store.RunState{RunID: runID, Token: token, Messages: benchHistory, Pending: a.Requests, ExpiresAt: a.ExpiresAt}); err != nil {
 			b.Fatal(err)
 		}
 		if err := sA.SetMessage(ctx, token, "c1", "C0APPROVALS", "1700000001.000200"); err != nil {
 			b.Fatal(err)
 		}
-		waited := waitAsync(ctx, ev, token)
-		for ev.Waiting() == 0 {
-			runtime.Gosched()
-		}
+		waited := parkWaiter(ctx, ev, token)
 		if _, err := sB.Decide(ctx, token, approve("c1", "U0BOB")); err != nil {
 			b.Fatal(err)
 		}
@@ -183,10 +211,7 @@ func BenchmarkRecordMemory(b *testing.B) {
 	b.StopTimer()
 	rdb := s.Client()
 	rs := store.RunState{RunID: "run-1", Token: token, Pending: requests("c1"), Origin: []byte(`{"channel":"C0SUPPORT","thread_ts":"1700000000.000100","user":"U0ALICE"}`),
-		Messages: []agentrunner.Message{
-			{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{agentrunner.UserPrompt("delete the temp file")}},
-			{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.ToolCall("delete_file", []byte(`{"path":"c1.txt"}`), "c1")}},
-		}}
+		Messages: benchHistory}
 	if err := s.SaveRun(ctx, rs); err != nil {
 		b.Fatal(err)
 	}
@@ -203,14 +228,7 @@ func BenchmarkDecide(b *testing.B) {
 	ctx := context.Background()
 	// Tokens are created before the timer starts.
 	n := b.N
-	tokens := make([]string, n)
-	for i := range tokens {
-		a := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1")}
-		if err := s.Create(ctx, a); err != nil {
-			b.Fatal(err)
-		}
-		tokens[i] = a.Token
-	}
+	tokens := createTokens(b, s, n)
 	var next atomic.Int64
 	b.SetParallelism(16) // 16 × GOMAXPROCS goroutines
 	b.ResetTimer()
@@ -231,26 +249,15 @@ func BenchmarkDecide(b *testing.B) {
 func BenchmarkWake(b *testing.B) {
 	sA, sB, _, _, _ := benchStores(b)
 	ctx := context.Background()
-	ev := store.NewEvents(sA, store.EventsOptions{SweepEvery: -1})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- ev.Run(runCtx) }()
-	defer func() { cancel(); <-done }()
-	<-ev.Ready()
+	ev := benchEvents(b, sA)
 	var lat []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		a := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1")}
-		if err := sA.Create(ctx, a); err != nil {
-			b.Fatal(err)
-		}
-		waited := waitAsync(ctx, ev, a.Token)
-		for ev.Waiting() == 0 {
-			runtime.Gosched()
-		}
+		token := createTokens(b, sA, 1)[0]
+		waited := parkWaiter(ctx, ev, token)
 		b.StartTimer()
 		t0 := time.Now()
-		if _, err := sB.Decide(ctx, a.Token, approve("c1", "UA")); err != nil {
+		if _, err := sB.Decide(ctx, token, approve("c1", "UA")); err != nil {
 			b.Fatal(err)
 		}
 		if r := <-waited; r.err != nil {
@@ -269,20 +276,8 @@ func BenchmarkWaiters(b *testing.B) {
 	const n = 10_000
 	s, _, _, _, _ := benchStores(b)
 	ctx := context.Background()
-	ev := store.NewEvents(s, store.EventsOptions{SweepEvery: -1})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- ev.Run(runCtx) }()
-	defer func() { cancel(); <-done }()
-	<-ev.Ready()
-	tokens := make([]string, n)
-	for i := range tokens {
-		a := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1")}
-		if err := s.Create(ctx, a); err != nil {
-			b.Fatal(err)
-		}
-		tokens[i] = a.Token
-	}
+	ev := benchEvents(b, s)
+	tokens := createTokens(b, s, n)
 	for b.Loop() {
 		runtime.GC()
 		var before, after runtime.MemStats

@@ -73,7 +73,7 @@ func (e *env) otherProcess(t *testing.T) *store.Store {
 
 // runEvents starts e.Run and waits until it has subscribed; it is stopped
 // when the test ends.
-func runEvents(t *testing.T, ev *store.Events) {
+func runEvents(t testing.TB, ev *store.Events) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
