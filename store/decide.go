@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -309,7 +310,7 @@ func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int
 		n++
 		return nil
 	}
-	for _, id := range sortedKeys(results.Approvals) {
+	for _, id := range slices.Sorted(maps.Keys(results.Approvals)) {
 		r := results.Approvals[id]
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -323,7 +324,7 @@ func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int
 			return nil, 0, err
 		}
 	}
-	for _, id := range sortedKeys(results.Calls) {
+	for _, id := range slices.Sorted(maps.Keys(results.Calls)) {
 		r := results.Calls[id]
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -338,15 +339,6 @@ func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int
 		}
 	}
 	return answers, n, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // Cancel ends an open token: every undecided call gets no decision with
