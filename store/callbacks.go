@@ -65,7 +65,10 @@ func (s *Store) CallbackQueue(count int64) *CallbackQueue {
 	if count <= 0 {
 		count = 16
 	}
-	return &CallbackQueue{streamQueue{s: s, key: s.callbacksKey(), group: callbackGroup, noun: "callback", count: count, pages: 1}}
+	return &CallbackQueue{streamQueue{
+		s: s, key: s.callbacksKey(), group: callbackGroup, noun: "callback",
+		count: count, pages: 1,
+	}}
 }
 
 func (s *Store) callbackRetryKey() string { return s.key("callbacks:retry") }

@@ -180,9 +180,15 @@ func (s *Store) ResumeQueue(opts ResumeQueueOptions) *ResumeQueue {
 	if opts.Count <= 0 {
 		opts.Count = 16
 	}
-	q := &ResumeQueue{opts: opts}
-	q.streamQueue = streamQueue{s: s, key: s.resumeKey(), group: resumeGroup, noun: "resume", count: opts.Count, pages: 10}
-	return q
+	return &ResumeQueue{
+		streamQueue: streamQueue{
+			s: s, key: s.resumeKey(), group: resumeGroup, noun: "resume",
+			// Jobs left to live waiters stay pending, so a reclaim may
+			// have to page past them.
+			count: opts.Count, pages: 10,
+		},
+		opts: opts,
+	}
 }
 
 // Read returns new jobs for consumer, waiting up to block for one (zero
