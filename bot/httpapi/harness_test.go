@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +18,7 @@ import (
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/httpapi"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -367,57 +366,24 @@ func (e *env) latest(m slackfake.Message) slackfake.Message {
 
 // button finds the button with actionID on a card.
 func button(m slackfake.Message, actionID string) (*slack.ButtonBlockElement, bool) {
-	for _, b := range m.Blocks {
-		ab, ok := b.(*slack.ActionBlock)
-		if !ok {
-			continue
-		}
-		for _, el := range ab.Elements.ElementSet {
-			if btn, ok := el.(*slack.ButtonBlockElement); ok && btn.ActionID == actionID {
-				return btn, true
-			}
-		}
-	}
-	return nil, false
+	return slacktest.Button(m, actionID)
 }
 
 // slackPost sends an interactivity payload signed as Slack signs them and
 // returns the status.
 func (e *env) slackPost(ctx context.Context, payload []byte) (int, error) {
-	body := []byte("payload=" + url.QueryEscape(string(payload)))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/slack/interactivity", bytes.NewReader(body))
+	resp, err := slacktest.Post(ctx, e.srv.URL+"/slack/interactivity", slacktest.FormContentType,
+		slacktest.Form(payload), testSecret, time.Now())
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	bot.SignSlackRequest(req.Header, testSecret, time.Now(), body)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	return resp.StatusCode, nil
 }
 
 // clickPayload is the block_actions payload of user clicking a card's
-// button, shaped like Slack's.
+// button, with a trigger the fake Slack accepts for opening a modal.
 func (e *env) clickPayload(user string, m slackfake.Message, btn *slack.ButtonBlockElement) []byte {
-	payload, _ := json.Marshal(map[string]any{
-		"type":       "block_actions",
-		"team":       map[string]any{"id": testTeam, "domain": "fake"},
-		"user":       map[string]any{"id": user, "username": strings.ToLower(user), "team_id": testTeam},
-		"api_app_id": "A0TEST",
-		"trigger_id": e.slack.IssueTrigger(user, ""),
-		"container":  map[string]any{"type": "message", "message_ts": m.TS, "channel_id": m.Channel},
-		"channel":    map[string]any{"id": m.Channel},
-		"message":    map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "blocks": json.RawMessage(m.BlocksJSON)},
-		"actions": []map[string]any{{
-			"type": "button", "action_id": btn.ActionID, "block_id": bot.BlockIDActions,
-			"value": btn.Value, "action_ts": fmt.Sprint(time.Now().Unix()),
-		}},
-	})
-	return payload
+	return slacktest.Click{Team: testTeam, User: user, Message: m, Button: btn, TriggerID: e.slack.IssueTrigger(user, "")}.Payload()
 }
 
 // click sends the payload of user clicking a card's button.
@@ -436,24 +402,7 @@ func (e *env) click(user string, m slackfake.Message, actionID string) {
 // submit sends the view_submission of the open view with the given inputs.
 func (e *env) submit(user string, view slackfake.View, values map[string]map[string]string) {
 	e.t.Helper()
-	state := map[string]any{}
-	for block, actions := range values {
-		a := map[string]any{}
-		for action, v := range actions {
-			a[action] = map[string]any{"type": "plain_text_input", "value": v}
-		}
-		state[block] = a
-	}
-	payload, _ := json.Marshal(map[string]any{
-		"type": "view_submission",
-		"team": map[string]any{"id": testTeam, "domain": "fake"},
-		"user": map[string]any{"id": user, "team_id": testTeam},
-		"view": map[string]any{
-			"id": view.ID, "team_id": testTeam, "type": "modal",
-			"callback_id": view.CallbackID, "private_metadata": view.PrivateMetadata,
-			"state": map[string]any{"values": state}, "hash": view.Hash,
-		},
-	})
+	payload := slacktest.Submission{Team: testTeam, User: user, View: view, Values: values}.Payload()
 	if status, err := e.slackPost(e.t.Context(), payload); err != nil || status != http.StatusOK {
 		e.t.Fatalf("view_submission: got %d, %v", status, err)
 	}

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -253,11 +252,8 @@ func (c *cluster) mentionText(p *proc, text string) string {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]any{
-		"type": "event_callback", "team_id": "T0FAKE", "event_id": "Ev" + msg.TS, "event_time": time.Now().Unix(),
-		"event": map[string]any{"type": "app_mention", "user": carol, "text": full, "ts": msg.TS, "channel": general},
-	})
-	postSigned(c.t, p.base+"/slack/events", "application/json", body)
+	body := slacktest.Mention{Team: testTeam, User: carol, Channel: general, Text: full, TS: msg.TS}.Body()
+	postSigned(c.t, p.base+"/slack/events", slacktest.JSONContentType, body)
 	return msg.TS
 }
 
@@ -415,26 +411,7 @@ func (e *env) replica(owner string) (*app, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.background(ctx)
-	}()
-	select {
-	case <-a.events.Ready():
-	case <-time.After(10 * time.Second):
-		e.t.Fatal("replica's events subscriber not ready")
-	}
-	srv := httptest.NewServer(a.handler())
-	e.t.Cleanup(func() {
-		srv.Close()
-		ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-		defer stop()
-		a.shutdown(ctx)
-		cancel()
-		<-done
-	})
+	srv := serveApp(e.t, a, "replica's events subscriber")
 	return a, srv.URL
 }
 
@@ -451,15 +428,11 @@ func TestClicksRacingOnTwoReplicasDecideOnce(t *testing.T) {
 
 	send := func(base, user string, card slackfake.Message, action string) {
 		body := e.clickPayload(user, testTeam, card, action)
-		req, _ := http.NewRequest(http.MethodPost, base+"/slack/interactivity", strings.NewReader(string(body)))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		bot.SignSlackRequest(req.Header, testSecret, time.Now(), body)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := slacktest.Post(t.Context(), base+"/slack/interactivity", slacktest.FormContentType, body, testSecret, time.Now())
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("click on %s: got status %d", base, resp.StatusCode)
 		}
@@ -534,10 +507,10 @@ func TestHostileRequestsGetClearAnswers(t *testing.T) {
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
 
-	form := "application/x-www-form-urlencoded"
+	form := slacktest.FormContentType
 	payload := func(v any) []byte {
 		b, _ := json.Marshal(v)
-		return []byte("payload=" + url.QueryEscape(string(b)))
+		return slacktest.Form(b)
 	}
 	click := e.clickPayload(alice, testTeam, card, bot.ActionIDApprove)
 	for _, tc := range []struct {
@@ -615,12 +588,12 @@ func TestHostileRequestsGetClearAnswers(t *testing.T) {
 	if got := counterValue(t, e.app.metrics.decisions.WithLabelValues("approved")); got != 1 {
 		t.Errorf("%v decisions recorded, want 1", got)
 	}
-	event, _ := json.Marshal(map[string]any{
-		"type": "event_callback", "team_id": testTeam, "event_id": "EvREPLAYED", "event_time": time.Now().Unix(),
-		"event": map[string]any{"type": "app_mention", "user": carol, "text": "<@" + e.slack.BotUserID() + "> delete customer b", "ts": "1.000001", "channel": general},
-	})
+	event := slacktest.Mention{
+		Team: testTeam, EventID: "EvREPLAYED", User: carol, Channel: general,
+		Text: "<@" + e.slack.BotUserID() + "> delete customer b", TS: "1.000001",
+	}.Body()
 	for range 3 {
-		if resp := e.post("/slack/events", "application/json", event, signedAt, testSecret); resp.StatusCode != http.StatusOK {
+		if resp := e.post("/slack/events", slacktest.JSONContentType, event, signedAt, testSecret); resp.StatusCode != http.StatusOK {
 			t.Fatalf("event: got status %d", resp.StatusCode)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -219,6 +219,15 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := serveApp(t, a, "events subscriber")
+	return &env{t: t, app: a, srv: srv, slack: fake, tools: tools, clock: clock, prefix: prefix}
+}
+
+// serveApp runs a's background loops and serves its handler until the test
+// ends, when a shuts down as on SIGTERM. It waits for a's events
+// subscriber, which what names in the failure if it never gets ready.
+func serveApp(t *testing.T, a *app, what string) *httptest.Server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -228,7 +237,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	select {
 	case <-a.events.Ready():
 	case <-time.After(10 * time.Second):
-		t.Fatal("events subscriber not ready")
+		t.Fatal(what + " not ready")
 	}
 	srv := httptest.NewServer(a.handler())
 	t.Cleanup(func() {
@@ -239,25 +248,16 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		cancel()
 		<-done
 	})
-	return &env{t: t, app: a, srv: srv, slack: fake, tools: tools, clock: clock, prefix: prefix}
+	return srv
 }
 
 // post sends a signed request to path as Slack would, signed at ts.
 func (e *env) post(path, contentType string, body []byte, ts time.Time, secret string) *http.Response {
 	e.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.srv.URL+path, strings.NewReader(string(body)))
+	resp, err := slacktest.Post(e.t.Context(), e.srv.URL+path, contentType, body, secret, ts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", contentType)
-	bot.SignSlackRequest(req.Header, secret, ts, body)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	resp.Body = io.NopCloser(strings.NewReader(string(b)))
 	return resp
 }
 
@@ -272,15 +272,11 @@ func (e *env) mention(user, channel, text string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]any{
-		"token": "x", "team_id": testTeam, "api_app_id": "A0TEST", "type": "event_callback",
-		"event_id": fmt.Sprintf("Ev%08d", eventSeq.Add(1)), "event_time": time.Now().Unix(),
-		"event": map[string]any{
-			"type": "app_mention", "user": user, "text": full, "ts": msg.TS,
-			"channel": channel, "event_ts": msg.TS,
-		},
-	})
-	resp := e.post("/slack/events", "application/json", body, time.Now(), testSecret)
+	body := slacktest.Mention{
+		Team: testTeam, EventID: fmt.Sprintf("Ev%08d", eventSeq.Add(1)),
+		User: user, Channel: channel, Text: full, TS: msg.TS,
+	}.Body()
+	resp := e.post("/slack/events", slacktest.JSONContentType, body, time.Now(), testSecret)
 	if resp.StatusCode != http.StatusOK {
 		e.t.Fatalf("app_mention: got status %d", resp.StatusCode)
 	}
@@ -318,50 +314,28 @@ func (e *env) waitCards(n int) []slackfake.Message {
 	return e.cards()
 }
 
-// button finds the button with actionID on a card.
+// button finds the button with actionID on a card, failing the test if
+// there is none.
 func button(t *testing.T, m slackfake.Message, actionID string) *slack.ButtonBlockElement {
 	t.Helper()
-	for _, b := range m.Blocks {
-		ab, ok := b.(*slack.ActionBlock)
-		if !ok {
-			continue
-		}
-		for _, el := range ab.Elements.ElementSet {
-			if btn, ok := el.(*slack.ButtonBlockElement); ok && btn.ActionID == actionID {
-				return btn
-			}
-		}
+	btn, ok := slacktest.Button(m, actionID)
+	if !ok {
+		t.Fatalf("card %s has no %q button", m.TS, actionID)
 	}
-	t.Fatalf("card %s has no %q button", m.TS, actionID)
-	return nil
+	return btn
 }
 
-// clickPayload is a block_actions payload shaped like Slack's.
+// clickPayload is the form body of user in team clicking a card's button,
+// as Slack posts it.
 func (e *env) clickPayload(user, team string, m slackfake.Message, actionID string) []byte {
 	e.t.Helper()
-	btn := button(e.t, m, actionID)
-	payload, _ := json.Marshal(map[string]any{
-		"type":       "block_actions",
-		"team":       map[string]any{"id": team, "domain": "fake"},
-		"user":       map[string]any{"id": user, "username": strings.ToLower(user), "team_id": team},
-		"api_app_id": "A0TEST",
-		"token":      "x",
-		"trigger_id": fmt.Sprintf("%d.trigger", time.Now().UnixNano()),
-		"container":  map[string]any{"type": "message", "message_ts": m.TS, "channel_id": m.Channel, "is_ephemeral": false},
-		"channel":    map[string]any{"id": m.Channel, "name": "approvals"},
-		"message":    map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "blocks": json.RawMessage(m.BlocksJSON)},
-		"actions": []map[string]any{{
-			"type": "button", "action_id": actionID, "block_id": bot.BlockIDActions,
-			"value": btn.Value, "action_ts": fmt.Sprint(time.Now().Unix()),
-		}},
-	})
-	return []byte("payload=" + url.QueryEscape(string(payload)))
+	return slacktest.Form(slacktest.Click{Team: team, User: user, Message: m, Button: button(e.t, m, actionID)}.Payload())
 }
 
 // click sends a signed block_actions payload and returns the status.
 func (e *env) click(user string, m slackfake.Message, actionID string) int {
 	e.t.Helper()
-	resp := e.post("/slack/interactivity", "application/x-www-form-urlencoded",
+	resp := e.post("/slack/interactivity", slacktest.FormContentType,
 		e.clickPayload(user, testTeam, m, actionID), time.Now(), testSecret)
 	return resp.StatusCode
 }
@@ -370,28 +344,8 @@ func (e *env) click(user string, m slackfake.Message, actionID string) int {
 // input values, and returns the response body (empty when the modal closes).
 func (e *env) submit(user string, view slackfake.View, values map[string]map[string]string) string {
 	e.t.Helper()
-	state := map[string]any{}
-	for block, actions := range values {
-		a := map[string]any{}
-		for action, v := range actions {
-			a[action] = map[string]any{"type": "plain_text_input", "value": v}
-		}
-		state[block] = a
-	}
-	payload, _ := json.Marshal(map[string]any{
-		"type":       "view_submission",
-		"team":       map[string]any{"id": testTeam, "domain": "fake"},
-		"user":       map[string]any{"id": user, "team_id": testTeam},
-		"api_app_id": "A0TEST",
-		"trigger_id": "t.submit",
-		"view": map[string]any{
-			"id": view.ID, "team_id": testTeam, "type": "modal",
-			"callback_id": view.CallbackID, "private_metadata": view.PrivateMetadata,
-			"state": map[string]any{"values": state}, "hash": view.Hash,
-		},
-	})
-	resp := e.post("/slack/interactivity", "application/x-www-form-urlencoded",
-		[]byte("payload="+url.QueryEscape(string(payload))), time.Now(), testSecret)
+	payload := slacktest.Submission{Team: testTeam, User: user, View: view, Values: values}.Payload()
+	resp := e.post("/slack/interactivity", slacktest.FormContentType, slacktest.Form(payload), time.Now(), testSecret)
 	if resp.StatusCode != http.StatusOK {
 		e.t.Fatalf("view_submission: got status %d", resp.StatusCode)
 	}
