@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,13 +134,32 @@ func Open(t testing.TB, chromium, shots string) *Page {
 }
 
 // Do runs actions in the tab; what names the step in the failure.
+//
+// The emulator re-renders lists when events arrive, so a node found by a
+// selector can be replaced before it is clicked; such a step (which did
+// nothing yet) is tried again, a few times.
 func (p *Page) Do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, StepTimeout)
 	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
+	var err error
+	for range 5 {
+		if err = chromedp.Do(ctx, actions...); err == nil || !staleNode(err) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
 		p.fail(what, err)
 	}
+}
+
+// staleNode reports whether err says the node an action resolved was
+// replaced in the page before the action reached it.
+func staleNode(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Could not find node with given id") ||
+		strings.Contains(msg, "No node with given id") || strings.Contains(msg, "Node is detached")
 }
 
 // WaitFor polls a JavaScript predicate until it holds; what says what the
