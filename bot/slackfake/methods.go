@@ -126,17 +126,28 @@ func (s *Server) postMessage(r *request) (map[string]any, *apiError) {
 	return map[string]any{"channel": ch.ID, "ts": m.TS, "message": s.wire(m)}, nil
 }
 
-func (s *Server) updateMessage(r *request) (map[string]any, *apiError) {
+// botMessage finds the bot's own message that a request names by channel
+// and ts, as chat.update and chat.delete do; notOwn is the error code for a
+// message someone else posted.
+func (s *Server) botMessage(r *request, notOwn string) (*Channel, *Message, *apiError) {
 	ch, apiErr := s.resolveChannel(r.str("channel"))
 	if apiErr != nil {
-		return nil, apiErr
+		return nil, nil, apiErr
 	}
 	m := s.message(ch.ID, r.str("ts"))
 	if m == nil || m.Deleted {
-		return nil, errCode("message_not_found")
+		return nil, nil, errCode("message_not_found")
 	}
 	if m.BotID != s.botID {
-		return nil, errCode("cant_update_message")
+		return nil, nil, errCode(notOwn)
+	}
+	return ch, m, nil
+}
+
+func (s *Server) updateMessage(r *request) (map[string]any, *apiError) {
+	ch, m, apiErr := s.botMessage(r, "cant_update_message")
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	c, apiErr := readContent(r)
 	if apiErr != nil {
@@ -169,16 +180,9 @@ func (s *Server) updateMessage(r *request) (map[string]any, *apiError) {
 }
 
 func (s *Server) deleteMessage(r *request) (map[string]any, *apiError) {
-	ch, apiErr := s.resolveChannel(r.str("channel"))
+	ch, m, apiErr := s.botMessage(r, "cant_delete_message")
 	if apiErr != nil {
 		return nil, apiErr
-	}
-	m := s.message(ch.ID, r.str("ts"))
-	if m == nil || m.Deleted {
-		return nil, errCode("message_not_found")
-	}
-	if m.BotID != s.botID {
-		return nil, errCode("cant_delete_message")
 	}
 	m.Deleted = true
 	s.emit(Event{Kind: EventMessageDeleted, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, User: m.User})

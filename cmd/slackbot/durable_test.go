@@ -189,6 +189,19 @@ func (c *cluster) waitAnswer(thread string, timeout time.Duration) string {
 	return e.replies(general, thread)[0]
 }
 
+// approveOn clicks Approve on the card as user through process p and checks
+// that the run answers once with the tool's result and the file is gone.
+func (c *cluster) approveOn(p *proc, e *env, card slackfake.Message, user, thread string) {
+	c.t.Helper()
+	postSigned(c.t, p.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(user, "T0FAKE", card, bot.ActionIDApprove))
+	if got, want := c.waitAnswer(thread, 40*time.Second), `{"delete_file":"deleted a"}`; got != want {
+		c.t.Errorf("answer: got %q, want %q", got, want)
+	}
+	if c.fileExists() {
+		c.t.Error("the file still exists: the approved tool did not run")
+	}
+}
+
 // waitingRun starts process A, starts a run on it from a mention, and
 // waits for the run's approval card: the run now waits on A.
 func (c *cluster) waitingRun() (a *proc, thread string, card slackfake.Message, e *env) {
@@ -217,14 +230,7 @@ func TestDurableResumeOnAnotherProcess(t *testing.T) {
 	a, thread, card, e := c.waitingRun()
 	a.kill(t)
 
-	b := c.start("B")
-	postSigned(t, b.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
-	if got, want := c.waitAnswer(thread, 40*time.Second), `{"delete_file":"deleted a"}`; got != want {
-		t.Errorf("answer: got %q, want %q", got, want)
-	}
-	if c.fileExists() {
-		t.Error("the file still exists: the approved tool did not run")
-	}
+	c.approveOn(c.start("B"), e, card, alice, thread)
 	e.waitFor("the card to show the outcome", func() bool { return strings.Contains(cardText(e.latest(card)), "deleted a") })
 }
 
@@ -237,14 +243,7 @@ func TestDurableResumeAfterRestart(t *testing.T) {
 	a, thread, card, e := c.waitingRun()
 	a.kill(t)
 
-	a2 := c.start("A restarted")
-	postSigned(t, a2.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(bob, "T0FAKE", card, bot.ActionIDApprove))
-	if got, want := c.waitAnswer(thread, 40*time.Second), `{"delete_file":"deleted a"}`; got != want {
-		t.Errorf("answer: got %q, want %q", got, want)
-	}
-	if c.fileExists() {
-		t.Error("the file still exists: the approved tool did not run")
-	}
+	c.approveOn(c.start("A restarted"), e, card, bob, thread)
 }
 
 // Expiry while no process holds the run: B, started later, expires the
@@ -292,15 +291,5 @@ func TestGracefulShutdownLeavesRunsToOtherReplicas(t *testing.T) {
 	if n := len(e.replies(general, thread)); n != 0 {
 		t.Fatalf("A answered in the thread on shutdown: %q", e.replies(general, thread))
 	}
-	t.Logf("A stopped at %s", time.Now().Format("15:04:05.000"))
-	b := c.start("B")
-	t.Logf("B started at %s", time.Now().Format("15:04:05.000"))
-	postSigned(t, b.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
-	if got, want := c.waitAnswer(thread, 40*time.Second), `{"delete_file":"deleted a"}`; got != want {
-		t.Errorf("answer: got %q, want %q", got, want)
-	}
-	t.Logf("answered at %s", time.Now().Format("15:04:05.000"))
-	if c.fileExists() {
-		t.Error("the file still exists: the approved tool did not run")
-	}
+	c.approveOn(c.start("B"), e, card, alice, thread)
 }
