@@ -135,7 +135,7 @@ for a in "$@"; do case $a in -*|install) ;; *) put "$(bin "$a")" ;; esac; done
 	// the Redis it was given answers.
 	fake("go", `port=${REDIS_URL#redis://127.0.0.1:}; port=${port%/0}
 pong=$(exec 3<>"/dev/tcp/127.0.0.1/$port"; printf 'PING\r\n' >&3; IFS= read -r -t 2 r <&3; echo "${r%$'\r'}")
-echo "go $* | REDIS_SERVER=$REDIS_SERVER CHROMIUM=$CHROMIUM PYTHON3=$PYTHON3 SLACKBOT_TEST_REQUIRE=$SLACKBOT_TEST_REQUIRE ping=$pong" >>"$FAKE_LOG"
+echo "go $* | in=$(basename "$PWD") REDIS_SERVER=$REDIS_SERVER CHROMIUM=$CHROMIUM PYTHON3=$PYTHON3 SLACKBOT_TEST_REQUIRE=$SLACKBOT_TEST_REQUIRE ping=$pong" >>"$FAKE_LOG"
 echo "$port" >"$FAKE_LOG.port"
 exit "$FAKE_GO_RC"
 `)
@@ -148,9 +148,17 @@ type result struct {
 	calls  []string // the fakes' log lines
 }
 
+// run runs the script in the sandbox's tree, as ./scripts/test args...
 func (s *sandbox) run(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return s.runIn(t, s.root, env, args...)
+}
+
+// runIn runs the script from dir.
+func (s *sandbox) runIn(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), filepath.Join(s.root, "scripts", "test"), args...)
+	cmd.Dir = dir
 	cmd.Env = append(slices.Clone(s.env), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -182,7 +190,7 @@ func (s *sandbox) run(t *testing.T, env []string, args ...string) result {
 }
 
 func (s *sandbox) goCall(redis, chromium, python3, require string, args ...string) string {
-	return "go " + strings.Join(args, " ") + " | REDIS_SERVER=" + redis + " CHROMIUM=" + chromium +
+	return "go " + strings.Join(args, " ") + " | in=repo REDIS_SERVER=" + redis + " CHROMIUM=" + chromium +
 		" PYTHON3=" + python3 + " SLACKBOT_TEST_REQUIRE=" + require + " ping=+PONG"
 }
 
@@ -358,5 +366,33 @@ func TestTypeScriptHook(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, r.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s\nstderr:\n%s", diff, r.stderr)
+	}
+}
+
+// go test runs where the script was called from: a package argument means
+// what it means to go test there, and with none the whole module is tested.
+func TestRunsWhereCalled(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	sub := filepath.Join(s.root, "store")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"REDIS_SERVER=" + testbin.Find(t, "redis-server"), "CHROMIUM=/bin/sh", "PYTHON3=" + filepath.Join(s.bin, "py")}
+	write(t, filepath.Join(s.bin, "py"), "#!/bin/sh\nexec '"+testbin.Find(t, "python3")+"' \"$@\"\n", 0o755)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{".", "-run", "Decide"}, want: "go test -race -count=1 . -run Decide | in=store"},
+		{args: []string{"-run", "Decide"}, want: "go test -race -count=1 " + s.root + "/... -run Decide | in=store"},
+	} {
+		if err := os.Remove(s.log); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		r := s.runIn(t, sub, env, tc.args...)
+		if r.code != 0 || len(r.calls) != 1 || !strings.HasPrefix(r.calls[0], tc.want+" ") {
+			t.Errorf("scripts/test %q from store/: exit %d, calls %q, want one starting %q; stderr:\n%s", tc.args, r.code, r.calls, tc.want, r.stderr)
+		}
 	}
 }
