@@ -39,7 +39,9 @@ var hidden = []string{
 	"apt-get", "apt-cache", "dpkg", "brew", "sudo", "id", "go",
 }
 
-func newSandbox(t *testing.T) *sandbox {
+// newSandbox makes a sandbox whose fakes are all there but those in
+// without: taking apt-get away makes a machine without apt-get.
+func newSandbox(t *testing.T, without ...string) *sandbox {
 	t.Helper()
 	d := t.TempDir()
 	s := &sandbox{
@@ -60,6 +62,11 @@ func newSandbox(t *testing.T) *sandbox {
 	write(t, filepath.Join(s.root, "go.mod"), "module example.com/sandbox\n\ngo 1.26.0\n", 0o644)
 	linkSystem(t, system)
 	s.fakePrograms(t)
+	for _, f := range without {
+		if err := os.Remove(filepath.Join(s.fakes, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s.env = []string{
 		"PATH=" + s.fakes + ":" + system,
 		"HOME=" + d,
@@ -194,74 +201,82 @@ func (s *sandbox) goCall(redis, chromium, python3, require string, args ...strin
 		" PYTHON3=" + python3 + " SLACKBOT_TEST_REQUIRE=" + require + " ping=+PONG"
 }
 
-// On a Debian machine without the programs, as root: apt-get update once,
-// then one install of every missing package, then go test with the paths
-// the packages installed and the arguments passed through.
-func TestInstallsWithAptAsRoot(t *testing.T) {
+// On a machine without the programs, the script installs them — apt-get
+// update once, then one install of every missing package (through sudo when
+// not root; Ubuntu's chromium is chromium-browser), or brew's formulae then
+// the chromium cask — finds them where the packages put them, and runs go
+// test with those paths and the arguments passed through, keeping its exit
+// code. With clients/typescript/package.json, node and npm are needed too,
+// and npm ci && npm test run after go test; their failure fails the script.
+func TestInstalls(t *testing.T) {
 	t.Parallel()
-	s := newSandbox(t)
-	r := s.run(t, []string{"FAKE_GO_RC=3"}, "./store/", "-run", "Decide")
-	if r.code != 3 {
-		t.Errorf("exit code %d, want go test's 3; stderr:\n%s", r.code, r.stderr)
-	}
-	in := func(p string) string { return filepath.Join(s.bin, p) }
-	want := []string{
-		"apt-get -o DPkg::Lock::Timeout=300 update -qq DEBIAN_FRONTEND=noninteractive uid=0",
-		"apt-get -o DPkg::Lock::Timeout=300 install -y -qq redis-server chromium python3 DEBIAN_FRONTEND=noninteractive uid=0",
-		s.goCall(in("redis-server"), in("chromium"), in("python3"), "redis-server,chromium,python3",
-			"test", "-race", "-count=1", "./store/", "-run", "Decide"),
-	}
-	if diff := cmp.Diff(want, r.calls); diff != "" {
-		t.Errorf("calls (-want +got):\n%s\nstderr:\n%s", diff, r.stderr)
-	}
-}
-
-// Not root: apt-get runs through sudo; Ubuntu's chromium package is
-// chromium-browser.
-func TestInstallsWithSudoOnUbuntu(t *testing.T) {
-	t.Parallel()
-	s := newSandbox(t)
-	r := s.run(t, []string{"FAKE_UID=1000", "FAKE_UBUNTU=1"})
-	if r.code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
-	}
-	in := func(p string) string { return filepath.Join(s.bin, p) }
-	want := []string{
-		"sudo env",
-		"apt-get -o DPkg::Lock::Timeout=300 update -qq DEBIAN_FRONTEND=noninteractive uid=0",
-		"sudo env",
-		"apt-get -o DPkg::Lock::Timeout=300 install -y -qq redis-server chromium-browser python3 DEBIAN_FRONTEND=noninteractive uid=0",
-		s.goCall(in("redis-server"), in("chromium"), in("python3"), "redis-server,chromium,python3",
-			"test", "-race", "-count=1", "./..."),
-	}
-	if diff := cmp.Diff(want, r.calls); diff != "" {
-		t.Errorf("calls (-want +got):\n%s\nstderr:\n%s", diff, r.stderr)
-	}
-}
-
-// Without apt-get, brew installs: formulae, then the chromium cask; the
-// programs are found in brew's prefix.
-func TestInstallsWithBrew(t *testing.T) {
-	t.Parallel()
-	s := newSandbox(t)
-	for _, f := range []string{"apt-get", "apt-cache", "dpkg"} {
-		if err := os.Remove(filepath.Join(s.fakes, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := s.run(t, nil, "-run", "Decide")
-	if r.code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
-	}
-	in := func(p string) string { return filepath.Join(s.bin, p) }
-	want := []string{
-		"brew install redis python",
-		"brew install --cask chromium",
-		s.goCall(in("redis-server"), in("chromium"), in("python3"), "redis-server,chromium,python3",
-			"test", "-race", "-count=1", "./...", "-run", "Decide"),
-	}
-	if diff := cmp.Diff(want, r.calls); diff != "" {
-		t.Errorf("calls (-want +got):\n%s\nstderr:\n%s", diff, r.stderr)
+	const (
+		update  = "apt-get -o DPkg::Lock::Timeout=300 update -qq DEBIAN_FRONTEND=noninteractive uid=0"
+		install = "apt-get -o DPkg::Lock::Timeout=300 install -y -qq "
+		asRoot  = " DEBIAN_FRONTEND=noninteractive uid=0"
+		require = "redis-server,chromium,python3"
+		race    = "test -race -count=1 "
+	)
+	for _, tc := range []struct {
+		name       string
+		env        []string
+		remove     []string // fakes taken away
+		typescript bool     // clients/typescript/package.json exists
+		args       []string
+		wantCode   int
+		wantCalls  []string // "go " + ... is the go test call, completed by goCall
+	}{
+		{
+			name: "apt-get as root", env: []string{"FAKE_GO_RC=3"}, args: []string{"./store/", "-run", "Decide"}, wantCode: 3,
+			wantCalls: []string{update, install + "redis-server chromium python3" + asRoot, "go " + race + "./store/ -run Decide"},
+		},
+		{
+			name: "apt-get through sudo on Ubuntu", env: []string{"FAKE_UID=1000", "FAKE_UBUNTU=1"},
+			wantCalls: []string{"sudo env", update, "sudo env", install + "redis-server chromium-browser python3" + asRoot, "go " + race + "./..."},
+		},
+		{
+			name: "brew", remove: []string{"apt-get", "apt-cache", "dpkg"}, args: []string{"-run", "Decide"},
+			wantCalls: []string{"brew install redis python", "brew install --cask chromium", "go " + race + "./... -run Decide"},
+		},
+		{
+			name: "the TypeScript hook", env: []string{"FAKE_NPM_RC=4"}, typescript: true, wantCode: 4,
+			wantCalls: []string{
+				update, install + "redis-server chromium python3 nodejs npm" + asRoot,
+				"go " + race + "./... | " + require + ",node,npm",
+				"npm ci in typescript node=$BIN/node",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t, tc.remove...)
+			if tc.typescript {
+				ts := filepath.Join(s.root, "clients", "typescript")
+				if err := os.MkdirAll(ts, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(ts, "package.json"), "{}\n", 0o644)
+			}
+			r := s.run(t, tc.env, tc.args...)
+			if r.code != tc.wantCode {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", r.code, tc.wantCode, r.stderr)
+			}
+			in := func(p string) string { return filepath.Join(s.bin, p) }
+			var want []string
+			for _, c := range tc.wantCalls {
+				if args, ok := strings.CutPrefix(c, "go "); ok {
+					args, req, ok := strings.Cut(args, " | ")
+					if !ok {
+						req = require
+					}
+					c = s.goCall(in("redis-server"), in("chromium"), in("python3"), req, strings.Fields(args)...)
+				}
+				want = append(want, strings.ReplaceAll(c, "$BIN", s.bin))
+			}
+			if diff := cmp.Diff(want, r.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s\nstderr:\n%s", diff, r.stderr)
+			}
+		})
 	}
 }
 
@@ -320,12 +335,7 @@ func TestMissingCannotInstall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newSandbox(t)
-			for _, f := range tc.remove {
-				if err := os.Remove(filepath.Join(s.fakes, f)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := newSandbox(t, tc.remove...)
 			r := s.run(t, tc.env)
 			if r.code != 1 {
 				t.Errorf("exit code %d, want 1", r.code)
@@ -339,33 +349,6 @@ func TestMissingCannotInstall(t *testing.T) {
 				t.Errorf("calls %q, want none", r.calls)
 			}
 		})
-	}
-}
-
-// With clients/typescript/package.json, node and npm are needed too, and
-// npm ci && npm test run after go test; their failure fails the script.
-func TestTypeScriptHook(t *testing.T) {
-	t.Parallel()
-	s := newSandbox(t)
-	ts := filepath.Join(s.root, "clients", "typescript")
-	if err := os.MkdirAll(ts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(ts, "package.json"), "{}\n", 0o644)
-	r := s.run(t, []string{"FAKE_NPM_RC=4"})
-	if r.code != 4 {
-		t.Errorf("exit code %d, want npm's 4; stderr:\n%s", r.code, r.stderr)
-	}
-	in := func(p string) string { return filepath.Join(s.bin, p) }
-	want := []string{
-		"apt-get -o DPkg::Lock::Timeout=300 update -qq DEBIAN_FRONTEND=noninteractive uid=0",
-		"apt-get -o DPkg::Lock::Timeout=300 install -y -qq redis-server chromium python3 nodejs npm DEBIAN_FRONTEND=noninteractive uid=0",
-		s.goCall(in("redis-server"), in("chromium"), in("python3"), "redis-server,chromium,python3,node,npm",
-			"test", "-race", "-count=1", "./..."),
-		"npm ci in typescript node=" + in("node"),
-	}
-	if diff := cmp.Diff(want, r.calls); diff != "" {
-		t.Errorf("calls (-want +got):\n%s\nstderr:\n%s", diff, r.stderr)
 	}
 }
 
