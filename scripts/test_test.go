@@ -101,6 +101,15 @@ func linkSystem(t *testing.T, dir string) {
 	}
 }
 
+// python returns the path of a python3 under another name, for a PYTHON3
+// that is not on PATH. A wrapper, not a link: pyenv's shims go by their name.
+func (s *sandbox) python(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(s.bin, "my-python")
+	write(t, path, "#!/bin/sh\nexec '"+testbin.Find(t, "python3")+"' \"$@\"\n", 0o755)
+	return path
+}
+
 func write(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
@@ -287,8 +296,7 @@ func TestNothingMissingInstallsNothing(t *testing.T) {
 	s := newSandbox(t)
 	onPath := filepath.Join(s.fakes, "chromium-browser")
 	write(t, onPath, "#!/bin/sh\n", 0o755)
-	python := filepath.Join(s.bin, "my-python")
-	write(t, python, "#!/bin/sh\nexec '"+testbin.Find(t, "python3")+"' \"$@\"\n", 0o755)
+	python := s.python(t)
 	redis := testbin.Find(t, "redis-server")
 	r := s.run(t, []string{"REDIS_SERVER=" + redis, "PYTHON3=" + python, "NO_INSTALL=1"}, "example.com/sandbox/store")
 	if r.code != 0 {
@@ -314,7 +322,7 @@ func TestMissingCannotInstall(t *testing.T) {
 		{
 			name: "NO_INSTALL=1",
 			env:  []string{"NO_INSTALL=1"},
-			want: []string{"missing: redis-server chromium python3", "NO_INSTALL=1", "apt-get install redis-server chromium python3", "REDIS_SERVER CHROMIUM PYTHON3"},
+			want: []string{"missing: redis-server chromium python3", "NO_INSTALL=1", "apt-get install redis-server chromium python3", "set REDIS_SERVER CHROMIUM PYTHON3 to their paths"},
 		},
 		{
 			name:   "neither apt-get nor brew",
@@ -361,8 +369,7 @@ func TestRunsWhereCalled(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"REDIS_SERVER=" + testbin.Find(t, "redis-server"), "CHROMIUM=/bin/sh", "PYTHON3=" + filepath.Join(s.bin, "py")}
-	write(t, filepath.Join(s.bin, "py"), "#!/bin/sh\nexec '"+testbin.Find(t, "python3")+"' \"$@\"\n", 0o755)
+	env := []string{"REDIS_SERVER=" + testbin.Find(t, "redis-server"), "CHROMIUM=/bin/sh", "PYTHON3=" + s.python(t)}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -377,5 +384,29 @@ func TestRunsWhereCalled(t *testing.T) {
 		if r.code != 0 || len(r.calls) != 1 || !strings.HasPrefix(r.calls[0], tc.want+" ") {
 			t.Errorf("scripts/test %q from store/: exit %d, calls %q, want one starting %q; stderr:\n%s", tc.args, r.code, r.calls, tc.want, r.stderr)
 		}
+	}
+}
+
+// A port taken between the kernel's answer and redis-server's bind is
+// tried again with another.
+func TestRedisPortTakenIsRetried(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	// A redis-server that finds its first port taken.
+	redis := filepath.Join(s.bin, "redis-server-busy")
+	write(t, redis, `#!/bin/sh
+if [ ! -e "$FAKE_LOG.busy" ]; then
+  touch "$FAKE_LOG.busy"
+  echo "Could not create server TCP listening socket: Address already in use" >&2
+  exit 1
+fi
+exec '`+testbin.Find(t, "redis-server")+`' "$@"
+`, 0o755)
+	r := s.run(t, []string{"REDIS_SERVER=" + redis, "CHROMIUM=/bin/sh", "PYTHON3=" + s.python(t)})
+	if r.code != 0 || !strings.Contains(r.stderr, "(attempt 1)") || strings.Contains(r.stderr, "(attempt 2)") {
+		t.Errorf("exit code %d, want 0 after one retry; stderr:\n%s", r.code, r.stderr)
+	}
+	if len(r.calls) != 1 || !strings.HasSuffix(r.calls[0], "ping=+PONG") {
+		t.Errorf("calls %q, want go test with a Redis that answers", r.calls)
 	}
 }
