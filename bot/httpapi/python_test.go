@@ -10,20 +10,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slackapprove/slackbot/internal/testbin"
 )
 
 // TestPythonExample runs examples/pydantic_ai's tests against this
 // slackbot (fake Slack, real Redis), with an approver who clicks Approve
-// on every card as it appears. Python is needed: the test fails in CI
-// (CI=true) without python3 and is skipped elsewhere.
+// on every card as it appears. Python is needed ($PYTHON3 or python3 on
+// PATH): without it the test fails when python3 is required (scripts/test
+// and CI=true require it, see internal/testbin) and is skipped otherwise.
 func TestPythonExample(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 is required to test examples/pydantic_ai in CI: %v", err)
-		}
-		t.Skipf("python3 not found (%v); examples/pydantic_ai is not tested", err)
-	}
+	py := testbin.Find(t, "python3")
 	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "pydantic_ai"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +19,8 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/slackapprove/slackbot/internal/testbin"
 )
 
 // StepTimeout bounds every step of a Page: starting chromium, each Do,
@@ -27,22 +28,14 @@ import (
 // about speed.
 const StepTimeout = 20 * time.Second
 
-// ChromiumPath returns the path of Debian's chromium (or another Chrome on
-// PATH). When there is none it skips the test, unless CI=true: there a
-// missing chromium fails the test, so a browser test cannot silently stop
-// running.
+// ChromiumPath returns the path of chromium: $CHROMIUM when set, otherwise
+// chromium, chromium-browser or google-chrome on PATH. When there is none
+// it fails the test if chromium is required (scripts/test and CI=true
+// require it, see internal/testbin), so a browser test cannot silently stop
+// running, and skips it otherwise.
 func ChromiumPath(t testing.TB) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed: the browser test needs Debian's chromium (.ci/run installs it when .ci/needs-chromium exists)")
-	}
-	t.Skip("chromium is not installed (apt-get install chromium); skipping the browser test")
-	return ""
+	return testbin.Find(t, "chromium")
 }
 
 // Page is one chromium tab. Every step is bounded by StepTimeout, and a

@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,6 +25,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/internal/testbin"
 )
 
 // EnvURL is the environment variable naming a shared Redis for tests.
@@ -44,8 +45,9 @@ var shared struct {
 
 // URL returns the URL of the Redis shared by the tests of this binary:
 // REDIS_URL when set, otherwise that of a redis-server started on first use.
-// It fails t with "install redis-server or set REDIS_URL" when neither is
-// available.
+// It fails t, saying what to install, when neither is available: a test
+// that needs Redis never skips. The server binary is $REDIS_SERVER when set,
+// otherwise redis-server on PATH (see internal/testbin).
 func URL(t testing.TB) string {
 	t.Helper()
 	if u := os.Getenv(EnvURL); u != "" {
@@ -324,15 +326,13 @@ func tail(b []byte) string {
 	return string(b)
 }
 
-// binary finds redis-server on PATH or at /usr/bin/redis-server.
+// binary finds redis-server: $REDIS_SERVER, PATH, or /usr/bin/redis-server.
 func binary() (string, error) {
-	if p, err := exec.LookPath("redis-server"); err == nil {
-		return p, nil
+	p, err := testbin.Lookup("redis-server")
+	if err != nil {
+		return "", fmt.Errorf("%w (or set %s to a running Redis)", err, EnvURL)
 	}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
-		return "/usr/bin/redis-server", nil
-	}
-	return "", errors.New("redis-server not found: install redis-server or set " + EnvURL)
+	return p, nil
 }
 
 func freePort() (int, error) {
