@@ -389,6 +389,12 @@ func TestUnrecordedCardIsFoundAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The card can reach Slack before its reference is recorded: wait for
+	// the record, or deleting it first would race with its writing.
+	e.waitFor("the card's reference to be recorded", func() bool {
+		ap, err := e.app.store.Get(t.Context(), token)
+		return err == nil && ap.Calls[0].Message.TS != ""
+	})
 	// Forget the card's reference, as a crash right after posting would.
 	rdb := e.app.store.Client()
 	if err := rdb.HDel(t.Context(), e.prefix+"a:"+token, "c1.ch", "c1.ts").Err(); err != nil {
