@@ -53,7 +53,8 @@
 // "idempotency_key". Any other top-level field is refused; at most 100
 // calls. Calls are routed as for runs started from Slack (by tool name,
 // with no source channel) unless "route" names one route for all of
-// them; the routes' auto_approve / auto_deny decide first, a call no route
+// them, which must match each call's tool (its when.tools; otherwise 403
+// route_forbidden, and nothing is recorded); the routes' auto_approve / auto_deny decide first, a call no route
 // matches is denied at once (policy:none), and the rest get cards. The
 // same idempotency_key (per client) with the same body returns the same
 // token with 200 and Idempotent-Replayed: true; with another body, 409.

@@ -73,6 +73,9 @@ func toError(err error) *Error {
 			Message: fmt.Sprintf("the body is larger than %d bytes", tooLarge.Limit)}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, bot.ErrNotFound):
 		return errNotFound
+	case errors.Is(err, bot.ErrRouteNotForTool):
+		return &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
+			Message: "the route the request names does not match the tool of every call (its when.tools); name no route, or one that matches"}
 	case errors.Is(err, bot.ErrUnknownRoute), errors.Is(err, bot.ErrRouteForbidden):
 		return &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
 			Message: "this key may not send calls to the route the request names or its calls match"}
