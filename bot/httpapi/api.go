@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -84,6 +86,10 @@ type Config struct {
 	// dev` and tests. Off, such URLs are refused (no SSRF into the
 	// cluster or the cloud's metadata service).
 	AllowPrivateCallbacks bool
+	// Resolver looks up callback hosts when a request is created, so one
+	// that resolves to an address callbacks may not reach is refused at
+	// once; nil means net.DefaultResolver.
+	Resolver Resolver
 }
 
 // API is slackbot's HTTP API for agents in any language: /v1/approvals
@@ -98,6 +104,7 @@ type API struct {
 	mux    *http.ServeMux
 
 	allowPrivateCallbacks bool
+	resolver              Resolver
 
 	// stopping ends the long polls when the server shuts down.
 	stopping context.Context
@@ -146,7 +153,8 @@ func New(cfg Config) (*API, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{keys: keys, store: cfg.Store, events: cfg.Events, bot: cfg.Bot, log: log, allowPrivateCallbacks: cfg.AllowPrivateCallbacks}
+	a := &API{keys: keys, store: cfg.Store, events: cfg.Events, bot: cfg.Bot, log: log,
+		allowPrivateCallbacks: cfg.AllowPrivateCallbacks, resolver: cmp.Or[Resolver](cfg.Resolver, net.DefaultResolver)}
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.mux = a.routes()
 	return a, nil

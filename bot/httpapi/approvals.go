@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -143,6 +144,12 @@ func (a *API) handleCreate(w http.ResponseWriter, r *http.Request, k *Key) error
 	}
 	if req.Route != "" && !k.Allows(req.Route) {
 		return fmt.Errorf("route %q: %w", req.Route, bot.ErrRouteForbidden)
+	}
+	if req.CallbackURL != "" && !a.allowPrivateCallbacks {
+		u, _ := url.Parse(req.CallbackURL) // parsed by decodeCreate
+		if err := checkCallbackHost(r.Context(), a.resolver, u.Hostname()); err != nil {
+			return err
+		}
 	}
 
 	token := agentrunner.NewToken()
@@ -581,7 +588,7 @@ func checkCallbackURL(s string, allowPrivate bool) error {
 	case u.Fragment != "" || strings.Contains(s, "#"):
 		return invalid("callback_url must not have a fragment")
 	case !allowPrivate && isPrivateHost(u.Hostname()):
-		return invalid("callback_url must not point at a loopback, private or link-local address")
+		return invalid("callback_url must point at a public address, not a loopback, private, link-local, shared or reserved one")
 	case u.Scheme == "https":
 		return nil
 	case u.Scheme == "http" && allowPrivate && isLoopback(u.Hostname()):
@@ -591,20 +598,14 @@ func checkCallbackURL(s string, allowPrivate bool) error {
 }
 
 // isPrivateHost reports whether host is an IP literal (or localhost) that
-// callbacks must not reach. Names that resolve to such addresses are
-// refused when dialling (see guardDial).
+// callbacks must not reach. Names are resolved and checked in handleCreate
+// (checkCallbackHost) and again when dialling (guardDial).
 func isPrivateHost(host string) bool {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && !publicIP(ip)
-}
-
-// publicIP reports whether ip is an ordinary public unicast address.
-func publicIP(ip net.IP) bool {
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
+	ip, err := netip.ParseAddr(host)
+	return err == nil && publicAddr(ip) != nil
 }
 
 func isLoopback(host string) bool {

@@ -142,7 +142,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.waiter.Waiter = ev
 		waiter = opts.waiter
 	}
-	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly})
+	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
+		Resolver: fakeDNS})
 	if err != nil {
 		t.Fatal(err)
 	}
