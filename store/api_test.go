@@ -202,3 +202,22 @@ func TestIdempotency(t *testing.T) {
 		t.Errorf("kept idempotency key: PTTL %v, want about the record's %v", idemTTL, recTTL)
 	}
 }
+
+func TestOwner(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	api := createAPI(t, e, s, apiRequests(), "")
+	slackRun := e.create(t, s, requests("c1"), 1)
+	if got, err := s.Owner(t.Context(), api.Token); err != nil || got != "billing" {
+		t.Errorf("Owner(API token) = %q, %v; want billing", got, err)
+	}
+	for name, token := range map[string]string{
+		"a Slack run's token": slackRun.Token,
+		"an unknown token":    agentrunner.NewToken(),
+		"a malformed token":   "x",
+	} {
+		if got, err := s.Owner(t.Context(), token); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Owner(%s) = %q, %v; want ErrNotFound", name, got, err)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Store interface {
 	Create(ctx context.Context, a *store.Approval) error
 	// Get returns a token's record or store.ErrNotFound.
 	Get(ctx context.Context, token string) (*store.Approval, error)
+	// Owner returns the API client that owns a token, reading only that
+	// field; store.ErrNotFound if the token is unknown or no client owns it.
+	Owner(ctx context.Context, token string) (string, error)
 	// Answer records answers to pending calls, resolving the token when
 	// none is left; store.ErrNotPendingCall if an answer names a call that
 	// is not pending, store.ErrResolved and friends if the token ended.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/bot"
@@ -91,6 +92,8 @@ type env struct {
 	srv   *httptest.Server
 	slack *slackfake.Server
 	store *store.Store
+	// rdb is the store's Redis client (tests add hooks to it).
+	rdb redis.UniversalClient
 	// prefix starts the test's Redis keys.
 	prefix string
 	api    *httpapi.API
@@ -187,7 +190,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 			t.Errorf("a bearer key is in the log")
 		}
 	})
-	return &env{t: t, srv: srv, slack: fake, store: st, prefix: prefix, api: api, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
+	return &env{t: t, srv: srv, slack: fake, store: st, rdb: rdb, prefix: prefix, api: api, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
 }
 
 type lockedWriter struct {
