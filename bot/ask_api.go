@@ -102,7 +102,7 @@ func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
 	}
 	now := b.now()
 	a := &Approval{
-		Token: req.Token, Requests: req.Requests, Origin: Origin{Client: requester},
+		Token: req.Token, Requests: req.Requests, Origin: Origin{Client: requester}, Client: req.Client,
 		Context: req.Context, CreatedAt: now, State: ApprovalPending,
 	}
 	timeout := time.Duration(0)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,6 +71,10 @@ type Bot interface {
 	AskAPI(ctx context.Context, req bot.APIRequest) (*bot.Approval, error)
 	// UpdateCards re-renders every card of a token from its record.
 	UpdateCards(ctx context.Context, token string) error
+	// CheckEdit checks arguments that replace a call's own (override_args)
+	// against the tool's schema and the route's auto_deny; an error
+	// wrapping bot.ErrEditRefused says why they may not.
+	CheckEdit(ctx context.Context, e bot.EditedCall) (json.RawMessage, error)
 }
 
 // Config is what the API is built from.

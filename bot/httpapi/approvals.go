@@ -303,6 +303,9 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request, k *Key) erro
 	if len(decided) > 0 {
 		return conflict("already decided: %s", strings.Join(decided, ", "))
 	}
+	if err := a.checkOverrides(r.Context(), rec, results); err != nil {
+		return err
+	}
 	// Who answered is the authenticated client; a name the client gives
 	// is kept after it, so the audit stream never shows an unverified name
 	// alone.

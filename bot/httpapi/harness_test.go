@@ -48,6 +48,7 @@ routes:
     channel: C0APPROVALS
     approvers: {users: [U0ALICE]}
     auto_approve: 'args.amount <= 10'
+    auto_deny: 'args.amount > 10000'
   - name: deletions
     when: {tools: ["delete_*"]}
     channel: C0APPROVALS
