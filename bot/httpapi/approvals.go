@@ -184,8 +184,13 @@ func (a *API) handleCreate(w http.ResponseWriter, r *http.Request, k *Key) error
 			for _, c := range ap.Calls {
 				rec.Calls = append(rec.Calls, store.CallState{ID: c.ID, Route: c.Route, Required: c.Required})
 			}
-			if err := a.store.Create(ctx, rec); err != nil {
+			// The quota is taken last before the record, when nothing
+			// else can refuse the request.
+			if err := a.store.TakeQuota(ctx, k.Name, token, ap.ExpiresAt, a.quota); err != nil {
 				return err
+			}
+			if err := a.store.Create(ctx, rec); err != nil {
+				return errors.Join(err, a.store.ReleaseQuota(ctx, k.Name, token))
 			}
 			created = true
 			ap.CreatedAt, ap.ExpiresAt = rec.CreatedAt, rec.ExpiresAt

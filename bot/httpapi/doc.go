@@ -39,7 +39,10 @@
 // request already ended, a call was already decided, an idempotency key
 // is taken by another body or still being created), payload_too_large
 // (413: bodies are limited to 1 MiB), unsupported_media_type (415: send
-// application/json), internal (500: logged once, details never sent).
+// application/json), rate_limited (429, with Retry-After: the key has
+// API_MAX_OPEN requests open, or creates them faster than API_RATE per
+// second, in bursts of twice that; both counted in Redis across
+// replicas), internal (500: logged once, details never sent).
 // There is no 410: an ended request is read with GET (200) and answering
 // or cancelling it is a conflict.
 //

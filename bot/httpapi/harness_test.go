@@ -111,6 +111,9 @@ type envOptions struct {
 	// publicCallbacksOnly runs the API as in production: callback URLs to
 	// internal addresses are refused.
 	publicCallbacksOnly bool
+	// maxOpen and rate are the keys' quotas; zero: the defaults.
+	maxOpen int
+	rate    float64
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -147,7 +150,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		waiter = opts.waiter
 	}
 	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
-		Resolver: fakeDNS})
+		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate})
 	if err != nil {
 		t.Fatal(err)
 	}
