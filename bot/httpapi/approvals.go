@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -584,53 +582,6 @@ func parseWait(q url.Values) (time.Duration, error) {
 		return 0, invalid("wait must not be negative")
 	}
 	return min(d, MaxWait), nil
-}
-
-// checkCallbackURL accepts https URLs, and http ones to this machine's
-// loopback (for development and tests), without credentials or fragment.
-func checkCallbackURL(s string, allowPrivate bool) error {
-	if s == "" {
-		return nil
-	}
-	if len(s) > maxCallbackURL {
-		return invalid("callback_url is longer than %d characters", maxCallbackURL)
-	}
-	u, err := url.Parse(s)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return invalid("callback_url must be an absolute https:// URL")
-	}
-	switch {
-	case u.User != nil:
-		return invalid("callback_url must not contain credentials; callbacks are signed instead")
-	case u.Fragment != "" || strings.Contains(s, "#"):
-		return invalid("callback_url must not have a fragment")
-	case !allowPrivate && isPrivateHost(u.Hostname()):
-		return invalid("callback_url must point at a public address, not a loopback, private, link-local, shared or reserved one")
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && allowPrivate && isLoopback(u.Hostname()):
-		return nil
-	}
-	return invalid("callback_url must use https")
-}
-
-// isPrivateHost reports whether host is an IP literal (or localhost) that
-// callbacks must not reach. Names are resolved and checked in handleCreate
-// (checkCallbackHost) and again when dialling (guardDial).
-func isPrivateHost(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && publicAddr(ip) != nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // decodeResults decodes a DeferredToolResults in Pydantic AI's wire
