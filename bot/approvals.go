@@ -21,6 +21,11 @@ type Approval struct {
 	ExpiresAt time.Time
 	State     ApprovalState
 	Calls     []*CallStatus // in the order the calls were asked
+
+	// Client is the authenticated API client that owns the token (Origin
+	// holds the requester it named, free text); empty for Slack runs.
+	// Policies see "api:<Client>" as the requester.
+	Client string
 }
 
 // Call returns the status of the call with the given tool_call_id.

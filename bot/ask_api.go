@@ -20,6 +20,10 @@ var (
 	// ErrRouteForbidden: the request, or one of its calls, goes to a route
 	// the API client may not use.
 	ErrRouteForbidden = errors.New("route not allowed for this API client")
+	// ErrRouteNotForTool: the request names a route whose when.tools do
+	// not match one of its calls. Errors wrapping it also wrap
+	// ErrRouteForbidden.
+	ErrRouteNotForTool = errors.New("the named route does not match the call's tool")
 )
 
 // MaxAPITimeout bounds how long an API request may wait for decisions.
@@ -40,7 +44,8 @@ type APIRequest struct {
 	// Context is free text shown on the cards: why the calls are made.
 	Context string
 	// Route, when set, sends every call to the route of that name instead
-	// of matching each call by tool name.
+	// of the first route that matches it; each call's tool must still be
+	// one the route's when.tools match (ErrRouteForbidden otherwise).
 	Route string
 	// AllowedRoutes, when not nil, are the only routes the client may
 	// send calls to.
@@ -83,8 +88,12 @@ func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
 	policyOrigin := &Origin{Client: req.Client}
 	routes := b.routes
 	if forced != nil {
+		// A named route is the only candidate, still only for the tools its
+		// when.tools match: naming a route chooses among the routes a call
+		// may take, it never puts a call under another tool's policy. Its
+		// channels are not checked: API requests come from no channel.
 		only := *forced
-		only.Tools, only.Channels = nil, nil
+		only.Channels = nil
 		routes = &Routes{DefaultTimeout: b.routes.DefaultTimeout, Routes: []*Route{&only}}
 	}
 	requester := req.Requester
@@ -93,13 +102,17 @@ func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
 	}
 	now := b.now()
 	a := &Approval{
-		Token: req.Token, Requests: req.Requests, Origin: Origin{Client: requester},
+		Token: req.Token, Requests: req.Requests, Origin: Origin{Client: requester}, Client: req.Client,
 		Context: req.Context, CreatedAt: now, State: ApprovalPending,
 	}
 	timeout := time.Duration(0)
 	for _, p := range b.pendingViews(req.Requests) {
 		cs := &CallStatus{ID: p.Call.ToolCallID, Kind: p.Kind, State: StatePending, Required: 1}
-		if r := routes.Match(p.Call.ToolName, ""); r != nil {
+		r := routes.Match(p.Call.ToolName, "")
+		if r == nil && forced != nil {
+			return nil, fmt.Errorf("call %s (%s), route %q: %w: %w", cs.ID, p.Call.ToolName, forced.Name, ErrRouteNotForTool, ErrRouteForbidden)
+		}
+		if r != nil {
 			if !routeAllowed(req.AllowedRoutes, r.Name) {
 				return nil, fmt.Errorf("call %s (%s) goes to route %q: %w", cs.ID, p.Call.ToolName, r.Name, ErrRouteForbidden)
 			}

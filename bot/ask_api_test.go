@@ -165,10 +165,10 @@ func TestAskAPI(t *testing.T) {
 		wantCards: map[string]int{"C0APPROVALS": 1},
 		wantTTL:   30 * time.Minute,
 	}, {
-		name: "a named route takes every call, with its policies",
+		name: "a named route takes the calls its tools match",
 		req: bot.APIRequest{Client: "billing", Route: "ops", Requests: agentrunner.DeferredToolRequests{
-			Approvals: []agentrunner.ToolCallPart{call("a1", "issue_refund", `{"amount":50}`)},
-			Calls:     []agentrunner.ToolCallPart{call("x1", "fetch_report", `{}`)},
+			Approvals: []agentrunner.ToolCallPart{call("a1", "deploy_web", `{"amount":50}`)},
+			Calls:     []agentrunner.ToolCallPart{call("x1", "deploy_db", `{}`)},
 		}},
 		wantCalls: []callWant{
 			{"a1", "ops", 1, bot.StatePending, ""},
@@ -279,6 +279,14 @@ func TestAskAPIRouteErrors(t *testing.T) {
 		{"named route not allowed", bot.APIRequest{Route: "ops", AllowedRoutes: []string{"refunds"}, Requests: refund}, bot.ErrRouteForbidden},
 		{"matched route not allowed", bot.APIRequest{AllowedRoutes: []string{"ops"}, Requests: refund}, bot.ErrRouteForbidden},
 		{"no routes allowed", bot.APIRequest{AllowedRoutes: []string{}, Requests: refund}, bot.ErrRouteForbidden},
+		// A named route never judges a tool its when.tools do not match:
+		// a key allowed only "refunds" cannot get delete_everything
+		// approved by the refunds policy (amount <= 100) by naming it.
+		{"named route for a tool it does not match", bot.APIRequest{Route: "refunds", AllowedRoutes: []string{"refunds"},
+			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("x1", "delete_everything", `{"amount":1}`)}}}, bot.ErrRouteNotForTool},
+		{"named route, one call of several it does not match", bot.APIRequest{Route: "refunds",
+			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+				call("r1", "issue_refund", `{"amount":1}`), call("x1", "delete_everything", `{"amount":1}`)}}}, bot.ErrRouteForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

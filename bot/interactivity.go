@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/slack-go/slack"
-
-	"github.com/slackapprove/slackbot/agentrunner"
 )
 
 // HandleInteraction serves POST /slack/interactivity. Wrap it in
@@ -379,7 +377,7 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 	case CallbackEditArgs:
 		click.Action, d.Action = ActionApprove, ActionApprove
 		text := values[BlockIDEditArgs][ActionIDEditArgsInput].Value
-		args, problem := b.validateEdit(t, text)
+		args, problem := b.validateEdit(ctx, t, text)
 		if problem != "" {
 			return modalErrors(map[string]string{BlockIDEditArgs: problem})
 		}
@@ -414,32 +412,6 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 		})
 	}
 	return nil
-}
-
-// validateEdit checks edited arguments against the tool's schema; the
-// problem is shown under the input.
-func (b *Bot) validateEdit(t *clickTarget, text string) (json.RawMessage, string) {
-	text = strings.TrimSpace(text)
-	if !json.Valid([]byte(text)) {
-		return nil, "This is not valid JSON."
-	}
-	call, _ := t.approval.Requests.Call(t.call.ID)
-	if b.runner == nil {
-		return json.RawMessage(text), ""
-	}
-	tool, ok := b.runner.Tool(call.ToolName)
-	if !ok {
-		return nil, "slackbot does not know this tool's arguments, so they cannot be edited here."
-	}
-	args, err := tool.ValidateArgs(json.RawMessage(text))
-	if err != nil {
-		var ae *agentrunner.ArgsError
-		if errors.As(err, &ae) {
-			return nil, truncate(strings.Join(ae.Problems, "; "), 1900)
-		}
-		return nil, truncate(err.Error(), 1900)
-	}
-	return args, ""
 }
 
 func truncate(s string, n int) string {

@@ -125,22 +125,13 @@ func (r *Route) Evaluate(ctx context.Context, in PolicyInput) (Verdict, error) {
 	if r.autoDeny == nil && r.autoApprove == nil {
 		return Undecided, nil
 	}
-	vars := map[string]any{
-		"tool":      in.Tool,
-		"args":      celMap(in.Args),
-		"requester": in.Requester,
-		"channel":   in.Channel,
-		"metadata":  celMap(in.Metadata),
-		"now":       in.Now,
+	vars := in.vars()
+	deny, err := r.denies(ctx, vars)
+	if err != nil {
+		return Undecided, err
 	}
-	if r.autoDeny != nil {
-		deny, err := evalBool(ctx, r.autoDeny, vars)
-		if err != nil {
-			return Undecided, fmt.Errorf("route %s: auto_deny %q: %w", r.Name, r.AutoDeny, err)
-		}
-		if deny {
-			return AutoDenied, nil
-		}
+	if deny {
+		return AutoDenied, nil
 	}
 	if r.autoApprove != nil {
 		approve, err := evalBool(ctx, r.autoApprove, vars)
@@ -152,6 +143,36 @@ func (r *Route) Evaluate(ctx context.Context, in PolicyInput) (Verdict, error) {
 		}
 	}
 	return Undecided, nil
+}
+
+// Denies runs the route's auto_deny alone: edited arguments must pass it
+// (see Bot.CheckEdit), while auto_approve never approves an edit. A route
+// without auto_deny denies nothing.
+func (r *Route) Denies(ctx context.Context, in PolicyInput) (bool, error) {
+	return r.denies(ctx, in.vars())
+}
+
+func (r *Route) denies(ctx context.Context, vars map[string]any) (bool, error) {
+	if r.autoDeny == nil {
+		return false, nil
+	}
+	deny, err := evalBool(ctx, r.autoDeny, vars)
+	if err != nil {
+		return false, fmt.Errorf("route %s: auto_deny %q: %w", r.Name, r.AutoDeny, err)
+	}
+	return deny, nil
+}
+
+// vars are the CEL variables of a policy evaluation.
+func (in PolicyInput) vars() map[string]any {
+	return map[string]any{
+		"tool":      in.Tool,
+		"args":      celMap(in.Args),
+		"requester": in.Requester,
+		"channel":   in.Channel,
+		"metadata":  celMap(in.Metadata),
+		"now":       in.Now,
+	}
 }
 
 func evalBool(ctx context.Context, prg cel.Program, vars map[string]any) (bool, error) {

@@ -90,8 +90,8 @@ type Route struct {
 	// Line is the route's line in its file (0 when not from a file).
 	Line int
 
-	// Tools are globs on the tool name (path.Match syntax); empty matches
-	// every tool.
+	// Tools are globs on the tool name (path.Match syntax, but `*` and `?`
+	// match any character, `/` included); empty matches every tool.
 	Tools []string
 	// Channels are globs on the channel the run was started from; empty
 	// matches every channel, including runs not started from Slack.
@@ -208,8 +208,7 @@ func matchAny(globs []string, s string) bool {
 		return true
 	}
 	for _, g := range globs {
-		// Patterns were validated at load time, so the error is always nil.
-		if ok, _ := path.Match(g, s); ok {
+		if matchGlob(g, s) {
 			return true
 		}
 	}

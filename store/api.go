@@ -83,6 +83,26 @@ end
 return reply('answered')
 `)
 
+// Owner returns the API client that owns token (Approval.Client), reading
+// that one field and not the record: the HTTP API checks ownership with it
+// before loading anything, so another client's token, however large its
+// record, costs what an unknown one does. It returns ErrNotFound if the
+// token is unknown, its record is gone, or no API client owns it (a run
+// started from Slack).
+func (s *Store) Owner(ctx context.Context, token string) (string, error) {
+	if !validToken(token) {
+		return "", fmt.Errorf("owner %s: %w", short(token), ErrNotFound)
+	}
+	client, err := s.rdb.HGet(ctx, s.recKey(token), "client").Result()
+	if isRedisNil(err) || (err == nil && client == "") {
+		return "", fmt.Errorf("owner %s: %w", short(token), ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("owner %s: %w", short(token), err)
+	}
+	return client, nil
+}
+
 // Idempotency is what an API client's idempotency key stands for: the
 // token the first request with the key created.
 type Idempotency struct {

@@ -3,11 +3,13 @@ package store_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/store"
+	"github.com/slackapprove/slackbot/store/redistest"
 )
 
 // apiRequests has two approvals (a1, a2) and one external call (x1).
@@ -200,5 +202,64 @@ func TestIdempotency(t *testing.T) {
 	// The two PTTLs are read a few milliseconds apart, in either order.
 	if idemTTL < recTTL-time.Minute || idemTTL > recTTL+time.Second {
 		t.Errorf("kept idempotency key: PTTL %v, want about the record's %v", idemTTL, recTTL)
+	}
+}
+
+func TestOwner(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	api := createAPI(t, e, s, apiRequests(), "")
+	slackRun := e.create(t, s, requests("c1"), 1)
+	if got, err := s.Owner(t.Context(), api.Token); err != nil || got != "billing" {
+		t.Errorf("Owner(API token) = %q, %v; want billing", got, err)
+	}
+	for name, token := range map[string]string{
+		"a Slack run's token": slackRun.Token,
+		"an unknown token":    agentrunner.NewToken(),
+		"a malformed token":   "x",
+	} {
+		if got, err := s.Owner(t.Context(), token); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Owner(%s) = %q, %v; want ErrNotFound", name, got, err)
+		}
+	}
+}
+
+// bigAPIApproval creates an API client's token whose record is about
+// 900 KB, the size that made another client's 404 slower than an unknown
+// token's.
+func bigAPIApproval(t testing.TB, s *store.Store) string {
+	t.Helper()
+	reqs := requests("c1")
+	reqs.Approvals[0].Args = json.RawMessage(`{"blob":"` + strings.Repeat("x", 900<<10) + `"}`)
+	a := &store.Approval{Token: agentrunner.NewToken(), Requester: "api:billing", Requests: reqs, Client: "billing"}
+	if err := s.Create(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a.Token
+}
+
+// Owner reads one small field: checking the owner of a 900 KB record
+// reads as little from Redis as checking an unknown token.
+func TestOwnerReadsOneField(t *testing.T) {
+	_, prefix := redistest.Client(t)
+	m := &meter{}
+	s := store.New(meteredClient(t, m), store.Options{Prefix: prefix})
+	token := bigAPIApproval(t, s)
+	read := func(f func() error) int64 {
+		t.Helper()
+		m.reset()
+		if err := f(); err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return m.read.Load()
+	}
+	owner := read(func() error { _, err := s.Owner(t.Context(), token); return err })
+	unknown := read(func() error { _, err := s.Owner(t.Context(), agentrunner.NewToken()); return err })
+	whole := read(func() error { _, err := s.Get(t.Context(), token); return err })
+	if owner > 256 || unknown > 256 {
+		t.Errorf("Owner read %d bytes for the big record and %d for an unknown token; want a few bytes each", owner, unknown)
+	}
+	if whole < 900<<10 {
+		t.Errorf("Get read %d bytes; the meter does not see the record", whole)
 	}
 }

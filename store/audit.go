@@ -61,8 +61,28 @@ type AuditEvent struct {
 	Detail string
 }
 
+// auditValueMax caps each value of an audit event, in bytes: arguments of
+// up to 1 MiB would otherwise make the stream, capped by entries
+// (Options.AuditMaxLen), unbounded in bytes. The token scripts' capped()
+// uses the same number. A value cut keeps a valid UTF-8 prefix and ends
+// with a marker giving its full length ("…[truncated: N bytes]"); the
+// record keeps the whole value for its lifetime.
+const auditValueMax = 8 << 10
+
+// capAudit cuts v as the token scripts' capped() does.
+func capAudit(v string) string {
+	if len(v) <= auditValueMax {
+		return v
+	}
+	n := auditValueMax
+	for n > 0 && v[n] >= 0x80 && v[n] < 0xC0 {
+		n--
+	}
+	return v[:n] + "…[truncated: " + strconv.Itoa(len(v)) + " bytes]"
+}
+
 // Audit appends ev to the audit stream (capped at Options.AuditMaxLen,
-// approximately). A zero At means now.
+// approximately; each value capped at 8 KiB). A zero At means now.
 func (s *Store) Audit(ctx context.Context, ev AuditEvent) error {
 	if ev.At.IsZero() {
 		ev.At = s.now()
@@ -74,7 +94,7 @@ func (s *Store) Audit(ctx context.Context, ev AuditEvent) error {
 		{"route", ev.Route}, {"reason", ev.Reason}, {"detail", ev.Detail},
 	} {
 		if f.v != "" {
-			values = append(values, f.k, f.v)
+			values = append(values, f.k, capAudit(f.v))
 		}
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -3,7 +3,9 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -83,5 +85,55 @@ func TestAuditTrim(t *testing.T) {
 	}
 	if last := evs[len(evs)-1].By; last != fmt.Sprint("U", n-1) {
 		t.Errorf("newest event kept: got by %s, want U%d", last, n-1)
+	}
+}
+
+// Each value copied into the audit stream is capped at 8 KiB, with a
+// marker and on a UTF-8 boundary: a 1 MiB argument must not add 1 MiB to
+// a stream that is capped by entries. The scripts and Audit cut alike;
+// the record keeps the whole arguments.
+func TestAuditCapsValues(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ctx := t.Context()
+	// "é" is two bytes: the cut at 8192 falls inside one.
+	big := `{"path":"` + strings.Repeat("é", 300<<10) + `"}`
+	reqs := requests("c1")
+	reqs.Approvals[0].Args = json.RawMessage(big)
+	a := e.create(t, s, reqs, 1)
+	if _, err := s.Decide(ctx, a.Token, store.Decision{CallID: "c1", By: "U0ALICE", Approve: true, OverrideArgs: json.RawMessage(big)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AuditToolOutcome(ctx, a.Token, a.RunID, "c1", "delete_file", "success", big); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.ReadAudit(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("…[truncated: %d bytes]", len(big))
+	var capped []string
+	for _, ev := range evs {
+		for _, v := range []string{ev.Args, ev.Override, ev.Detail} {
+			if v != "" {
+				capped = append(capped, v)
+			}
+		}
+	}
+	if len(capped) != 4 { // requested args, decided args and override, tool outcome
+		t.Fatalf("got %d long values in the audit stream, want 4", len(capped))
+	}
+	for _, v := range capped {
+		head, ok := strings.CutSuffix(v, marker)
+		if !ok || len(head) > 8192 || len(head) < 8190 || !utf8.ValidString(head) || !strings.HasPrefix(big, head) {
+			t.Errorf("audit value of %d bytes (ends %q); want a valid prefix of at most 8192 bytes and %q", len(v), v[max(len(v)-40, 0):], marker)
+		}
+	}
+	rec, err := s.Get(ctx, a.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := rec.Requests.Call("c1"); string(c.Args) != big {
+		t.Errorf("the record's arguments were cut too: %d bytes, want %d", len(c.Args), len(big))
 	}
 }

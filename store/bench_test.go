@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"runtime"
 	"slices"
@@ -60,7 +61,7 @@ func (c meteredConn) Write(b []byte) (int, error) {
 
 // meteredClient returns a client of the shared test Redis whose traffic m
 // counts.
-func meteredClient(b *testing.B, m *meter) redis.UniversalClient {
+func meteredClient(b testing.TB, m *meter) redis.UniversalClient {
 	b.Helper()
 	opt, err := redis.ParseURL(redistest.URL(b))
 	if err != nil {
@@ -300,5 +301,33 @@ func BenchmarkWaiters(b *testing.B) {
 		b.ReportMetric(float64(after.StackInuse-before.StackInuse)/n, "stack-B/waiter")
 		stop()
 		wg.Wait()
+	}
+}
+
+// BenchmarkOwnership shows what the HTTP API's ownership check costs: the
+// owner of a 900 KB record, an unknown token, and (what the check did
+// before) loading the whole record.
+func BenchmarkOwnership(b *testing.B) {
+	_, prefix := redistest.Client(b)
+	m := &meter{}
+	s := store.New(meteredClient(b, m), store.Options{Prefix: prefix})
+	token := bigAPIApproval(b, s)
+	for _, bc := range []struct {
+		name string
+		f    func() error
+	}{
+		{"owner_of_900KB_record", func() error { _, err := s.Owner(b.Context(), token); return err }},
+		{"owner_of_unknown_token", func() error { _, err := s.Owner(b.Context(), agentrunner.NewToken()); return err }},
+		{"get_900KB_record", func() error { _, err := s.Get(b.Context(), token); return err }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m.reset()
+			for b.Loop() {
+				if err := bc.f(); err != nil && !errors.Is(err, store.ErrNotFound) {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(m.read.Load())/float64(b.N), "read-B/op")
+		})
 	}
 }

@@ -25,15 +25,29 @@ const scriptPrelude = `
 local rec, deadlines, resume, auditkey, cbkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, now, maxlen, keep, chan, grace = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
+-- capped returns v cut to 8192 bytes (auditValueMax in audit.go) at a
+-- UTF-8 boundary, with a marker saying how long it was.
+local function capped(v)
+  if #v <= 8192 then return v end
+  local n = 8192
+  while n > 0 do
+    local b = string.byte(v, n + 1)
+    if b < 128 or b >= 192 then break end
+    n = n - 1
+  end
+  return string.sub(v, 1, n) .. '…[truncated: ' .. #v .. ' bytes]'
+end
+
 -- audit appends an event to the audit stream; fields is a flat list of
--- names and values, and empty values are left out.
+-- names and values, and empty values are left out. Each value is capped,
+-- so the stream (capped by entries) is bounded in bytes too.
 local function audit(fields)
   local args = {'XADD', auditkey, 'MAXLEN', '~', maxlen, '*', 'at', now, 'token', token}
   for j = 1, #fields, 2 do
     local v = fields[j + 1]
     if v and v ~= '' then
       args[#args + 1] = fields[j]
-      args[#args + 1] = v
+      args[#args + 1] = capped(v)
     end
   end
   redis.call(unpack(args))

@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,6 +28,10 @@ const (
 	MaxWait = 60 * time.Second
 	// MaxTimeout bounds how long a request may wait for decisions.
 	MaxTimeout = bot.MaxAPITimeout
+	// DefaultMaxOpen and DefaultRate are each key's quota when Config
+	// leaves it zero.
+	DefaultMaxOpen = 1000
+	DefaultRate    = 20.0
 )
 
 // Store is what the API needs from the store; *store.Store implements it.
@@ -33,6 +40,9 @@ type Store interface {
 	Create(ctx context.Context, a *store.Approval) error
 	// Get returns a token's record or store.ErrNotFound.
 	Get(ctx context.Context, token string) (*store.Approval, error)
+	// Owner returns the API client that owns a token, reading only that
+	// field; store.ErrNotFound if the token is unknown or no client owns it.
+	Owner(ctx context.Context, token string) (string, error)
 	// Answer records answers to pending calls, resolving the token when
 	// none is left; store.ErrNotPendingCall if an answer names a call that
 	// is not pending, store.ErrResolved and friends if the token ended.
@@ -48,6 +58,11 @@ type Store interface {
 	KeepIdempotency(ctx context.Context, client, key, token string) error
 	// ReleaseIdempotency forgets the key if it still stands for token.
 	ReleaseIdempotency(ctx context.Context, client, key, token string) error
+	// TakeQuota admits one more token for a client, or returns a
+	// *store.RateLimitError; ReleaseQuota gives the slot back when the
+	// token is not created after all.
+	TakeQuota(ctx context.Context, client, token string, expires time.Time, q store.Quota) error
+	ReleaseQuota(ctx context.Context, client, token string) error
 }
 
 // Waiter blocks until a token ends; *store.Events implements it with one
@@ -65,6 +80,10 @@ type Bot interface {
 	AskAPI(ctx context.Context, req bot.APIRequest) (*bot.Approval, error)
 	// UpdateCards re-renders every card of a token from its record.
 	UpdateCards(ctx context.Context, token string) error
+	// CheckEdit checks arguments that replace a call's own (override_args)
+	// against the tool's schema and the route's auto_deny; an error
+	// wrapping bot.ErrEditRefused says why they may not.
+	CheckEdit(ctx context.Context, e bot.EditedCall) (json.RawMessage, error)
 }
 
 // Config is what the API is built from.
@@ -84,6 +103,17 @@ type Config struct {
 	// dev` and tests. Off, such URLs are refused (no SSRF into the
 	// cluster or the cloud's metadata service).
 	AllowPrivateCallbacks bool
+	// MaxOpen bounds each key's requests open at once (API_MAX_OPEN);
+	// zero means DefaultMaxOpen, negative no bound.
+	MaxOpen int
+	// Rate bounds the requests each key creates per second, in bursts of
+	// up to twice as many (API_RATE); zero means DefaultRate, negative no
+	// bound. Both are counted in Redis, so they hold across replicas.
+	Rate float64
+	// Resolver looks up callback hosts when a request is created, so one
+	// that resolves to an address callbacks may not reach is refused at
+	// once; nil means net.DefaultResolver.
+	Resolver Resolver
 }
 
 // API is slackbot's HTTP API for agents in any language: /v1/approvals
@@ -98,6 +128,8 @@ type API struct {
 	mux    *http.ServeMux
 
 	allowPrivateCallbacks bool
+	resolver              Resolver
+	quota                 store.Quota
 
 	// stopping ends the long polls when the server shuts down.
 	stopping context.Context
@@ -146,7 +178,9 @@ func New(cfg Config) (*API, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{keys: keys, store: cfg.Store, events: cfg.Events, bot: cfg.Bot, log: log, allowPrivateCallbacks: cfg.AllowPrivateCallbacks}
+	a := &API{keys: keys, store: cfg.Store, events: cfg.Events, bot: cfg.Bot, log: log,
+		allowPrivateCallbacks: cfg.AllowPrivateCallbacks, resolver: cmp.Or[Resolver](cfg.Resolver, net.DefaultResolver),
+		quota: store.Quota{MaxOpen: max(cmp.Or(cfg.MaxOpen, DefaultMaxOpen), 0), Rate: max(cmp.Or(cfg.Rate, DefaultRate), 0)}}
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.mux = a.routes()
 	return a, nil

@@ -517,7 +517,12 @@ func testRoutes(t *testing.T) {
 		{"a restricted key, a call matching another route", keyOps, deletion("x1", "/x", nil), 403},
 		{"a restricted key naming another route", keyOps, deletion("x1", "/x", map[string]any{"route": "deletions"}), 403},
 		{"a route that does not exist", keyBilling, deletion("x1", "/x", map[string]any{"route": "nope"}), 403},
-		{"a named route takes every call", keyOps, deletion("x1", "/x", map[string]any{"route": "ops"}), 201},
+		{"a named route, a tool it matches", keyOps, map[string]any{"route": "ops", "approvals": deploy["approvals"]}, 201},
+		// A named route applies only to the tools its when.tools match:
+		// never its policy (refunds auto-approves amount <= 10) on another tool.
+		{"a named route, a tool it does not match", keyOps, deletion("x1", "/x", map[string]any{"route": "ops"}), 403},
+		{"an open key naming a route for another tool", keyBilling, map[string]any{"route": "refunds", "approvals": []map[string]any{
+			{"tool_name": "delete_everything", "args": map[string]any{"amount": 1}, "tool_call_id": "x1"}}}, 403},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

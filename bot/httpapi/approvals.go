@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -144,6 +143,12 @@ func (a *API) handleCreate(w http.ResponseWriter, r *http.Request, k *Key) error
 	if req.Route != "" && !k.Allows(req.Route) {
 		return fmt.Errorf("route %q: %w", req.Route, bot.ErrRouteForbidden)
 	}
+	if req.CallbackURL != "" && !a.allowPrivateCallbacks {
+		u, _ := url.Parse(req.CallbackURL) // parsed by decodeCreate
+		if err := checkCallbackHost(r.Context(), a.resolver, u.Hostname()); err != nil {
+			return err
+		}
+	}
 
 	token := agentrunner.NewToken()
 	if req.IdempotencyKey != "" {
@@ -177,8 +182,13 @@ func (a *API) handleCreate(w http.ResponseWriter, r *http.Request, k *Key) error
 			for _, c := range ap.Calls {
 				rec.Calls = append(rec.Calls, store.CallState{ID: c.ID, Route: c.Route, Required: c.Required})
 			}
-			if err := a.store.Create(ctx, rec); err != nil {
+			// The quota is taken last before the record, when nothing
+			// else can refuse the request.
+			if err := a.store.TakeQuota(ctx, k.Name, token, ap.ExpiresAt, a.quota); err != nil {
 				return err
+			}
+			if err := a.store.Create(ctx, rec); err != nil {
+				return errors.Join(err, a.store.ReleaseQuota(ctx, k.Name, token))
 			}
 			created = true
 			ap.CreatedAt, ap.ExpiresAt = rec.CreatedAt, rec.ExpiresAt
@@ -296,6 +306,9 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request, k *Key) erro
 	if len(decided) > 0 {
 		return conflict("already decided: %s", strings.Join(decided, ", "))
 	}
+	if err := a.checkOverrides(r.Context(), rec, results); err != nil {
+		return err
+	}
 	// Who answered is the authenticated client; a name the client gives
 	// is kept after it, so the audit stream never shows an unverified name
 	// alone.
@@ -339,14 +352,23 @@ func (a *API) handleCancel(w http.ResponseWriter, r *http.Request, k *Key) error
 
 // owned returns the record of token if the client owns it; any other
 // token (unknown, malformed, gone, another client's, a Slack run's) is
-// not found, so tokens cannot be probed.
+// not found, so tokens cannot be probed. Ownership is read from the
+// record's small owner field before the record is loaded, so that another
+// client's token answers as fast as an unknown one, whatever its size.
 func (a *API) owned(ctx context.Context, token string, k *Key) (*store.Approval, error) {
+	owner, err := a.store.Owner(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if owner != k.Name {
+		return nil, errNotFound
+	}
 	rec, err := a.store.Get(ctx, token)
 	if err != nil {
 		return nil, err
 	}
-	if rec.Client == "" || rec.Client != k.Name {
-		return nil, errNotFound
+	if rec.Client != k.Name {
+		return nil, errNotFound // the token was recreated meanwhile: cannot happen, but never show it
 	}
 	return rec, nil
 }
@@ -560,59 +582,6 @@ func parseWait(q url.Values) (time.Duration, error) {
 		return 0, invalid("wait must not be negative")
 	}
 	return min(d, MaxWait), nil
-}
-
-// checkCallbackURL accepts https URLs, and http ones to this machine's
-// loopback (for development and tests), without credentials or fragment.
-func checkCallbackURL(s string, allowPrivate bool) error {
-	if s == "" {
-		return nil
-	}
-	if len(s) > maxCallbackURL {
-		return invalid("callback_url is longer than %d characters", maxCallbackURL)
-	}
-	u, err := url.Parse(s)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return invalid("callback_url must be an absolute https:// URL")
-	}
-	switch {
-	case u.User != nil:
-		return invalid("callback_url must not contain credentials; callbacks are signed instead")
-	case u.Fragment != "" || strings.Contains(s, "#"):
-		return invalid("callback_url must not have a fragment")
-	case !allowPrivate && isPrivateHost(u.Hostname()):
-		return invalid("callback_url must not point at a loopback, private or link-local address")
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && allowPrivate && isLoopback(u.Hostname()):
-		return nil
-	}
-	return invalid("callback_url must use https")
-}
-
-// isPrivateHost reports whether host is an IP literal (or localhost) that
-// callbacks must not reach. Names that resolve to such addresses are
-// refused when dialling (see guardDial).
-func isPrivateHost(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && !publicIP(ip)
-}
-
-// publicIP reports whether ip is an ordinary public unicast address.
-func publicIP(ip net.IP) bool {
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // decodeResults decodes a DeferredToolResults in Pydantic AI's wire

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -17,7 +18,6 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/slackapprove/slackbot/store"
@@ -63,8 +63,12 @@ type CallbackStore interface {
 // CallbacksConfig configures Callbacks.
 type CallbacksConfig struct {
 	// AllowPrivate lets callbacks reach loopback, private and link-local
-	// addresses (dev and tests); off, the default client refuses them.
+	// addresses (dev and tests); off, the default client refuses every
+	// address that is not public unicast (see callbackGuard).
 	AllowPrivate bool
+	// Resolver looks up callback hosts for the default client; nil means
+	// net.DefaultResolver. Every address it returns is checked when dialled.
+	Resolver Resolver
 	// Keys are the API clients; a callback is signed with the secret of
 	// the client that created the token (Key.CallbackSecret).
 	Keys  []Key
@@ -112,10 +116,10 @@ type Callbacks struct {
 func NewCallbacks(cfg CallbacksConfig) *Callbacks {
 	if cfg.Client == nil {
 		transport := http.DefaultTransport.(*http.Transport).Clone()
+		// Checked on the address actually dialled, after DNS: a name that
+		// resolves (or rebinds) to an internal address is refused.
+		transport.DialContext = dialContext(cmp.Or[Resolver](cfg.Resolver, net.DefaultResolver), !cfg.AllowPrivate)
 		if !cfg.AllowPrivate {
-			// Checked on the address actually dialled, after DNS: a name
-			// that resolves (or rebinds) to an internal address is refused.
-			transport.DialContext = (&net.Dialer{Timeout: 10 * time.Second, Control: guardDial}).DialContext
 			transport.Proxy = nil
 		}
 		cfg.Client = &http.Client{Timeout: DefaultCallbackTimeout, CheckRedirect: sameHostRedirects, Transport: transport}
@@ -328,20 +332,4 @@ func redact(err error) error {
 		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
 	}
 	return err
-}
-
-// errPrivateAddress refuses a callback to an internal address.
-var errPrivateAddress = errors.New("callback to a loopback, private or link-local address refused")
-
-// guardDial refuses connections to addresses a callback must not reach.
-func guardDial(network, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !publicIP(ip) {
-		return errPrivateAddress
-	}
-	return nil
 }

@@ -39,7 +39,10 @@
 // request already ended, a call was already decided, an idempotency key
 // is taken by another body or still being created), payload_too_large
 // (413: bodies are limited to 1 MiB), unsupported_media_type (415: send
-// application/json), internal (500: logged once, details never sent).
+// application/json), rate_limited (429, with Retry-After: the key has
+// API_MAX_OPEN requests open, or creates them faster than API_RATE per
+// second, in bursts of twice that; both counted in Redis across
+// replicas), internal (500: logged once, details never sent).
 // There is no 410: an ended request is read with GET (200) and answering
 // or cancelling it is a conflict.
 //
@@ -53,7 +56,8 @@
 // "idempotency_key". Any other top-level field is refused; at most 100
 // calls. Calls are routed as for runs started from Slack (by tool name,
 // with no source channel) unless "route" names one route for all of
-// them; the routes' auto_approve / auto_deny decide first, a call no route
+// them, which must match each call's tool (its when.tools; otherwise 403
+// route_forbidden, and nothing is recorded); the routes' auto_approve / auto_deny decide first, a call no route
 // matches is denied at once (policy:none), and the rest get cards. The
 // same idempotency_key (per client) with the same body returns the same
 // token with 200 and Idempotent-Replayed: true; with another body, 409.

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
@@ -22,6 +25,7 @@ const (
 	CodeConflict             = "conflict"               // 409: the token ended, the call was decided, the idempotency key is taken
 	CodePayloadTooLarge      = "payload_too_large"      // 413: body over 1 MiB
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415: body not application/json
+	CodeRateLimited          = "rate_limited"           // 429: the key's quota (API_MAX_OPEN, API_RATE); see Retry-After
 	CodeInternal             = "internal"               // 500: slackbot's fault; details are in its log only
 )
 
@@ -31,6 +35,8 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
@@ -50,6 +56,14 @@ var (
 		Message: "no approval request with this token"}
 )
 
+func rateLimited(l *store.RateLimitError) *Error {
+	msg := "this key creates requests faster than API_RATE allows; retry after the Retry-After seconds"
+	if l.Limit == "max_open" {
+		msg = "this key has as many requests open as API_MAX_OPEN allows; retry when some are decided, cancelled or expired"
+	}
+	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: msg, RetryAfter: l.RetryAfter}
+}
+
 // errorBody is the JSON of every error response.
 type errorBody struct {
 	Error errorDetail `json:"error"`
@@ -65,6 +79,7 @@ type errorDetail struct {
 func toError(err error) *Error {
 	var e *Error
 	var tooLarge *http.MaxBytesError
+	var limited *store.RateLimitError
 	switch {
 	case errors.As(err, &e):
 		return e
@@ -73,6 +88,11 @@ func toError(err error) *Error {
 			Message: fmt.Sprintf("the body is larger than %d bytes", tooLarge.Limit)}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, bot.ErrNotFound):
 		return errNotFound
+	case errors.As(err, &limited):
+		return rateLimited(limited)
+	case errors.Is(err, bot.ErrRouteNotForTool):
+		return &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
+			Message: "the route the request names does not match the tool of every call (its when.tools); name no route, or one that matches"}
 	case errors.Is(err, bot.ErrUnknownRoute), errors.Is(err, bot.ErrRouteForbidden):
 		return &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
 			Message: "this key may not send calls to the route the request names or its calls match"}
@@ -100,6 +120,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="slackbot"`)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	writeJSON(w, e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
 }

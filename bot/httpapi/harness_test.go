@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/bot"
@@ -47,6 +48,7 @@ routes:
     channel: C0APPROVALS
     approvers: {users: [U0ALICE]}
     auto_approve: 'args.amount <= 10'
+    auto_deny: 'args.amount > 10000'
   - name: deletions
     when: {tools: ["delete_*"]}
     channel: C0APPROVALS
@@ -91,6 +93,8 @@ type env struct {
 	srv   *httptest.Server
 	slack *slackfake.Server
 	store *store.Store
+	// rdb is the store's Redis client (tests add hooks to it).
+	rdb redis.UniversalClient
 	// prefix starts the test's Redis keys.
 	prefix string
 	api    *httpapi.API
@@ -107,6 +111,9 @@ type envOptions struct {
 	// publicCallbacksOnly runs the API as in production: callback URLs to
 	// internal addresses are refused.
 	publicCallbacksOnly bool
+	// maxOpen and rate are the keys' quotas; zero: the defaults.
+	maxOpen int
+	rate    float64
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -142,7 +149,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.waiter.Waiter = ev
 		waiter = opts.waiter
 	}
-	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly})
+	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
+		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +194,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 			t.Errorf("a bearer key is in the log")
 		}
 	})
-	return &env{t: t, srv: srv, slack: fake, store: st, prefix: prefix, api: api, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
+	return &env{t: t, srv: srv, slack: fake, store: st, rdb: rdb, prefix: prefix, api: api, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
 }
 
 type lockedWriter struct {

@@ -45,6 +45,10 @@ type appDeps struct {
 	Extra map[string]http.Handler
 	// APIKeys enables the HTTP API (/v1) for these clients; none: disabled.
 	APIKeys []httpapi.Key
+	// APIMaxOpen and APIRate are each API key's quota (API_MAX_OPEN,
+	// API_RATE); zero: httpapi's defaults.
+	APIMaxOpen int
+	APIRate    float64
 	// AllowPrivateCallbacks lets API callbacks reach loopback and private
 	// addresses: dev only.
 	AllowPrivateCallbacks bool
@@ -125,7 +129,7 @@ func newApp(d appDeps) (*app, error) {
 	if len(d.APIKeys) > 0 {
 		var err error
 		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Store: st, Events: a.events, Bot: a.bot, Routes: d.Routes, Log: d.Log,
-			AllowPrivateCallbacks: d.AllowPrivateCallbacks})
+			AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
 		if err != nil {
 			return nil, err
 		}

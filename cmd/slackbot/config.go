@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -31,6 +32,8 @@ type Config struct {
 	AnthropicAPIKey    string   `envconfig:"ANTHROPIC_API_KEY"`
 	Tools              string   `envconfig:"TOOLS"`
 	APIKeys            []string `envconfig:"API_KEYS"`
+	APIMaxOpen         int      `envconfig:"API_MAX_OPEN" default:"1000"`
+	APIRate            float64  `envconfig:"API_RATE" default:"20"`
 	PublicURL          string   `envconfig:"PUBLIC_URL"`
 	LogLevel           string   `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat          string   `envconfig:"LOG_FORMAT" default:"json"`
@@ -145,6 +148,12 @@ func (c *Config) validate(mode Mode) error {
 		if _, err := httpapi.ParseKeys(strings.Join(c.APIKeys, ",")); err != nil {
 			add("API_KEYS: %v", err)
 		}
+	}
+	if c.APIMaxOpen < 1 {
+		add("API_MAX_OPEN must be at least 1 (got %d)", c.APIMaxOpen)
+	}
+	if !(c.APIRate > 0) || math.IsInf(c.APIRate, 0) {
+		add("API_RATE must be a number of requests per second above 0 (got %v)", c.APIRate)
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

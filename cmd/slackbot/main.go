@@ -204,6 +204,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		if deps.APIKeys, err = httpapi.ParseKeys(strings.Join(cfg.APIKeys, ",")); err != nil {
 			return err
 		}
+		deps.APIMaxOpen, deps.APIRate = cfg.APIMaxOpen, cfg.APIRate
 	}
 	if len(deps.Routes.MCPServers) > 0 {
 		// MCP servers that are down do not stop start-up: their tools are

@@ -183,7 +183,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		"SLACK_BOT_TOKEN": "", "SLACK_SIGNING_SECRET": "", "SLACK_APP_TOKEN": "",
 		"SLACK_API_URL": "ftp://nowhere", "REDIS_URL": "http://localhost", "ADDR": "nonsense",
 		"MODEL": "gpt-4", "LOG_LEVEL": "loud", "LOG_FORMAT": "xml", "TLS_CERT_FILE": "/nonexistent.pem",
-		"TOOLS": "everything", "API_KEYS": "short",
+		"TOOLS": "everything", "API_KEYS": "short", "API_MAX_OPEN": "0", "API_RATE": "-1",
 	} {
 		t.Setenv(k, v)
 	}
@@ -192,7 +192,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		t.Fatal("serve started with a broken configuration")
 	}
 	for _, name := range []string{"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "REDIS_URL", "ADDR",
-		"MODEL", "LOG_LEVEL", "LOG_FORMAT", "TLS_CERT_FILE", "TLS_KEY_FILE", "TOOLS", "API_KEYS"} {
+		"MODEL", "LOG_LEVEL", "LOG_FORMAT", "TLS_CERT_FILE", "TLS_KEY_FILE", "TOOLS", "API_KEYS", "API_MAX_OPEN", "API_RATE"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s:\n%v", name, err)
 		}

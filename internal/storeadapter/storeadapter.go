@@ -138,7 +138,7 @@ func ToBot(rec *store.Approval) *bot.Approval {
 	ap := &bot.Approval{
 		Token: rec.Token, RunID: rec.RunID, Requests: rec.Requests,
 		Origin:    bot.Origin{TeamID: rec.Source.Team, Channel: rec.Source.Channel, ThreadTS: rec.Source.ThreadTS},
-		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt, Context: rec.Context,
+		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt, Context: rec.Context, Client: rec.Client,
 	}
 	if client, ok := strings.CutPrefix(rec.Requester, apiClientPrefix); ok {
 		ap.Origin.Client = client

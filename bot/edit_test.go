@@ -1,0 +1,189 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+const editRoutes = `
+routes:
+  - name: refunds
+    when: {tools: ["issue_refund"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE, U0BOB]}
+    auto_deny: 'args.amount > 10000'
+    auto_approve: 'args.amount <= 100'
+  - name: pairs
+    when: {tools: ["pay_*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE, U0BOB]}
+    required_approvals: 2
+    auto_approve: 'args.amount <= 100'
+`
+
+type editRefundArgs struct {
+	Amount  int    `json:"amount"`
+	OrderID string `json:"order_id,omitempty"`
+}
+
+// newEditBot returns a Bot that knows issue_refund (its schema) and
+// routes it to "refunds" (auto_deny above 10,000, auto_approve up to 100).
+func newEditBot(t *testing.T, a Approvals) *Bot {
+	t.Helper()
+	routes, err := ParseRoutes([]byte(editRoutes), "routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := func(context.Context, *agentrunner.ToolContext, editRefundArgs) (any, error) { return "ok", nil }
+	runner, err := agentrunner.NewRunner(agentrunner.FunctionModel(nil), []*agentrunner.Tool{
+		agentrunner.NewTool("issue_refund", "Refunds an order.", noop, agentrunner.RequiresApproval()),
+		agentrunner.NewTool("pay_vendor", "Pays a vendor.", noop, agentrunner.RequiresApproval()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Slack: nopSlack{}, Approvals: a, Routes: routes, Runner: runner})
+	t.Cleanup(b.Close)
+	return b
+}
+
+// Edited arguments pass the route's auto_deny and the tool's schema; a
+// policy never approves them.
+func TestCheckEdit(t *testing.T) {
+	b := newEditBot(t, nil)
+	call := agentrunner.ToolCallPart{ToolName: "issue_refund", Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c1"}
+	tests := []struct {
+		name, route, args string
+		want              string // the reason contains this; "" means accepted
+	}{
+		{"within policy", "refunds", `{"amount":600,"order_id":"A-1"}`, ""},
+		{"small enough for auto_approve: still only an edit", "refunds", `{"amount":50}`, ""},
+		{"auto_deny", "refunds", `{"amount":50000}`, `denies these arguments (auto_deny: args.amount > 10000)`},
+		{"auto_deny at the edge", "refunds", `{"amount":10001}`, "auto_deny"},
+		{"not JSON", "refunds", `{"amount":`, "not valid JSON"},
+		{"not an object", "refunds", `[50000]`, "JSON object"},
+		{"not the schema", "refunds", `{"amount":"lots"}`, "amount"},
+		{"unknown route", "gone", `{"amount":5}`, `route "gone" is no longer`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := b.CheckEdit(t.Context(), EditedCall{Call: call, Route: tt.route, Requester: "U9", Args: json.RawMessage(tt.args)})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want accepted", err)
+				}
+				if !json.Valid(got) || len(got) == 0 {
+					t.Errorf("got args %s, want the edited object", got)
+				}
+				return
+			}
+			var refused *EditRefusedError
+			if !errors.As(err, &refused) || !errors.Is(err, ErrEditRefused) || !strings.Contains(refused.Reason, tt.want) {
+				t.Errorf("got %v, want refused with a reason containing %q", err, tt.want)
+			}
+		})
+	}
+	// An auto_deny that cannot be evaluated on the edit refuses it: the
+	// edit removed the field the policy reads.
+	_, err := b.CheckEdit(t.Context(), EditedCall{Call: call, Route: "refunds", Args: json.RawMessage(`{}`)})
+	if !errors.Is(err, ErrEditRefused) {
+		t.Errorf("an edit auto_deny cannot evaluate: got %v, want refused", err)
+	}
+}
+
+// decideLog is one pending call that records the decisions it is given.
+type decideLog struct {
+	a         *Approval
+	mu        sync.Mutex
+	decisions []Decision
+}
+
+func (d *decideLog) Create(context.Context, *Approval) error { return nil }
+func (d *decideLog) Get(_ context.Context, token string) (*Approval, error) {
+	if token != d.a.Token {
+		return nil, ErrNotFound
+	}
+	return d.a, nil
+}
+func (d *decideLog) SetMessage(context.Context, string, string, MessageRef) error { return nil }
+func (d *decideLog) Decide(_ context.Context, _ string, dec Decision) (*Decided, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.decisions = append(d.decisions, dec)
+	c := *d.a.Call(dec.CallID)
+	return &Decided{Approval: d.a, Call: &c, Changed: false}, nil
+}
+func (d *decideLog) Refused(context.Context, Refusal) error                     { return nil }
+func (d *decideLog) Outcome(context.Context, string, string, ToolOutcome) error { return nil }
+
+// The edit modal refuses, inline and with the reason, arguments the
+// route's auto_deny denies (a $500 refund edited to $50,000 was approved);
+// what it accepts is recorded as the approver's own approval.
+func TestEditModalAppliesAutoDeny(t *testing.T) {
+	tok := "tok_0123456789abcdefghijklmnopqrstuvwxyzABCD"
+	for _, tt := range []struct {
+		name, tool, route, args string
+		wantError               string // in the modal; "" means decided
+	}{
+		{"auto_deny", "issue_refund", "refunds", `{"amount": 50000}`, "auto_deny: args.amount > 10000"},
+		{"schema", "issue_refund", "refunds", `{"amount": "x"}`, "amount"},
+		{"accepted", "issue_refund", "refunds", `{"amount": 600}`, ""},
+		// auto_approve would approve 50; the edit is still one approver's
+		// vote of the two the route needs, never a policy's approval.
+		{"auto_approve does not approve an edit", "pay_vendor", "pairs", `{"amount": 50}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &decideLog{a: &Approval{
+				Token: tok, State: ApprovalPending, Origin: Origin{User: "U0REQ", Channel: "C0SUPPORT"},
+				Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+					{ToolName: tt.tool, Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c1"}}},
+				Calls: []*CallStatus{{ID: "c1", Kind: agentrunner.KindApproval, State: StatePending, Route: tt.route, Required: 1,
+					Message: MessageRef{Channel: "C1", TS: "1.1"}}},
+			}}
+			b := newEditBot(t, store)
+			meta := encodeModalMetadata(Card{Token: tok, ToolCallID: "c1"}, MessageRef{Channel: "C1", TS: "1.1"})
+			payload, _ := json.Marshal(map[string]any{
+				"type": "view_submission", "team": map[string]any{"id": "T1"}, "user": map[string]any{"id": "U0ALICE"},
+				"view": map[string]any{"callback_id": CallbackEditArgs, "private_metadata": meta, "state": map[string]any{
+					"values": map[string]any{BlockIDEditArgs: map[string]any{ActionIDEditArgsInput: map[string]any{"type": "plain_text_input", "value": tt.args}}}}},
+			})
+			req := httptest.NewRequest(http.MethodPost, "/slack/interactivity", strings.NewReader("payload="+url.QueryEscape(string(payload))))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			rec := httptest.NewRecorder()
+			b.HandleInteraction().ServeHTTP(rec, req)
+			body := rec.Body.String()
+			if tt.wantError != "" {
+				var got struct {
+					Action string            `json:"response_action"`
+					Errors map[string]string `json:"errors"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Action != "errors" || !strings.Contains(got.Errors[BlockIDEditArgs], tt.wantError) {
+					t.Errorf("modal answer %d %s; want response_action errors on %s containing %q", rec.Code, body, BlockIDEditArgs, tt.wantError)
+				}
+				if len(store.decisions) != 0 {
+					t.Errorf("refused edit recorded %+v", store.decisions)
+				}
+				return
+			}
+			if strings.Contains(body, "errors") {
+				t.Errorf("accepted edit answered %s", body)
+			}
+			if len(store.decisions) != 1 {
+				t.Fatalf("got %d decisions, want 1", len(store.decisions))
+			}
+			d := store.decisions[0]
+			if d.By != "U0ALICE" || d.Action != ActionApprove || !strings.Contains(string(d.OverrideArgs), `"amount"`) {
+				t.Errorf("decision %+v; want U0ALICE's approval with the edited arguments", d)
+			}
+		})
+	}
+}
