@@ -192,7 +192,7 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 	switch act.ActionID {
 	case ActionIDViewArgs:
 		// Anyone who can see the card may read the arguments.
-		b.openView(ctx, cb.TriggerID, ArgsModal(b.card(t.approval, t.call)))
+		b.openView(ctx, cb.TriggerID, msg.Channel, user, ArgsModal(b.card(t.approval, t.call)))
 	case ActionIDApprove, ActionIDDeny:
 		click.Action = ActionApprove
 		if act.ActionID == ActionIDDeny {
@@ -221,7 +221,7 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 		default:
 			view = AnswerModal(card, msg)
 		}
-		b.openView(ctx, cb.TriggerID, view)
+		b.openView(ctx, cb.TriggerID, msg.Channel, user, view)
 	default:
 		b.log.WarnContext(ctx, "unknown action", "action_id", act.ActionID)
 	}
@@ -314,18 +314,37 @@ func (b *Bot) tell(ctx context.Context, channel, user, text string) {
 	})
 }
 
-func (b *Bot) openView(ctx context.Context, triggerID string, view slack.ModalViewRequest) {
+// openView opens a modal for user after the acknowledgement. When Slack
+// refuses it (most often because the click's trigger_id expired), the
+// person is told, in the channel of the button, what happened and what to
+// do: otherwise their click would seem to do nothing.
+func (b *Bot) openView(ctx context.Context, triggerID, channel, user string, view slack.ModalViewRequest) {
 	if triggerID == "" {
 		return
 	}
 	b.goAsync(ctx, "open view", func(ctx context.Context) error {
 		// A trigger_id lives three seconds: one attempt, no backoff.
-		if _, err := b.slack.OpenViewContext(ctx, triggerID, view); err != nil {
-			b.metrics.SlackError("views.open")
-			return fmt.Errorf("views.open: %w", err)
+		_, err := b.slack.OpenViewContext(ctx, triggerID, view)
+		if err == nil {
+			return nil
 		}
-		return nil
+		b.metrics.SlackError("views.open")
+		if channel != "" && user != "" {
+			if err := b.ephemeral(ctx, channel, user, viewFailedText(err)); err != nil {
+				b.log.WarnContext(ctx, "tell that a form did not open", "err", err)
+			}
+		}
+		return fmt.Errorf("views.open: %w", err)
 	})
+}
+
+// viewFailedText says why a modal did not open, for the person who clicked.
+func viewFailedText(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && se.Err == "expired_trigger_id" {
+		return ":hourglass: The form did not open: Slack allows only three seconds between your click and the form, and that time ran out. Nothing changed. Click the button again."
+	}
+	return "slackbot could not open the form (Slack answered: " + EscapeText(truncate(err.Error(), 200)) + "). Nothing changed. Click the button again in a moment."
 }
 
 // Explain turns an error from a click into the sentence the person sees.
