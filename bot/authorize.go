@@ -22,7 +22,10 @@ type Authorizer struct {
 	// TeamID is this workspace's team id; payloads from any other are
 	// refused. Empty accepts any team (Enterprise Grid org-wide apps).
 	TeamID string
-	Slack  SlackAPI
+	// EnterpriseID, on Enterprise Grid, is the organization's id: clicks
+	// from other workspaces of the same organization are accepted.
+	EnterpriseID string
+	Slack        SlackAPI
 	// TTL is how long usergroup members are cached; default 1 minute.
 	TTL time.Duration
 	Now func() time.Time
@@ -39,7 +42,9 @@ type groupEntry struct {
 // Click is a person's attempt to decide a call.
 type Click struct {
 	TeamID string
-	User   string
+	// EnterpriseID is the click's Enterprise Grid organization, if any.
+	EnterpriseID string
+	User         string
 	// Message is the message the button was on (or the message a modal was
 	// opened from); it must be the call's card.
 	Message MessageRef
@@ -50,7 +55,7 @@ type Click struct {
 // *RefusedError saying why not and who can decide. requester is who asked
 // for the call.
 func (a *Authorizer) Authorize(ctx context.Context, click Click, call *CallStatus, route *Route, requester string) error {
-	if a.TeamID != "" && click.TeamID != a.TeamID {
+	if ws := (Workspace{TeamID: a.TeamID, EnterpriseID: a.EnterpriseID}); a.TeamID != "" && !ws.is(click.TeamID, click.EnterpriseID) {
 		return &RefusedError{Reason: "This button comes from another Slack workspace."}
 	}
 	if call.Message.Channel != "" && (click.Message.Channel != call.Message.Channel || click.Message.TS != call.Message.TS) {

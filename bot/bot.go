@@ -29,6 +29,10 @@ type Config struct {
 	// Metrics is told about decisions, refusals and Slack errors; nil
 	// records nothing.
 	Metrics Metrics
+	// EnterpriseID is the Enterprise Grid organization's id (from
+	// auth.test), empty outside Grid: events and clicks from other
+	// workspaces of the same organization are accepted too.
+	EnterpriseID string
 }
 
 // Metrics receives the events operators watch.
@@ -53,6 +57,7 @@ type Bot struct {
 	routes    *Routes
 	runner    *agentrunner.Runner
 	auth      *Authorizer
+	workspace Workspace
 	log       *slog.Logger
 	retry     Retry
 	now       func() time.Time
@@ -78,7 +83,8 @@ func New(cfg Config) *Bot {
 	if b.metrics == nil {
 		b.metrics = noMetrics{}
 	}
-	b.auth = &Authorizer{TeamID: cfg.TeamID, Slack: cfg.Slack, Now: b.now}
+	b.workspace = Workspace{TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID}
+	b.auth = &Authorizer{TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID, Slack: cfg.Slack, Now: b.now}
 	return b
 }
 

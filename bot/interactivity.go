@@ -187,7 +187,7 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 		b.tell(ctx, msg.Channel, user, Explain(err, nil))
 		return
 	}
-	click := Click{TeamID: cb.Team.ID, User: user, Message: msg}
+	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: msg}
 
 	switch act.ActionID {
 	case ActionIDViewArgs:
@@ -388,7 +388,7 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 	if err != nil {
 		return modalError(cb.View.CallbackID, Explain(err, nil))
 	}
-	click := Click{TeamID: cb.Team.ID, User: user, Message: meta.Message}
+	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: meta.Message}
 	d := Decision{CallID: t.call.ID, By: user}
 	values := cb.View.State.Values
 	switch cb.View.CallbackID {

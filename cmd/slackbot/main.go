@@ -188,7 +188,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		deps.TeamID, deps.BotUserID = auth.TeamID, auth.UserID
+		deps.TeamID, deps.EnterpriseID, deps.BotUserID = auth.TeamID, auth.EnterpriseID, auth.UserID
 	}
 
 	if deps.Routes, err = loadRoutes(cfg, mode); err != nil {
