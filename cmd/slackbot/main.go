@@ -32,6 +32,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/agentrunner/openai"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/bot/devui"
 	"github.com/slackapprove/slackbot/bot/httpapi"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -229,8 +230,12 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	handler := a.handler()
+	if dev != nil {
+		handler = devui.Guard(ln.Addr(), handler)
+	}
 	srv := &http.Server{
-		Handler:           a.handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      90 * time.Second, // long polls of the HTTP API
