@@ -17,9 +17,12 @@ import (
 // VerifySlack: it trusts its body. A decision is recorded in Redis before
 // the request is acknowledged, so an acknowledged click is never lost;
 // the Slack calls that follow (updating the card, ephemeral replies,
-// modals) run after the acknowledgement.
+// modals) run after the acknowledgement. Everything before it shares one
+// deadline, the acknowledgement budget, counted from here.
 func (b *Bot) HandleInteraction() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := b.withAckBudget(r.Context())
+		defer cancel()
 		if err := r.ParseForm(); err != nil {
 			http.Error(w, "malformed form body", http.StatusBadRequest)
 			return
@@ -29,7 +32,7 @@ func (b *Bot) HandleInteraction() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp := b.Interact(r.Context(), cb)
+		resp := b.Interact(ctx, cb)
 		if resp == nil {
 			w.WriteHeader(http.StatusOK)
 			return
@@ -43,8 +46,12 @@ func (b *Bot) HandleInteraction() http.Handler {
 // it (HTTP or Socket Mode), and returns the body of the acknowledgement:
 // nil for an empty one, or a view_submission response such as inline
 // errors. Decisions are recorded before it returns; Slack calls that
-// follow run in the background.
+// follow run in the background. It returns within the acknowledgement
+// budget (from its call, or ctx's earlier deadline): a click that could
+// not be recorded by then decides nothing and is explained.
 func (b *Bot) Interact(ctx context.Context, cb *slack.InteractionCallback) any {
+	ctx, cancel := b.withAckBudget(ctx)
+	defer cancel()
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
 		b.blockActions(ctx, cb)
@@ -184,7 +191,7 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 	}
 	t, err := b.target(ctx, token, callID)
 	if err != nil {
-		b.tell(ctx, msg.Channel, user, Explain(err, nil))
+		b.tell(ctx, msg.Channel, user, explainLate(ctx, err, nil))
 		return
 	}
 	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: msg}
@@ -250,7 +257,11 @@ func (b *Bot) authorize(ctx context.Context, click Click, t *clickTarget) bool {
 	var refused *RefusedError
 	if !errors.As(err, &refused) {
 		b.log.ErrorContext(ctx, "authorization failed", "err", err, "user", click.User)
-		b.tell(ctx, click.Message.Channel, click.User, "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment.")
+		text := "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment."
+		if pastBudget(ctx, err) {
+			text = tooLateText
+		}
+		b.tell(ctx, click.Message.Channel, click.User, text)
 		return false
 	}
 	b.metrics.Refused(refusalKind(refused.Reason))
@@ -280,8 +291,19 @@ func refusalKind(reason string) string {
 // decide records a decision and then, after the acknowledgement, updates
 // the card and tells the person if their click came too late.
 func (b *Bot) decide(ctx context.Context, click Click, t *clickTarget, d Decision) {
+	if ctx.Err() != nil {
+		// The budget is spent: a decision sent now could land after Slack
+		// was told nothing changed.
+		b.tell(ctx, click.Message.Channel, click.User, tooLateText)
+		return
+	}
+	d = notAfter(ctx, d)
 	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
 	if err != nil && !errors.Is(err, ErrDecided) {
+		if pastBudget(ctx, err) {
+			b.tooLate(ctx, click, t, d, err)
+			return
+		}
 		b.tell(ctx, click.Message.Channel, click.User, Explain(err, t.call))
 		return
 	}
@@ -367,6 +389,15 @@ func Explain(err error, call *CallStatus) string {
 	}
 }
 
+// explainLate is Explain, except when the acknowledgement budget ran out:
+// then the person is told that, and that nothing changed.
+func explainLate(ctx context.Context, err error, call *CallStatus) string {
+	if pastBudget(ctx, err) {
+		return tooLateText
+	}
+	return Explain(err, call)
+}
+
 func mentionOf(who string) string {
 	if isUserID(who) {
 		return "<@" + who + ">"
@@ -386,7 +417,7 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 	user := cb.User.ID
 	t, err := b.target(ctx, meta.Token, meta.CallID)
 	if err != nil {
-		return modalError(cb.View.CallbackID, Explain(err, nil))
+		return modalError(cb.View.CallbackID, explainLate(ctx, err, nil))
 	}
 	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: meta.Message}
 	d := Decision{CallID: t.call.ID, By: user}
@@ -420,11 +451,22 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 			_ = b.approvals.Refused(ctx, Refusal{Token: t.approval.Token, CallID: t.call.ID, User: user, Reason: refused.Reason})
 			return modalError(cb.View.CallbackID, refused.Reason)
 		}
+		if pastBudget(ctx, err) {
+			return modalError(cb.View.CallbackID, tooLateText)
+		}
 		return modalError(cb.View.CallbackID, "slackbot could not check whether you may decide this request. Try again.")
 	}
+	if ctx.Err() != nil {
+		return modalError(cb.View.CallbackID, tooLateText)
+	}
+	d = notAfter(ctx, d)
 	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
 	if err != nil {
-		return modalError(cb.View.CallbackID, Explain(err, res.callOr(t.call)))
+		if pastBudget(ctx, err) && !errors.Is(err, ErrTooLate) {
+			b.confirmLater(ctx, click, t, d)
+			return modalError(cb.View.CallbackID, "slackbot could not confirm in time whether this was recorded; a message will tell you. Check the card before you submit again.")
+		}
+		return modalError(cb.View.CallbackID, explainLate(ctx, err, res.callOr(t.call)))
 	}
 	if res.Changed {
 		b.metrics.Decision(string(res.Call.State))

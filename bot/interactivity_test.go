@@ -3,10 +3,12 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +144,141 @@ func TestViewsOpenThatWorksSaysNothing(t *testing.T) {
 	}
 	if got := e.ephemerals(smApprover); len(got) != 0 {
 		t.Errorf("ephemerals: got %q, want none", got)
+	}
+}
+
+// stallingApprovals is a store that can stall like a frozen Redis: a
+// stalled method waits for its context to end and fails with its error,
+// as go-redis does when commands get no answer.
+type stallingApprovals struct {
+	*recordingApprovals
+	mu sync.Mutex
+	// stallGet stalls Get; stallDecide stalls Decide before it records
+	// anything; lateReply records the decision and then stalls, as when
+	// Redis ran the script but its answer never came back.
+	stallGet, stallDecide, lateReply bool
+	tooLate                          bool // Decide answers ErrTooLate
+}
+
+func (s *stallingApprovals) flags() (get, decide, late, tooLate bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stallGet, s.stallDecide, s.lateReply, s.tooLate
+}
+
+func (s *stallingApprovals) Get(ctx context.Context, token string) (*Approval, error) {
+	if get, _, _, _ := s.flags(); get {
+		<-ctx.Done()
+		return nil, fmt.Errorf("get %s: %w", token, ctx.Err())
+	}
+	return s.recordingApprovals.Get(ctx, token)
+}
+
+func (s *stallingApprovals) Decide(ctx context.Context, token string, d Decision) (*Decided, error) {
+	_, decide, late, tooLate := s.flags()
+	switch {
+	case tooLate:
+		return nil, fmt.Errorf("decide: %w", ErrTooLate)
+	case decide:
+		<-ctx.Done()
+		return nil, fmt.Errorf("decide: %w", ctx.Err())
+	case late:
+		if _, err := s.recordingApprovals.Decide(ctx, token, d); err != nil {
+			return nil, err
+		}
+		<-ctx.Done()
+		return nil, fmt.Errorf("decide: %w", ctx.Err())
+	}
+	return s.recordingApprovals.Decide(ctx, token, d)
+}
+
+// state returns the call's state in the store.
+func (e *clickEnv) state() CardState {
+	e.approvals.mu.Lock()
+	defer e.approvals.mu.Unlock()
+	return e.approvals.a.Calls[0].State
+}
+
+// TestSlowUsergroupLookupDoesNotHoldTheAck: usergroups.users.list takes
+// far longer than the acknowledgement budget. The click is answered
+// before Slack answers the lookup, with the explanation, and decides
+// nothing; the lookup finishes in the background and fills the cache, so
+// the next click is decided at once.
+func TestSlowUsergroupLookupDoesNotHoldTheAck(t *testing.T) {
+	e := newClickEnv(t, "finance", func(c *Config) { c.AckBudget = 200 * time.Millisecond })
+	e.fake.Delay("usergroups.users.list", time.Second)
+
+	e.click(t, smApprover, ActionIDApprove)
+	if n := len(e.fake.Calls("usergroups.users.list")); n != 0 {
+		t.Fatalf("usergroups.users.list answered before the acknowledgement (%d calls); the click waited for it", n)
+	}
+	e.settle()
+	if got := e.ephemerals(smApprover); len(got) != 1 || got[0] != tooLateText {
+		t.Errorf("ephemerals: got %q, want the explanation %q", got, tooLateText)
+	}
+	if d := e.decisions(); len(d) != 0 {
+		t.Errorf("decisions: got %v, want none", d)
+	}
+	if n := len(e.fake.Calls("usergroups.users.list")); n != 1 {
+		t.Errorf("usergroups.users.list calls: got %d, want 1 (the lookup finishes in the background)", n)
+	}
+
+	e.click(t, smApprover, ActionIDApprove)
+	e.settle()
+	if got := e.state(); got != StateApproved {
+		t.Errorf("after the cache was filled, the click left the call %s, want approved", got)
+	}
+	if n := len(e.fake.Calls("usergroups.users.list")); n != 1 {
+		t.Errorf("usergroups.users.list calls: got %d, want still 1 (cached)", n)
+	}
+}
+
+// TestFrozenStoreDecidesNothing: the store stops answering at each step
+// of the click's path before the acknowledgement. Each time the click is
+// answered within the budget, the person is told the truth, and nothing
+// is decided unless it was recorded before the deadline.
+func TestFrozenStoreDecidesNothing(t *testing.T) {
+	tests := []struct {
+		name      string
+		set       func(s *stallingApprovals)
+		wantState CardState
+		wantTold  string
+		wantCard  bool // the card was updated
+	}{
+		{"loading the request stalls", func(s *stallingApprovals) { s.stallGet = true }, StatePending, tooLateText, false},
+		{"recording stalls", func(s *stallingApprovals) { s.stallDecide = true }, StatePending, tooLateText, false},
+		{"the store refuses the decision as late", func(s *stallingApprovals) { s.tooLate = true }, StatePending, tooLateText, false},
+		{"recorded, but the answer came too late", func(s *stallingApprovals) { s.lateReply = true }, StateApproved, "Your click was recorded", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stalling *stallingApprovals
+			e := newClickEnv(t, smRoute, func(c *Config) {
+				stalling = &stallingApprovals{recordingApprovals: c.Approvals.(*recordingApprovals)}
+				c.Approvals = stalling
+				c.AckBudget = 100 * time.Millisecond
+			})
+			stalling.mu.Lock()
+			tt.set(stalling)
+			stalling.mu.Unlock()
+			e.click(t, smApprover, ActionIDApprove)
+			// What happens after the acknowledgement sees a store that
+			// answers again.
+			stalling.mu.Lock()
+			stalling.stallGet, stalling.stallDecide, stalling.lateReply = false, false, false
+			stalling.mu.Unlock()
+			e.settle()
+
+			if got := e.state(); got != tt.wantState {
+				t.Errorf("call state: got %s, want %s", got, tt.wantState)
+			}
+			got := e.ephemerals(smApprover)
+			if len(got) != 1 || !strings.HasPrefix(got[0], tt.wantTold) {
+				t.Errorf("ephemerals: got %q, want one starting %q", got, tt.wantTold)
+			}
+			if updated := len(e.fake.Calls("chat.update")) > 0; updated != tt.wantCard {
+				t.Errorf("card updated: got %v, want %v", updated, tt.wantCard)
+			}
+		})
 	}
 }

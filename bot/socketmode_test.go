@@ -412,8 +412,10 @@ func (s *recordingSlack) GetConversationHistoryContext(context.Context, *slack.G
 type recordingApprovals struct {
 	mu        sync.Mutex
 	a         *Approval
-	decisions []Decision
+	decisions []Decision // as decided, NotAfter left out (it is a clock reading)
 	refusals  []Refusal
+	// withoutDeadline counts the decisions that had no NotAfter.
+	withoutDeadline int
 }
 
 func newRecordingApprovals() *recordingApprovals {
@@ -464,7 +466,12 @@ func (r *recordingApprovals) SetMessage(context.Context, string, string, Message
 func (r *recordingApprovals) Decide(_ context.Context, token string, d Decision) (*Decided, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.decisions = append(r.decisions, d)
+	if d.NotAfter.IsZero() {
+		r.withoutDeadline++
+	}
+	recorded := d
+	recorded.NotAfter = time.Time{}
+	r.decisions = append(r.decisions, recorded)
 	c := r.a.Call(d.CallID)
 	if token != r.a.Token || c == nil {
 		return nil, ErrNotFound
@@ -837,10 +844,11 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 
 	// outcome is what one delivery did.
 	type outcome struct {
-		Ack       string
-		Decisions []Decision
-		Refusals  []Refusal
-		Slack     []string
+		Ack             string
+		Decisions       []Decision
+		WithoutDeadline int
+		Refusals        []Refusal
+		Slack           []string
 	}
 	// world is a fresh Bot over fresh doubles holding the pending approval.
 	world := func(t *testing.T) (*Bot, *recordingApprovals, *recordingSlack) {
@@ -853,7 +861,8 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 		b.Close()
 		approvals.mu.Lock()
 		defer approvals.mu.Unlock()
-		return outcome{Ack: ack, Decisions: approvals.decisions, Refusals: approvals.refusals, Slack: slackAPI.Calls()}
+		return outcome{Ack: ack, Decisions: approvals.decisions, WithoutDeadline: approvals.withoutDeadline,
+			Refusals: approvals.refusals, Slack: slackAPI.Calls()}
 	}
 	fake := newFakeSocketSlack(t, smAppToken)
 
@@ -891,6 +900,9 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 			got := overSocket
 			if diff := cmp.Diff(tt.wantDecisions, got.Decisions); diff != "" {
 				t.Errorf("decisions recorded (-want +got):\n%s", diff)
+			}
+			if got.WithoutDeadline != 0 {
+				t.Errorf("%d decisions reached the store without a NotAfter; every click's has its acknowledgement deadline", got.WithoutDeadline)
 			}
 			for i := range got.Refusals {
 				got.Refusals[i].Reason = "" // worded by the Authorizer
