@@ -588,6 +588,26 @@ func newSocketTestRunner(t testing.TB, runs *startedRuns) *agentrunner.Runner {
 	return r
 }
 
+// eventsWorld is a Bot and its Runs over recording doubles: what the
+// events tests deliver events to.
+type eventsWorld struct {
+	logs    *logSink
+	slack   *recordingSlack
+	started *startedRuns
+	dedupe  *memDedupe
+	bot     *Bot
+	runs    *Runs
+}
+
+func newEventsWorld(t *testing.T) *eventsWorld {
+	t.Helper()
+	w := &eventsWorld{logs: newLogSink(), slack: &recordingSlack{}, started: &startedRuns{}, dedupe: &memDedupe{}}
+	runner := newSocketTestRunner(t, w.started)
+	w.bot = newSocketTestBot(t, w.slack, newRecordingApprovals(), runner, w.logs.logger())
+	w.runs = &Runs{Bot: w.bot, Runner: runner, Dedupe: w.dedupe, BotUserID: smBotUser, Log: w.logs.logger(), Context: t.Context()}
+	return w
+}
+
 // newSocketTestBot returns a Bot over the given doubles, with one route
 // whose only approver is smApprover.
 func newSocketTestBot(t testing.TB, s SlackAPI, a Approvals, r *agentrunner.Runner, log *slog.Logger) *Bot {
@@ -659,12 +679,8 @@ func TestSocketModeEvents(t *testing.T) {
 		},
 	}
 
-	logs := newLogSink()
-	slackAPI := &recordingSlack{}
-	started := &startedRuns{}
-	runner := newSocketTestRunner(t, started)
-	b := newSocketTestBot(t, slackAPI, newRecordingApprovals(), runner, logs.logger())
-	runs := &Runs{Bot: b, Runner: runner, Dedupe: &memDedupe{}, BotUserID: smBotUser, Log: logs.logger(), Context: t.Context()}
+	w := newEventsWorld(t)
+	logs, slackAPI, started, b, runs := w.logs, w.slack, w.started, w.bot, w.runs
 	fake := newFakeSocketSlack(t, smAppToken)
 	stop := startSocketMode(t, fake, &SocketMode{Bot: b, Runs: runs, Log: logs.logger()}, smAppToken)
 	conn := fake.next(t)
@@ -715,13 +731,8 @@ func TestSocketModeEvents(t *testing.T) {
 // An event whose dedupe could not be recorded is not acknowledged, and its
 // redelivery starts the run.
 func TestSocketModeEventRetries(t *testing.T) {
-	logs := newLogSink()
-	slackAPI := &recordingSlack{}
-	started := &startedRuns{}
-	runner := newSocketTestRunner(t, started)
-	b := newSocketTestBot(t, slackAPI, newRecordingApprovals(), runner, logs.logger())
-	dedupe := &memDedupe{}
-	runs := &Runs{Bot: b, Runner: runner, Dedupe: dedupe, BotUserID: smBotUser, Log: logs.logger(), Context: t.Context()}
+	w := newEventsWorld(t)
+	logs, started, b, runs, dedupe := w.logs, w.started, w.bot, w.runs, w.dedupe
 	fake := newFakeSocketSlack(t, smAppToken)
 	startSocketMode(t, fake, &SocketMode{Bot: b, Runs: runs, Log: logs.logger()}, smAppToken)
 

@@ -83,12 +83,8 @@ func TestWorkspaceOwnsEvent(t *testing.T) {
 // and starts no run, posts nothing; the same event from the bot's own
 // workspace starts one.
 func TestEventsFromAnotherWorkspaceStartNoRun(t *testing.T) {
-	logs := newLogSink()
-	slackAPI := &recordingSlack{}
-	started := &startedRuns{}
-	runner := newSocketTestRunner(t, started)
-	b := newSocketTestBot(t, slackAPI, newRecordingApprovals(), runner, logs.logger())
-	runs := &Runs{Bot: b, Runner: runner, Dedupe: &memDedupe{}, BotUserID: smBotUser, Log: logs.logger(), Context: t.Context()}
+	w := newEventsWorld(t)
+	logs, slackAPI, started, b, runs := w.logs, w.slack, w.started, w.bot, w.runs
 
 	deliver := func(t *testing.T, ev map[string]any) {
 		t.Helper()
@@ -119,12 +115,8 @@ func TestEventsFromAnotherWorkspaceStartNoRun(t *testing.T) {
 // TestSocketModeDropsEventsFromAnotherWorkspace: the same rule over
 // Socket Mode: the envelope is acknowledged and nothing runs.
 func TestSocketModeDropsEventsFromAnotherWorkspace(t *testing.T) {
-	logs := newLogSink()
-	slackAPI := &recordingSlack{}
-	started := &startedRuns{}
-	runner := newSocketTestRunner(t, started)
-	b := newSocketTestBot(t, slackAPI, newRecordingApprovals(), runner, logs.logger())
-	runs := &Runs{Bot: b, Runner: runner, Dedupe: &memDedupe{}, BotUserID: smBotUser, Log: logs.logger(), Context: t.Context()}
+	w := newEventsWorld(t)
+	logs, slackAPI, started, b, runs := w.logs, w.slack, w.started, w.bot, w.runs
 	fake := newFakeSocketSlack(t, smAppToken)
 	startSocketMode(t, fake, &SocketMode{Bot: b, Runs: runs, Log: logs.logger()}, smAppToken)
 	conn := fake.next(t)
