@@ -282,3 +282,33 @@ func TestFrozenStoreDecidesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestSocketModeClickWithFrozenStoreIsAcknowledgedInBudget: over Socket
+// Mode the same budget holds: the envelope is acknowledged although the
+// store never answers, and the person is told nothing changed.
+func TestSocketModeClickWithFrozenStoreIsAcknowledgedInBudget(t *testing.T) {
+	slackAPI := &recordingSlack{}
+	stalling := &stallingApprovals{recordingApprovals: newRecordingApprovals(), stallGet: true}
+	b := New(Config{
+		Slack: slackAPI, Approvals: stalling, TeamID: smTeam, AckBudget: 100 * time.Millisecond,
+		Routes: &Routes{Routes: []*Route{{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1}}},
+	})
+	fake := newFakeSocketSlack(t, smAppToken)
+	stop := startSocketMode(t, fake, &SocketMode{Bot: b}, smAppToken)
+	conn := fake.next(t)
+	conn.send(t, interactiveEnvelope("env-frozen", clickPayload(smApprover, ActionIDApprove, EncodeAction(stalling.a.Token, smCallID))))
+	if got := conn.ack(t, "env-frozen"); got != "" {
+		t.Errorf("acknowledgement payload: got %s, want none", got)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	b.Close()
+	want := "chat.postEphemeral " + smCardChan + " " + smApprover + " " + tooLateText
+	if calls := slackAPI.Calls(); len(calls) != 1 || calls[0] != want {
+		t.Errorf("Slack calls: got %q, want only the explanation %q", calls, want)
+	}
+	if d := stalling.decisions; len(d) != 0 {
+		t.Errorf("decisions: got %v, want none", d)
+	}
+}
