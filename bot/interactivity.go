@@ -379,6 +379,8 @@ func Explain(err error, call *CallStatus) string {
 		return ":hourglass: This request expired before a decision arrived. Nothing changed."
 	case errors.Is(err, ErrCancelled):
 		return ":no_entry_sign: This request was cancelled. Nothing changed."
+	case errors.Is(err, ErrTooLate):
+		return tooLateText
 	case errors.Is(err, ErrDecided), errors.Is(err, ErrResolved):
 		if call != nil && call.DecidedBy != "" {
 			return fmt.Sprintf("This call was already %s by %s. Nothing changed.", call.State, mentionOf(call.DecidedBy))

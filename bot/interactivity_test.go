@@ -312,3 +312,40 @@ func TestSocketModeClickWithFrozenStoreIsAcknowledgedInBudget(t *testing.T) {
 		t.Errorf("decisions: got %v, want none", d)
 	}
 }
+
+// TestFrozenStoreModalSubmission: a modal submitted while the store
+// stalls is answered in the modal within the budget; afterwards the
+// person is told whether it was recorded (here: it was not).
+func TestFrozenStoreModalSubmission(t *testing.T) {
+	var stalling *stallingApprovals
+	e := newClickEnv(t, smRoute, func(c *Config) {
+		stalling = &stallingApprovals{recordingApprovals: c.Approvals.(*recordingApprovals), stallDecide: true}
+		c.Approvals = stalling
+		c.AckBudget = 100 * time.Millisecond
+	})
+	payload := submitPayload(e.approvals.a.Token, smApprover, CallbackDenyReason, BlockIDDenyReason, ActionIDDenyReasonInput, "not today")
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/slack/interactivity",
+		strings.NewReader(url.Values{"payload": {string(payload)}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	e.bot.HandleInteraction().ServeHTTP(w, r)
+	stalling.mu.Lock()
+	stalling.stallDecide = false
+	stalling.mu.Unlock()
+	e.settle()
+
+	var resp struct {
+		ResponseAction string            `json:"response_action"`
+		Errors         map[string]string `json:"errors"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &resp); err != nil || resp.ResponseAction != "errors" ||
+		!strings.Contains(resp.Errors[BlockIDDenyReason], "could not confirm in time") {
+		t.Errorf("modal answer: got %s, want an error on %s saying it could not be confirmed", w.Body, BlockIDDenyReason)
+	}
+	if got := e.state(); got != StatePending {
+		t.Errorf("call state: got %s, want pending", got)
+	}
+	if got := e.ephemerals(smApprover); len(got) != 1 || got[0] != tooLateText {
+		t.Errorf("ephemerals: got %q, want %q", got, tooLateText)
+	}
+}
