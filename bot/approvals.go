@@ -86,6 +86,11 @@ type Decision struct {
 	Reason       string          // denial reason, failure message
 	OverrideArgs json.RawMessage // approve with these arguments instead
 	Answer       json.RawMessage // for ActionAnswer
+	// NotAfter, when set, is the last instant the decision may be
+	// recorded at: one that reaches the store later records nothing
+	// (ErrTooLate), so a click answered "nothing changed" at its
+	// deadline stays unchanged.
+	NotAfter time.Time
 }
 
 // Decided reports what a decision did.
@@ -114,8 +119,8 @@ type Approvals interface {
 	// SetMessage records where a call's card was posted.
 	SetMessage(ctx context.Context, token, callID string, ref MessageRef) error
 	// Decide records a decision atomically. It returns ErrNotFound,
-	// ErrExpired, ErrCancelled, ErrResolved, or ErrDecided with the
-	// Decided describing the decision already made.
+	// ErrExpired, ErrCancelled, ErrResolved, ErrTooLate past d.NotAfter,
+	// or ErrDecided with the Decided describing the decision already made.
 	Decide(ctx context.Context, token string, d Decision) (*Decided, error)
 	// Refused records a refused click in the audit stream.
 	Refused(ctx context.Context, r Refusal) error
@@ -146,4 +151,7 @@ var (
 	ErrCancelled = errors.New("approval request cancelled")
 	ErrResolved  = errors.New("approval request already resolved")
 	ErrDecided   = errors.New("tool call already decided")
+	// ErrTooLate: the decision reached the store after its NotAfter and
+	// was not recorded.
+	ErrTooLate = errors.New("decision arrived too late to be recorded")
 )

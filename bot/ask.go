@@ -110,6 +110,7 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 			continue
 		}
 		route := b.route(c.Route)
+		b.auth.Warm(route.Usergroups...) // the first click need not wait for a lookup
 		ref, err := b.post(ctx, route.Channel, b.card(a, c))
 		if err != nil && ctx.Err() != nil {
 			// Shutting down: leave the token open; the run resumes elsewhere

@@ -168,6 +168,7 @@ func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
 // at once; ctx ending leaves the call pending.
 func (b *Bot) postCard(ctx context.Context, a *Approval, c *CallStatus) error {
 	route := b.route(c.Route)
+	b.auth.Warm(route.Usergroups...) // the first click need not wait for a lookup
 	ref, err := b.post(ctx, route.Channel, b.card(a, c))
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // RefusedError says why a person may not decide a call. Its Reason is shown
@@ -17,29 +19,40 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return "refused: " + e.Reason }
 
 // Authorizer decides whether a Slack user may decide a call. It resolves
-// usergroup members with usergroups.users.list and caches them briefly.
+// usergroup members with usergroups.users.list (Tier 2: about 20 calls a
+// minute) through a cache; see usergroups.go.
 type Authorizer struct {
 	// TeamID is this workspace's team id; payloads from any other are
 	// refused. Empty accepts any team (Enterprise Grid org-wide apps).
 	TeamID string
-	Slack  SlackAPI
-	// TTL is how long usergroup members are cached; default 1 minute.
+	// EnterpriseID, on Enterprise Grid, is the organization's id: clicks
+	// from other workspaces of the same organization are accepted.
+	EnterpriseID string
+	Slack        SlackAPI
+	// TTL is how long usergroup members are fresh; default 1 minute.
 	TTL time.Duration
-	Now func() time.Time
+	// MaxStale is how long after TTL stale members are still served, at
+	// once, while they are looked up again in the background; default 10
+	// minutes. Past it a click waits for the lookup.
+	MaxStale time.Duration
+	Now      func() time.Time
+	// Sleep waits for d or until ctx ends (Retry-After); nil means a real
+	// timer. Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
 
-	mu     sync.Mutex
-	groups map[string]groupEntry
-}
-
-type groupEntry struct {
-	members []string
-	fetched time.Time
+	mu      sync.Mutex
+	groups  map[string]groupEntry
+	limited time.Time // usergroups.users.list is rate limited until then
+	flight  singleflight.Group
+	wg      sync.WaitGroup // lookups in flight
 }
 
 // Click is a person's attempt to decide a call.
 type Click struct {
 	TeamID string
-	User   string
+	// EnterpriseID is the click's Enterprise Grid organization, if any.
+	EnterpriseID string
+	User         string
 	// Message is the message the button was on (or the message a modal was
 	// opened from); it must be the call's card.
 	Message MessageRef
@@ -50,7 +63,7 @@ type Click struct {
 // *RefusedError saying why not and who can decide. requester is who asked
 // for the call.
 func (a *Authorizer) Authorize(ctx context.Context, click Click, call *CallStatus, route *Route, requester string) error {
-	if a.TeamID != "" && click.TeamID != a.TeamID {
+	if ws := (Workspace{TeamID: a.TeamID, EnterpriseID: a.EnterpriseID}); a.TeamID != "" && !ws.is(click.TeamID, click.EnterpriseID) {
 		return &RefusedError{Reason: "This button comes from another Slack workspace."}
 	}
 	if call.Message.Channel != "" && (click.Message.Channel != call.Message.Channel || click.Message.TS != call.Message.TS) {
@@ -87,36 +100,4 @@ func WhoCanDecide(route *Route) string {
 		return "Nobody is listed as an approver."
 	}
 	return "Approvers: " + strings.Join(who, ", ") + "."
-}
-
-func (a *Authorizer) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
-}
-
-// members returns a usergroup's members, from the cache when fresh.
-func (a *Authorizer) members(ctx context.Context, group string) ([]string, error) {
-	ttl := a.TTL
-	if ttl <= 0 {
-		ttl = time.Minute
-	}
-	a.mu.Lock()
-	e, ok := a.groups[group]
-	a.mu.Unlock()
-	if ok && a.now().Sub(e.fetched) < ttl {
-		return e.members, nil
-	}
-	members, err := a.Slack.GetUserGroupMembersContext(ctx, group)
-	if err != nil {
-		return nil, fmt.Errorf("usergroup %s members: %w", group, err)
-	}
-	a.mu.Lock()
-	if a.groups == nil {
-		a.groups = map[string]groupEntry{}
-	}
-	a.groups[group] = groupEntry{members: members, fetched: a.now()}
-	a.mu.Unlock()
-	return members, nil
 }

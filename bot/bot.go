@@ -29,6 +29,14 @@ type Config struct {
 	// Metrics is told about decisions, refusals and Slack errors; nil
 	// records nothing.
 	Metrics Metrics
+	// EnterpriseID is the Enterprise Grid organization's id (from
+	// auth.test), empty outside Grid: events and clicks from other
+	// workspaces of the same organization are accepted too.
+	EnterpriseID string
+	// AckBudget bounds the work done on an interaction before it is
+	// acknowledged (usergroup lookups, the store); 0 means
+	// DefaultAckBudget. Tests shorten it.
+	AckBudget time.Duration
 }
 
 // Metrics receives the events operators watch.
@@ -53,6 +61,8 @@ type Bot struct {
 	routes    *Routes
 	runner    *agentrunner.Runner
 	auth      *Authorizer
+	workspace Workspace
+	ackBudget time.Duration
 	log       *slog.Logger
 	retry     Retry
 	now       func() time.Time
@@ -78,7 +88,9 @@ func New(cfg Config) *Bot {
 	if b.metrics == nil {
 		b.metrics = noMetrics{}
 	}
-	b.auth = &Authorizer{TeamID: cfg.TeamID, Slack: cfg.Slack, Now: b.now}
+	b.ackBudget = cmp.Or(cfg.AckBudget, DefaultAckBudget)
+	b.workspace = Workspace{TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID}
+	b.auth = &Authorizer{TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID, Slack: cfg.Slack, Now: b.now}
 	return b
 }
 
@@ -88,7 +100,10 @@ func New(cfg Config) *Bot {
 func (b *Bot) SetRunner(r *agentrunner.Runner) { b.runner = r }
 
 // Close waits for background work started by requests to finish.
-func (b *Bot) Close() { b.wg.Wait() }
+func (b *Bot) Close() {
+	b.wg.Wait()
+	b.auth.Wait()
+}
 
 // goAsync runs f on a goroutine owned by the Bot with its own deadline,
 // detached from the request that started it.

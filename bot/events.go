@@ -68,6 +68,9 @@ var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+(?:\|[^>]*)?>`)
 // (HTTP or Socket Mode). It returns an error only when the event should be
 // delivered again.
 func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) error {
+	if rs.foreignEvent(ctx, eventID, ev) {
+		return nil
+	}
 	if ev.Type != slackevents.CallbackEvent {
 		return nil
 	}

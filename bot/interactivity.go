@@ -15,9 +15,12 @@ import (
 // VerifySlack: it trusts its body. A decision is recorded in Redis before
 // the request is acknowledged, so an acknowledged click is never lost;
 // the Slack calls that follow (updating the card, ephemeral replies,
-// modals) run after the acknowledgement.
+// modals) run after the acknowledgement. Everything before it shares one
+// deadline, the acknowledgement budget, counted from here.
 func (b *Bot) HandleInteraction() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := b.withAckBudget(r.Context())
+		defer cancel()
 		if err := r.ParseForm(); err != nil {
 			http.Error(w, "malformed form body", http.StatusBadRequest)
 			return
@@ -27,7 +30,7 @@ func (b *Bot) HandleInteraction() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp := b.Interact(r.Context(), cb)
+		resp := b.Interact(ctx, cb)
 		if resp == nil {
 			w.WriteHeader(http.StatusOK)
 			return
@@ -41,8 +44,12 @@ func (b *Bot) HandleInteraction() http.Handler {
 // it (HTTP or Socket Mode), and returns the body of the acknowledgement:
 // nil for an empty one, or a view_submission response such as inline
 // errors. Decisions are recorded before it returns; Slack calls that
-// follow run in the background.
+// follow run in the background. It returns within the acknowledgement
+// budget (from its call, or ctx's earlier deadline): a click that could
+// not be recorded by then decides nothing and is explained.
 func (b *Bot) Interact(ctx context.Context, cb *slack.InteractionCallback) any {
+	ctx, cancel := b.withAckBudget(ctx)
+	defer cancel()
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
 		b.blockActions(ctx, cb)
@@ -182,15 +189,15 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 	}
 	t, err := b.target(ctx, token, callID)
 	if err != nil {
-		b.tell(ctx, msg.Channel, user, Explain(err, nil))
+		b.tell(ctx, msg.Channel, user, explainLate(ctx, err, nil))
 		return
 	}
-	click := Click{TeamID: cb.Team.ID, User: user, Message: msg}
+	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: msg}
 
 	switch act.ActionID {
 	case ActionIDViewArgs:
 		// Anyone who can see the card may read the arguments.
-		b.openView(ctx, cb.TriggerID, ArgsModal(b.card(t.approval, t.call)))
+		b.openView(ctx, cb.TriggerID, msg.Channel, user, ArgsModal(b.card(t.approval, t.call)))
 	case ActionIDApprove, ActionIDDeny:
 		click.Action = ActionApprove
 		if act.ActionID == ActionIDDeny {
@@ -219,7 +226,7 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 		default:
 			view = AnswerModal(card, msg)
 		}
-		b.openView(ctx, cb.TriggerID, view)
+		b.openView(ctx, cb.TriggerID, msg.Channel, user, view)
 	default:
 		b.log.WarnContext(ctx, "unknown action", "action_id", act.ActionID)
 	}
@@ -248,7 +255,11 @@ func (b *Bot) authorize(ctx context.Context, click Click, t *clickTarget) bool {
 	var refused *RefusedError
 	if !errors.As(err, &refused) {
 		b.log.ErrorContext(ctx, "authorization failed", "err", err, "user", click.User)
-		b.tell(ctx, click.Message.Channel, click.User, "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment.")
+		text := "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment."
+		if pastBudget(ctx, err) {
+			text = tooLateText
+		}
+		b.tell(ctx, click.Message.Channel, click.User, text)
 		return false
 	}
 	b.metrics.Refused(refusalKind(refused.Reason))
@@ -278,8 +289,19 @@ func refusalKind(reason string) string {
 // decide records a decision and then, after the acknowledgement, updates
 // the card and tells the person if their click came too late.
 func (b *Bot) decide(ctx context.Context, click Click, t *clickTarget, d Decision) {
+	if ctx.Err() != nil {
+		// The budget is spent: a decision sent now could land after Slack
+		// was told nothing changed.
+		b.tell(ctx, click.Message.Channel, click.User, tooLateText)
+		return
+	}
+	d = notAfter(ctx, d)
 	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
 	if err != nil && !errors.Is(err, ErrDecided) {
+		if pastBudget(ctx, err) {
+			b.tooLate(ctx, click, t, d, err)
+			return
+		}
 		b.tell(ctx, click.Message.Channel, click.User, Explain(err, t.call))
 		return
 	}
@@ -312,18 +334,37 @@ func (b *Bot) tell(ctx context.Context, channel, user, text string) {
 	})
 }
 
-func (b *Bot) openView(ctx context.Context, triggerID string, view slack.ModalViewRequest) {
+// openView opens a modal for user after the acknowledgement. When Slack
+// refuses it (most often because the click's trigger_id expired), the
+// person is told, in the channel of the button, what happened and what to
+// do: otherwise their click would seem to do nothing.
+func (b *Bot) openView(ctx context.Context, triggerID, channel, user string, view slack.ModalViewRequest) {
 	if triggerID == "" {
 		return
 	}
 	b.goAsync(ctx, "open view", func(ctx context.Context) error {
 		// A trigger_id lives three seconds: one attempt, no backoff.
-		if _, err := b.slack.OpenViewContext(ctx, triggerID, view); err != nil {
-			b.metrics.SlackError("views.open")
-			return fmt.Errorf("views.open: %w", err)
+		_, err := b.slack.OpenViewContext(ctx, triggerID, view)
+		if err == nil {
+			return nil
 		}
-		return nil
+		b.metrics.SlackError("views.open")
+		if channel != "" && user != "" {
+			if err := b.ephemeral(ctx, channel, user, viewFailedText(err)); err != nil {
+				b.log.WarnContext(ctx, "tell that a form did not open", "err", err)
+			}
+		}
+		return fmt.Errorf("views.open: %w", err)
 	})
+}
+
+// viewFailedText says why a modal did not open, for the person who clicked.
+func viewFailedText(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && se.Err == "expired_trigger_id" {
+		return ":hourglass: The form did not open: Slack allows only three seconds between your click and the form, and that time ran out. Nothing changed. Click the button again."
+	}
+	return "slackbot could not open the form (Slack answered: " + EscapeText(truncate(err.Error(), 200)) + "). Nothing changed. Click the button again in a moment."
 }
 
 // Explain turns an error from a click into the sentence the person sees.
@@ -336,6 +377,8 @@ func Explain(err error, call *CallStatus) string {
 		return ":hourglass: This request expired before a decision arrived. Nothing changed."
 	case errors.Is(err, ErrCancelled):
 		return ":no_entry_sign: This request was cancelled. Nothing changed."
+	case errors.Is(err, ErrTooLate):
+		return tooLateText
 	case errors.Is(err, ErrDecided), errors.Is(err, ErrResolved):
 		if call != nil && call.DecidedBy != "" {
 			return fmt.Sprintf("This call was already %s by %s. Nothing changed.", call.State, mentionOf(call.DecidedBy))
@@ -344,6 +387,15 @@ func Explain(err error, call *CallStatus) string {
 	default:
 		return "slackbot could not record your decision; nothing changed. Try again in a moment."
 	}
+}
+
+// explainLate is Explain, except when the acknowledgement budget ran out:
+// then the person is told that, and that nothing changed.
+func explainLate(ctx context.Context, err error, call *CallStatus) string {
+	if pastBudget(ctx, err) {
+		return tooLateText
+	}
+	return Explain(err, call)
 }
 
 func mentionOf(who string) string {
@@ -365,9 +417,9 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 	user := cb.User.ID
 	t, err := b.target(ctx, meta.Token, meta.CallID)
 	if err != nil {
-		return modalError(cb.View.CallbackID, Explain(err, nil))
+		return modalError(cb.View.CallbackID, explainLate(ctx, err, nil))
 	}
-	click := Click{TeamID: cb.Team.ID, User: user, Message: meta.Message}
+	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: meta.Message}
 	d := Decision{CallID: t.call.ID, By: user}
 	values := cb.View.State.Values
 	switch cb.View.CallbackID {
@@ -399,11 +451,22 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 			_ = b.approvals.Refused(ctx, Refusal{Token: t.approval.Token, CallID: t.call.ID, User: user, Reason: refused.Reason})
 			return modalError(cb.View.CallbackID, refused.Reason)
 		}
+		if pastBudget(ctx, err) {
+			return modalError(cb.View.CallbackID, tooLateText)
+		}
 		return modalError(cb.View.CallbackID, "slackbot could not check whether you may decide this request. Try again.")
 	}
+	if ctx.Err() != nil {
+		return modalError(cb.View.CallbackID, tooLateText)
+	}
+	d = notAfter(ctx, d)
 	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
 	if err != nil {
-		return modalError(cb.View.CallbackID, Explain(err, res.callOr(t.call)))
+		if pastBudget(ctx, err) && !errors.Is(err, ErrTooLate) {
+			b.confirmLater(ctx, click, t, d)
+			return modalError(cb.View.CallbackID, "slackbot could not confirm in time whether this was recorded; a message will tell you. Check the card before you submit again.")
+		}
+		return modalError(cb.View.CallbackID, explainLate(ctx, err, res.callOr(t.call)))
 	}
 	if res.Changed {
 		b.metrics.Decision(string(res.Call.State))

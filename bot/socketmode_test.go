@@ -412,8 +412,10 @@ func (s *recordingSlack) GetConversationHistoryContext(context.Context, *slack.G
 type recordingApprovals struct {
 	mu        sync.Mutex
 	a         *Approval
-	decisions []Decision
+	decisions []Decision // as decided, NotAfter left out (it is a clock reading)
 	refusals  []Refusal
+	// withoutDeadline counts the decisions that had no NotAfter.
+	withoutDeadline int
 }
 
 func newRecordingApprovals() *recordingApprovals {
@@ -464,7 +466,12 @@ func (r *recordingApprovals) SetMessage(context.Context, string, string, Message
 func (r *recordingApprovals) Decide(_ context.Context, token string, d Decision) (*Decided, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.decisions = append(r.decisions, d)
+	if d.NotAfter.IsZero() {
+		r.withoutDeadline++
+	}
+	recorded := d
+	recorded.NotAfter = time.Time{}
+	r.decisions = append(r.decisions, recorded)
 	c := r.a.Call(d.CallID)
 	if token != r.a.Token || c == nil {
 		return nil, ErrNotFound
@@ -581,6 +588,26 @@ func newSocketTestRunner(t testing.TB, runs *startedRuns) *agentrunner.Runner {
 	return r
 }
 
+// eventsWorld is a Bot and its Runs over recording doubles: what the
+// events tests deliver events to.
+type eventsWorld struct {
+	logs    *logSink
+	slack   *recordingSlack
+	started *startedRuns
+	dedupe  *memDedupe
+	bot     *Bot
+	runs    *Runs
+}
+
+func newEventsWorld(t *testing.T) *eventsWorld {
+	t.Helper()
+	w := &eventsWorld{logs: newLogSink(), slack: &recordingSlack{}, started: &startedRuns{}, dedupe: &memDedupe{}}
+	runner := newSocketTestRunner(t, w.started)
+	w.bot = newSocketTestBot(t, w.slack, newRecordingApprovals(), runner, w.logs.logger())
+	w.runs = &Runs{Bot: w.bot, Runner: runner, Dedupe: w.dedupe, BotUserID: smBotUser, Log: w.logs.logger(), Context: t.Context()}
+	return w
+}
+
 // newSocketTestBot returns a Bot over the given doubles, with one route
 // whose only approver is smApprover.
 func newSocketTestBot(t testing.TB, s SlackAPI, a Approvals, r *agentrunner.Runner, log *slog.Logger) *Bot {
@@ -652,12 +679,8 @@ func TestSocketModeEvents(t *testing.T) {
 		},
 	}
 
-	logs := newLogSink()
-	slackAPI := &recordingSlack{}
-	started := &startedRuns{}
-	runner := newSocketTestRunner(t, started)
-	b := newSocketTestBot(t, slackAPI, newRecordingApprovals(), runner, logs.logger())
-	runs := &Runs{Bot: b, Runner: runner, Dedupe: &memDedupe{}, BotUserID: smBotUser, Log: logs.logger(), Context: t.Context()}
+	w := newEventsWorld(t)
+	logs, slackAPI, started, b, runs := w.logs, w.slack, w.started, w.bot, w.runs
 	fake := newFakeSocketSlack(t, smAppToken)
 	stop := startSocketMode(t, fake, &SocketMode{Bot: b, Runs: runs, Log: logs.logger()}, smAppToken)
 	conn := fake.next(t)
@@ -708,13 +731,8 @@ func TestSocketModeEvents(t *testing.T) {
 // An event whose dedupe could not be recorded is not acknowledged, and its
 // redelivery starts the run.
 func TestSocketModeEventRetries(t *testing.T) {
-	logs := newLogSink()
-	slackAPI := &recordingSlack{}
-	started := &startedRuns{}
-	runner := newSocketTestRunner(t, started)
-	b := newSocketTestBot(t, slackAPI, newRecordingApprovals(), runner, logs.logger())
-	dedupe := &memDedupe{}
-	runs := &Runs{Bot: b, Runner: runner, Dedupe: dedupe, BotUserID: smBotUser, Log: logs.logger(), Context: t.Context()}
+	w := newEventsWorld(t)
+	logs, started, b, runs, dedupe := w.logs, w.started, w.bot, w.runs, w.dedupe
 	fake := newFakeSocketSlack(t, smAppToken)
 	startSocketMode(t, fake, &SocketMode{Bot: b, Runs: runs, Log: logs.logger()}, smAppToken)
 
@@ -837,10 +855,11 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 
 	// outcome is what one delivery did.
 	type outcome struct {
-		Ack       string
-		Decisions []Decision
-		Refusals  []Refusal
-		Slack     []string
+		Ack             string
+		Decisions       []Decision
+		WithoutDeadline int
+		Refusals        []Refusal
+		Slack           []string
 	}
 	// world is a fresh Bot over fresh doubles holding the pending approval.
 	world := func(t *testing.T) (*Bot, *recordingApprovals, *recordingSlack) {
@@ -853,7 +872,8 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 		b.Close()
 		approvals.mu.Lock()
 		defer approvals.mu.Unlock()
-		return outcome{Ack: ack, Decisions: approvals.decisions, Refusals: approvals.refusals, Slack: slackAPI.Calls()}
+		return outcome{Ack: ack, Decisions: approvals.decisions, WithoutDeadline: approvals.withoutDeadline,
+			Refusals: approvals.refusals, Slack: slackAPI.Calls()}
 	}
 	fake := newFakeSocketSlack(t, smAppToken)
 
@@ -891,6 +911,9 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 			got := overSocket
 			if diff := cmp.Diff(tt.wantDecisions, got.Decisions); diff != "" {
 				t.Errorf("decisions recorded (-want +got):\n%s", diff)
+			}
+			if got.WithoutDeadline != 0 {
+				t.Errorf("%d decisions reached the store without a NotAfter; every click's has its acknowledgement deadline", got.WithoutDeadline)
 			}
 			for i := range got.Refusals {
 				got.Refusals[i].Reason = "" // worded by the Authorizer

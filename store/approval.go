@@ -342,6 +342,8 @@ func codeErr(code string) error {
 		return ErrCancelled
 	case "e:failed":
 		return ErrFailed
+	case "e:late":
+		return ErrTooLate
 	}
 	return fmt.Errorf("unexpected script reply %q", code)
 }

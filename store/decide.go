@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -36,6 +38,12 @@ type Decision struct {
 	Fail   bool
 	// Metadata goes into the results' metadata for the call.
 	Metadata map[string]any
+	// NotAfter, when set, is the last instant, by Redis's clock, at which
+	// the decision may be recorded: a decision that reaches Redis later
+	// (a frozen Redis, a stalled network) records nothing and returns
+	// ErrTooLate. A caller that gave up waiting at NotAfter therefore
+	// knows the decision is either recorded already or never will be.
+	NotAfter time.Time
 }
 
 // Outcome says what a decision did.
@@ -73,8 +81,9 @@ type Outcome struct {
 // ErrNotPendingCall if the call is not one of the token's, ErrExpired past
 // the deadline, ErrCancelled or ErrFailed after the token ended so,
 // ErrDecided (with the Outcome describing the decision already made) if
-// the call was decided differently, and ErrResolved if the token was
-// resolved while the call was undecided.
+// the call was decided differently, ErrResolved if the token was
+// resolved while the call was undecided, and ErrTooLate if the decision
+// reached Redis after d.NotAfter.
 func (s *Store) Decide(ctx context.Context, token string, d Decision) (*Outcome, error) {
 	if !validToken(token) {
 		return nil, fmt.Errorf("decide %s: %w", short(token), ErrNotFound)
@@ -83,7 +92,11 @@ func (s *Store) Decide(ctx context.Context, token string, d Decision) (*Outcome,
 	if err != nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
-	args := s.tokenArgs(token, s.now(), d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Message, p.answer)
+	notAfter := ""
+	if !d.NotAfter.IsZero() {
+		notAfter = strconv.FormatInt(d.NotAfter.UnixMicro(), 10)
+	}
+	args := s.tokenArgs(token, s.now(), d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Message, p.answer, notAfter)
 	res, err := decideScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)

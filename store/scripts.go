@@ -210,11 +210,23 @@ return {'ok', exp}
 // ARGV 7: call id, 8: by, 9: action (approve|deny|answer|fail), 10: key
 // (digest of the override args or answer, '-' for none), 11: result if
 // the call is an approval, 12: result if it is a question or external
-// call, 13: results metadata, 14: override args, 15: message, 16: answer.
+// call, 13: results metadata, 14: override args, 15: message, 16: answer,
+// 17: the last instant it may be recorded at, in Unix microseconds by
+// Redis's clock (empty for none).
 var decideScript = redis.NewScript(scriptPrelude + `
 local callID, by, action, key = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local function refuse(why)
   audit({'type', 'refused', 'call', callID, 'by', by, 'decision', action, 'reason', why})
+end
+-- A decision whose sender stopped waiting for it records nothing, so the
+-- sender can tell the person truthfully that nothing changed.
+local notAfter = ARGV[17]
+if notAfter and notAfter ~= '' then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(notAfter) then
+    refuse('too late')
+    return {'e:late'}
+  end
 end
 if redis.call('EXISTS', rec) == 0 then
   refuse('not found')

@@ -45,6 +45,9 @@ var (
 	// ErrClaimed: another process claimed the resumption of the token's
 	// run; this process must not continue it.
 	ErrClaimed = errors.New("run is resumed by another process")
+	// ErrTooLate: a decision reached Redis after its NotAfter; nothing
+	// was recorded.
+	ErrTooLate = errors.New("decision arrived after its deadline")
 )
 
 // Defaults of Options.
@@ -123,7 +126,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // Redis (miniredis) whose keys expire with the wall clock, so `slackbot dev`
 // runs with nothing installed through the same commands and scripts as a
 // real Redis; its data is lost when close is called or the process ends.
-// Open checks the connection with PING. close releases the client and the
+// Open checks the connection with PING. Commands on the client it returns
+// give up at their context's deadline. close releases the client and the
 // embedded server.
 func Open(ctx context.Context, redisURL string) (rdb redis.UniversalClient, close func() error, err error) {
 	if redisURL == "" {
@@ -132,7 +136,7 @@ func Open(ctx context.Context, redisURL string) (rdb redis.UniversalClient, clos
 			return nil, nil, fmt.Errorf("start embedded redis: %w", err)
 		}
 		m.ClockTTL(true)
-		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 		closeFn := func() error {
 			err := c.Close()
 			m.Close()
@@ -148,6 +152,9 @@ func Open(ctx context.Context, redisURL string) (rdb redis.UniversalClient, clos
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
+	// Every command gives up at its context's deadline, not only after
+	// the socket timeouts: the path that acknowledges a click has a budget.
+	opt.ContextTimeoutEnabled = true
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()

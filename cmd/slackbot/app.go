@@ -29,6 +29,7 @@ type appDeps struct {
 	Slack         bot.SlackAPI
 	SigningSecret string
 	TeamID        string
+	EnterpriseID  string // Enterprise Grid organization (auth.test), or ""
 	BotUserID     string
 	Routes        *bot.Routes
 	Model         agentrunner.Model
@@ -123,7 +124,7 @@ func newApp(d appDeps) (*app, error) {
 
 	approvals := storeadapter.New(st)
 	a.bot = bot.New(bot.Config{
-		Slack: d.Slack, Approvals: approvals, Routes: d.Routes, TeamID: d.TeamID,
+		Slack: d.Slack, Approvals: approvals, Routes: d.Routes, TeamID: d.TeamID, EnterpriseID: d.EnterpriseID,
 		Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
 	if len(d.APIKeys) > 0 {

@@ -32,6 +32,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/agentrunner/openai"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/bot/devui"
 	"github.com/slackapprove/slackbot/bot/httpapi"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -188,7 +189,7 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		deps.TeamID, deps.BotUserID = auth.TeamID, auth.UserID
+		deps.TeamID, deps.EnterpriseID, deps.BotUserID = auth.TeamID, auth.EnterpriseID, auth.UserID
 	}
 
 	if deps.Routes, err = loadRoutes(cfg, mode); err != nil {
@@ -230,8 +231,12 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	handler := a.handler()
+	if dev != nil {
+		handler = devui.Guard(ln.Addr(), handler)
+	}
 	srv := &http.Server{
-		Handler:           a.handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      90 * time.Second, // long polls of the HTTP API

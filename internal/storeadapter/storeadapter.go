@@ -71,7 +71,7 @@ func (a Approvals) SetMessage(ctx context.Context, token, callID string, ref bot
 
 // Decide implements bot.Approvals.
 func (a Approvals) Decide(ctx context.Context, token string, d bot.Decision) (*bot.Decided, error) {
-	sd := store.Decision{CallID: d.CallID, By: d.By, Message: d.Reason}
+	sd := store.Decision{CallID: d.CallID, By: d.By, Message: d.Reason, NotAfter: d.NotAfter}
 	switch d.Action {
 	case bot.ActionApprove:
 		sd.Approve, sd.OverrideArgs = true, d.OverrideArgs
@@ -125,6 +125,7 @@ func MapErr(err error) error {
 		{store.ErrDecided, bot.ErrDecided},
 		{store.ErrResolved, bot.ErrResolved},
 		{store.ErrFailed, bot.ErrResolved},
+		{store.ErrTooLate, bot.ErrTooLate},
 	} {
 		if errors.Is(err, m.from) {
 			return fmt.Errorf("%w (%v)", m.to, err)

@@ -1,0 +1,104 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"time"
+)
+
+// DefaultAckBudget is how long slackbot works on an interaction before it
+// acknowledges it. Slack waits three seconds; the rest is for the network.
+// Every store and Slack call made before the acknowledgement (loading the
+// request, usergroup lookups, recording the decision) shares this one
+// deadline, counted from the request's arrival.
+const DefaultAckBudget = 2500 * time.Millisecond
+
+// tooLateText is what a person is told when their click could not be
+// handled within the budget. It is true: a click past its deadline decides
+// nothing (the store refuses a decision that reaches it after its
+// NotAfter), and one whose fate was unknown is checked first; see
+// confirmLater.
+const tooLateText = ":hourglass: slackbot could not record your click in time (Slack or slackbot's database is slow right now), so nothing changed. Try again in a moment."
+
+// withAckBudget bounds ctx by the acknowledgement budget, counted from
+// now; a deadline ctx already has that is earlier stays.
+func (b *Bot) withAckBudget(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.ackBudget)
+}
+
+// pastBudget reports whether err means the acknowledgement budget ran out
+// (or the store refused a decision that reached it too late).
+func pastBudget(ctx context.Context, err error) bool {
+	if err == nil {
+		return false
+	}
+	if ctx.Err() != nil || errors.Is(err, ErrTooLate) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// notAfter returns d bounded by ctx's deadline: the store records it only
+// if it reaches the store before the click is answered.
+func notAfter(ctx context.Context, d Decision) Decision {
+	if dl, ok := ctx.Deadline(); ok {
+		d.NotAfter = dl
+	}
+	return d
+}
+
+// tooLate explains, after the acknowledgement, a decision the store could
+// not record in time. ErrTooLate means it was refused; any other error
+// leaves it unknown whether it was recorded just before the deadline, so
+// that is found out first.
+func (b *Bot) tooLate(ctx context.Context, click Click, t *clickTarget, d Decision, err error) {
+	if errors.Is(err, ErrTooLate) {
+		if ctx.Err() == nil {
+			// Refused while this process still had time: the store's clock
+			// is ahead of this host's by more than the budget.
+			b.log.ErrorContext(ctx, "the store refused a decision as late although it was sent in time; check that this host's and Redis's clocks agree (NTP)", "err", err)
+		}
+		b.tell(ctx, click.Message.Channel, click.User, tooLateText)
+		return
+	}
+	b.log.WarnContext(ctx, "decision not confirmed within the acknowledgement budget", "err", err, "user", click.User)
+	b.confirmLater(ctx, click, t, d)
+}
+
+// confirmLater finds out, after the acknowledgement, whether a decision
+// whose recording was not confirmed in time was recorded, and tells the
+// person which. Once its NotAfter has passed the store can no longer
+// record it, so what it reads now stays true. A decision recorded after
+// all updates its card, as any decision does.
+func (b *Bot) confirmLater(ctx context.Context, click Click, t *clickTarget, d Decision) {
+	b.goAsync(ctx, "confirm a late decision", func(ctx context.Context) error {
+		a, err := b.approvals.Get(ctx, t.approval.Token)
+		var c *CallStatus
+		if err == nil {
+			c = a.Call(t.call.ID)
+		}
+		switch {
+		case err != nil:
+			_ = b.ephemeral(ctx, click.Message.Channel, click.User, "slackbot could not confirm in time whether your click was recorded. The card shows every decision: look there before you click again.")
+			return err
+		case c != nil && recorded(c, d.By):
+			b.metrics.Decision(string(c.State))
+			_ = b.ephemeral(ctx, click.Message.Channel, click.User, "Your click was recorded (slackbot was slow to confirm it).")
+			return b.updateCard(ctx, a, c)
+		default:
+			return b.ephemeral(ctx, click.Message.Channel, click.User, tooLateText)
+		}
+	})
+}
+
+// recorded reports whether by's decision is on the call: it decided the
+// call, or its approval counts towards the call's quorum.
+func recorded(c *CallStatus, by string) bool {
+	if c.State != StatePending && c.DecidedBy == by {
+		return true
+	}
+	return slices.ContainsFunc(c.Votes, func(v Vote) bool { return v.User == by })
+}
