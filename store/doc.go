@@ -30,6 +30,8 @@
 //	P audit          stream: audit events, MAXLEN ~ AuditMaxLen
 //	P callbacks      stream: callback deliveries, consumer group "callbackers"
 //	P callbacks:retry sorted set: callback attempts waiting for their time
+//	P jobs           stream: after-decision jobs (card updates), consumer group "workers"
+//	P jobs:retry     sorted set: job attempts waiting for their time
 //	P idem:<digest>  string: the token an API client's idempotency key made
 //	P run:<run id>   string: RunState JSON
 //	P claim:<token>  string: owner of the token's resumption
