@@ -61,7 +61,7 @@ type Job struct {
 //	stale, _ := q.Reclaim(ctx, owner, 5*time.Minute)
 //	for _, j := range jobs + dead + stale {
 //		// do it; on success q.Ack(ctx, j.ID), on failure
-//		// q.Retry(ctx, j, next) or, out of attempts, q.Ack(ctx, j.ID)
+//		// q.Retry(ctx, j, backoff) or, out of attempts, q.Ack(ctx, j.ID)
 //	}
 //
 // The work itself must be idempotent: a consumer that stalls past the
@@ -223,9 +223,11 @@ func (q *JobQueue) Ack(ctx context.Context, ids ...string) error {
 }
 
 // Retry acknowledges job and schedules its next attempt (job.Attempt+1)
-// for at, atomically: the job continues exactly once. Identical jobs
-// waiting for their next attempt at once are merged into one.
-func (q *JobQueue) Retry(ctx context.Context, job Job, at time.Time) error {
+// after wait (by the store's clock), atomically: the job continues
+// exactly once. Identical jobs waiting for their next attempt at once are
+// merged into one.
+func (q *JobQueue) Retry(ctx context.Context, job Job, wait time.Duration) error {
+	at := q.s.now().Add(wait)
 	token := job.Token
 	if token == "" {
 		token = "-"

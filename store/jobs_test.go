@@ -225,7 +225,7 @@ func TestJobRetry(t *testing.T) {
 	if len(jobs) != 1 {
 		t.Fatalf("read: got %d jobs, want 1", len(jobs))
 	}
-	if err := q.Retry(t.Context(), jobs[0], e.clock.Now().Add(5*time.Second)); err != nil {
+	if err := q.Retry(t.Context(), jobs[0], 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := q.Promote(t.Context()); err != nil || n != 0 {
