@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/slackapprove/slackbot/store"
+	"github.com/slackapprove/slackbot/store/redistest"
 )
 
 // alive gives owner a process heartbeat, as Events.Run does.
@@ -248,5 +251,62 @@ func TestJobRetry(t *testing.T) {
 	again[0].ID = ""
 	if again[0] != want {
 		t.Errorf("retried job: got %+v, want %+v", again[0], want)
+	}
+}
+
+// The card update of an expiry goes through its whole life the same on
+// redis-server and on the embedded miniredis that `slackbot dev` uses:
+// queued by the sweep, read by a consumer that dies, taken over, retried,
+// acknowledged.
+func TestJobLifecycleOnBothRedises(t *testing.T) {
+	t.Run("redis-server", func(t *testing.T) {
+		rdb, prefix := redistest.Client(t)
+		jobLifecycle(t, rdb, prefix)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		rdb, closeFn, err := store.Open(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = closeFn() })
+		jobLifecycle(t, rdb, "slackbot:")
+	})
+}
+
+func jobLifecycle(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	c := newClock()
+	e := &env{rdb: rdb, prefix: prefix, clock: c, opts: store.Options{Prefix: prefix, Now: c.Now}}
+	s := e.store()
+	q := s.JobQueue(0)
+	a := e.create(t, s, requests("c1"), 1)
+	c.Advance(2 * time.Hour)
+	if got, err := s.Sweep(t.Context()); err != nil || len(got) != 1 {
+		t.Fatalf("sweep: got %d, %v; want 1 expired", len(got), err)
+	}
+	if got := readAll(t, q, "dead"); len(got) != 1 || got[0].Token != a.Token || got[0].Kind != store.JobCardUpdate {
+		t.Fatalf("read: got %+v, want the card update of %s", got, a.Token)
+	}
+	e.alive(t, "live")
+	time.Sleep(1100 * time.Millisecond)
+	taken, err := q.ReclaimDead(t.Context(), "live")
+	if err != nil || len(taken) != 1 || taken[0].Token != a.Token {
+		t.Fatalf("reclaim dead: got %+v, %v; want the job of %s", taken, err, a.Token)
+	}
+	if err := q.Retry(t.Context(), taken[0], time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(2 * time.Second)
+	if n, err := q.Promote(t.Context()); err != nil || n != 1 {
+		t.Fatalf("promote: got %d, %v; want 1", n, err)
+	}
+	again := readAll(t, q, "live")
+	if len(again) != 1 || again[0].Attempt != 2 || again[0].Token != a.Token {
+		t.Fatalf("after promote: got %+v, want attempt 2 of %s", again, a.Token)
+	}
+	if err := q.Ack(t.Context(), again[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := q.Reclaim(t.Context(), "other", 0); err != nil || len(got) != 0 {
+		t.Errorf("reclaim after ack: got %+v, %v; want none", got, err)
 	}
 }

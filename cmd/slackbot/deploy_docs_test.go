@@ -40,7 +40,7 @@ func docSection(t *testing.T, doc, heading string) string {
 }
 
 var (
-	mdFileRE = regexp.MustCompile("[A-Za-z0-9_./-]+\\.md\\b")
+	mdFileRE = regexp.MustCompile(`[A-Za-z0-9_./-]+\.md\b`)
 	scopeRE  = regexp.MustCompile("`([a-z_]+:[a-z_.]+)`")
 )
 

@@ -34,6 +34,13 @@ const (
 // (today: updating the cards of expired tokens) that any replica may do
 // and that must be done even if the process that decided died.
 func (a *app) consumeJobs(ctx context.Context) {
+	// Other replicas take over the jobs of a consumer without a heartbeat:
+	// start once Events.Run, which keeps it, is up.
+	select {
+	case <-a.events.Ready():
+	case <-ctx.Done():
+		return
+	}
 	block := a.deps.ResumeBlock
 	if block <= 0 {
 		block = 2 * time.Second
