@@ -14,6 +14,10 @@
 //   - The script that ends a token also queues its run on the resume
 //     stream and publishes the end, so no acknowledged decision is lost
 //     even if every process restarts: the run resumes from Redis.
+//   - The script that expires a token also queues the job that updates
+//     its Slack cards (JobQueue), so the cards say expired even if the
+//     process that claimed the expiry dies at once: another replica takes
+//     the job over, retries it, and acknowledges it only once done.
 //   - A run is resumed at most once: whoever continues it (the local
 //     waiter in Events.Wait, or a resume-queue consumer) first wins
 //     Store.ClaimResume.
