@@ -402,8 +402,10 @@ const sweepBatch = 256
 // exactly one sweeper across all processes and restarts: the claim is the
 // atomic removal of the token from the deadline set, in the same script
 // that marks it expired, records agentrunner.NoDecision results with
-// reason agentrunner.ReasonExpired, queues its run for resumption and wakes
-// its waiters (who get a NoDecisionError with Cause ErrTokenExpired).
+// reason agentrunner.ReasonExpired, queues its run for resumption, queues
+// a JobCardUpdate on the JobQueue (so the cards say expired even if this
+// process dies now) and wakes its waiters (who get a NoDecisionError with
+// Cause ErrTokenExpired).
 // Events.Run sweeps periodically; call Sweep directly in tests.
 func (s *Store) Sweep(ctx context.Context) ([]*Approval, error) {
 	var out []*Approval
@@ -417,7 +419,8 @@ func (s *Store) Sweep(ctx context.Context) ([]*Approval, error) {
 			return out, nil
 		}
 		cmds, err := s.pipelined(ctx, expireScript, len(tokens), func(i int) ([]string, []any) {
-			return s.tokenKeys(tokens[i]), s.tokenArgs(tokens[i], now, agentrunner.ReasonExpired)
+			keys := append(s.tokenKeys(tokens[i]), s.jobsKey())
+			return keys, s.tokenArgs(tokens[i], now, agentrunner.ReasonExpired, string(JobCardUpdate))
 		})
 		if err != nil {
 			return out, fmt.Errorf("sweep: %w", err)

@@ -14,6 +14,10 @@
 //   - The script that ends a token also queues its run on the resume
 //     stream and publishes the end, so no acknowledged decision is lost
 //     even if every process restarts: the run resumes from Redis.
+//   - The script that expires a token also queues the job that updates
+//     its Slack cards (JobQueue), so the cards say expired even if the
+//     process that claimed the expiry dies at once: another replica takes
+//     the job over, retries it, and acknowledges it only once done.
 //   - A run is resumed at most once: whoever continues it (the local
 //     waiter in Events.Wait, or a resume-queue consumer) first wins
 //     Store.ClaimResume.
@@ -30,6 +34,8 @@
 //	P audit          stream: audit events, MAXLEN ~ AuditMaxLen
 //	P callbacks      stream: callback deliveries, consumer group "callbackers"
 //	P callbacks:retry sorted set: callback attempts waiting for their time
+//	P jobs           stream: after-decision jobs (card updates), consumer group "workers"
+//	P jobs:retry     sorted set: job attempts waiting for their time
 //	P idem:<digest>  string: the token an API client's idempotency key made
 //	P run:<run id>   string: RunState JSON
 //	P claim:<token>  string: owner of the token's resumption

@@ -345,14 +345,18 @@ return reply('ok')
 
 // expireScript expires a token whose deadline has passed. Removing the
 // token from the deadline set is the claim: of all the sweepers racing on
-// the token, only the one that removes it acts.
-// ARGV 7: reason.
+// the token, only the one that removes it acts, and in the same step it
+// queues the job that updates the token's cards (see JobQueue), so the
+// cards are updated even if the sweeper dies at once.
+// KEYS 6: the job stream. ARGV 7: reason, 8: the card update job's kind.
 var expireScript = redis.NewScript(scriptPrelude + `
 local score = redis.call('ZSCORE', deadlines, token)
 if not score or tonumber(score) > tonumber(now) then return {} end
 redis.call('ZREM', deadlines, token)
 if redis.call('HGET', rec, 'state') ~= 'open' then return {} end
 finish('expired', '', ARGV[7])
+redis.call('XADD', KEYS[6], '*', 'kind', ARGV[8], 'token', token, 'data', '', 'attempt', '1')
+redis.call('PEXPIRE', KEYS[6], keep)
 return reply('expired')
 `)
 

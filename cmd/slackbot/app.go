@@ -65,6 +65,7 @@ type app struct {
 	store   *store.Store
 	events  *store.Events
 	queue   *store.ResumeQueue
+	jobs    *store.JobQueue
 	bot     *bot.Bot
 	runs    *bot.Runs
 	runner  *agentrunner.Runner
@@ -82,9 +83,8 @@ type app struct {
 	runCtx, waitCtx         context.Context
 	cancelRuns, cancelWaits context.CancelFunc
 
-	readyMu    sync.Mutex
-	readyAt    time.Time
-	readyError error
+	// slackOK is the outcome of the last auth.test (see watchSlack).
+	slackOK slackHealth
 }
 
 func newApp(d appDeps) (*app, error) {
@@ -116,11 +116,12 @@ func newApp(d appDeps) (*app, error) {
 		// then do other replicas take over the runs it waited on.
 		HeartbeatEvery: 2 * time.Second,
 		Logger:         d.Log,
-		OnExpired: func(ctx context.Context, ap *store.Approval) {
-			a.bot.UpdateCardsLater(ctx, ap.Token)
-		},
+		// The cards of an expired token are updated through the job
+		// queue (consumeJobs), which the sweep fills atomically with the
+		// expiry, so they are updated even if this process dies.
 	})
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
+	a.jobs = st.JobQueue(0)
 
 	approvals := storeadapter.New(st)
 	a.bot = bot.New(bot.Config{
@@ -176,7 +177,8 @@ func (a *app) auditPolicy(ctx context.Context, d bot.PolicyDecision) {
 }
 
 // background runs the loops every process runs until ctx ends: the
-// notification subscriber and sweeper, and the resume-queue consumer.
+// notification subscriber and sweeper, the resume-queue and job-queue
+// consumers, and the watch on Slack's health.
 func (a *app) background(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -185,6 +187,8 @@ func (a *app) background(ctx context.Context) {
 		}
 	})
 	wg.Go(func() { a.consumeResumes(ctx) })
+	wg.Go(func() { a.consumeJobs(ctx) })
+	wg.Go(func() { a.watchSlack(ctx) })
 	if a.callbacks != nil {
 		wg.Go(func() {
 			if err := a.callbacks.Run(ctx); err != nil && ctx.Err() == nil {
@@ -365,21 +369,14 @@ func slackHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// ready reports whether Redis answers and Slack accepts the bot token; the
-// Slack check is cached for a while, since readiness probes are frequent.
+// ready reports whether this replica can take traffic: whether Redis
+// answers. Slack is not asked: decisions need only Redis, and a Slack
+// outage or rate limit would otherwise take every replica out of the load
+// balancer at once, so that even clicks Slack does deliver get a 503.
+// Slack's health is watched apart, by watchSlack.
 func (a *app) ready(ctx context.Context) error {
 	if err := a.store.Ping(ctx); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	a.readyMu.Lock()
-	defer a.readyMu.Unlock()
-	if time.Since(a.readyAt) < 30*time.Second {
-		return a.readyError
-	}
-	_, err := a.deps.Slack.AuthTestContext(ctx)
-	a.readyAt, a.readyError = time.Now(), nil
-	if err != nil {
-		a.readyError = fmt.Errorf("slack auth.test: %w", err)
-	}
-	return a.readyError
+	return nil
 }

@@ -21,6 +21,7 @@ type metrics struct {
 	resumes    *prometheus.CounterVec
 	runs       *prometheus.CounterVec
 	apiLatency *prometheus.HistogramVec
+	slackUp    prometheus.Gauge
 }
 
 func newMetrics(pending func() float64) *metrics {
@@ -48,8 +49,11 @@ func newMetrics(pending func() float64) *metrics {
 		apiLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "slackbot_api_duration_seconds", Help: "HTTP API request duration, by route and status.",
 		}, []string{"route", "status"}),
+		slackUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slackbot_slack_up", Help: "1 when Slack's auth.test last succeeded with the bot token, 0 when it failed (checked every 30s; not part of readiness).",
+		}),
 	}
-	m.reg.MustRegister(m.decisions, m.refused, m.slackErrs, m.webhook, m.resumes, m.runs, m.apiLatency,
+	m.reg.MustRegister(m.decisions, m.refused, m.slackErrs, m.webhook, m.resumes, m.runs, m.apiLatency, m.slackUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if pending != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
