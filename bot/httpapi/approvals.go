@@ -486,6 +486,9 @@ func decodeCreate(body []byte, allowPrivate bool) (*createRequest, error) {
 			return nil, invalid("%s: tool_name is longer than %d bytes", where, maxToolName)
 		}
 		seen[c.ToolCallID] = true
+		if err := agentrunner.CheckArgsDepth(c.Args); err != nil {
+			return nil, invalid("%s: args are nested deeper than %d levels", where, agentrunner.MaxArgsDepth)
+		}
 		if _, err := c.ArgsObject(); err != nil {
 			return nil, invalid("%s: args must be a JSON object, a string holding one, or null", where)
 		}
