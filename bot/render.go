@@ -3,7 +3,6 @@ package bot
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -93,6 +92,10 @@ const (
 type Vote struct {
 	User string    `json:"user"`
 	At   time.Time `json:"at"`
+	// ArgsKey names the arguments approved: empty or "-" for the call's
+	// own, another value for each set of edited arguments. Only votes for
+	// the same arguments count toward one quorum.
+	ArgsKey string `json:"args_key,omitempty"`
 }
 
 // ToolOutcome is what happened when an approved or answered call's tool
@@ -121,10 +124,20 @@ const (
 	ActionIDViewArgs   = "view_args"   // open ArgsModal (truncated arguments)
 )
 
-// The block_id of the approval message's blocks that carry buttons.
+// The block_id of the approval message's blocks that carry buttons, before
+// the card's version: Slack asks for new block ids when a message is
+// updated, so each is followed by "." and a version that changes whenever
+// the card does (see CardBlockID).
 const (
 	BlockIDActions = "approval_actions" // the actions block
 	BlockIDArgs    = "approval_args"    // the arguments section (View all arguments)
+)
+
+// The block_id of the other named blocks, before the version.
+const (
+	blockIDRequester = "approval_requester"
+	blockIDStatus    = "approval_status"
+	blockIDNote      = "approval_note"
 )
 
 // Slack's limits, in characters. Lengths are measured in UTF-16 code units,
@@ -152,40 +165,45 @@ const (
 // only mentions in the result are the card's requester, decider and voters
 // (Slack user ids), its source channel and its usergroups.
 func ApprovalBlocks(c Card) []slack.Block {
-	c = normalize(c)
+	return newCardLayout(normalize(c)).fit()
+}
+
+// blocks renders the card with l's caps and argument preview limit.
+func (l *cardLayout) blocks() []slack.Block {
+	c := l.c
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain(headerText(c), true)),
 	}
 	if c.State != StatePending {
-		blocks = append(blocks, outcomeBlocks(c)...)
+		blocks = append(blocks, l.outcomeBlocks()...)
 	}
 	blocks = append(blocks,
-		slack.NewSectionBlock(plain(fitPlain(c.Confirmation, maxSectionText), false), nil, nil),
-		slack.NewContextBlock("approval_requester", mrkdwn(requesterLine(c))),
+		slack.NewSectionBlock(plain(fitPlain(c.Confirmation, l.caps.confirmation), false), nil, nil),
+		slack.NewContextBlock(l.blockID(blockIDRequester), mrkdwn(requesterLine(c))),
 	)
 	if strings.TrimSpace(c.Context) != "" {
-		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain("Context: "+c.Context, maxSectionText), false), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain("Context: "+c.Context, l.caps.context), false), nil, nil))
 	}
 	pending := c.State == StatePending
-	if len(c.OverrideArgs) > 0 && c.State == StateApproved {
-		blocks = append(blocks, argsBlocks(c, "*Arguments as requested*", c.Args, "", false)...)
-		blocks = append(blocks, argsBlocks(c, "*Arguments as approved (edited)*", c.OverrideArgs, "", false)...)
+	if l.edited() {
+		blocks = append(blocks, l.argsBlocks("*Arguments as requested*", l.args, "", false)...)
+		blocks = append(blocks, l.argsBlocks("*Arguments as approved (edited)*", l.override, "", false)...)
 	} else {
-		blocks = append(blocks, argsBlocks(c, "*Arguments*", c.Args, BlockIDArgs, pending)...)
+		blocks = append(blocks, l.argsBlocks("*Arguments*", l.args, l.blockID(BlockIDArgs), pending)...)
 	}
-	if line := statusLine(c); line != "" {
-		blocks = append(blocks, slack.NewContextBlock("approval_status", mrkdwn(line)))
+	if line := statusLine(c, l.caps.status); line != "" {
+		blocks = append(blocks, slack.NewContextBlock(l.blockID(blockIDStatus), mrkdwn(line)))
 	}
 	if !pending {
 		return blocks
 	}
-	if line := mentionsLine(c); line != "" {
+	if line := mentionsLine(c, l.caps.mentions); line != "" {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(line), nil, nil))
 	}
 	if c.Kind == agentrunner.KindExternal {
 		return append(blocks, slack.NewSectionBlock(plain("⏳ Waiting for an external result. Nothing to do here: this message updates when the result arrives.", true), nil, nil))
 	}
-	return append(blocks, actionsBlock(c))
+	return append(blocks, actionsBlock(c, l.version))
 }
 
 // ApprovalText returns the message's fallback text (chat.postMessage's
@@ -273,7 +291,31 @@ func headerText(c Card) string {
 
 // outcomeBlocks say how the card ended: who decided and when, the reason,
 // the answer, the tool's outcome.
-func outcomeBlocks(c Card) []slack.Block {
+func (l *cardLayout) outcomeBlocks() []slack.Block {
+	c := l.c
+	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(outcomeLine(c)), nil, nil)}
+	if strings.TrimSpace(c.Reason) != "" {
+		label := "Reason: "
+		if c.State == StateFailed {
+			label = "Error: "
+		}
+		blocks = append(blocks, slack.NewSectionBlock(plain(label+"“"+fitPlain(c.Reason, l.caps.reason-textLen(label)-2)+"”", false), nil, nil))
+	}
+	if len(bytes.TrimSpace(c.Answer)) > 0 {
+		label := "Answer"
+		if c.Kind == agentrunner.KindExternal {
+			label = "Result"
+		}
+		blocks = append(blocks, l.answerBlocks(label)...)
+	}
+	if c.Outcome != nil {
+		blocks = append(blocks, slack.NewSectionBlock(plain(outcomeText(*c.Outcome, l.caps.summary), false), nil, nil))
+	}
+	return blocks
+}
+
+// outcomeLine says how the card ended and who decided when.
+func outcomeLine(c Card) string {
 	var line string
 	by := actor(c.DecidedBy)
 	at := ""
@@ -306,36 +348,16 @@ func outcomeBlocks(c Card) []slack.Block {
 	default:
 		line = "❔ *Unknown state* " + literal(string(c.State))
 	}
-	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(line), nil, nil)}
-
-	if strings.TrimSpace(c.Reason) != "" {
-		label := "Reason: "
-		if c.State == StateFailed {
-			label = "Error: "
-		}
-		blocks = append(blocks, slack.NewSectionBlock(plain(label+"“"+fitPlain(c.Reason, maxSectionText-textLen(label)-2)+"”", false), nil, nil))
-	}
-	if len(bytes.TrimSpace(c.Answer)) > 0 {
-		label := "Answer"
-		if c.Kind == agentrunner.KindExternal {
-			label = "Result"
-		}
-		blocks = append(blocks, answerBlocks(label, c.Answer)...)
-	}
-	if c.Outcome != nil {
-		blocks = append(blocks, slack.NewSectionBlock(plain(outcomeText(*c.Outcome), false), nil, nil))
-	}
-	return blocks
+	return line
 }
 
 // answerBlocks show an answer: a JSON string as text, anything else as
 // pretty JSON.
-func answerBlocks(label string, answer json.RawMessage) []slack.Block {
-	var s string
-	if err := json.Unmarshal(answer, &s); err == nil {
-		return []slack.Block{slack.NewSectionBlock(plain(fitPlain(label+": "+s, maxSectionText), false), nil, nil)}
+func (l *cardLayout) answerBlocks(label string) []slack.Block {
+	if l.answerIsText {
+		return []slack.Block{slack.NewSectionBlock(plain(fitPlain(label+": "+l.answerText, l.caps.answer), false), nil, nil)}
 	}
-	code := codeSection("*"+label+"*", prettyJSON(answer, maxSectionText), 0, maxSectionText)
+	code := codeSection("*"+label+"*", l.answer, 0, l.caps.answer)
 	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(code.text), nil, nil)}
 	if code.truncated() {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.note(false))))
@@ -343,7 +365,7 @@ func answerBlocks(label string, answer json.RawMessage) []slack.Block {
 	return blocks
 }
 
-func outcomeText(o ToolOutcome) string {
+func outcomeText(o ToolOutcome, maxSummary int) string {
 	var head string
 	switch o.Status {
 	case OutcomeRan:
@@ -421,23 +443,15 @@ func requesterLine(c Card) string {
 
 // statusLine is the expiry and the quorum while pending, and who approved
 // when a quorum of several was reached.
-func statusLine(c Card) string {
+func statusLine(c Card, max int) string {
 	var parts []string
 	if c.State == StatePending && !c.ExpiresAt.IsZero() {
 		parts = append(parts, "Expires "+slackDate(c.ExpiresAt))
 	}
 	if c.RequiredApprovals > 1 && (c.State == StatePending || c.State == StateApproved) {
-		votes := fmt.Sprintf("%d of %d approvals", len(c.Votes), c.RequiredApprovals)
-		if len(c.Votes) > 0 {
-			names := make([]string, 0, len(c.Votes))
-			for _, v := range c.Votes {
-				names = append(names, voter(v.User))
-			}
-			votes += ": " + strings.Join(names, ", ")
-		}
-		parts = append(parts, votes)
+		parts = append(parts, quorumParts(c)...)
 	}
-	return fitJoin(parts, " · ", maxSectionText)
+	return fitJoin(parts, " · ", max)
 }
 
 func voter(user string) string {
@@ -449,7 +463,7 @@ func voter(user string) string {
 
 // mentionsLine notifies the card's usergroups. Ids that are not usergroup
 // ids are shown, not mentioned.
-func mentionsLine(c Card) string {
+func mentionsLine(c Card, max int) string {
 	if len(c.Mentions) == 0 {
 		return ""
 	}
@@ -473,7 +487,7 @@ func mentionsLine(c Card) string {
 			groups = append(groups, literal(m))
 		}
 	}
-	return label + fitJoin(groups, " ", maxSectionText-textLen(label))
+	return label + fitJoin(groups, " ", max-textLen(label))
 }
 
 // fitJoin joins parts with sep, leaving out whole parts (never half a
@@ -502,7 +516,7 @@ func fitJoin(parts []string, sep string, max int) string {
 	return b.String()
 }
 
-func actionsBlock(c Card) *slack.ActionBlock {
+func actionsBlock(c Card, version string) *slack.ActionBlock {
 	value := EncodeAction(c.Token, c.ToolCallID)
 	button := func(id, text string, style slack.Style) slack.BlockElement {
 		b := slack.NewButtonBlockElement(id, value, plain(text, true))
@@ -526,17 +540,22 @@ func actionsBlock(c Card) *slack.ActionBlock {
 			elems = append(elems, button(ActionIDEdit, "Edit arguments…", ""))
 		}
 	}
-	return slack.NewActionBlock(BlockIDActions, elems...)
+	return slack.NewActionBlock(versionedID(BlockIDActions, version), elems...)
 }
 
-// argsBlocks show arguments as pretty JSON in a code block. When they do
-// not fit, a note says how much is shown and, if viewButton, a View all
-// arguments button opens ArgsModal.
-func argsBlocks(c Card, label string, args json.RawMessage, blockID string, viewButton bool) []slack.Block {
-	code := codeSection(label, prettyJSON(args, maxSectionText), 0, maxSectionText)
+// viewArgsButton opens ArgsModal.
+func viewArgsButton(c Card) *slack.ButtonBlockElement {
+	return slack.NewButtonBlockElement(ActionIDViewArgs, EncodeAction(c.Token, c.ToolCallID), plain("View all arguments", true))
+}
+
+// argsBlocks show arguments as pretty JSON in a code block of at most
+// l.argsLimit characters. When they do not fit, a note says how much is
+// shown and, if viewButton, a View all arguments button opens ArgsModal.
+func (l *cardLayout) argsBlocks(label string, args preview, blockID string, viewButton bool) []slack.Block {
+	code := codeSection(label, args, 0, l.argsLimit)
 	var accessory *slack.Accessory
 	if code.truncated() && viewButton {
-		accessory = slack.NewAccessory(slack.NewButtonBlockElement(ActionIDViewArgs, EncodeAction(c.Token, c.ToolCallID), plain("View all arguments", true)))
+		accessory = slack.NewAccessory(viewArgsButton(l.c))
 	}
 	section := slack.NewSectionBlock(mrkdwn(code.text), nil, accessory)
 	section.BlockID = blockID
