@@ -251,6 +251,9 @@ func (s *Store) Create(ctx context.Context, a *Approval) error {
 		if call.Args != nil {
 			fields = append(fields, p+"args", string(call.Args))
 		}
+		if key, ok := argsKey(call); ok {
+			fields = append(fields, p+"ak", key)
+		}
 		if md, ok := a.Requests.Metadata[id]; ok {
 			b, err := json.Marshal(md)
 			if err != nil {

@@ -144,6 +144,16 @@ func TestQuorum(t *testing.T) {
 			},
 			wantBy: "UA,UB",
 		},
+		{
+			// An edit that changes nothing is the same set of arguments.
+			name: "edited arguments equal to the call's own add up with it", required: 3,
+			steps: []step{
+				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
+				{d: store.Decision{CallID: "c1", By: "UB", Approve: true, OverrideArgs: json.RawMessage("{\n  \"path\": \"c1.txt\"\n}")}, wantStatus: store.CallPending, wantChanged: true, wantVotes: 2},
+				{d: store.Decision{CallID: "c1", By: "UC", Approve: true, OverrideArgs: json.RawMessage(`"{\"path\":\"c1.txt\"}"`)}, wantStatus: store.CallApproved, wantChanged: true, wantVotes: 3},
+			},
+			wantBy: "UA,UB,UC",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
