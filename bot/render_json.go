@@ -112,9 +112,7 @@ func indentJSON(w *textSink, src []byte, indent string) {
 		}
 		switch c {
 		case '"':
-			end := stringEnd(src, i)
-			w.reveal(src[i:end], false)
-			i = end - 1
+			i = w.jsonString(src, i) - 1
 		case '{', '[':
 			w.byte(c)
 			needIndent = true
@@ -140,18 +138,24 @@ func indentJSON(w *textSink, src []byte, indent string) {
 	}
 }
 
-// stringEnd returns the index just past the JSON string that starts at
-// src[i] (a quote).
-func stringEnd(src []byte, i int) int {
-	for j := i + 1; j < len(src); j++ {
-		switch src[j] {
-		case '\\':
+// jsonString writes the JSON string that starts at src[i] (a quote),
+// revealed, and returns the index just past it.
+func (w *textSink) jsonString(src []byte, i int) int {
+	j := i + 1
+	for j < len(src) {
+		c := src[j]
+		if c == '"' {
 			j++
-		case '"':
-			return j + 1
+			break
 		}
+		if c == '\\' {
+			j++
+		}
+		j++
 	}
-	return len(src)
+	j = min(j, len(src))
+	w.reveal(src[i:j], false)
+	return j
 }
 
 // textSink keeps the first limit characters written to it and counts all,

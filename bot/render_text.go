@@ -55,12 +55,19 @@ func fitCode(s string, max int) (escaped, rest string) {
 	prev := rune(0)
 	// Where the last full line ended, to cut there if it is near the end.
 	lineEnd, lineEndIn := -1, 0
+	b.Grow(min(len(s), 4*max))
 	for i, r := range s {
-		piece := escapeRune(r)
-		if r == '`' && prev == '`' {
-			piece = "\u200b`"
+		piece, width := "", 1 // piece "" means r itself
+		switch {
+		case r == '`' && prev == '`':
+			piece, width = "\u200b`", 2
+		case r == '&' || r == '<' || r == '>':
+			piece = escapeRune(r)
+			width = len(piece)
+		case r >= 0x80:
+			width = utf16.RuneLen(r)
 		}
-		if n+textLen(piece) > max {
+		if n+width > max {
 			if lineEnd >= 0 && b.Len()-lineEnd < b.Len()/4 {
 				out := b.String()[:lineEnd]
 				return out, s[lineEndIn:]
@@ -70,8 +77,12 @@ func fitCode(s string, max int) (escaped, rest string) {
 		if r == '\n' {
 			lineEnd, lineEndIn = b.Len(), i+1
 		}
-		b.WriteString(piece)
-		n += textLen(piece)
+		if piece == "" {
+			b.WriteRune(r)
+		} else {
+			b.WriteString(piece)
+		}
+		n += width
 		prev = r
 	}
 	return b.String(), ""
