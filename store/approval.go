@@ -519,6 +519,20 @@ func (c *CallState) answeredBy() string {
 	return strings.Join(by, ",")
 }
 
+// QuorumVotes is how many approvals count toward the call's quorum: the
+// most any one set of arguments has (votes for different arguments never
+// add up), or the approved set's once the call is approved.
+func (c *CallState) QuorumVotes() int {
+	if c.Status == CallApproved && c.key != "" {
+		return c.votesFor(c.key)
+	}
+	most := 0
+	for _, v := range c.Votes {
+		most = max(most, c.votesFor(v.Key))
+	}
+	return most
+}
+
 // votesFor counts the votes for the arguments with the given key.
 func (c *CallState) votesFor(key string) int {
 	n := 0

@@ -112,7 +112,7 @@ func view(rec *store.Approval) approvalView {
 	for _, c := range rec.Calls {
 		cv := callView{
 			ToolCallID: c.ID, ToolName: c.Tool, Kind: c.Kind, State: string(c.Status),
-			Route: c.Route, Votes: len(c.Votes), Required: c.Required,
+			Route: c.Route, Votes: c.QuorumVotes(), Required: c.Required,
 		}
 		if c.Status == store.CallUndecided {
 			// Undecided calls take the token's end: expired, cancelled, failed.
