@@ -75,6 +75,9 @@ func normalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 	if raw[0] != '{' || !json.Valid(raw) {
 		return nil, errors.New("args: not a JSON object")
 	}
+	if err := checkDepth(raw); err != nil {
+		return nil, err
+	}
 	return raw, nil
 }
 

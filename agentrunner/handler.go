@@ -68,8 +68,27 @@ type AskHandler struct {
 	Now func() time.Time
 }
 
-// HandleDeferred implements DeferredHandler.
+// HandleDeferred implements DeferredHandler. Calls whose arguments nest
+// deeper than MaxArgsDepth are never asked about: they are refused in
+// place (approvals denied, other calls failed) with a message saying why.
 func (h *AskHandler) HandleDeferred(ctx context.Context, rc *RunContext, requests DeferredToolRequests) (*DeferredToolResults, error) {
+	refused, rest := refuseTooDeep(requests)
+	if refused == nil {
+		return h.ask(ctx, rc, requests)
+	}
+	if rest.Empty() {
+		return roundTrip(refused)
+	}
+	answer, err := h.ask(ctx, rc, rest)
+	if err != nil {
+		return nil, err
+	}
+	answer.Merge(refused)
+	return answer, nil
+}
+
+// ask opens a token, hands requests to Ask and waits for the answer.
+func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredToolRequests) (*DeferredToolResults, error) {
 	newToken := h.NewToken
 	if newToken == nil {
 		newToken = NewToken

@@ -154,7 +154,17 @@ func (b *Bot) post(ctx context.Context, channel string, card Card) (MessageRef, 
 	var ref MessageRef
 	marker := cardMarker(card.Token, card.ToolCallID)
 	since := time.Now().Add(-time.Minute)
-	ambiguous := false
+	ambiguous, minimal := false, false
+	blocks := ApprovalBlocks(card)
+	send := func(ctx context.Context) (string, string, error) {
+		return b.slack.PostMessageContext(ctx, channel,
+			slack.MsgOptionText(ApprovalText(card), false),
+			slack.MsgOptionBlocks(blocks...),
+			slack.MsgOptionMetadata(slack.SlackMetadata{
+				EventType:    cardEventType,
+				EventPayload: map[string]any{"card": marker},
+			}))
+	}
 	err := b.retry.Do(ctx, func(ctx context.Context) error {
 		if ambiguous {
 			found, err := b.findCard(ctx, channel, marker, since)
@@ -166,13 +176,15 @@ func (b *Bot) post(ctx context.Context, channel string, card Card) (MessageRef, 
 				return nil
 			}
 		}
-		ch, ts, err := b.slack.PostMessageContext(ctx, channel,
-			slack.MsgOptionText(ApprovalText(card), false),
-			slack.MsgOptionBlocks(ApprovalBlocks(card)...),
-			slack.MsgOptionMetadata(slack.SlackMetadata{
-				EventType:    cardEventType,
-				EventPayload: map[string]any{"card": marker},
-			}))
+		ch, ts, err := send(ctx)
+		if blocksRefused(err) && !minimal {
+			// Slack refused the card: post where the call stands, with its
+			// buttons, in as little as Slack accepts.
+			b.metrics.SlackError("chat.postMessage")
+			b.log.WarnContext(ctx, "Slack refused a card; posting a minimal one", "channel", channel, "err", err)
+			blocks, minimal = MinimalApprovalBlocks(card), true
+			ch, ts, err = send(ctx)
+		}
 		if err != nil {
 			b.metrics.SlackError("chat.postMessage")
 			var rl *slack.RateLimitedError

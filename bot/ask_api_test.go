@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -326,4 +327,70 @@ func TestAskAPICardNotPosted(t *testing.T) {
 	if d2.State != bot.StatePending || d2.Message.TS == "" {
 		t.Errorf("d2: got %s, card %+v; want pending with a card", d2.State, d2.Message)
 	}
+}
+
+// A card Slack refuses as too long (or as blocks it does not accept) is
+// posted again minimal, with its buttons; an update Slack refuses is sent
+// minimal, so a decided card never keeps live buttons.
+func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
+	for _, code := range []string{"msg_blocks_too_long", "invalid_blocks"} {
+		t.Run(code, func(t *testing.T) {
+			e := newAskAPIEnv(t)
+			e.slack.ErrorNext("chat.postMessage", code, 1)
+			token := agentrunner.NewToken()
+			if _, err := e.bot.AskAPI(t.Context(), bot.APIRequest{Token: token, Client: "billing", Requests: agentrunner.DeferredToolRequests{
+				Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`)},
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := e.store.Get(t.Context(), token)
+			if c := a.Call("d1"); c.State != bot.StatePending || c.Message.TS == "" {
+				t.Fatalf("d1: %s, card %+v; want pending with a card", c.State, c.Message)
+			}
+			msgs := e.slack.Messages("C0APPROVALS")
+			if len(msgs) != 1 {
+				t.Fatalf("%d cards posted, want 1", len(msgs))
+			}
+			if got := buttonIDs(msgs[0]); !slices.Contains(got, bot.ActionIDApprove) || !strings.Contains(string(msgs[0].BlocksJSON), "shortened") {
+				t.Errorf("posted card has buttons %v; want the minimal card with Approve:\n%s", got, msgs[0].BlocksJSON)
+			}
+
+			if _, err := e.store.Decide(t.Context(), token, bot.Decision{CallID: "d1", By: "U0ALICE", Action: bot.ActionApprove}); err != nil {
+				t.Fatal(err)
+			}
+			e.slack.ErrorNext("chat.update", code, 1)
+			if err := e.bot.UpdateCards(t.Context(), token); err != nil {
+				t.Fatalf("UpdateCards: %v", err)
+			}
+			m := e.slack.Messages("C0APPROVALS")[0]
+			if got := buttonIDs(m); len(got) != 0 || !strings.Contains(string(m.BlocksJSON), "Approved") {
+				t.Errorf("decided card has buttons %v; want the minimal approved card:\n%s", got, m.BlocksJSON)
+			}
+		})
+	}
+}
+
+// buttonIDs are the action_ids of a message's buttons.
+func buttonIDs(m slackfake.Message) []string {
+	var ids []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "button" {
+				ids = append(ids, v["action_id"].(string))
+			}
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	var blocks any
+	_ = json.Unmarshal(m.BlocksJSON, &blocks)
+	walk(blocks)
+	return ids
 }

@@ -225,12 +225,22 @@ func (b *Bot) updateRendered(ctx context.Context, ref MessageRef, card Card) err
 	if ref.Channel == "" || ref.TS == "" {
 		return nil // never posted (or the post failed): nothing to update
 	}
-	err := b.retry.Do(ctx, func(ctx context.Context) error {
-		_, _, _, err := b.slack.UpdateMessageContext(ctx, ref.Channel, ref.TS,
-			slack.MsgOptionText(ApprovalText(card), false),
-			slack.MsgOptionBlocks(ApprovalBlocks(card)...))
-		return err
-	})
+	update := func(blocks []slack.Block) error {
+		return b.retry.Do(ctx, func(ctx context.Context) error {
+			_, _, _, err := b.slack.UpdateMessageContext(ctx, ref.Channel, ref.TS,
+				slack.MsgOptionText(ApprovalText(card), false),
+				slack.MsgOptionBlocks(blocks...))
+			return err
+		})
+	}
+	err := update(ApprovalBlocks(card))
+	if blocksRefused(err) {
+		// Never leave a decided card with live buttons: say where the call
+		// stands in as little as Slack accepts.
+		b.metrics.SlackError("chat.update")
+		b.log.WarnContext(ctx, "Slack refused a card; updating it with a minimal one", "channel", ref.Channel, "ts", ref.TS, "err", err)
+		err = update(MinimalApprovalBlocks(card))
+	}
 	if err != nil {
 		b.metrics.SlackError("chat.update")
 		return fmt.Errorf("update card %s/%s: %w", ref.Channel, ref.TS, err)

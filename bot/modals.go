@@ -82,21 +82,21 @@ func ArgsModal(c Card) slack.ModalViewRequest {
 	blocks := []slack.Block{
 		slack.NewSectionBlock(plain(fitPlain("Arguments of "+c.ToolName, maxSectionText), false), nil, nil),
 	}
-	rest := prettyJSON(c.Args)
-	total := len([]rune(rest))
+	// No more than the modal can show is ever indented or kept.
+	p := prettyJSON(c.Args, (maxModalBlocks-2)*maxSectionText)
+	shown := 0
 	// Leave room for the final note.
-	for rest != "" && len(blocks) < maxModalBlocks-1 {
-		chunk := codeSection("", rest, maxSectionText)
-		if chunk.shown == 0 {
+	for p.prefix != "" && len(blocks) < maxModalBlocks-1 {
+		chunk := codeSection("", p, shown, maxSectionText)
+		if chunk.shown == shown {
 			break // nothing fits: cannot happen with Slack's limits, but never loop
 		}
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(chunk.text), nil, nil))
-		rest = chunk.rest
+		shown, p.prefix = chunk.shown, chunk.rest
 	}
-	if rest != "" {
-		shown := total - len([]rune(rest))
+	if shown < p.total {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf(
-			"Showing %s of %s characters: the rest is too long for Slack.", thousands(shown), thousands(total)))))
+			"Showing %s of %s characters: the rest is too long for Slack.", thousands(shown), thousands(p.total)))))
 	}
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
@@ -150,13 +150,13 @@ func EditArgsModal(c Card, ref MessageRef, current json.RawMessage) slack.ModalV
 		PrivateMetadata: encodeModalMetadata(c, ref),
 	}
 	intro := slack.NewSectionBlock(plain(fitPlain("Approve "+c.ToolName+" with these arguments:", maxSectionText), false), nil, nil)
-	initial, ok := editableJSON(current)
+	initial, length, ok := editableJSON(current)
 	if !ok {
 		view.Blocks = slack.Blocks{BlockSet: []slack.Block{
 			intro,
 			slack.NewSectionBlock(plain(fmt.Sprintf(
 				"These arguments are %s characters long; Slack cannot edit more than %s. Approve or deny them as they are.",
-				thousands(textLen(initial)), thousands(maxInputValue)), true), nil, nil),
+				thousands(length), thousands(maxInputValue)), true), nil, nil),
 		}}
 		return view
 	}
@@ -177,18 +177,18 @@ func EditArgsModal(c Card, ref MessageRef, current json.RawMessage) slack.ModalV
 
 // editableJSON returns args as the text of an input: pretty if that fits
 // Slack's input limit, compact if only that fits. ok is false when neither
-// fits; the text is then the compact form, for its length.
-func editableJSON(args json.RawMessage) (text string, ok bool) {
-	pretty := prettyJSON(args)
-	if textLen(pretty) <= maxInputValue {
-		return pretty, true
+// fits; length is then the compact form's, in characters.
+func editableJSON(args json.RawMessage) (text string, length int, ok bool) {
+	j := newJSONText(args)
+	pretty := j.preview("  ", maxInputValue+1, true)
+	if pretty.whole() && textLen(pretty.prefix) <= maxInputValue {
+		return pretty.prefix, pretty.total, true
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, []byte(pretty)); err != nil {
-		return pretty, false
+	compact := j.preview("", maxInputValue+1, false)
+	if compact.whole() && textLen(compact.prefix) <= maxInputValue {
+		return compact.prefix, compact.total, true
 	}
-	compact := buf.String()
-	return compact, textLen(compact) <= maxInputValue
+	return "", compact.total, false
 }
 
 // AnswerModal asks a person to answer a question call. Its input is

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -91,7 +92,11 @@ func TestArgsModalShowsEverything(t *testing.T) {
 					shown.WriteString("\n") // chunks are cut at line ends
 				}
 			}
-			want := prettyJSON(c.Args)
+			var indented bytes.Buffer
+			if err := json.Indent(&indented, c.Args, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			want := indented.String()
 			got := strings.TrimSuffix(shown.String(), "\n")
 			if all := got == want; all != tt.wantAll {
 				t.Errorf("modal shows all %d characters = %v, want %v (shown %d)", len(want), all, tt.wantAll, len(got))

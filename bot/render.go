@@ -3,12 +3,8 @@ package bot
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -96,6 +92,10 @@ const (
 type Vote struct {
 	User string    `json:"user"`
 	At   time.Time `json:"at"`
+	// ArgsKey names the arguments approved: empty or "-" for the call's
+	// own, another value for each set of edited arguments. Only votes for
+	// the same arguments count toward one quorum.
+	ArgsKey string `json:"args_key,omitempty"`
 }
 
 // ToolOutcome is what happened when an approved or answered call's tool
@@ -124,10 +124,20 @@ const (
 	ActionIDViewArgs   = "view_args"   // open ArgsModal (truncated arguments)
 )
 
-// The block_id of the approval message's blocks that carry buttons.
+// The block_id of the approval message's blocks that carry buttons, before
+// the card's version: Slack asks for new block ids when a message is
+// updated, so each is followed by "." and a version that changes whenever
+// the card does (see CardBlockID).
 const (
 	BlockIDActions = "approval_actions" // the actions block
 	BlockIDArgs    = "approval_args"    // the arguments section (View all arguments)
+)
+
+// The block_id of the other named blocks, before the version.
+const (
+	blockIDRequester = "approval_requester"
+	blockIDStatus    = "approval_status"
+	blockIDNote      = "approval_note"
 )
 
 // Slack's limits, in characters. Lengths are measured in UTF-16 code units,
@@ -155,40 +165,45 @@ const (
 // only mentions in the result are the card's requester, decider and voters
 // (Slack user ids), its source channel and its usergroups.
 func ApprovalBlocks(c Card) []slack.Block {
-	c = normalize(c)
+	return newCardLayout(normalize(c)).fit()
+}
+
+// blocks renders the card with l's caps and argument preview limit.
+func (l *cardLayout) blocks() []slack.Block {
+	c := l.c
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain(headerText(c), true)),
 	}
 	if c.State != StatePending {
-		blocks = append(blocks, outcomeBlocks(c)...)
+		blocks = append(blocks, l.outcomeBlocks()...)
 	}
 	blocks = append(blocks,
-		slack.NewSectionBlock(plain(fitPlain(c.Confirmation, maxSectionText), false), nil, nil),
-		slack.NewContextBlock("approval_requester", mrkdwn(requesterLine(c))),
+		slack.NewSectionBlock(plain(fitPlain(c.Confirmation, l.caps.confirmation), false), nil, nil),
+		slack.NewContextBlock(l.blockID(blockIDRequester), mrkdwn(requesterLine(c))),
 	)
 	if strings.TrimSpace(c.Context) != "" {
-		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain("Context: "+c.Context, maxSectionText), false), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain("Context: "+c.Context, l.caps.context), false), nil, nil))
 	}
 	pending := c.State == StatePending
-	if len(c.OverrideArgs) > 0 && c.State == StateApproved {
-		blocks = append(blocks, argsBlocks(c, "*Arguments as requested*", c.Args, "", false)...)
-		blocks = append(blocks, argsBlocks(c, "*Arguments as approved (edited)*", c.OverrideArgs, "", false)...)
+	if l.edited() {
+		blocks = append(blocks, l.argsBlocks("*Arguments as requested*", l.args, "", false)...)
+		blocks = append(blocks, l.argsBlocks("*Arguments as approved (edited)*", l.override, "", false)...)
 	} else {
-		blocks = append(blocks, argsBlocks(c, "*Arguments*", c.Args, BlockIDArgs, pending)...)
+		blocks = append(blocks, l.argsBlocks("*Arguments*", l.args, l.blockID(BlockIDArgs), pending)...)
 	}
-	if line := statusLine(c); line != "" {
-		blocks = append(blocks, slack.NewContextBlock("approval_status", mrkdwn(line)))
+	if line := statusLine(c, l.caps.status); line != "" {
+		blocks = append(blocks, slack.NewContextBlock(l.blockID(blockIDStatus), mrkdwn(line)))
 	}
 	if !pending {
 		return blocks
 	}
-	if line := mentionsLine(c); line != "" {
+	if line := mentionsLine(c, l.caps.mentions); line != "" {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(line), nil, nil))
 	}
 	if c.Kind == agentrunner.KindExternal {
 		return append(blocks, slack.NewSectionBlock(plain("⏳ Waiting for an external result. Nothing to do here: this message updates when the result arrives.", true), nil, nil))
 	}
-	return append(blocks, actionsBlock(c))
+	return append(blocks, actionsBlock(c, l.version))
 }
 
 // ApprovalText returns the message's fallback text (chat.postMessage's
@@ -220,11 +235,20 @@ func normalize(c Card) Card {
 		c.ToolName = "(unnamed tool)"
 	}
 	if strings.TrimSpace(c.Confirmation) == "" {
-		c.Confirmation = agentrunner.DefaultConfirmation(agentrunner.ToolCallPart{
-			ToolName: c.ToolName, Args: c.Args, ToolCallID: c.ToolCallID,
-		})
+		c.Confirmation = defaultConfirmation(c.ToolName, c.Args)
 	}
 	return c
+}
+
+// defaultConfirmation is agentrunner.DefaultConfirmation, e.g.
+// `Run delete_file({"path":"temp.txt"})?`, made only as long as a card can
+// show: long arguments are cut, never compacted whole.
+func defaultConfirmation(tool string, args json.RawMessage) string {
+	text, whole := compactStart(args, maxSectionText)
+	if !whole {
+		return "Run " + tool + "(" + text + "…"
+	}
+	return "Run " + tool + "(" + text + ")?"
 }
 
 // stateLabel is the emoji and word that say where the card stands, first
@@ -267,7 +291,31 @@ func headerText(c Card) string {
 
 // outcomeBlocks say how the card ended: who decided and when, the reason,
 // the answer, the tool's outcome.
-func outcomeBlocks(c Card) []slack.Block {
+func (l *cardLayout) outcomeBlocks() []slack.Block {
+	c := l.c
+	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(outcomeLine(c)), nil, nil)}
+	if strings.TrimSpace(c.Reason) != "" {
+		label := "Reason: "
+		if c.State == StateFailed {
+			label = "Error: "
+		}
+		blocks = append(blocks, slack.NewSectionBlock(plain(label+"“"+fitPlain(c.Reason, l.caps.reason-textLen(label)-2)+"”", false), nil, nil))
+	}
+	if len(bytes.TrimSpace(c.Answer)) > 0 {
+		label := "Answer"
+		if c.Kind == agentrunner.KindExternal {
+			label = "Result"
+		}
+		blocks = append(blocks, l.answerBlocks(label)...)
+	}
+	if c.Outcome != nil {
+		blocks = append(blocks, slack.NewSectionBlock(plain(outcomeText(*c.Outcome, l.caps.summary), false), nil, nil))
+	}
+	return blocks
+}
+
+// outcomeLine says how the card ended and who decided when.
+func outcomeLine(c Card) string {
 	var line string
 	by := actor(c.DecidedBy)
 	at := ""
@@ -300,36 +348,16 @@ func outcomeBlocks(c Card) []slack.Block {
 	default:
 		line = "❔ *Unknown state* " + literal(string(c.State))
 	}
-	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(line), nil, nil)}
-
-	if strings.TrimSpace(c.Reason) != "" {
-		label := "Reason: "
-		if c.State == StateFailed {
-			label = "Error: "
-		}
-		blocks = append(blocks, slack.NewSectionBlock(plain(label+"“"+fitPlain(c.Reason, maxSectionText-textLen(label)-2)+"”", false), nil, nil))
-	}
-	if len(bytes.TrimSpace(c.Answer)) > 0 {
-		label := "Answer"
-		if c.Kind == agentrunner.KindExternal {
-			label = "Result"
-		}
-		blocks = append(blocks, answerBlocks(label, c.Answer)...)
-	}
-	if c.Outcome != nil {
-		blocks = append(blocks, slack.NewSectionBlock(plain(outcomeText(*c.Outcome), false), nil, nil))
-	}
-	return blocks
+	return line
 }
 
 // answerBlocks show an answer: a JSON string as text, anything else as
 // pretty JSON.
-func answerBlocks(label string, answer json.RawMessage) []slack.Block {
-	var s string
-	if err := json.Unmarshal(answer, &s); err == nil {
-		return []slack.Block{slack.NewSectionBlock(plain(fitPlain(label+": "+s, maxSectionText), false), nil, nil)}
+func (l *cardLayout) answerBlocks(label string) []slack.Block {
+	if l.answerIsText {
+		return []slack.Block{slack.NewSectionBlock(plain(fitPlain(label+": "+l.answerText, l.caps.answer), false), nil, nil)}
 	}
-	code := codeSection("*"+label+"*", prettyJSON(answer), maxSectionText)
+	code := codeSection("*"+label+"*", l.answer, 0, l.caps.answer)
 	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(code.text), nil, nil)}
 	if code.truncated() {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.note(false))))
@@ -337,7 +365,7 @@ func answerBlocks(label string, answer json.RawMessage) []slack.Block {
 	return blocks
 }
 
-func outcomeText(o ToolOutcome) string {
+func outcomeText(o ToolOutcome, maxSummary int) string {
 	var head string
 	switch o.Status {
 	case OutcomeRan:
@@ -415,23 +443,15 @@ func requesterLine(c Card) string {
 
 // statusLine is the expiry and the quorum while pending, and who approved
 // when a quorum of several was reached.
-func statusLine(c Card) string {
+func statusLine(c Card, max int) string {
 	var parts []string
 	if c.State == StatePending && !c.ExpiresAt.IsZero() {
 		parts = append(parts, "Expires "+slackDate(c.ExpiresAt))
 	}
 	if c.RequiredApprovals > 1 && (c.State == StatePending || c.State == StateApproved) {
-		votes := fmt.Sprintf("%d of %d approvals", len(c.Votes), c.RequiredApprovals)
-		if len(c.Votes) > 0 {
-			names := make([]string, 0, len(c.Votes))
-			for _, v := range c.Votes {
-				names = append(names, voter(v.User))
-			}
-			votes += ": " + strings.Join(names, ", ")
-		}
-		parts = append(parts, votes)
+		parts = append(parts, quorumParts(c)...)
 	}
-	return fitJoin(parts, " · ", maxSectionText)
+	return fitJoin(parts, " · ", max)
 }
 
 func voter(user string) string {
@@ -443,7 +463,7 @@ func voter(user string) string {
 
 // mentionsLine notifies the card's usergroups. Ids that are not usergroup
 // ids are shown, not mentioned.
-func mentionsLine(c Card) string {
+func mentionsLine(c Card, max int) string {
 	if len(c.Mentions) == 0 {
 		return ""
 	}
@@ -467,7 +487,7 @@ func mentionsLine(c Card) string {
 			groups = append(groups, literal(m))
 		}
 	}
-	return label + fitJoin(groups, " ", maxSectionText-textLen(label))
+	return label + fitJoin(groups, " ", max-textLen(label))
 }
 
 // fitJoin joins parts with sep, leaving out whole parts (never half a
@@ -496,7 +516,7 @@ func fitJoin(parts []string, sep string, max int) string {
 	return b.String()
 }
 
-func actionsBlock(c Card) *slack.ActionBlock {
+func actionsBlock(c Card, version string) *slack.ActionBlock {
 	value := EncodeAction(c.Token, c.ToolCallID)
 	button := func(id, text string, style slack.Style) slack.BlockElement {
 		b := slack.NewButtonBlockElement(id, value, plain(text, true))
@@ -520,17 +540,22 @@ func actionsBlock(c Card) *slack.ActionBlock {
 			elems = append(elems, button(ActionIDEdit, "Edit arguments…", ""))
 		}
 	}
-	return slack.NewActionBlock(BlockIDActions, elems...)
+	return slack.NewActionBlock(versionedID(BlockIDActions, version), elems...)
 }
 
-// argsBlocks show arguments as pretty JSON in a code block. When they do
-// not fit, a note says how much is shown and, if viewButton, a View all
-// arguments button opens ArgsModal.
-func argsBlocks(c Card, label string, args json.RawMessage, blockID string, viewButton bool) []slack.Block {
-	code := codeSection(label, prettyJSON(args), maxSectionText)
+// viewArgsButton opens ArgsModal.
+func viewArgsButton(c Card) *slack.ButtonBlockElement {
+	return slack.NewButtonBlockElement(ActionIDViewArgs, EncodeAction(c.Token, c.ToolCallID), plain("View all arguments", true))
+}
+
+// argsBlocks show arguments as pretty JSON in a code block of at most
+// l.argsLimit characters. When they do not fit, a note says how much is
+// shown and, if viewButton, a View all arguments button opens ArgsModal.
+func (l *cardLayout) argsBlocks(label string, args preview, blockID string, viewButton bool) []slack.Block {
+	code := codeSection(label, args, 0, l.argsLimit)
 	var accessory *slack.Accessory
 	if code.truncated() && viewButton {
-		accessory = slack.NewAccessory(slack.NewButtonBlockElement(ActionIDViewArgs, EncodeAction(c.Token, c.ToolCallID), plain("View all arguments", true)))
+		accessory = slack.NewAccessory(viewArgsButton(l.c))
 	}
 	section := slack.NewSectionBlock(mrkdwn(code.text), nil, accessory)
 	section.BlockID = blockID
@@ -539,267 +564,4 @@ func argsBlocks(c Card, label string, args json.RawMessage, blockID string, view
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.note(viewButton))))
 	}
 	return blocks
-}
-
-// codeBlock is a code block cut to fit a text object.
-type codeBlock struct {
-	text  string // label, then the code block
-	shown int    // characters of the content shown
-	rest  string // the content that did not fit, for the next chunk
-}
-
-func (c codeBlock) truncated() bool { return c.rest != "" }
-
-// note says how much of the content is shown.
-func (c codeBlock) note(viewButton bool) string {
-	total := c.shown + utf8.RuneCountInString(c.rest)
-	s := fmt.Sprintf("Showing %s of %s characters.", thousands(c.shown), thousands(total))
-	if viewButton {
-		s += " Use *View all arguments* to see the rest."
-	}
-	return s
-}
-
-// codeSection renders label and content as a mrkdwn code block of at most
-// max characters, cutting content (at a line end when one is near) if it
-// does not fit.
-func codeSection(label, content string, max int) codeBlock {
-	const fenceOpen, fenceClose = "```\n", "\n```"
-	head := fenceOpen
-	if label != "" {
-		head = label + "\n" + fenceOpen
-	}
-	body, rest := fitCode(content, max-textLen(head)-textLen(fenceClose))
-	return codeBlock{
-		text:  head + body + fenceClose,
-		shown: utf8.RuneCountInString(content[:len(content)-len(rest)]),
-		rest:  rest,
-	}
-}
-
-// fitCode escapes s for the inside of a mrkdwn code block and cuts it to at
-// most max characters. It returns the escaped text and what was left out.
-// A run of backticks gets zero-width spaces between them so the content
-// cannot close the block.
-func fitCode(s string, max int) (escaped, rest string) {
-	var b strings.Builder
-	n := 0
-	prev := rune(0)
-	// Where the last full line ended, to cut there if it is near the end.
-	lineEnd, lineEndIn := -1, 0
-	for i, r := range s {
-		piece := escapeRune(r)
-		if r == '`' && prev == '`' {
-			piece = "\u200b`"
-		}
-		if n+textLen(piece) > max {
-			if lineEnd >= 0 && b.Len()-lineEnd < b.Len()/4 {
-				out := b.String()[:lineEnd]
-				return out, s[lineEndIn:]
-			}
-			return b.String(), s[i:]
-		}
-		if r == '\n' {
-			lineEnd, lineEndIn = b.Len(), i+1
-		}
-		b.WriteString(piece)
-		n += textLen(piece)
-		prev = r
-	}
-	return b.String(), ""
-}
-
-// prettyJSON indents a JSON value for people: arguments given as a JSON
-// string holding an object are decoded first, null or nothing is {}, and
-// anything that is not JSON is shown as it is.
-func prettyJSON(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "{}"
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err == nil {
-			if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
-				raw = []byte(t)
-			}
-		}
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return reveal(string(raw), true)
-	}
-	// Inside JSON strings, \uXXXX means the same character, so revealing
-	// invisible characters keeps the JSON equivalent.
-	return reveal(buf.String(), true)
-}
-
-// plain returns a plain_text text object. Plain text is never parsed for
-// mentions or formatting; callers escape &, < and >.
-func plain(text string, emoji bool) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.PlainTextType, text, emoji, false)
-}
-
-// mrkdwn returns a verbatim mrkdwn text object: Slack does not turn bare
-// URLs, channel names or @here into links or mentions, so only the <…>
-// sequences the renderer writes are special.
-func mrkdwn(text string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.MarkdownType, text, false, true)
-}
-
-// slackDate shows t in each reader's time zone, with a UTC fallback.
-func slackDate(t time.Time) string {
-	return fmt.Sprintf("<!date^%d^{date_short_pretty} at {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
-}
-
-// fitPlain escapes s for a plain_text object (keeping line breaks) and cuts
-// it to max characters.
-func fitPlain(s string, max int) string {
-	return fit(reveal(s, true), max, "…", escapeRune)
-}
-
-// literal renders a short name (route, client, tool) inside mrkdwn as an
-// inline code span: no formatting, no mentions, one line.
-func literal(s string) string {
-	s = strings.ReplaceAll(oneLine(s), "`", "ˋ")
-	if strings.TrimSpace(s) == "" {
-		s = "?"
-	}
-	return "`" + fit(s, maxIdentifier, "…", escapeRune) + "`"
-}
-
-// oneLine reveals invisible characters and turns line breaks and tabs into
-// spaces.
-func oneLine(s string) string {
-	s = reveal(s, false)
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return ' '
-		}
-		return r
-	}, s)
-}
-
-// fit encodes s rune by rune and cuts it, on a rune boundary and never
-// inside an escape, so that the result with ellipsis appended fits in max
-// characters. s is returned whole when it fits.
-func fit(s string, max int, ellipsis string, encode func(rune) string) string {
-	var b strings.Builder
-	n, cut := 0, 0
-	budget := max - textLen(ellipsis)
-	for _, r := range s {
-		piece := encode(r)
-		n += textLen(piece)
-		if n > max {
-			return b.String()[:cut] + ellipsis
-		}
-		b.WriteString(piece)
-		if n <= budget {
-			cut = b.Len()
-		}
-	}
-	return b.String()
-}
-
-// escapeRune applies Slack's escaping: &, < and > become entities.
-func escapeRune(r rune) string {
-	switch r {
-	case '&':
-		return "&amp;"
-	case '<':
-		return "&lt;"
-	case '>':
-		return "&gt;"
-	}
-	return string(r)
-}
-
-// neutralRune escapes like escapeRune and follows mrkdwn's formatting
-// characters with a zero-width space, so text that is not in a code block
-// cannot turn bold, italic, struck or into code.
-func neutralRune(r rune) string {
-	switch r {
-	case '*', '_', '~', '`':
-		return string(r) + "\u200b"
-	}
-	return escapeRune(r)
-}
-
-// reveal replaces invalid UTF-8 and characters that are invisible or
-// reorder text (bidi controls, zero-width characters, control characters)
-// with \uXXXX, so a call cannot look different from what it is. Line
-// breaks and tabs are kept when keepBreaks.
-func reveal(s string, keepBreaks bool) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	var b strings.Builder
-	for _, r := range s {
-		if (r == '\n' || r == '\t') && keepBreaks {
-			b.WriteRune(r)
-			continue
-		}
-		if invisible(r) {
-			fmt.Fprintf(&b, `\u%04x`, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func invisible(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r < 0xa0:
-		return true
-	case r >= 0x200b && r <= 0x200f, // zero-width spaces, joiners, marks
-		r >= 0x2028 && r <= 0x202e, // separators, bidi embeddings and overrides
-		r >= 0x2060 && r <= 0x2064, // word joiner, invisible operators
-		r >= 0x2066 && r <= 0x2069, // bidi isolates
-		r == 0x061c, r == 0xfeff:
-		return true
-	}
-	return false
-}
-
-// textLen is the length of s in UTF-16 code units: Slack's character count
-// or more, so limits checked with it hold.
-func textLen(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
-
-// thousands formats n with comma separators: 10312 → 10,312.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
-// isUserID reports whether s looks like a Slack user id (U… or W…), the
-// only thing ever rendered as a user mention.
-func isUserID(s string) bool { return isSlackID(s, "UW") }
-
-// isChannelID reports whether s looks like a Slack conversation id.
-func isChannelID(s string) bool { return isSlackID(s, "CGD") }
-
-// isUsergroupID reports whether s looks like a Slack usergroup id.
-func isUsergroupID(s string) bool { return isSlackID(s, "S") }
-
-func isSlackID(s, prefixes string) bool {
-	if len(s) < 3 || len(s) > 24 || !strings.ContainsRune(prefixes, rune(s[0])) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if c := s[i]; !('A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
 }

@@ -417,6 +417,7 @@ func checkMessage(t *testing.T, c Card, blocks []slack.Block) {
 	roundTrip(t, slack.Blocks{BlockSet: blocks}, &slack.Blocks{})
 	v := toJSON(t, slack.Blocks{BlockSet: blocks})
 	checkLimits(t, v)
+	checkMessageText(t, v)
 	checkMentions(t, v, allowedMentions(c))
 	checkHostileInCode(t, v)
 }

@@ -126,6 +126,14 @@ func (r Retry) Do(ctx context.Context, f func(ctx context.Context) error) error 
 }
 
 // retryable reports whether a failed Slack call may succeed if tried again.
+// blocksRefused reports that Slack refused a message's blocks: too much
+// text in all (msg_blocks_too_long) or a block it does not accept
+// (invalid_blocks). Sending the same again cannot succeed.
+func blocksRefused(err error) bool {
+	var se slack.SlackErrorResponse
+	return errors.As(err, &se) && (se.Err == "msg_blocks_too_long" || se.Err == "invalid_blocks")
+}
+
 func retryable(err error) bool {
 	var sc slack.StatusCodeError
 	if errors.As(err, &sc) {

@@ -251,6 +251,9 @@ func (s *Store) Create(ctx context.Context, a *Approval) error {
 		if call.Args != nil {
 			fields = append(fields, p+"args", string(call.Args))
 		}
+		if key, ok := argsKey(call); ok {
+			fields = append(fields, p+"ak", key)
+		}
 		if md, ok := a.Requests.Metadata[id]; ok {
 			b, err := json.Marshal(md)
 			if err != nil {
@@ -516,6 +519,20 @@ func (c *CallState) answeredBy() string {
 		}
 	}
 	return strings.Join(by, ",")
+}
+
+// QuorumVotes is how many approvals count toward the call's quorum: the
+// most any one set of arguments has (votes for different arguments never
+// add up), or the approved set's once the call is approved.
+func (c *CallState) QuorumVotes() int {
+	if c.Status == CallApproved && c.key != "" {
+		return c.votesFor(c.key)
+	}
+	most := 0
+	for _, v := range c.Votes {
+		most = max(most, c.votesFor(v.Key))
+	}
+	return most
 }
 
 // votesFor counts the votes for the arguments with the given key.

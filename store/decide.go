@@ -123,7 +123,15 @@ func (s *Store) Decide(ctx context.Context, token string, d Decision) (*Outcome,
 		case c.Status == CallApproved:
 			out.Votes = c.votesFor(c.key)
 		case p.action == "approve":
-			out.Votes = c.votesFor(p.key)
+			// The script may have stored the vote under another key (an
+			// edit equal to the call's own arguments): count the stored one.
+			key := p.key
+			for _, v := range c.Votes {
+				if v.By == d.By {
+					key = v.Key
+				}
+			}
+			out.Votes = c.votesFor(key)
 		}
 	}
 	if err := codeErr(code); err != nil {
@@ -245,6 +253,22 @@ func marshalCall(r agentrunner.CallResult) (string, error) {
 		return "", fmt.Errorf("call result: %w", err)
 	}
 	return string(b), nil
+}
+
+// argsKey is the vote key that edited arguments equal to the call's own
+// would have (the digest of their compact form), so the decide script
+// counts such votes with the call's own; ok is false for arguments that
+// are not an object.
+func argsKey(call agentrunner.ToolCallPart) (string, bool) {
+	obj, err := call.ArgsObject()
+	if err != nil {
+		return "", false
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, obj); err != nil {
+		return "", false
+	}
+	return digest(buf.Bytes()), true
 }
 
 // digest names a JSON value in a vote or decision key.

@@ -144,6 +144,16 @@ func TestQuorum(t *testing.T) {
 			},
 			wantBy: "UA,UB",
 		},
+		{
+			// An edit that changes nothing is the same set of arguments.
+			name: "edited arguments equal to the call's own add up with it", required: 3,
+			steps: []step{
+				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
+				{d: store.Decision{CallID: "c1", By: "UB", Approve: true, OverrideArgs: json.RawMessage("{\n  \"path\": \"c1.txt\"\n}")}, wantStatus: store.CallPending, wantChanged: true, wantVotes: 2},
+				{d: store.Decision{CallID: "c1", By: "UC", Approve: true, OverrideArgs: json.RawMessage(`"{\"path\":\"c1.txt\"}"`)}, wantStatus: store.CallApproved, wantChanged: true, wantVotes: 3},
+			},
+			wantBy: "UA,UB,UC",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,5 +438,33 @@ func TestOpenCount(t *testing.T) {
 	}
 	if n, err := s.OpenCount(t.Context()); n != 1 || err != nil {
 		t.Errorf("open count: got %d, %v; want 1", n, err)
+	}
+}
+
+// QuorumVotes counts toward the quorum only the votes of one set of
+// arguments: two approvers of different arguments are one vote each.
+func TestQuorumVotes(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	a := e.create(t, s, requests("c1"), 3)
+	override := json.RawMessage(`{"path":"other.txt"}`)
+	steps := []struct {
+		d    store.Decision
+		want int
+	}{
+		{approve("c1", "UA"), 1},
+		{store.Decision{CallID: "c1", By: "UB", Approve: true, OverrideArgs: override}, 1},
+		{store.Decision{CallID: "c1", By: "UC", Approve: true, OverrideArgs: override}, 2},
+		{approve("c1", "UD"), 2},
+		{store.Decision{CallID: "c1", By: "UE", Approve: true, OverrideArgs: override}, 3},
+	}
+	for i, st := range steps {
+		out, err := s.Decide(t.Context(), a.Token, st.d)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := out.Call.QuorumVotes(); got != st.want {
+			t.Errorf("step %d: QuorumVotes = %d (of %d votes), want %d", i, got, len(out.Call.Votes), st.want)
+		}
 	}
 }

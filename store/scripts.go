@@ -18,8 +18,9 @@ import "github.com/redis/go-redis/v9"
 //	ended endby reason job waiter raw client ctx cb
 //
 // and, for call number i (1..n, in DeferredToolRequests.IDs order), fields
-// prefixed "c<i>.": id tool args kind route need rq st by at res act key md
-// ch ts, "v:<user>" (a vote: "<key> <ms>") and "n:<key>" (votes per key).
+// prefixed "c<i>.": id tool args ak kind route need rq st by at res act key
+// md ch ts, "v:<user>" (a vote: "<key> <ms>") and "n:<key>" (votes per key);
+// ak is the key edited arguments equal to the call's own would have.
 // "i:<call id>" maps a call id to its number.
 const scriptPrelude = `
 local rec, deadlines, resume, auditkey, cbkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -240,6 +241,12 @@ end
 local p = 'c' .. i .. '.'
 local f = redis.call('HMGET', rec, 'state', 'exp', p .. 'st', p .. 'kind', p .. 'act', p .. 'by', p .. 'key', p .. 'need', p .. 'tool', p .. 'args', 'run')
 local tstate, exp, st, kind, act, dby, dkey, need, tool, args, run = f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11] or ''
+
+-- Edited arguments equal to the call's own ("ak", their key) are the
+-- call's own: votes for them count together.
+if action == 'approve' and key ~= '-' and key == redis.call('HGET', rec, p .. 'ak') then
+  key = '-'
+end
 
 -- A repeated click (same person, same decision) changes nothing and
 -- returns the decision already made, whatever happened since.

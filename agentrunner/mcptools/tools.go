@@ -118,6 +118,11 @@ func newTool(cfg Config, name string, mt *mcp.Tool, call callFunc) (*agentrunner
 		opts = append(opts, agentrunner.RequiresApproval())
 	}
 	fn := func(ctx context.Context, _ *agentrunner.ToolContext, args json.RawMessage) (any, error) {
+		// The runner refuses over-deep arguments before a tool runs; checked
+		// again because these bytes go to another server as they are.
+		if err := agentrunner.CheckArgsDepth(args); err != nil {
+			return nil, agentrunner.Retry("invalid arguments for " + name + ": " + err.Error())
+		}
 		return call(ctx, remote, args)
 	}
 	return agentrunner.NewRawTool(name, desc, schema, fn, opts...)

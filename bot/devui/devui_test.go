@@ -314,7 +314,7 @@ func TestClickDeliversBlockActions(t *testing.T) {
 
 	status, res := e.call(t, "click", map[string]string{
 		"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts,
-		"action_id": bot.ActionIDApprove, "block_id": bot.BlockIDActions, "value": value,
+		"action_id": bot.ActionIDApprove, "block_id": bot.CardBlockID(bot.BlockIDActions, card), "value": value,
 	})
 	if status != http.StatusOK || res["ok"] != true {
 		t.Fatalf("POST /click = %d %v, want 200 ok", status, res)
@@ -365,7 +365,7 @@ func TestClickDeliversBlockActions(t *testing.T) {
 		"message.ts":        ts,
 		"message.user":      "U0BOT",
 		"action_id":         "approve",
-		"block_id":          "approval_actions",
+		"block_id":          bot.CardBlockID(bot.BlockIDActions, card),
 		"value":             value,
 		"text":              "Approve",
 		"action.type":       "button",
@@ -405,9 +405,9 @@ func TestClickRefusals(t *testing.T) {
 		req    map[string]string
 		status int
 	}{
-		{"unknown message", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": "1.000001", "action_id": "approve", "block_id": bot.BlockIDActions}, http.StatusNotFound},
-		{"button not on the message", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts, "action_id": "nope", "block_id": bot.BlockIDActions}, http.StatusConflict},
-		{"stale value", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts, "action_id": "approve", "block_id": bot.BlockIDActions, "value": "old"}, http.StatusConflict},
+		{"unknown message", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": "1.000001", "action_id": "approve", "block_id": bot.CardBlockID(bot.BlockIDActions, card)}, http.StatusNotFound},
+		{"button not on the message", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts, "action_id": "nope", "block_id": bot.CardBlockID(bot.BlockIDActions, card)}, http.StatusConflict},
+		{"stale value", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts, "action_id": "approve", "block_id": bot.CardBlockID(bot.BlockIDActions, card), "value": "old"}, http.StatusConflict},
 		{"unknown user", map[string]string{"user": "U0MALLORY", "channel": "C0APPROVALS", "ts": ts, "action_id": "approve", "value": value}, http.StatusBadRequest},
 		{"the app itself", map[string]string{"user": "U0BOT", "channel": "C0APPROVALS", "ts": ts, "action_id": "approve", "value": value}, http.StatusBadRequest},
 		{"no action", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts}, http.StatusBadRequest},
@@ -772,7 +772,7 @@ func TestResponseURL(t *testing.T) {
 	e := newEnv(t)
 	card := demoCard()
 	ts := e.postCard(t, card)
-	if status, res := e.call(t, "click", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts, "action_id": "approve", "block_id": bot.BlockIDActions}); status != http.StatusOK {
+	if status, res := e.call(t, "click", map[string]string{"user": "U0ALICE", "channel": "C0APPROVALS", "ts": ts, "action_id": "approve", "block_id": bot.CardBlockID(bot.BlockIDActions, card)}); status != http.StatusOK {
 		t.Fatalf("POST /click = %d %v", status, res)
 	}
 	form, _ := url.ParseQuery(string(e.hook.only(t).Body))

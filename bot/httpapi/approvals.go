@@ -111,7 +111,7 @@ func view(rec *store.Approval) approvalView {
 	for _, c := range rec.Calls {
 		cv := callView{
 			ToolCallID: c.ID, ToolName: c.Tool, Kind: c.Kind, State: string(c.Status),
-			Route: c.Route, Votes: len(c.Votes), Required: c.Required,
+			Route: c.Route, Votes: c.QuorumVotes(), Required: c.Required,
 		}
 		if c.Status == store.CallUndecided {
 			// Undecided calls take the token's end: expired, cancelled, failed.
@@ -508,6 +508,9 @@ func decodeCreate(body []byte, allowPrivate bool) (*createRequest, error) {
 			return nil, invalid("%s: tool_name is longer than %d bytes", where, maxToolName)
 		}
 		seen[c.ToolCallID] = true
+		if err := agentrunner.CheckArgsDepth(c.Args); err != nil {
+			return nil, invalid("%s: args are nested deeper than %d levels", where, agentrunner.MaxArgsDepth)
+		}
 		if _, err := c.ArgsObject(); err != nil {
 			return nil, invalid("%s: args must be a JSON object, a string holding one, or null", where)
 		}

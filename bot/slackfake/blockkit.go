@@ -36,6 +36,45 @@ const (
 	maxConfirmButtons = 30
 )
 
+// maxBlocksText is how many characters of text all of a message's blocks
+// may carry together. Slack refuses more with msg_blocks_too_long; it
+// documents 12,000 (for markdown blocks, "with a buffer for block
+// containers") and refuses about 13,200 in practice. The fake refuses
+// past 12,000, what slackbot budgets for, so a card that would be refused
+// fails tests.
+const maxBlocksText = 12_000
+
+// blocksText counts the characters of every text object's text in a JSON
+// array of blocks (header, section text and fields, context elements,
+// buttons and their confirm dialogs, at any depth) and of markdown blocks.
+func blocksText(raw json.RawMessage) int {
+	var blocks any
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return 0
+	}
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if t, ok := v["text"].(string); ok {
+				if typ := v["type"]; typ == "plain_text" || typ == "mrkdwn" || typ == "markdown" {
+					n += utf8.RuneCountInString(t)
+				}
+			}
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(blocks)
+	return n
+}
+
 // blockTypes are the layout blocks Slack knows (those slack-go parses);
 // only the common ones are checked in depth.
 var blockTypes = []string{

@@ -70,6 +70,9 @@ func readContent(r *request) (content, *apiError) {
 		if apiErr != nil {
 			return c, apiErr
 		}
+		if blocksText(rawBlocks) > maxBlocksText {
+			return c, errCode("msg_blocks_too_long")
+		}
 		c.blocks, c.blocksJSON, c.hasBlocks = blocks, rawBlocks, true
 	}
 	if raw, ok := r.json("attachments"); ok && len(bytes.TrimSpace(raw)) > 0 {

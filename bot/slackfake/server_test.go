@@ -180,6 +180,13 @@ func TestPostMessageRefusals(t *testing.T) {
 		{"text too long", "C0APPROVALS", []slack.MsgOption{slack.MsgOptionText(strings.Repeat("x", 40001), false)}, "msg_too_long"},
 		{"section text over 3000", "C0APPROVALS", []slack.MsgOption{slack.MsgOptionBlocks(
 			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, long, false, false), nil, nil))}, "invalid_blocks"},
+		{"blocks with more than 12,000 characters of text in all", "C0APPROVALS", []slack.MsgOption{slack.MsgOptionBlocks(
+			slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "🙂 header", false, false)),
+			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Repeat("é", 3000), false, false), nil, nil),
+			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Repeat("x", 3000), false, false), nil, nil),
+			slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, strings.Repeat("x", 3000), false, false)),
+			slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, strings.Repeat("x", 2990), false, false), nil,
+				slack.NewAccessory(slack.NewButtonBlockElement("a", "v", slack.NewTextBlockObject(slack.PlainTextType, "View all", false, false)))))}, "msg_blocks_too_long"},
 		{"unknown thread", "C0APPROVALS", []slack.MsgOption{slack.MsgOptionText("hi", false), slack.MsgOptionTS("1.000001")}, "thread_not_found"},
 	}
 	for _, tt := range tests {
@@ -213,6 +220,12 @@ func TestBlockKitLimits(t *testing.T) {
 		{"button text over 75", []slack.Block{slack.NewActionBlock("", slack.NewButtonBlockElement("a", "v", text(strings.Repeat("b", 76))))}, "[json-pointer:/blocks/0/elements/0/text/text]"},
 		{"duplicate action_id", []slack.Block{slack.NewActionBlock("", button("approve", "1"), button("approve", "2"))}, `duplicate action_id "approve"`},
 		{"duplicate block_id", []slack.Block{&slack.DividerBlock{Type: slack.MBTDivider, BlockID: "x"}, &slack.DividerBlock{Type: slack.MBTDivider, BlockID: "x"}}, `duplicate block_id "x" [json-pointer:/blocks/1/block_id]`},
+		{"12,000 characters of text in all", []slack.Block{
+			slack.NewSectionBlock(text(strings.Repeat("é", 3000)), nil, nil),
+			slack.NewSectionBlock(text(strings.Repeat("x", 3000)), nil, nil),
+			slack.NewContextBlock("", text(strings.Repeat("x", 3000))),
+			slack.NewSectionBlock(text(strings.Repeat("x", 2998)), nil, slack.NewAccessory(button("a", "v"))),
+		}, ""},
 		{"eleven fields", []slack.Block{slack.NewSectionBlock(nil, func() []*slack.TextBlockObject {
 			f := make([]*slack.TextBlockObject, 11)
 			for i := range f {

@@ -168,7 +168,7 @@ func ToBot(rec *store.Approval) *bot.Approval {
 			cs.Outcome = &bot.ToolOutcome{Status: c.Outcome.Status, Summary: c.Outcome.Summary}
 		}
 		for _, v := range c.Votes {
-			cs.Votes = append(cs.Votes, bot.Vote{User: v.By, At: v.At})
+			cs.Votes = append(cs.Votes, bot.Vote{User: v.By, At: v.At, ArgsKey: v.Key})
 		}
 		switch c.Status {
 		case store.CallPending:

@@ -54,6 +54,8 @@ func TestToBot(t *testing.T) {
 				Outcome: &store.ToolOutcome{Status: "ran", Summary: "refunded"}},
 			{ID: "c", Kind: agentrunner.KindQuestion, Status: store.CallAnswered, Result: answer},
 			{ID: "d", Kind: agentrunner.KindApproval, Status: store.CallUndecided},
+			{ID: "e", Kind: agentrunner.KindApproval, Status: store.CallPending, Required: 2,
+				Votes: []store.Vote{{By: "UA", Key: "-"}, {By: "UB", Key: "0a1b"}}},
 		},
 	}
 	a := storeadapter.ToBot(rec)
@@ -71,6 +73,11 @@ func TestToBot(t *testing.T) {
 	}
 	if c := a.Call("d"); c.State != bot.StateExpired {
 		t.Errorf("call d %+v, want expired", c)
+	}
+	// Each vote keeps which arguments it approved, so the card counts
+	// them per set.
+	if c := a.Call("e"); len(c.Votes) != 2 || c.Votes[0].ArgsKey != "-" || c.Votes[1].ArgsKey != "0a1b" {
+		t.Errorf("call e votes %+v, want UA for the call's arguments and UB for edited ones", c.Votes)
 	}
 	rec.State = store.StateCancelled
 	if c := storeadapter.ToBot(rec).Call("d"); c.State != bot.StateCancelled {
