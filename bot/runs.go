@@ -195,7 +195,7 @@ func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunn
 		}
 		o := ToolOutcome{Status: OutcomeRan, Summary: truncate(p.ReturnText(), 500)}
 		if p.Outcome == agentrunner.OutcomeFailed {
-			o.Status = OutcomeFailed
+			o.Status, o.Summary = OutcomeFailed, truncate(b.failureText(p), 500)
 		}
 		// Recorded on the call first: a card update racing with this one
 		// (the click's own) then renders the outcome too, whichever lands last.
@@ -208,4 +208,15 @@ func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunn
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// failureText is what a failed tool said, worded once: the card already
+// says "The tool failed" and names the tool, so the runner's "Tool failed: "
+// and a leading "<tool>: " (an MCP server's error names its tool) go.
+func (b *Bot) failureText(p agentrunner.Part) string {
+	s := strings.TrimPrefix(p.ReturnText(), agentrunner.ToolFailedPrefix)
+	for _, name := range []string{p.ToolName, b.toolLabel(p.ToolName)} {
+		s = strings.TrimPrefix(s, name+": ")
+	}
+	return s
 }
