@@ -49,7 +49,9 @@ func (e *env) answers(channel, thread string) []string {
 	return out
 }
 
-func isQueuedNote(s string) bool { return strings.Contains(s, "once I've finished the earlier request") }
+func isQueuedNote(s string) bool {
+	return strings.Contains(s, "once I've finished the earlier request")
+}
 
 // waitReplies waits for n bot answers in a thread and returns them.
 func (e *env) waitReplies(channel, thread string, n int) []string {
