@@ -184,6 +184,16 @@ func (p *Page) Send(text string) {
 		chromedp.Click(chromedp.ID("send")))
 }
 
+// Reply writes text in the open thread's composer, replacing what was
+// there, and sends it to the thread.
+func (p *Page) Reply(text string) {
+	p.t.Helper()
+	p.Do("reply "+text,
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('thread-composer').value = ''`),
+		chromedp.SendKeys(chromedp.ID("thread-composer"), text),
+		chromedp.Click(chromedp.CSS("#thread-form button.send")))
+}
+
 // Screenshot saves the full page as name in the screenshot directory,
 // once the emulator's highlights have faded, with the pointer parked where
 // it hovers over nothing: the same page gives the same picture.
