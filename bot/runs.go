@@ -169,16 +169,7 @@ func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
 		in.RunID = agentrunner.NewToken()[:16]
 	}
 	in.Deps = deps
-	deps.runID = in.RunID
-	th, threaded := rs.threadOf(deps.Origin)
-	if threaded {
-		deps.waits = func(until time.Time) {
-			ttl := time.Until(until) + threadWaitSlack
-			if _, err := rs.Threads.Hold(context.WithoutCancel(ctx), th, in.RunID, ttl); err != nil {
-				rs.log().WarnContext(ctx, "hold thread while waiting", "err", err, "channel", th.Channel)
-			}
-		}
-	}
+	th, threaded := rs.bind(ctx, deps, in.RunID)
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
@@ -192,6 +183,24 @@ func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
 			done()
 		}
 	}()
+}
+
+// bind makes deps the deps of run runID, and returns the thread the run
+// holds, if it does: while the run waits for people, the thread stays its
+// own until the token's deadline.
+func (rs *Runs) bind(ctx context.Context, deps *RunDeps, runID string) (ThreadRef, bool) {
+	deps.runID = runID
+	th, threaded := rs.threadOf(deps.Origin)
+	if !threaded {
+		return th, false
+	}
+	deps.waits = func(until time.Time) {
+		ttl := time.Until(until) + threadWaitSlack
+		if _, err := rs.Threads.Hold(context.WithoutCancel(ctx), th, runID, ttl); err != nil {
+			rs.log().WarnContext(ctx, "hold thread while waiting", "err", err, "channel", th.Channel)
+		}
+	}
+	return th, true
 }
 
 // handOn ends runID's turn in its thread and starts the next waiting one.

@@ -74,9 +74,15 @@ const (
 	// threadWaitSlack keeps a run's hold on its thread a while past its
 	// token's deadline: the expiry still has to resume the run.
 	threadWaitSlack = 5 * time.Minute
+	// repliesPage is the page size of conversations.replies: 15 is the
+	// most Slack serves a commercially distributed app outside the
+	// Marketplace (which may also call it only once a minute).
+	repliesPage = 15
 	// maxRepliesPages bounds the conversations.replies pages a fresh start
-	// reads (of 200 messages each).
-	maxRepliesPages = 5
+	// reads, and repliesBudget the time it spends on them: the run does not
+	// wait out a rate limit, it starts from what it has.
+	maxRepliesPages = 7
+	repliesBudget   = 10 * time.Second
 )
 
 // noDecisionText answers the calls a saved history left pending, so the
@@ -171,10 +177,13 @@ func (rs *Runs) heartbeat(ctx context.Context, th ThreadRef, runID string) (stop
 // limit messages before the message at exclude (which the run gets as its
 // prompt), botUser's as the model's turns, everyone else's as user turns
 // naming their author. Leading model turns are dropped: a conversation
-// starts with a person.
+// starts with a person. It reads at most maxRepliesPages pages within
+// repliesBudget; when a later page fails it uses the pages it read.
 func (b *Bot) ThreadMessages(ctx context.Context, channel, threadTS, exclude, botUser string, limit int) ([]agentrunner.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, repliesBudget)
+	defer cancel()
 	var kept []slack.Message
-	params := &slack.GetConversationRepliesParameters{ChannelID: channel, Timestamp: threadTS, Limit: 200}
+	params := &slack.GetConversationRepliesParameters{ChannelID: channel, Timestamp: threadTS, Limit: repliesPage}
 	for page := 0; page < maxRepliesPages; page++ {
 		var msgs []slack.Message
 		var more bool
@@ -187,8 +196,12 @@ func (b *Bot) ThreadMessages(ctx context.Context, channel, threadTS, exclude, bo
 			}
 			return err
 		})
-		if err != nil {
+		if err != nil && page == 0 {
 			return nil, fmt.Errorf("read thread: %w", err)
+		}
+		if err != nil {
+			b.log.WarnContext(ctx, "read thread: using the pages read so far", "err", err, "pages", page)
+			break
 		}
 		for _, m := range msgs {
 			said := m.SubType == "" || m.SubType == "bot_message" || m.SubType == "thread_broadcast"
