@@ -1,7 +1,6 @@
 package demotools_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/slackapprove/slackbot/agentrunner"
@@ -9,14 +8,7 @@ import (
 )
 
 func TestDemoModelUnderstandsDemoPrompts(t *testing.T) {
-	d, err := demotools.New(filepath.Join(t.TempDir(), "sandbox"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := agentrunner.NewRunner(demotools.Model{}, d.Tools())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := newDemoWith(t, demotools.Model{})
 	cases := []struct {
 		prompt      string
 		wantPending []string // tools waiting for approval
@@ -59,14 +51,7 @@ func TestDemoModelUnderstandsDemoPrompts(t *testing.T) {
 // "actually make it 100" refunds the same order $100, and "what did you
 // just do?" recaps; with no earlier refund the follow-up gets the help.
 func TestDemoModelFollowsUp(t *testing.T) {
-	d, err := demotools.New(filepath.Join(t.TempDir(), "sandbox"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := agentrunner.NewRunner(demotools.Model{}, d.Tools())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, r := newDemoWith(t, demotools.Model{})
 	first, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "refund order A-1002 150", AllowPending: true})
 	if err != nil || first.Status != agentrunner.StatusPending {
 		t.Fatalf("first turn: %v %+v", err, first)
