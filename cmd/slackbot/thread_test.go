@@ -253,3 +253,32 @@ func lastPromptOf(msgs []agentrunner.Message) string {
 	}
 	return ""
 }
+
+// TestThreadInUnservedChannel: a thread in a channel no route serves goes
+// on as a conversation, and its calls are denied as ever: no card, the
+// model told why.
+func TestThreadInUnservedChannel(t *testing.T) {
+	e := newEnv(t, envOptions{model: demotools.Model{}, routes: `
+routes:
+  - name: refunds
+    when: {tools: ["issue_refund"], channels: ["C0SUPPORT"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+`})
+	thread := e.mention(carol, general, "refund order A-1002 150")
+	first := e.waitReplies(general, thread, 1)[0]
+	if !strings.Contains(first, "I did not run issue_refund: No approval route matches issue_refund from C0GENERAL") {
+		t.Fatalf("first answer: got %q", first)
+	}
+	e.reply(carol, general, thread, "actually make it 120")
+	second := e.waitReplies(general, thread, 2)[1]
+	if !strings.Contains(second, "I did not run issue_refund: No approval route matches") {
+		t.Errorf("follow-up answer: got %q", second)
+	}
+	if n := len(e.cards()); n != 0 {
+		t.Errorf("%d cards posted for an unserved channel", n)
+	}
+	if runs := e.tools.Runs("issue_refund"); len(runs) != 0 {
+		t.Errorf("refunds ran: %s", runs)
+	}
+}
