@@ -83,6 +83,9 @@ const (
 	// wait out a rate limit, it starts from what it has.
 	maxRepliesPages = 7
 	repliesBudget   = 10 * time.Second
+	// maxThreadMessage bounds each message a fresh start reads, so a
+	// thread costs the model a bounded prompt.
+	maxThreadMessage = 4000
 )
 
 // noDecisionText answers the calls a saved history left pending, so the
@@ -220,7 +223,7 @@ func (b *Bot) ThreadMessages(ctx context.Context, channel, threadTS, exclude, bo
 	}
 	var out []agentrunner.Message
 	for _, m := range kept {
-		text := strings.TrimSpace(mentionRE.ReplaceAllString(m.Text, ""))
+		text := truncate(strings.TrimSpace(mentionRE.ReplaceAllString(m.Text, "")), maxThreadMessage)
 		if text == "" {
 			continue
 		}

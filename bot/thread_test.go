@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +70,16 @@ func TestThreadMessages(t *testing.T) {
 	}
 	if n := len(fake.Calls("conversations.replies")); n < 4 {
 		t.Errorf("read %d pages, want the thread's pages of %d", n, repliesPage)
+	}
+
+	// Each message costs the model a bounded prompt.
+	post("U0CAROL", strings.Repeat("x", 10*maxThreadMessage), parent)
+	got, err = b.ThreadMessages(t.Context(), "C0GENERAL", parent, "", botID, 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("a long message: got %d messages, %v", len(got), err)
+	}
+	if n := len(got[0].Parts[0].Content); n > maxThreadMessage+len("<@U0CAROL> wrote: ")+4 {
+		t.Errorf("a long message: got %d bytes, want at most about %d", n, maxThreadMessage)
 	}
 
 	fake.ErrorNext("conversations.replies", "thread_not_found", 1)
