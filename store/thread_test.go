@@ -164,9 +164,21 @@ func TestSaveThreadHistoryCap(t *testing.T) {
 	}
 }
 
+// TestThreadLeaseQueue: turns take the thread one at a time, in order, on
+// redis-server and on the embedded miniredis `slackbot dev` uses.
 func TestThreadLeaseQueue(t *testing.T) {
-	e := newEnv(t)
-	st := e.store()
+	t.Run("redis-server", func(t *testing.T) { threadLeaseQueue(t, newEnv(t).store()) })
+	t.Run("miniredis", func(t *testing.T) {
+		rdb, closeFn, err := store.Open(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = closeFn() })
+		threadLeaseQueue(t, store.New(rdb, store.Options{}))
+	})
+}
+
+func threadLeaseQueue(t *testing.T, st *store.Store) {
 	ctx := t.Context()
 	enter := func(id string) *store.ThreadTurn {
 		t.Helper()
