@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,10 @@ type RunDeps struct {
 	waits func(until time.Time)
 	// runID is the run's id: its hold on its thread.
 	runID string
+	// history and prompt are what a new turn started from, so that a run
+	// that fails still leaves its prompt in the thread's history.
+	history []agentrunner.Message
+	prompt  string
 }
 
 // Waits is told, when the run hands calls to people, until when it may
@@ -169,6 +174,9 @@ func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
 		in.RunID = agentrunner.NewToken()[:16]
 	}
 	in.Deps = deps
+	if in.Results == nil && in.Pending == nil {
+		deps.history, deps.prompt = in.History, in.Prompt
+	}
 	th, threaded := rs.bind(ctx, deps, in.RunID)
 	rs.wg.Add(1)
 	go func() {
@@ -244,9 +252,16 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 	if rs.Finished != nil {
 		rs.Finished(result)
 	}
-	if res != nil {
-		// Before the answer: a reply to it must find the history.
+	// Before the answer: a reply to it must find the history.
+	switch {
+	case res != nil:
 		rs.saveHistory(ctx, deps, res.Messages)
+	case deps.prompt != "":
+		// The thread remembers what was asked and that it failed.
+		failed := append(slices.Clip(deps.history),
+			agentrunner.Message{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{agentrunner.UserPrompt(deps.prompt)}},
+			agentrunner.Message{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.Text("(The run failed: " + err.Error() + ")")}})
+		rs.saveHistory(ctx, deps, failed)
 	}
 	// The answer first: it is what the requester waits for, and updating
 	// the cards may wait on a card's lease.

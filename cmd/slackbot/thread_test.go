@@ -282,3 +282,28 @@ routes:
 		t.Errorf("refunds ran: %s", runs)
 	}
 }
+
+// TestThreadRemembersFailedRun: a run that fails leaves its prompt, and
+// that it failed, in the thread's history: the next message can refer to it.
+func TestThreadRemembersFailedRun(t *testing.T) {
+	model := agentrunner.FunctionModel(func(_ context.Context, msgs []agentrunner.Message, _ agentrunner.RequestParams) (agentrunner.Message, error) {
+		if lastPromptOf(msgs) == "boom" {
+			return agentrunner.Message{}, fmt.Errorf("the model is down")
+		}
+		b, _ := json.Marshal(msgs)
+		seen := "the failure is not in the history"
+		if strings.Contains(string(b), `"boom"`) && strings.Contains(string(b), "The run failed") {
+			seen = "I see the failed request"
+		}
+		return agentrunner.Message{Parts: []agentrunner.Part{agentrunner.Text(seen)}}, nil
+	})
+	e := newEnv(t, envOptions{model: model})
+	thread := e.mention(carol, general, "boom")
+	if got := e.waitReplies(general, thread, 1)[0]; !strings.Contains(got, "The agent run failed") {
+		t.Fatalf("first answer: got %q", got)
+	}
+	e.reply(carol, general, thread, "try again")
+	if got := e.waitReplies(general, thread, 2)[1]; got != "I see the failed request" {
+		t.Errorf("follow-up: got %q", got)
+	}
+}
