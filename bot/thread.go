@@ -159,7 +159,7 @@ func (rs *Runs) heartbeat(ctx context.Context, th ThreadRef, runID string) (stop
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(rs.lease() / 3)
+		t := time.NewTicker(max(rs.lease()/3, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
