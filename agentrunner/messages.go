@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -209,6 +210,31 @@ func (m Message) Text() string {
 		}
 	}
 	return s.String()
+}
+
+// CloseUnprocessed returns history with every call of its last response
+// that has no result yet answered as denied with reason, so that a history
+// a run left pending can be continued with a new prompt: model APIs refuse
+// a tool call without its result. A history with no such call is returned
+// as it is.
+func CloseUnprocessed(history []Message, reason string) []Message {
+	pending, _ := unprocessedCalls(history)
+	if len(pending) == 0 {
+		return history
+	}
+	now := time.Now().UTC()
+	parts := make([]Part, 0, len(pending))
+	for _, c := range pending {
+		p := ToolReturn(c.ToolName, c.ToolCallID, jsonString(reason), OutcomeDenied)
+		p.Timestamp = now
+		parts = append(parts, p)
+	}
+	out := slices.Clone(history)
+	if last := &out[len(out)-1]; last.Kind == KindRequest {
+		last.Parts = append(slices.Clip(last.Parts), parts...)
+		return out
+	}
+	return append(out, Message{Kind: KindRequest, Parts: parts, Timestamp: now})
 }
 
 // unprocessedCalls returns the tool calls of the last response that have no

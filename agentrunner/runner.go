@@ -640,6 +640,10 @@ func (st *run) record(id string, results *DeferredToolResults) {
 	}
 }
 
+// ToolFailedPrefix starts the text the model gets for a tool that returned
+// an error: "Tool failed: " and the error.
+const ToolFailedPrefix = "Tool failed: "
+
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
@@ -700,7 +704,7 @@ func (st *run) call(ctx context.Context, c ToolCallPart, md map[string]any, appr
 		if ctx.Err() != nil {
 			return callOutcome{}, "", ctx.Err()
 		}
-		return callOutcome{Part: ToolReturn(c.ToolName, c.ToolCallID, jsonString("Tool failed: "+err.Error()), OutcomeFailed)}, "", nil
+		return callOutcome{Part: ToolReturn(c.ToolName, c.ToolCallID, jsonString(ToolFailedPrefix+err.Error()), OutcomeFailed)}, "", nil
 	}
 	delete(st.retries, c.ToolName)
 	b, err := json.Marshal(v)

@@ -86,6 +86,9 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 		if d, ok := rc.Deps.(interface{ Asked(token string) }); ok {
 			d.Asked(token)
 		}
+		if d, ok := rc.Deps.(interface{ Waits(until time.Time) }); ok {
+			d.Waits(a.ExpiresAt)
+		}
 		// Save the run before any card can be clicked, so a decision always
 		// finds the run to resume, even if this process is gone by then.
 		if saver, ok := b.approvals.(RunSaver); ok && rc.RunID != "" {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,6 +134,21 @@ func (b *Bot) route(name string) *Route {
 	return nil
 }
 
+// toolLabel is how people see a tool: "<server>.<tool>" for a tool of one
+// of the routing file's MCP servers (which the model calls
+// "<server>__<tool>"), as the tool's confirmation names it; else its name.
+func (b *Bot) toolLabel(name string) string {
+	if b.routes == nil {
+		return name
+	}
+	for _, m := range b.routes.MCPServers {
+		if tool, ok := strings.CutPrefix(name, m.Name+"__"); ok && tool != "" {
+			return m.Name + "." + tool
+		}
+	}
+	return name
+}
+
 // card builds the view of one call for rendering.
 func (b *Bot) card(a *Approval, c *CallStatus) Card {
 	call, _ := a.Requests.Call(c.ID)
@@ -141,7 +157,7 @@ func (b *Bot) card(a *Approval, c *CallStatus) Card {
 		args = call.Args
 	}
 	card := Card{
-		Token: a.Token, ToolCallID: c.ID, Kind: c.Kind, ToolName: call.ToolName, Args: args,
+		Token: a.Token, ToolCallID: c.ID, Kind: c.Kind, ToolName: call.ToolName, ToolLabel: b.toolLabel(call.ToolName), Args: args,
 		Requester: cmp.Or(a.Origin.User, a.Origin.Client), RequesterIsSlackUser: a.Origin.User != "",
 		SourceChannel: a.Origin.Channel, Context: a.Context, Route: c.Route,
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
@@ -155,6 +171,10 @@ func (b *Bot) card(a *Approval, c *CallStatus) Card {
 	for _, p := range b.pendingViews(a.Requests) {
 		if p.Call.ToolCallID == c.ID {
 			card.Confirmation = p.Message
+			if p.Message == agentrunner.DefaultConfirmation(p.Call) {
+				p.Call.ToolName = card.ToolLabel
+				card.Confirmation = agentrunner.DefaultConfirmation(p.Call)
+			}
 		}
 	}
 	if b.runner != nil {

@@ -74,29 +74,21 @@ func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.
 	if ev.Type != slackevents.CallbackEvent {
 		return nil
 	}
-	var origin Origin
+	var turn Turn
 	var text string
 	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == rs.BotUserID {
 			return nil
 		}
-		thread := e.ThreadTimeStamp
-		if thread == "" {
-			thread = e.TimeStamp
-		}
-		origin = Origin{TeamID: ev.TeamID, Channel: e.Channel, ThreadTS: thread, User: e.User}
+		turn = newTurn(ev.TeamID, e.Channel, e.User, e.TimeStamp, e.ThreadTimeStamp)
 		text = e.Text
 	case *slackevents.MessageEvent:
 		// Direct messages only; channel messages arrive as app_mention.
 		if e.ChannelType != "im" || e.BotID != "" || e.SubType != "" || e.User == "" || e.User == rs.BotUserID {
 			return nil
 		}
-		thread := e.ThreadTimeStamp
-		if thread == "" {
-			thread = e.TimeStamp
-		}
-		origin = Origin{TeamID: ev.TeamID, Channel: e.Channel, ThreadTS: thread, User: e.User}
+		turn = newTurn(ev.TeamID, e.Channel, e.User, e.TimeStamp, e.ThreadTimeStamp)
 		text = e.Text
 	default:
 		return nil
@@ -112,10 +104,22 @@ func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.
 			return nil
 		}
 	}
-	prompt := strings.TrimSpace(mentionRE.ReplaceAllString(text, ""))
-	if prompt == "" {
-		prompt = "Hello"
+	turn.Prompt = strings.TrimSpace(mentionRE.ReplaceAllString(text, ""))
+	if turn.Prompt == "" {
+		turn.Prompt = "Hello"
 	}
-	rs.Start(prompt, origin)
+	rs.StartTurn(turn)
 	return nil
+}
+
+// newTurn is the turn of a message at ts, in the thread of threadTS if it
+// is a reply (else it starts its own thread), written by user: the
+// requester of whatever it asks for.
+func newTurn(team, channel, user, ts, threadTS string) Turn {
+	t := Turn{MessageTS: ts, InThread: threadTS != "" && threadTS != ts}
+	if threadTS == "" {
+		threadTS = ts
+	}
+	t.Origin = Origin{TeamID: team, Channel: channel, ThreadTS: threadTS, User: user}
+	return t
 }

@@ -32,6 +32,9 @@ func (nopSlack) GetUserGroupMembersContext(context.Context, string, ...slack.Get
 func (nopSlack) AuthTestContext(context.Context) (*slack.AuthTestResponse, error) {
 	return &slack.AuthTestResponse{}, nil
 }
+func (nopSlack) GetConversationRepliesContext(context.Context, *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error) {
+	return nil, false, "", nil
+}
 func (nopSlack) GetConversationHistoryContext(context.Context, *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error) {
 	return &slack.GetConversationHistoryResponse{}, nil
 }

@@ -80,7 +80,7 @@ type metadataJSON struct {
 func ArgsModal(c Card) slack.ModalViewRequest {
 	c = normalize(c)
 	blocks := []slack.Block{
-		slack.NewSectionBlock(plain(fitPlain("Arguments of "+c.ToolName, maxSectionText), false), nil, nil),
+		slack.NewSectionBlock(plain(fitPlain("Arguments of "+c.ToolLabel, maxSectionText), false), nil, nil),
 	}
 	// No more than the modal can show is ever indented or kept.
 	p := prettyJSON(c.Args, (maxModalBlocks-2)*maxSectionText)
@@ -122,7 +122,7 @@ func DenyReasonModal(c Card, ref MessageRef) slack.ModalViewRequest {
 		Submit:     plain("Deny", true),
 		Close:      plain("Cancel", true),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(plain(fitPlain("Deny "+c.ToolName+": "+c.Confirmation, maxSectionText), false), nil, nil),
+			slack.NewSectionBlock(plain(fitPlain("Deny "+c.ToolLabel+": "+c.Confirmation, maxSectionText), false), nil, nil),
 			slack.NewInputBlock(BlockIDDenyReason,
 				plain("Reason", true),
 				plain("The agent sees this reason and can tell the requester.", true),
@@ -149,7 +149,7 @@ func EditArgsModal(c Card, ref MessageRef, current json.RawMessage) slack.ModalV
 		Close:           plain("Cancel", true),
 		PrivateMetadata: encodeModalMetadata(c, ref),
 	}
-	intro := slack.NewSectionBlock(plain(fitPlain("Approve "+c.ToolName+" with these arguments:", maxSectionText), false), nil, nil)
+	intro := slack.NewSectionBlock(plain(fitPlain("Approve "+c.ToolLabel+" with these arguments:", maxSectionText), false), nil, nil)
 	initial, length, ok := editableJSON(current)
 	if !ok {
 		view.Blocks = slack.Blocks{BlockSet: []slack.Block{

@@ -24,6 +24,10 @@ type Card struct {
 	Kind agentrunner.CallKind `json:"kind"`
 	// ToolName is the tool the model called.
 	ToolName string `json:"tool_name"`
+	// ToolLabel is how people see the tool on the card, its modals and App
+	// Home: "<server>.<tool>" for an MCP server's tool, whose ToolName is
+	// "<server>__<tool>". Empty means ToolName.
+	ToolLabel string `json:"tool_label,omitempty"`
 	// Args are the call's arguments: a JSON object, or a JSON string holding
 	// one, as in Pydantic AI's ToolCallPart.
 	Args json.RawMessage `json:"args,omitempty"`
@@ -213,7 +217,7 @@ func (l *cardLayout) blocks() []slack.Block {
 func ApprovalText(c Card) string {
 	c = normalize(c)
 	emoji, word := stateLabel(c)
-	s := emoji + " " + word + ": " + oneLine(c.ToolName)
+	s := emoji + " " + word + ": " + oneLine(c.ToolLabel)
 	if c.State == StatePending && c.Kind != agentrunner.KindExternal {
 		s += " — " + oneLine(c.Confirmation)
 	}
@@ -234,8 +238,11 @@ func normalize(c Card) Card {
 	if strings.TrimSpace(c.ToolName) == "" {
 		c.ToolName = "(unnamed tool)"
 	}
+	if strings.TrimSpace(c.ToolLabel) == "" {
+		c.ToolLabel = c.ToolName
+	}
 	if strings.TrimSpace(c.Confirmation) == "" {
-		c.Confirmation = defaultConfirmation(c.ToolName, c.Args)
+		c.Confirmation = defaultConfirmation(c.ToolLabel, c.Args)
 	}
 	return c
 }
@@ -286,7 +293,7 @@ func stateLabel(c Card) (emoji, word string) {
 
 func headerText(c Card) string {
 	emoji, word := stateLabel(c)
-	return fit(emoji+" "+word+": "+oneLine(c.ToolName), maxHeaderText, "…", escapeRune)
+	return fit(emoji+" "+word+": "+oneLine(c.ToolLabel), maxHeaderText, "…", escapeRune)
 }
 
 // outcomeBlocks say how the card ended: who decided and when, the reason,

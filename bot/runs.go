@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -20,6 +22,24 @@ type RunDeps struct {
 
 	mu     sync.Mutex
 	tokens []string
+	// waits, set by Runs for a run that holds its thread, keeps the thread
+	// while the run waits for people (until the token's deadline).
+	waits func(until time.Time)
+	// runID is the run's id: its hold on its thread.
+	runID string
+	// history and prompt are what a new turn started from, so that a run
+	// that fails still leaves its prompt in the thread's history.
+	history []agentrunner.Message
+	prompt  string
+}
+
+// Waits is told, when the run hands calls to people, until when it may
+// wait for them: the run's thread stays its own until then, even if the
+// run is parked in Redis with no process holding it.
+func (d *RunDeps) Waits(until time.Time) {
+	if d.waits != nil {
+		d.waits(until)
+	}
 }
 
 // RunOrigin implements OriginCarrier.
@@ -57,6 +77,16 @@ type Runs struct {
 	// Finished, when set, is told how each run ended: "complete",
 	// "pending", "failed" (for metrics).
 	Finished func(result string)
+	// Threads, when set, makes a Slack thread one conversation: a message
+	// in a thread continues from the history of the thread's last run, and
+	// the runs of a thread take turns. Nil: every message starts afresh.
+	Threads Threads
+	// ThreadLease is how long a run holds its thread between heartbeats;
+	// default DefaultThreadLease.
+	ThreadLease time.Duration
+	// ThreadReplies bounds the messages read from a thread slackbot keeps
+	// no history for; default DefaultThreadReplies.
+	ThreadReplies int
 
 	wg sync.WaitGroup
 }
@@ -71,29 +101,127 @@ func (rs *Runs) log() *slog.Logger {
 // Wait waits for the runs started so far to end.
 func (rs *Runs) Wait() { rs.wg.Wait() }
 
-// Start runs the agent on prompt in the background.
+// Start runs the agent on prompt in the background, as a new message
+// that starts its thread.
 func (rs *Runs) Start(prompt string, origin Origin) {
-	deps := &RunDeps{Origin: origin}
-	rs.Resume(agentrunner.RunInput{Prompt: prompt, Deps: deps}, deps, nil)
+	rs.StartTurn(Turn{Prompt: prompt, Origin: origin})
+}
+
+// StartTurn runs the agent on a message in the background. In a thread
+// (with Threads set) the run continues the thread's conversation, and
+// waits for the thread's running turn to end first.
+func (rs *Runs) StartTurn(t Turn) {
+	ctx := rs.context()
+	if t.RunID == "" {
+		t.RunID = agentrunner.NewToken()[:16]
+	}
+	th, threaded := rs.threadOf(t.Origin)
+	if !threaded {
+		deps := &RunDeps{Origin: t.Origin}
+		rs.Resume(agentrunner.RunInput{RunID: t.RunID, Prompt: t.Prompt}, deps, nil)
+		return
+	}
+	rs.wg.Add(1)
+	go func() {
+		defer rs.wg.Done()
+		now, err := rs.Threads.Enter(ctx, th, t, rs.lease())
+		switch {
+		case errors.Is(err, ErrThreadBusy):
+			rs.log().WarnContext(ctx, "thread queue full; message refused", "channel", th.Channel, "thread", th.TS)
+			rs.postNote(ctx, t.Origin, busyText)
+			return
+		case err != nil:
+			// Without Redis no run gets far; this one starts afresh.
+			rs.log().ErrorContext(ctx, "enter thread; running without its history", "err", err, "channel", th.Channel)
+			now = &t
+		case now == nil:
+			rs.log().InfoContext(ctx, "message waits for the thread's running turn", "channel", th.Channel, "thread", th.TS, "run", t.RunID)
+			rs.postNote(ctx, t.Origin, queuedText)
+			return
+		}
+		rs.runTurn(ctx, th, *now)
+	}()
+}
+
+// runTurn starts the run of a turn that holds its thread.
+func (rs *Runs) runTurn(ctx context.Context, th ThreadRef, t Turn) {
+	in := agentrunner.RunInput{RunID: t.RunID, History: rs.history(ctx, th, t), Prompt: t.Prompt}
+	rs.Resume(in, &RunDeps{Origin: t.Origin}, nil)
+}
+
+func (rs *Runs) postNote(ctx context.Context, o Origin, text string) {
+	if err := rs.Bot.PostInThread(ctx, o.Channel, o.ThreadTS, text); err != nil {
+		rs.log().ErrorContext(ctx, "post in thread", "err", err, "channel", o.Channel)
+	}
+}
+
+func (rs *Runs) context() context.Context {
+	if rs.Context == nil {
+		return context.Background()
+	}
+	return rs.Context
 }
 
 // Resume runs in in the background, e.g. a run continued from its saved
 // state with the results of its token, and reports its end like Start.
-// done, if set, is called after the end was reported.
+// done, if set, is called after the end was reported. A run of a thread
+// holds the thread while it works (and while it waits for people), saves
+// the thread's history when it ends, and hands the thread to the next
+// message waiting in it, on whichever process the run ends.
 func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
-	ctx := rs.Context
-	if ctx == nil {
-		ctx = context.Background()
+	ctx := rs.context()
+	if in.RunID == "" {
+		in.RunID = agentrunner.NewToken()[:16]
 	}
 	in.Deps = deps
+	if in.Results == nil && in.Pending == nil {
+		deps.history, deps.prompt = in.History, in.Prompt
+	}
+	th, threaded := rs.bind(ctx, deps, in.RunID)
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
+		stop := func() {}
+		if threaded {
+			stop = rs.heartbeat(ctx, th, in.RunID)
+		}
 		res, err := rs.Runner.Run(ctx, in)
+		stop()
 		if rs.Finish(ctx, deps, res, err) && done != nil {
 			done()
 		}
 	}()
+}
+
+// bind makes deps the deps of run runID, and returns the thread the run
+// holds, if it does: while the run waits for people, the thread stays its
+// own until the token's deadline.
+func (rs *Runs) bind(ctx context.Context, deps *RunDeps, runID string) (ThreadRef, bool) {
+	deps.runID = runID
+	th, threaded := rs.threadOf(deps.Origin)
+	if !threaded {
+		return th, false
+	}
+	deps.waits = func(until time.Time) {
+		ttl := time.Until(until) + threadWaitSlack
+		if _, err := rs.Threads.Hold(context.WithoutCancel(ctx), th, runID, ttl); err != nil {
+			rs.log().WarnContext(ctx, "hold thread while waiting", "err", err, "channel", th.Channel)
+		}
+	}
+	return th, true
+}
+
+// handOn ends runID's turn in its thread and starts the next waiting one.
+func (rs *Runs) handOn(ctx context.Context, th ThreadRef, runID string) {
+	next, err := rs.Threads.Leave(context.WithoutCancel(ctx), th, runID, rs.lease())
+	if err != nil {
+		// The lease lapses; the thread's next message picks up the queue.
+		rs.log().ErrorContext(ctx, "hand the thread on", "err", err, "channel", th.Channel)
+		return
+	}
+	if next != nil {
+		rs.runTurn(ctx, th, *next)
+	}
 }
 
 // Finish reports a run's end: the answer (or the failure) in the thread,
@@ -109,6 +237,7 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 		rs.log().Info("run continues in another process", "channel", deps.Channel)
 		return false
 	}
+	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	text, result := "", ""
 	switch {
@@ -123,12 +252,28 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 	if rs.Finished != nil {
 		rs.Finished(result)
 	}
+	// Before the answer: a reply to it must find the history.
+	switch {
+	case res != nil:
+		rs.saveHistory(ctx, deps, res.Messages)
+	case deps.prompt != "":
+		// The thread remembers what was asked and that it failed.
+		failed := append(slices.Clip(deps.history),
+			agentrunner.Message{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{agentrunner.UserPrompt(deps.prompt)}},
+			agentrunner.Message{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.Text("(The run failed: " + err.Error() + ")")}})
+		rs.saveHistory(ctx, deps, failed)
+	}
 	// The answer first: it is what the requester waits for, and updating
 	// the cards may wait on a card's lease.
 	if deps.Channel != "" {
 		if err := rs.Bot.PostInThread(ctx, deps.Channel, deps.ThreadTS, text); err != nil {
 			rs.log().ErrorContext(ctx, "post answer", "err", err, "channel", deps.Channel)
 		}
+	}
+	// Then the thread's next message, which need not wait for the cards.
+	// A process shutting down leaves it to the lease's lapse.
+	if th, ok := rs.threadOf(deps.Origin); ok && deps.runID != "" && !stopping {
+		rs.handOn(ctx, th, deps.runID)
 	}
 	if res != nil {
 		for _, token := range deps.Tokens() {
@@ -195,7 +340,7 @@ func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunn
 		}
 		o := ToolOutcome{Status: OutcomeRan, Summary: truncate(p.ReturnText(), 500)}
 		if p.Outcome == agentrunner.OutcomeFailed {
-			o.Status = OutcomeFailed
+			o.Status, o.Summary = OutcomeFailed, truncate(b.failureText(p), 500)
 		}
 		// Recorded on the call first: a card update racing with this one
 		// (the click's own) then renders the outcome too, whichever lands last.
@@ -208,4 +353,15 @@ func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunn
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// failureText is what a failed tool said, worded once: the card already
+// says "The tool failed" and names the tool, so the runner's "Tool failed: "
+// and a leading "<tool>: " (an MCP server's error names its tool) go.
+func (b *Bot) failureText(p agentrunner.Part) string {
+	s := strings.TrimPrefix(p.ReturnText(), agentrunner.ToolFailedPrefix)
+	for _, name := range []string{p.ToolName, b.toolLabel(p.ToolName)} {
+		s = strings.TrimPrefix(s, name+": ")
+	}
+	return s
 }

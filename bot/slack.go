@@ -24,6 +24,9 @@ type SlackAPI interface {
 	// ambiguously (a timeout after Slack may have acted), so a retry does
 	// not post it twice.
 	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
+	// GetConversationRepliesContext reads a thread slackbot keeps no
+	// history for, so a run started in it sees what was said.
+	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) (msgs []slack.Message, hasMore bool, nextCursor string, err error)
 }
 
 // Retry says how Slack calls are retried: HTTP 429 waits for Retry-After,

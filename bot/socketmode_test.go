@@ -402,6 +402,11 @@ func (s *recordingSlack) AuthTestContext(context.Context) (*slack.AuthTestRespon
 	return &slack.AuthTestResponse{TeamID: smTeam, UserID: smBotUser}, nil
 }
 
+func (s *recordingSlack) GetConversationRepliesContext(context.Context, *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error) {
+	s.record("conversations.replies")
+	return nil, false, "", nil
+}
+
 func (s *recordingSlack) GetConversationHistoryContext(context.Context, *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error) {
 	s.record("conversations.history")
 	return &slack.GetConversationHistoryResponse{}, nil

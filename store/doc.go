@@ -1,8 +1,9 @@
 // Package store is slackbot's Redis layer, on go-redis: the pending
 // approval behind each resume token, atomic decisions, expiry, resolution
 // across processes (Events, the Redis-backed agentrunner.ExternalEvents),
-// durable run state and the resume queue, the audit stream, and dedupe
-// keys. It imports agentrunner and go-redis, never Slack.
+// durable run state and the resume queue, the audit stream, dedupe keys,
+// and each Slack thread's conversation (its history, and the lease and
+// queue its runs take turns by). It imports agentrunner and go-redis, never Slack.
 //
 // # Guarantees
 //
@@ -41,6 +42,9 @@
 //	P claim:<token>  string: owner of the token's resumption
 //	P proc:<owner>   string: liveness of a process running Events.Run
 //	P dedupe:<key>   string: Dedupe marker
+//	P thread:<team>/<channel>/<ts>:h  string: a Slack thread's history (JSON), ThreadTTL
+//	P thread:<team>/<channel>/<ts>:l  string: the run id holding the thread (lease)
+//	P thread:<team>/<channel>/<ts>:q  list: turns waiting for the thread, "<run id>|<payload>"
 //	P ended          pub/sub channel (not a key): tokens that ended
 //
 // # Embedded Redis

@@ -76,6 +76,12 @@ type Options struct {
 	// Retention is the TTL of the shared keys (audit and resume streams),
 	// renewed on every write; default 7 days.
 	Retention time.Duration
+	// ThreadTTL is how long a Slack thread's history is kept after its
+	// last run; default 7 days (DefaultThreadTTL).
+	ThreadTTL time.Duration
+	// ThreadMaxBytes caps a thread's history as JSON; its oldest turns are
+	// dropped beyond it. Default 256 KiB (DefaultThreadMaxBytes).
+	ThreadMaxBytes int
 	// Now is the clock; nil means time.Now. Deadlines are judged by it, so
 	// tests expire tokens by moving it.
 	Now func() time.Time

@@ -14,11 +14,17 @@ import (
 
 func newDemo(t *testing.T) (*demotools.Demo, *agentrunner.Runner) {
 	t.Helper()
+	return newDemoWith(t, agentrunner.TestModel{})
+}
+
+// newDemoWith returns the demo tools' state and a runner of model with them.
+func newDemoWith(t *testing.T, model agentrunner.Model) (*demotools.Demo, *agentrunner.Runner) {
+	t.Helper()
 	d, err := demotools.New(filepath.Join(t.TempDir(), "sandbox"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := agentrunner.NewRunner(agentrunner.TestModel{}, d.Tools())
+	r, err := agentrunner.NewRunner(model, d.Tools())
 	if err != nil {
 		t.Fatal(err)
 	}

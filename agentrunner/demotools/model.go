@@ -52,7 +52,8 @@ const Help = "I am the demo model. Try: \"delete customer C-42\", \"refund order
 // Request implements agentrunner.Model.
 func (Model) Request(ctx context.Context, messages []agentrunner.Message, params agentrunner.RequestParams) (agentrunner.Message, error) {
 	// Once tools have answered in this turn, say what happened.
-	for i := len(messages) - 1; i >= 0; i-- {
+	turn := turnStart(messages)
+	for i := len(messages) - 1; i > turn; i-- {
 		m := messages[i]
 		if m.Kind == agentrunner.KindResponse && len(m.ToolCalls()) > 0 {
 			return report(messages[i+1:]), nil
@@ -63,6 +64,11 @@ func (Model) Request(ctx context.Context, messages []agentrunner.Message, params
 	}
 	prompt := lastPrompt(messages)
 	resp := agentrunner.Message{Kind: agentrunner.KindResponse, ModelName: "demo"}
+	if turn > 0 {
+		if m, ok := followUp(prompt, messages[:turn], params); ok {
+			return m, nil
+		}
+	}
 	offered := map[string]bool{}
 	for _, td := range params.Tools {
 		offered[td.Name] = true
@@ -143,4 +149,101 @@ func lastPrompt(messages []agentrunner.Message) string {
 		}
 	}
 	return ""
+}
+
+// turnStart is the index of the request holding the latest user prompt
+// (-1 when there is none): the start of the current turn.
+func turnStart(messages []agentrunner.Message) int {
+	for i := len(messages) - 1; i >= 0; i-- {
+		for _, p := range messages[i].Parts {
+			if p.PartKind == agentrunner.PartUserPrompt {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+var (
+	newAmountRE = regexp.MustCompile(`(?i)\b(?:make\s+it|change\s+it\s+to|set\s+it\s+to|instead)\s+\$?(\d+(?:\.\d+)?)|\$?(\d+(?:\.\d+)?)\s+instead\b`)
+	recapRE     = regexp.MustCompile(`(?i)\bwhat\s+(?:did\s+you\s+(?:just\s+)?do|have\s+you\s+done|happened)\b`)
+)
+
+// followUp answers a prompt that only makes sense after earlier turns
+// (before): a new amount for the last refund, or a recap.
+func followUp(prompt string, before []agentrunner.Message, params agentrunner.RequestParams) (agentrunner.Message, bool) {
+	if recapRE.MatchString(prompt) {
+		m := report(before)
+		if m.Text() == "Nothing to report." {
+			m.Parts = []agentrunner.Part{agentrunner.Text("I have not run any tool in this conversation yet.")}
+		} else {
+			m.Parts = []agentrunner.Part{agentrunner.Text("So far in this conversation:\n" + m.Text())}
+		}
+		return m, true
+	}
+	m := newAmountRE.FindStringSubmatch(prompt)
+	if m == nil || !offers(params, "issue_refund") {
+		return agentrunner.Message{}, false
+	}
+	amount, err := strconv.ParseFloat(m[1]+m[2], 64)
+	if err != nil {
+		return agentrunner.Message{}, false
+	}
+	order := lastRefundOrder(before)
+	if order == "" {
+		return agentrunner.Message{}, false
+	}
+	args, _ := json.Marshal(map[string]any{"order_id": order, "amount": amount})
+	return agentrunner.Message{Kind: agentrunner.KindResponse, ModelName: "demo",
+		Parts: []agentrunner.Part{agentrunner.ToolCall("issue_refund", args, fmt.Sprintf("demo_issue_refund_followup_%d", len(before)))}}, true
+}
+
+// lastRefundOrder is the order of the conversation's latest refund: the
+// last issue_refund call, else the last prompt asking for one (a thread
+// read from Slack has prompts but no calls).
+func lastRefundOrder(msgs []agentrunner.Message) string {
+	var refund = demoPatterns[0]
+	for _, p := range demoPatterns {
+		if p.tool == "issue_refund" {
+			refund = p
+		}
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, p := range msgs[i].Parts {
+			switch p.PartKind {
+			case agentrunner.PartToolCall:
+				if p.ToolName != refund.tool {
+					continue
+				}
+				var a struct {
+					OrderID string `json:"order_id"`
+				}
+				if c := (agentrunner.ToolCallPart{ToolName: p.ToolName, Args: p.Args}); json.Unmarshal(argsObject(c), &a) == nil && a.OrderID != "" {
+					return a.OrderID
+				}
+			case agentrunner.PartUserPrompt:
+				if all := refund.re.FindAllStringSubmatch(p.Content, -1); len(all) > 0 {
+					return all[len(all)-1][1]
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func argsObject(c agentrunner.ToolCallPart) []byte {
+	b, err := c.ArgsObject()
+	if err != nil {
+		return c.Args
+	}
+	return b
+}
+
+func offers(params agentrunner.RequestParams, tool string) bool {
+	for _, td := range params.Tools {
+		if td.Name == tool {
+			return true
+		}
+	}
+	return false
 }

@@ -155,6 +155,7 @@ func newApp(d appDeps) (*app, error) {
 		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
 		Context:   a.runCtx,
+		Threads:   storeadapter.NewThreads(st),
 		Finished: func(result string) {
 			a.metrics.runs.WithLabelValues(result).Inc()
 		},

@@ -18,8 +18,9 @@ const docsDir = "../../docs"
 // TestDevBrowserEndToEnd runs the real `slackbot dev` and drives its Slack
 // emulator in headless chromium as a person would: Carol asks for a $150
 // refund in #general, the approval card appears in #approvals, Alice
-// approves, the card says so and the answer arrives in Carol's thread.
-// Then Bob asks to delete a customer: his own Approve is refused with a
+// approves, the card says so and the answer arrives in Carol's thread,
+// where she goes on ("actually make it 100") and slackbot remembers the
+// order. Then Bob asks to delete a customer: his own Approve is refused with a
 // message only he sees, and Alice's approval is one of the two the route
 // needs.
 func TestDevBrowserEndToEnd(t *testing.T) {
@@ -93,6 +94,22 @@ func TestDevBrowserEndToEnd(t *testing.T) {
 		`card.textContent.includes('Approved by @Alice') && card.textContent.includes('The tool ran: refunded $150.00 on order A-1002')`)+
 		` && [...document.querySelectorAll('#thread-messages .msg[data-user="U0BOT"]')].some(e => e.textContent.includes('refunded $150.00 on order A-1002'))`)
 	p.Screenshot("dev-approved-thread.png")
+
+	// Carol goes on in her thread, and slackbot remembers: "make it 100"
+	// refunds the same order (at most $100 needs no approval), and it can
+	// say what it did in this conversation.
+	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
+	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
+	p.WaitFor("Carol's thread still open, saying how to go on", `!document.getElementById('thread').hidden &&
+		document.getElementById('thread-who').textContent.includes('@slackbot continues this conversation')`)
+	p.Reply("@slackbot actually make it 100 and tell the customer")
+	p.WaitFor("the follow-up's answer in the thread, for the same order",
+		`[...document.querySelectorAll('#thread-messages .msg[data-user="U0BOT"]')].some(e => e.textContent.includes('refunded $100.00 on order A-1002'))`)
+	p.Reply("@slackbot what did you just do?")
+	p.WaitFor("the recap of the conversation", `[...document.querySelectorAll('#thread-messages .msg[data-user="U0BOT"]')].some(e =>
+		e.textContent.includes('So far in this conversation') && e.textContent.includes('refunded $150.00 on order A-1002') &&
+		e.textContent.includes('refunded $100.00 on order A-1002'))`)
+	p.Screenshot("dev-continued-thread.png")
 	p.Do("close the thread", chromedp.Click(chromedp.ID("thread-close")))
 
 	// Bob asks to delete a customer; the deletions route needs both Alice

@@ -65,6 +65,7 @@ type cluster struct {
 	slack   *slackfake.Server
 	env     []string
 	sandbox string
+	redis   *redistest.Server
 }
 
 func newCluster(t *testing.T, routes string) *cluster {
@@ -92,7 +93,7 @@ func newCluster(t *testing.T, routes string) *cluster {
 		"ADDR=127.0.0.1:0", "MODEL=test:delete_file", "TOOLS=demo", "LOG_FORMAT=text", "LOG_LEVEL=debug",
 		"TMPDIR="+tmp,
 	)
-	return &cluster{t: t, slack: fake, env: env, sandbox: sandbox}
+	return &cluster{t: t, slack: fake, env: env, sandbox: sandbox, redis: rs}
 }
 
 // start starts a slackbot process and waits until it serves.
@@ -232,6 +233,12 @@ func TestDurableResumeOnAnotherProcess(t *testing.T) {
 
 	c.approveOn(c.start("B"), e, card, alice, thread)
 	e.waitFor("the card to show the outcome", func() bool { return strings.Contains(cardText(e.latest(card)), "deleted a") })
+	// B, which resumed the run, kept the thread's history for its next
+	// message: the tool's result is in it.
+	history := c.redis.Client(t).Get(t.Context(), "slackbot:thread:T0FAKE/"+general+"/"+thread+":h").Val()
+	if !strings.Contains(history, `"tool_name":"delete_file"`) || !strings.Contains(history, "deleted a") {
+		t.Errorf("the thread's history after the resume on B: got %s", history)
+	}
 }
 
 // The same with A restarted instead of another process.

@@ -171,10 +171,24 @@ func (p *Page) WaitFor(what, predicate string) {
 // and sends it to the open channel.
 func (p *Page) Send(text string) {
 	p.t.Helper()
-	p.Do("send "+text,
-		chromedp.Evaluate[chromedp.Void](`document.getElementById('composer').value = ''`),
-		chromedp.SendKeys(chromedp.ID("composer"), text),
-		chromedp.Click(chromedp.ID("send")))
+	p.write("send "+text, "composer", "#send", text)
+}
+
+// Reply writes text in the open thread's composer, replacing what was
+// there, and sends it to the thread.
+func (p *Page) Reply(text string) {
+	p.t.Helper()
+	p.write("reply "+text, "thread-composer", "#thread-form button.send", text)
+}
+
+// write replaces the text of the textarea with id composer and clicks the
+// button send (a CSS selector).
+func (p *Page) write(what, composer, send, text string) {
+	p.t.Helper()
+	p.Do(what,
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('`+composer+`').value = ''`),
+		chromedp.SendKeys(chromedp.ID(composer), text),
+		chromedp.Click(chromedp.CSS(send)))
 }
 
 // Screenshot saves the full page as name in the screenshot directory,

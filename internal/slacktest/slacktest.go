@@ -144,6 +144,9 @@ type Mention struct {
 	Text string
 	// TS is the message's timestamp.
 	TS string
+	// ThreadTS is the parent's ts for a reply in a thread; empty for a
+	// top-level message.
+	ThreadTS string
 }
 
 // Body returns the event_callback body of the mention, as Slack posts it
@@ -153,13 +156,16 @@ func (m Mention) Body() []byte {
 	if id == "" {
 		id = "Ev" + m.TS
 	}
+	event := map[string]any{
+		"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS,
+		"channel": m.Channel, "event_ts": m.TS,
+	}
+	if m.ThreadTS != "" {
+		event["thread_ts"] = m.ThreadTS
+	}
 	return mustJSON(map[string]any{
 		"token": "x", "team_id": m.Team, "api_app_id": appID, "type": "event_callback",
-		"event_id": id, "event_time": time.Now().Unix(),
-		"event": map[string]any{
-			"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS,
-			"channel": m.Channel, "event_ts": m.TS,
-		},
+		"event_id": id, "event_time": time.Now().Unix(), "event": event,
 	})
 }
 

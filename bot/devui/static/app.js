@@ -974,7 +974,10 @@
     pane.dataset.ts = t.ts;
     pane.dataset.channel = t.channel;
     $('thread-channel').textContent = channelLabel(t.channel);
-    $('thread-who').textContent = `Replying as ${displayName(app.user)}`;
+    // A thread is one conversation with slackbot: in a channel a reply
+    // that mentions it continues the conversation, in a DM any reply does.
+    const hint = t.channel[0] === 'D' ? 'slackbot answers in this conversation' : `@${displayName(app.state.bot_user_id)} continues this conversation`;
+    $('thread-who').textContent = `Replying as ${displayName(app.user)} · ${hint}`;
     const box = $('thread-messages');
     const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 60;
     const scroll = box.scrollTop;

@@ -1,0 +1,81 @@
+package bot
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// TestMCPToolLabel: an MCP server's tool is named one way on everything a
+// person sees (header, body, notification text, modals), as its
+// confirmation names it: "<server>.<tool>".
+func TestMCPToolLabel(t *testing.T) {
+	routes, err := ParseRoutes([]byte(`routes:
+  - channel: C0APPROVALS
+    approvers: {users: ["U0ALICE"]}
+mcp_servers:
+  - name: fs
+    command: ["mcp-server-filesystem", "/tmp"]
+`), "routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Routes: routes})
+	call := agentrunner.ToolCallPart{ToolName: "fs__write_file", Args: json.RawMessage(`{"path":"a.txt","content":"hi"}`), ToolCallID: "c1"}
+	a := &Approval{Token: "tok", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call}}}
+	card := b.card(a, &CallStatus{ID: "c1", Kind: agentrunner.KindApproval, State: StatePending})
+
+	blocks, _ := json.Marshal(ApprovalBlocks(card))
+	shown := map[string]string{
+		"card":       string(blocks),
+		"text":       ApprovalText(card),
+		"arguments":  marshalText(t, ArgsModal(card)),
+		"deny modal": marshalText(t, DenyReasonModal(card, MessageRef{})),
+		"edit modal": marshalText(t, EditArgsModal(card, MessageRef{}, card.Args)),
+	}
+	for what, s := range shown {
+		s = strings.ReplaceAll(s, "\u200b", "") // the zero-width spaces that keep _ from italicizing
+		if strings.Contains(s, "fs__write_file") || !strings.Contains(s, "fs.write_file") {
+			t.Errorf("%s names the tool other than fs.write_file:\n%s", what, s)
+		}
+	}
+	for _, name := range []string{"write_file", "fsx__write_file", "fs__", "delete_file"} {
+		if got := b.toolLabel(name); got != name {
+			t.Errorf("toolLabel(%q) = %q, want it unchanged", name, got)
+		}
+	}
+}
+
+// TestFailureWordedOnce: a failed tool's outcome on its card reads "The
+// tool failed: <the error>", without the runner's "Tool failed: " and
+// without the tool's name again.
+func TestFailureWordedOnce(t *testing.T) {
+	routes, err := ParseRoutes([]byte("routes:\n  - channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\nmcp_servers:\n  - name: fs\n    command: [x]\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Routes: routes})
+	tests := []struct{ tool, ret, want string }{
+		{"fs__write_file", "Tool failed: fs.write_file: EEXIST: file already exists", "🔴 The tool failed: EEXIST: file already exists"},
+		{"delete_file", "Tool failed: disk full", "🔴 The tool failed: disk full"},
+		{"delete_file", "Tool failed: ", "🔴 The tool failed."},
+	}
+	for _, tt := range tests {
+		p := agentrunner.ToolReturn(tt.tool, "c1", json.RawMessage(marshalText(t, tt.ret)), agentrunner.OutcomeFailed)
+		got := outcomeText(ToolOutcome{Status: OutcomeFailed, Summary: b.failureText(p)}, maxSectionText)
+		if got != tt.want {
+			t.Errorf("%s returning %q: got %q, want %q", tt.tool, tt.ret, got, tt.want)
+		}
+	}
+}
+
+func marshalText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
