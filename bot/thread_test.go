@@ -13,14 +13,15 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
 
 // TestThreadMessages: a thread slackbot keeps no history for is read as
 // Slack shows it: the last messages before the one being answered, the
 // bot's own as the model's turns, everyone else's naming their author.
 func TestThreadMessages(t *testing.T) {
-	fake, srv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
-	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(srv)))})
+	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
+	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))})
 	botID := fake.BotUserID()
 	post := func(user, text, thread string) string {
 		t.Helper()
