@@ -16,6 +16,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
 
 // apiRoutes: refunds under $100 from the billing client pass by policy,
@@ -111,10 +112,10 @@ type askAPIEnv struct {
 func newAskAPIEnv(t *testing.T) *askAPIEnv {
 	t.Helper()
 	now := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
-	fake, srv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace(), slackfake.WithClock(func() time.Time { return now }))
+	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace(), slackfake.WithClock(func() time.Time { return now }))
 	mem := &memApprovals{}
 	b := bot.New(bot.Config{
-		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(srv))),
+		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv))),
 		Approvals: mem, Routes: parseRoutes(t, apiRoutes), TeamID: "T0FAKE",
 		Now: func() time.Time { return now },
 	})

@@ -50,7 +50,8 @@ type EditedCall struct {
 
 // CheckEdit checks edited arguments before a call may run with them, for
 // every door an edit comes through (the Slack edit modal, override_args
-// of the HTTP API): they must be a JSON object, fit the tool's schema when
+// of the HTTP API): they must be a JSON object nested no deeper than
+// agentrunner.MaxArgsDepth (as a call's own arguments), fit the tool's schema when
 // slackbot knows the tool, and pass the route's auto_deny exactly as the
 // original arguments had to. It returns the arguments to record (as the
 // schema normalized them), or an error wrapping ErrEditRefused (an
@@ -67,6 +68,9 @@ func (b *Bot) CheckEdit(ctx context.Context, e EditedCall) (json.RawMessage, err
 	}
 	if len(args) == 0 || args[0] != '{' {
 		return nil, refuseEdit("The arguments must be a JSON object.")
+	}
+	if err := agentrunner.CheckArgsDepth(args); err != nil {
+		return nil, refuseEdit("The arguments are nested deeper than %d levels of objects and arrays.", agentrunner.MaxArgsDepth)
 	}
 	if b.runner != nil {
 		if tool, ok := b.runner.Tool(e.Call.ToolName); ok {

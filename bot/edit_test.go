@@ -71,6 +71,7 @@ func TestCheckEdit(t *testing.T) {
 		{"auto_deny at the edge", "refunds", `{"amount":10001}`, "auto_deny"},
 		{"not JSON", "refunds", `{"amount":`, "not valid JSON"},
 		{"not an object", "refunds", `[50000]`, "JSON object"},
+		{"too deep, and not the schema", "refunds", `{"amount":5,"x":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`, "nested deeper than 64 levels"},
 		{"not the schema", "refunds", `{"amount":"lots"}`, "amount"},
 		{"unknown route", "gone", `{"amount":5}`, `route "gone" is no longer`},
 	}
@@ -91,6 +92,18 @@ func TestCheckEdit(t *testing.T) {
 				t.Errorf("got %v, want refused with a reason containing %q", err, tt.want)
 			}
 		})
+	}
+	// Depth is checked whatever the tool's schema: a tool slackbot has no
+	// schema for (an API client's) accepts any object, but not one nested
+	// deeper than MaxArgsDepth, counting the top object.
+	unknown := agentrunner.ToolCallPart{ToolName: "refund_elsewhere", Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c2"}
+	for depth, wantRefused := range map[int]bool{agentrunner.MaxArgsDepth - 1: false, agentrunner.MaxArgsDepth: true} {
+		args := `{"amount":5,"x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
+		_, err := b.CheckEdit(t.Context(), EditedCall{Call: unknown, Route: "refunds", Requester: "U9", Args: json.RawMessage(args)})
+		var refused *EditRefusedError
+		if got := errors.As(err, &refused) && strings.Contains(refused.Reason, "nested deeper than 64 levels"); got != wantRefused {
+			t.Errorf("edit nested %d levels: got %v, want refused for depth: %v", depth+1, err, wantRefused)
+		}
 	}
 	// An auto_deny that cannot be evaluated on the edit refuses it: the
 	// edit removed the field the policy reads.

@@ -94,7 +94,14 @@ func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.
 		return nil
 	}
 	if rs.Dedupe != nil && eventID != "" {
-		first, err := rs.Dedupe.Dedupe(ctx, "event:"+eventID, EventDedupeTTL)
+		// The dedupe is the one store call before the acknowledgement:
+		// it gets the budget a click gets (Slack waits 3 s for events
+		// too). Past it the event is not acknowledged, so Slack delivers
+		// it again; if the store recorded the id after all, that delivery
+		// is taken for a duplicate (reported in the log line below).
+		dctx, cancel := context.WithTimeout(ctx, rs.ackBudget())
+		first, err := rs.Dedupe.Dedupe(dctx, "event:"+eventID, EventDedupeTTL)
+		cancel()
 		if err != nil {
 			rs.log().ErrorContext(ctx, "dedupe event", "err", err, "event_id", eventID)
 			return err
@@ -110,6 +117,14 @@ func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.
 	}
 	rs.StartTurn(turn)
 	return nil
+}
+
+// ackBudget is the Bot's acknowledgement budget (DefaultAckBudget).
+func (rs *Runs) ackBudget() time.Duration {
+	if rs.Bot != nil && rs.Bot.ackBudget > 0 {
+		return rs.Bot.ackBudget
+	}
+	return DefaultAckBudget
 }
 
 // newTurn is the turn of a message at ts, in the thread of threadTS if it

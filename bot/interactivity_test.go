@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
 
 // smGroup is the usergroup of the route clickTestRoutes names "finance".
@@ -33,7 +34,7 @@ type clickEnv struct {
 // members: smApprover). edit changes the Bot's Config before New.
 func newClickEnv(t *testing.T, route string, edit func(*Config)) *clickEnv {
 	t.Helper()
-	fake, ts := slackfake.NewTestServer(t,
+	fake, ts := slackfaketest.NewTestServer(t,
 		slackfake.WithTeam(smTeam, "Test", "test"),
 		slackfake.WithUsers(slackfake.User{ID: smApprover, Name: "alice"}, slackfake.User{ID: smRequester, Name: "bob"},
 			slackfake.User{ID: smStranger, Name: "mallory"}),
@@ -42,7 +43,7 @@ func newClickEnv(t *testing.T, route string, edit func(*Config)) *clickEnv {
 	approvals := newRecordingApprovals()
 	approvals.a.Calls[0].Route = route
 	cfg := Config{
-		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(ts))),
+		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(ts))),
 		Approvals: approvals, TeamID: smTeam,
 		Routes: &Routes{Routes: []*Route{
 			{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1},

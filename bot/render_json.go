@@ -35,41 +35,46 @@ func compactPreview(raw json.RawMessage, limit int) preview {
 	return newJSONText(raw).preview("", limit, false)
 }
 
-// jsonText is a value to show as JSON, checked once for every form it is
-// shown in.
+// jsonText is a value to show as JSON, checked while it is written: one
+// pass over raw both validates it (as json.Valid does) and indents it.
 type jsonText struct {
-	raw   []byte
-	valid bool
+	raw []byte
+	// json is false when raw is known not to be JSON, and it is then shown
+	// as it is; otherwise it is indented, and shown as it is after all if
+	// the indenting pass finds it is not JSON.
+	json bool
 }
 
-// newJSONText decodes the string form of arguments and checks that raw is
-// JSON; null or nothing is {}.
+// newJSONText decodes the string form of arguments; null or nothing is {}.
 func newJSONText(raw json.RawMessage) jsonText {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return jsonText{raw: []byte("{}"), valid: true}
+		return jsonText{raw: []byte("{}"), json: true}
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err == nil {
 			if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
-				return jsonText{raw: []byte(t), valid: true}
+				return jsonText{raw: []byte(t), json: true}
 			}
 		}
 	}
-	return jsonText{raw: raw, valid: json.Valid(raw)}
+	return jsonText{raw: raw, json: true}
 }
 
 // preview writes j indented by indent (compact if empty), or as it is if
 // it is not JSON, keeping limit characters; with stop it reads no further
-// than it needs to keep them, and the total is then a lower bound.
+// than it needs to keep them, and the total is then a lower bound (and raw
+// read only in part is not known to be JSON: its start is indented).
 func (j jsonText) preview(indent string, limit int, stop bool) preview {
-	w := &textSink{limit: limit, stop: stop}
-	if j.valid {
-		indentJSON(w, j.raw, indent)
-	} else {
-		w.reveal(j.raw, true)
+	if j.json {
+		w := &textSink{limit: limit, stop: stop}
+		if indentJSON(w, j.raw, indent) {
+			return w.preview()
+		}
 	}
+	w := &textSink{limit: limit, stop: stop}
+	w.reveal(j.raw, true)
 	return w.preview()
 }
 
@@ -83,79 +88,8 @@ func compactStart(raw json.RawMessage, limit int) (text string, whole bool) {
 		p := compactPreview(raw, limit)
 		return p.prefix, p.whole()
 	}
-	p := jsonText{raw: raw, valid: true}.preview("", limit, true)
+	p := jsonText{raw: raw, json: true}.preview("", limit, true)
 	return p.prefix, false
-}
-
-// indentJSON writes valid JSON src to w, indented by indent per level as
-// json.Indent does; an empty indent writes it compact, without line breaks.
-func indentJSON(w *textSink, src []byte, indent string) {
-	depth := 0
-	needIndent := false // a line break is due before the next value or close
-	newline := func() {
-		if indent == "" {
-			return
-		}
-		w.byte('\n')
-		w.repeat(indent, depth)
-	}
-	for i := 0; i < len(src) && !w.done(); i++ {
-		c := src[i]
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		if needIndent && c != ']' && c != '}' {
-			needIndent = false
-			depth++
-			newline()
-		}
-		switch c {
-		case '"':
-			i = w.jsonString(src, i) - 1
-		case '{', '[':
-			w.byte(c)
-			needIndent = true
-		case ',':
-			w.byte(c)
-			newline()
-		case ':':
-			w.byte(c)
-			if indent != "" {
-				w.byte(' ')
-			}
-		case '}', ']':
-			if needIndent {
-				needIndent = false // empty: {} or []
-			} else {
-				depth--
-				newline()
-			}
-			w.byte(c)
-		default:
-			w.byte(c)
-		}
-	}
-}
-
-// jsonString writes the JSON string that starts at src[i] (a quote),
-// revealed, and returns the index just past it.
-func (w *textSink) jsonString(src []byte, i int) int {
-	j := i + 1
-	for j < len(src) {
-		c := src[j]
-		if c == '"' {
-			j++
-			break
-		}
-		if c == '\\' {
-			j++
-		}
-		j++
-	}
-	j = min(j, len(src))
-	w.reveal(src[i:j], false)
-	return j
 }
 
 // textSink keeps the first limit characters written to it and counts all,

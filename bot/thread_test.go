@@ -13,14 +13,15 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
 
 // TestThreadMessages: a thread slackbot keeps no history for is read as
 // Slack shows it: the last messages before the one being answered, the
 // bot's own as the model's turns, everyone else's naming their author.
 func TestThreadMessages(t *testing.T) {
-	fake, srv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
-	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(srv)))})
+	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
+	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))})
 	botID := fake.BotUserID()
 	post := func(user, text, thread string) string {
 		t.Helper()
@@ -124,5 +125,50 @@ func TestWaitingRunHoldsItsThread(t *testing.T) {
 	api.Waits(time.Now().Add(time.Hour))
 	if len(rec.holds) != 1 {
 		t.Errorf("holds after an API run waited: %v", rec.holds)
+	}
+}
+
+// noHistory is a Threads that keeps no history for any thread.
+type noHistory struct{ Threads }
+
+func (noHistory) History(context.Context, ThreadRef) ([]agentrunner.Message, error) {
+	return nil, ErrNoThreadHistory
+}
+
+// TestFreshStartFromTheMessageAlone: a reply in a thread slackbot keeps
+// no history for starts from the thread as Slack shows it, and when Slack
+// cannot show it, from the new message alone (issue 19: "or from the new
+// message alone if that fails"), never failing the run.
+func TestFreshStartFromTheMessageAlone(t *testing.T) {
+	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
+	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))})
+	t.Cleanup(b.Close)
+	botID := fake.BotUserID()
+	parent, err := fake.PostAsUser("C0GENERAL", "U0DAVE", "customer wants a refund on A-1001", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := fake.PostAsUser("C0GENERAL", "U0CAROL", "<@"+botID+"> make it 5", parent.TS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &Runs{Bot: b, Threads: noHistory{}, BotUserID: botID}
+	th := ThreadRef{Team: "T1", Channel: "C0GENERAL", TS: parent.TS}
+	turn := newTurn("T1", "C0GENERAL", "U0CAROL", reply.TS, parent.TS)
+
+	if got := rs.history(t.Context(), th, turn); len(got) != 1 || !strings.Contains(got[0].Parts[0].Content, "A-1001") {
+		t.Fatalf("a thread Slack shows: got %+v, want its first message", got)
+	}
+	fake.ErrorNext("conversations.replies", "thread_not_found", 1)
+	if got := rs.history(t.Context(), th, turn); got != nil {
+		t.Errorf("a thread Slack cannot show: got %+v, want no history (the message alone)", got)
+	}
+	// A message that starts its thread reads nothing from Slack.
+	calls := len(fake.Calls("conversations.replies"))
+	if got := rs.history(t.Context(), th, newTurn("T1", "C0GENERAL", "U0CAROL", parent.TS, "")); got != nil {
+		t.Errorf("a new thread: got %+v, want no history", got)
+	}
+	if n := len(fake.Calls("conversations.replies")) - calls; n != 0 {
+		t.Errorf("a new thread read conversations.replies %d times", n)
 	}
 }

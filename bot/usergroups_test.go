@@ -16,6 +16,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
 
 // TestConcurrentClicksOnAColdCacheMakeOneLookup: six people click at once
@@ -87,12 +88,12 @@ func (c *testClock) Add(d time.Duration) {
 // whose usergroup smGroup has the member smApprover.
 func newTestAuthorizer(t *testing.T, clock *testClock) (*Authorizer, *slackfake.Server) {
 	t.Helper()
-	fake, ts := slackfake.NewTestServer(t, slackfake.WithClock(clock.Now),
+	fake, ts := slackfaketest.NewTestServer(t, slackfake.WithClock(clock.Now),
 		slackfake.WithUsers(slackfake.User{ID: smApprover, Name: "alice"}, slackfake.User{ID: smStranger, Name: "mallory"}),
 		slackfake.WithUsergroups(slackfake.Usergroup{ID: smGroup, Handle: "finance", Members: []string{smApprover}},
 			slackfake.Usergroup{ID: "S0OTHER", Handle: "other", Members: []string{smStranger}}))
 	a := &Authorizer{
-		Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(ts))),
+		Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(ts))),
 		TTL:   time.Minute, MaxStale: 10 * time.Minute, Now: clock.Now,
 		Sleep: func(_ context.Context, d time.Duration) error { clock.Add(d); return nil },
 	}

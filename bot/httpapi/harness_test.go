@@ -19,6 +19,7 @@ import (
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/httpapi"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
@@ -123,13 +124,13 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	var logBuf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
-	fake, fakeSrv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	routes, err := bot.ParseRoutes([]byte(routesYAML), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := bot.New(bot.Config{
-		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(fakeSrv))),
+		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv))),
 		Approvals: storeadapter.New(st), Routes: routes, TeamID: testTeam, Log: log, Now: clock.Now,
 	})
 	ev := store.NewEvents(st, store.EventsOptions{

@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
 
 // clock is a test clock that moves only when told to.
@@ -42,8 +43,8 @@ func newFake(t *testing.T, opts ...slackfake.Option) (*slackfake.Server, *slack.
 	t.Helper()
 	clk := newClock()
 	opts = append([]slackfake.Option{slackfake.WithDemoWorkspace(), slackfake.WithClock(clk.Now)}, opts...)
-	s, ts := slackfake.NewTestServer(t, opts...)
-	return s, slack.New(s.Token(), slack.OptionAPIURL(slackfake.APIURL(ts))), clk
+	s, ts := slackfaketest.NewTestServer(t, opts...)
+	return s, slack.New(s.Token(), slack.OptionAPIURL(slackfaketest.APIURL(ts))), clk
 }
 
 func approvalBlocks(text string) []slack.Block {
@@ -400,9 +401,9 @@ func TestWorkspaceMethods(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	s, ts := slackfake.NewTestServer(t)
+	s, ts := slackfaketest.NewTestServer(t)
 	ctx := t.Context()
-	_, err := slack.New("xoxb-wrong", slack.OptionAPIURL(slackfake.APIURL(ts))).AuthTestContext(ctx)
+	_, err := slack.New("xoxb-wrong", slack.OptionAPIURL(slackfaketest.APIURL(ts))).AuthTestContext(ctx)
 	if got := slackError(err); got != "invalid_auth" {
 		t.Errorf("wrong token: got %v, want invalid_auth", err)
 	}
@@ -554,7 +555,7 @@ func TestTimestampsUniqueUnderConcurrency(t *testing.T) {
 }
 
 func TestJSONBody(t *testing.T) {
-	s, ts := slackfake.NewTestServer(t)
+	s, ts := slackfaketest.NewTestServer(t)
 	body := `{"channel":"C0APPROVALS","text":"hi","blocks":[{"type":"divider"}]}`
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/api/chat.postMessage", strings.NewReader(body))
 	if err != nil {
@@ -577,8 +578,8 @@ func TestJSONBody(t *testing.T) {
 }
 
 func BenchmarkPostMessage(b *testing.B) {
-	s, ts := slackfake.NewTestServer(b)
-	api := slack.New(s.Token(), slack.OptionAPIURL(slackfake.APIURL(ts)))
+	s, ts := slackfaketest.NewTestServer(b)
+	api := slack.New(s.Token(), slack.OptionAPIURL(slackfaketest.APIURL(ts)))
 	blocks := approvalBlocks("*delete_file* `{\"path\":\"temp.txt\"}`")
 	for b.Loop() {
 		if _, _, err := api.PostMessageContext(b.Context(), "C0APPROVALS", slack.MsgOptionText("x", false), slack.MsgOptionBlocks(blocks...)); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
@@ -20,7 +21,7 @@ import (
 // approver clicks in Slack, and the long poll returns the
 // DeferredToolResults. Without the key: 401.
 func TestServeHTTPAPI(t *testing.T) {
-	fake, fakeSrv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	routes := filepath.Join(t.TempDir(), "routes.yaml")
 	if err := os.WriteFile(routes, []byte(testRoutes), 0o600); err != nil {
@@ -28,7 +29,7 @@ func TestServeHTTPAPI(t *testing.T) {
 	}
 	const key = "agent-key-0123456789abcdef"
 	for k, v := range map[string]string{
-		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfake.APIURL(fakeSrv),
+		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": routes, "ADDR": "127.0.0.1:0", "API_KEYS": "ticketbot=" + key,
 	} {
 		t.Setenv(k, v)

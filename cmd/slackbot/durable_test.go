@@ -16,6 +16,7 @@ import (
 
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
@@ -70,7 +71,7 @@ type cluster struct {
 
 func newCluster(t *testing.T, routes string) *cluster {
 	t.Helper()
-	fake, fakeSrv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	tmp := t.TempDir()
 	routesFile := filepath.Join(tmp, "routes.yaml")
@@ -89,7 +90,7 @@ func newCluster(t *testing.T, routes string) *cluster {
 	}
 	env := append(os.Environ(),
 		"SLACK_BOT_TOKEN="+fake.Token(), "SLACK_SIGNING_SECRET="+testSecret,
-		"SLACK_API_URL="+slackfake.APIURL(fakeSrv), "REDIS_URL="+rs.URL(), "ROUTES_FILE="+routesFile,
+		"SLACK_API_URL="+slackfaketest.APIURL(fakeSrv), "REDIS_URL="+rs.URL(), "ROUTES_FILE="+routesFile,
 		"ADDR=127.0.0.1:0", "MODEL=test:delete_file", "TOOLS=demo", "LOG_FORMAT=text", "LOG_LEVEL=debug",
 		"TMPDIR="+tmp,
 	)

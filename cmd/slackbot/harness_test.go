@@ -19,6 +19,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -192,9 +193,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		fakeSrv = httptest.NewServer(opts.slackMiddleware(fake))
 		t.Cleanup(fakeSrv.Close)
 	} else {
-		fake, fakeSrv = slackfake.NewTestServer(t, fakeOpts...)
+		fake, fakeSrv = slackfaketest.NewTestServer(t, fakeOpts...)
 	}
-	client := slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(fakeSrv)))
+	client := slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv)))
 	if opts.routes == "" {
 		opts.routes = testRoutes
 	}

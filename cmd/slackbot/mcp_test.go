@@ -16,6 +16,7 @@ import (
 
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
@@ -48,7 +49,7 @@ func TestServeWithMCPServer(t *testing.T) {
 	}))
 	t.Cleanup(func() { mcpSrv.CloseClientConnections(); mcpSrv.Close() })
 
-	fake, fakeSrv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	routes := `
 routes:
@@ -66,7 +67,7 @@ mcp_servers:
 		t.Fatal(err)
 	}
 	for k, v := range map[string]string{
-		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfake.APIURL(fakeSrv),
+		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
 		"TICKETS_TOKEN": "tk-123",
 	} {

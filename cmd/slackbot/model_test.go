@@ -15,6 +15,7 @@ import (
 
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
@@ -62,14 +63,14 @@ func startWithOpenAI(t *testing.T, provider *fakeOpenAI) (string, *slackfake.Ser
 	t.Helper()
 	llm := httptest.NewServer(provider)
 	t.Cleanup(llm.Close)
-	fake, fakeSrv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	routes := filepath.Join(t.TempDir(), "routes.yaml")
 	if err := os.WriteFile(routes, []byte(testRoutes), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range map[string]string{
-		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfake.APIURL(fakeSrv),
+		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": routes, "ADDR": "127.0.0.1:0", "TOOLS": "demo",
 		"MODEL": "openai:gpt-test", "OPENAI_BASE_URL": llm.URL + "/v1", "OPENAI_API_KEY": "sk-test-0123456789",
 	} {

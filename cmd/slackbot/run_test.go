@@ -15,6 +15,7 @@ import (
 
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
@@ -95,7 +96,7 @@ func startRun(t *testing.T, args ...string) (string, *syncBuffer) {
 // the approval card appears, an authorized approver clicks Approve, and the
 // tool's result is answered in the thread.
 func TestServeEndToEnd(t *testing.T) {
-	fake, fakeSrv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	routes := filepath.Join(t.TempDir(), "routes.yaml")
 	if err := os.WriteFile(routes, []byte(testRoutes), 0o600); err != nil {
@@ -103,7 +104,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret,
-		"SLACK_API_URL": slackfake.APIURL(fakeSrv), "REDIS_URL": rs.URL(), "ROUTES_FILE": routes,
+		"SLACK_API_URL": slackfaketest.APIURL(fakeSrv), "REDIS_URL": rs.URL(), "ROUTES_FILE": routes,
 		"ADDR": "127.0.0.1:0", "MODEL": "test:delete_customer", "TOOLS": "demo", "LOG_FORMAT": "text",
 	} {
 		t.Setenv(k, v)

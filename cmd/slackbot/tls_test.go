@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
@@ -60,14 +61,14 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 func TestServeHTTPS(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSigned(t, dir)
-	fake, fakeSrv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	routes := filepath.Join(dir, "routes.yaml")
 	if err := os.WriteFile(routes, []byte(testRoutes), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range map[string]string{
-		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfake.APIURL(fakeSrv),
+		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": routes, "ADDR": "127.0.0.1:0",
 		"TLS_CERT_FILE": certFile, "TLS_KEY_FILE": keyFile,
 	} {
