@@ -124,15 +124,28 @@ func clientDigest(client string) string {
 // Replies {'ok'}, {'open'} or {'rate', ms to wait}.
 //
 // The rate is a GCRA (generic cell rate algorithm), a token bucket kept
-// as one number. Open tokens are members scored by deadline: those past
-// it go first; at the limit, the records of the rest are read and the
-// ended ones dropped (at most MaxOpen reads, only then). The records are
+// as one number. It is checked first, and every attempt it lets through
+// counts against it, refused or not: the open-token scan below costs up
+// to MaxOpen reads, so a client that keeps retrying at its open limit may
+// make Redis do that at most at its rate, not as often as it can send.
+// Open tokens are members scored by deadline: those past it go first; at
+// the limit, the records of the rest are read and the ended ones dropped
+// (at most MaxOpen reads, only then). The records are
 // named from the prefix, so this script assumes one Redis (or Sentinel),
 // not Redis Cluster, as the store does throughout.
 var quotaScript = redis.NewScript(`
 local open, rate = KEYS[1], KEYS[2]
 local now, token, exp = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local maxopen, interval, tolerance, recprefix = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+if interval > 0 then
+  local tat = tonumber(redis.call('GET', rate) or '0')
+  if tat < now then tat = now end
+  if tat - tolerance > now then
+    return {'rate', tostring(math.ceil(tat - tolerance - now))}
+  end
+  tat = tat + interval
+  redis.call('SET', rate, string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 1000)
+end
 if maxopen > 0 then
   redis.call('ZREMRANGEBYSCORE', open, '-inf', now)
   if redis.call('ZCARD', open) >= maxopen then
@@ -142,15 +155,6 @@ if maxopen > 0 then
     end
     if redis.call('ZCARD', open) >= maxopen then return {'open'} end
   end
-end
-if interval > 0 then
-  local tat = tonumber(redis.call('GET', rate) or '0')
-  if tat < now then tat = now end
-  if tat - tolerance > now then
-    return {'rate', tostring(math.ceil(tat - tolerance - now))}
-  end
-  tat = tat + interval
-  redis.call('SET', rate, string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 1000)
 end
 if maxopen > 0 then
   redis.call('ZADD', open, exp, token)

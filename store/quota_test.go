@@ -123,3 +123,24 @@ func TestQuotaRate(t *testing.T) {
 		t.Errorf("another client: %v", err)
 	}
 }
+
+// A client at its open limit that keeps retrying is held to its rate: a
+// refused attempt counts against the rate like an admitted one, since
+// each one at the open limit makes Redis read the open tokens' records.
+func TestQuotaRefusedAttemptsCountAgainstTheRate(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	q := store.Quota{MaxOpen: 1, Rate: 1} // bursts of 2
+	exp := e.clock.Now().Add(time.Hour)
+	take := func() error {
+		return s.TakeQuota(t.Context(), "billing", agentrunner.NewToken(), exp, q)
+	}
+	if err := take(); err != nil {
+		t.Fatal(err)
+	}
+	wantLimited(t, take(), "max_open")
+	// The burst of 2 is spent by one admitted and one refused attempt.
+	wantLimited(t, take(), "rate")
+	e.clock.Advance(time.Second)
+	wantLimited(t, take(), "max_open")
+}
