@@ -20,6 +20,11 @@ type JobKind string
 // current state (after it expired: buttons removed, "expired" shown).
 const JobCardUpdate JobKind = "card.update"
 
+// JobThreadAnswer posts a run's answer in its thread, once: Job.Data is
+// the answer (bot.Answer as JSON), and BeginAnswer / AnswerPosted record
+// whether it was posted.
+const JobThreadAnswer JobKind = "thread.answer"
+
 // Job is one piece of work that must happen once after a token changed,
 // whichever process changed it and whether or not that process lives on.
 type Job struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -31,8 +32,8 @@ const (
 )
 
 // consumeJobs works the job queue until ctx ends: the after-decision work
-// (today: updating the cards of expired tokens) that any replica may do
-// and that must be done even if the process that decided died.
+// (updating cards, posting a run's answer) that any replica may do and
+// that must be done even if the process that decided died.
 func (a *app) consumeJobs(ctx context.Context) {
 	// Other replicas take over the jobs of a consumer without a heartbeat:
 	// start once Events.Run, which keeps it, is up.
@@ -100,6 +101,10 @@ func (a *app) runJob(ctx context.Context, j store.Job) {
 			log.InfoContext(ctx, "token gone: no card to update")
 			err = nil
 		}
+	case store.JobThreadAnswer:
+		jctx, cancel := context.WithTimeout(ctx, jobTimeout)
+		err = a.postAnswer(jctx, log, j)
+		cancel()
 	default:
 		// A newer replica queued it during a rolling update: leave it to
 		// one that knows the kind (Reclaim hands it on).
@@ -116,6 +121,55 @@ func (a *app) runJob(ctx context.Context, j store.Job) {
 		return
 	}
 	a.jobFailed(ctx, log, j, err)
+}
+
+// postAnswer posts the run's answer a thread.answer job carries, once:
+// after an attempt that may have posted it (this job's earlier attempt,
+// or a replica that died), the thread is searched for it first.
+func (a *app) postAnswer(ctx context.Context, log *slog.Logger, j store.Job) error {
+	var ans bot.Answer
+	if err := json.Unmarshal([]byte(j.Data), &ans); err != nil || ans.Key == "" || ans.Channel == "" {
+		log.ErrorContext(ctx, "malformed answer job: dropped", "err", err)
+		return nil
+	}
+	prev, err := a.store.BeginAnswer(ctx, ans.Key)
+	if err != nil {
+		return err
+	}
+	if prev == "posted" {
+		return nil
+	}
+	ts, err := a.bot.PostAnswer(ctx, ans, prev != "")
+	if err != nil {
+		return err
+	}
+	return a.store.AnswerPosted(ctx, ans.Key, ts)
+}
+
+// followups queues what follows a run's end on the job queue
+// (bot.Followups).
+type followups struct{ a *app }
+
+func (f followups) Answer(ctx context.Context, ans bot.Answer) error {
+	b, err := json.Marshal(ans)
+	if err != nil {
+		return err
+	}
+	_, err = f.a.jobs.Add(ctx, store.JobThreadAnswer, "", string(b))
+	return err
+}
+
+func (f followups) Cards(ctx context.Context, token string) error {
+	_, err := f.a.jobs.Add(ctx, store.JobCardUpdate, token, "")
+	return err
+}
+
+func (f followups) Done(ctx context.Context, _ string, tokens []string) error {
+	var errs []error
+	for _, t := range tokens {
+		errs = append(errs, f.a.store.FinishResume(ctx, t))
+	}
+	return errors.Join(errs...)
 }
 
 // jobFailed schedules the next attempt of j after its backoff, or gives
