@@ -25,18 +25,24 @@ type Answer struct {
 }
 
 // Followups queues, durably, what must happen after a run ended, so that
-// it happens even if this process dies before doing it: Runs.Finish hands
-// it everything before any Slack call, and whichever process takes a job
-// does the Slack side (Bot.PostAnswer, Bot.UpdateCards).
+// it happens even if this process dies before doing it: Runs.Finish
+// queues everything before any Slack call, marks the run done, and then
+// does the queued work at once itself; whatever it does not finish,
+// another replica does (Bot.PostAnswer, Bot.UpdateCards).
 type Followups interface {
-	// Answer queues the posting of a run's answer.
-	Answer(ctx context.Context, a Answer) error
-	// Cards queues the update of token's cards from its record (the
-	// decision, the tool's outcome, no buttons).
-	Cards(ctx context.Context, token string) error
+	// Queue queues the posting of answer (nil: none) and the update of
+	// the cards of tokens from their records (the decision, the tool's
+	// outcome, no buttons).
+	Queue(ctx context.Context, answer *Answer, cards []string) (Queued, error)
 	// Done says the run that asked tokens ended here and its follow-ups
 	// are queued: nobody is to resume it from those tokens again.
 	Done(ctx context.Context, runID string, tokens []string) error
+}
+
+// Queued is follow-up work that was queued durably; Do does it here and
+// now, the answer first, and takes each piece done off the queue.
+type Queued interface {
+	Do(ctx context.Context)
 }
 
 // answerEventType is the metadata event type of a run's answer.

@@ -15,31 +15,45 @@ import (
 func (rs *Runs) followUp(ctx context.Context, deps *RunDeps, res *agentrunner.RunResult, text, result string) {
 	log := rs.log().With("run", deps.runID, "channel", deps.Channel)
 	tokens := deps.Tokens()
+	var cards []string
 	if res != nil {
 		for _, token := range tokens {
-			if _, _, err := rs.Bot.RecordOutcomes(ctx, token, res.Messages); err != nil {
+			_, calls, err := rs.Bot.RecordOutcomes(ctx, token, res.Messages)
+			if err != nil {
 				log.ErrorContext(ctx, "record tool outcomes", "err", err)
 			}
-			if err := rs.Followups.Cards(ctx, token); err != nil {
-				log.ErrorContext(ctx, "queue card update; updating here", "err", err)
-				rs.Bot.UpdateCardsLater(ctx, token)
+			if len(calls) > 0 {
+				cards = append(cards, token)
 			}
 		}
 	}
+	var answer *Answer
 	if deps.Channel != "" {
 		last := ""
 		if len(tokens) > 0 {
 			last = tokens[len(tokens)-1]
 		}
-		a := Answer{Key: deps.runID + "/" + last + "/" + result, Channel: deps.Channel, ThreadTS: deps.ThreadTS, Text: text}
-		if err := rs.Followups.Answer(ctx, a); err != nil {
-			log.ErrorContext(ctx, "queue answer; posting here", "err", err)
-			if _, err := rs.Bot.PostAnswer(ctx, a, false); err != nil {
+		answer = &Answer{Key: deps.runID + "/" + last + "/" + result, Channel: deps.Channel, ThreadTS: deps.ThreadTS, Text: text}
+	}
+	q, err := rs.Followups.Queue(ctx, answer, cards)
+	if err != nil {
+		// Without Redis there is no durability to be had: do it here.
+		log.ErrorContext(ctx, "queue the run's follow-ups; doing them here", "err", err)
+		if answer != nil {
+			if _, err := rs.Bot.PostAnswer(ctx, *answer, false); err != nil {
 				log.ErrorContext(ctx, "post answer", "err", err)
+			}
+		}
+		for _, token := range cards {
+			if err := rs.Bot.UpdateCards(ctx, token); err != nil {
+				log.ErrorContext(ctx, "update cards", "err", err)
 			}
 		}
 	}
 	if err := rs.Followups.Done(ctx, deps.runID, tokens); err != nil {
 		log.ErrorContext(ctx, "mark run done", "err", err)
+	}
+	if q != nil {
+		q.Do(ctx)
 	}
 }

@@ -85,22 +85,46 @@ return 'new'
 `)
 
 // BeginAnswer marks the answer key (a run's answer after one of its
-// tokens) as being posted, and returns what an earlier attempt left:
-// "" (none: post it), "posting" (an attempt may have posted it: look for
-// it before posting again) or "posted" (done). The mark is kept for the
-// store's Grace.
-func (s *Store) BeginAnswer(ctx context.Context, key string) (string, error) {
-	if key == "" {
-		return "", fmt.Errorf("begin answer: %w: no key", ErrInvalid)
+// tokens) as being posted by owner (an Events Owner, then '/' and a name
+// for this attempt), and returns what an earlier attempt left: "" (none:
+// post it), "posting" (an attempt that failed, or whose process died, may
+// have posted it: look for it before posting again), "busy" (an attempt
+// of a live process is under way: try later) or "posted" (done). An
+// attempt ends with AnswerPosted or AnswerFailed. The mark is kept for
+// the store's Grace.
+func (s *Store) BeginAnswer(ctx context.Context, key, owner string) (string, error) {
+	if key == "" || owner == "" {
+		return "", fmt.Errorf("begin answer: %w: no key or owner", ErrInvalid)
 	}
-	prev, err := s.rdb.SetArgs(ctx, s.key("answer:"+key), "posting", redis.SetArgs{Mode: "NX", Get: true, TTL: s.opts.Grace}).Result()
-	if err != nil && !isRedisNil(err) {
+	prev, err := answerBeginScript.Run(ctx, s.rdb, []string{s.key("answer:" + key)}, owner, s.opts.Grace.Milliseconds(), s.procKey("")).Text()
+	if err != nil {
 		return "", fmt.Errorf("begin answer: %w", err)
 	}
-	if strings.HasPrefix(prev, "posted") {
-		return "posted", nil
-	}
 	return prev, nil
+}
+
+// answerBeginScript: see BeginAnswer. KEYS: answer mark. ARGV: owner, ttl
+// (ms), heartbeat key prefix.
+var answerBeginScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and string.sub(cur, 1, 6) == 'posted' then return 'posted' end
+local prev = ''
+if cur then
+  local who = string.match(cur, '^posting ([^/]*)')
+  if who and redis.call('EXISTS', ARGV[3] .. who) == 1 then return 'busy' end
+  prev = 'posting'
+end
+redis.call('SET', KEYS[1], 'posting ' .. ARGV[1], 'PX', ARGV[2])
+return prev
+`)
+
+// AnswerFailed records that an attempt at the answer of key failed, and
+// may or may not have posted it.
+func (s *Store) AnswerFailed(ctx context.Context, key string) error {
+	if err := s.rdb.Set(ctx, s.key("answer:"+key), "failed", s.opts.Grace).Err(); err != nil {
+		return fmt.Errorf("answer failed: %w", err)
+	}
+	return nil
 }
 
 // AnswerPosted records that the answer of key was posted as message ts.

@@ -163,24 +163,38 @@ func TestCallJournal(t *testing.T) {
 	}
 }
 
-// BeginAnswer: the first attempt posts, a later one after an attempt that
-// may have posted looks first, and none posts after one recorded posting.
+// BeginAnswer: the first attempt posts; another live process's attempt
+// waits for it; after an attempt that may have posted (its own, or a dead
+// process's) the next one looks first; none posts after one recorded.
 func TestBeginAnswer(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	s := e.store()
-	for i, want := range []string{"", "posting"} {
-		if got, err := s.BeginAnswer(ctx, "run-1/t"); got != want || err != nil {
-			t.Fatalf("begin %d: %q, %v; want %q", i, got, err, want)
+	e.alive(t, "A")
+	e.alive(t, "B")
+	steps := []struct{ owner, want string }{{"A/1", ""}, {"B/1", "busy"}, {"A/2", "busy"}}
+	for i, st := range steps {
+		if got, err := s.BeginAnswer(ctx, "run-1/t", st.owner); got != st.want || err != nil {
+			t.Fatalf("begin %d by %s: %q, %v; want %q", i, st.owner, got, err, st.want)
 		}
+	}
+	if err := s.AnswerFailed(ctx, "run-1/t"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.BeginAnswer(ctx, "run-1/t", "A/3"); got != "posting" || err != nil {
+		t.Fatalf("begin after a failed attempt: %q, %v; want posting", got, err)
+	}
+	e.dies(t, "A")
+	if got, err := s.BeginAnswer(ctx, "run-1/t", "B/2"); got != "posting" || err != nil {
+		t.Fatalf("begin by B after A died: %q, %v; want posting", got, err)
 	}
 	if err := s.AnswerPosted(ctx, "run-1/t", "1.2"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.BeginAnswer(ctx, "run-1/t"); got != "posted" || err != nil {
+	if got, err := s.BeginAnswer(ctx, "run-1/t", "A/4"); got != "posted" || err != nil {
 		t.Errorf("begin after posting: %q, %v; want posted", got, err)
 	}
-	if _, err := s.BeginAnswer(ctx, ""); !errors.Is(err, store.ErrInvalid) {
+	if _, err := s.BeginAnswer(ctx, "", "A"); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("begin without key: %v, want ErrInvalid", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -103,7 +104,7 @@ func (a *app) runJob(ctx context.Context, j store.Job) {
 		}
 	case store.JobThreadAnswer:
 		jctx, cancel := context.WithTimeout(ctx, jobTimeout)
-		err = a.postAnswer(jctx, log, j)
+		err = a.answerJob(jctx, log, j)
 		cancel()
 	default:
 		// A newer replica queued it during a rolling update: leave it to
@@ -123,53 +124,108 @@ func (a *app) runJob(ctx context.Context, j store.Job) {
 	a.jobFailed(ctx, log, j, err)
 }
 
-// postAnswer posts the run's answer a thread.answer job carries, once:
-// after an attempt that may have posted it (this job's earlier attempt,
-// or a replica that died), the thread is searched for it first.
-func (a *app) postAnswer(ctx context.Context, log *slog.Logger, j store.Job) error {
+// errAnswerBusy: another live replica is posting the answer; the job is
+// tried again after its backoff.
+var errAnswerBusy = errors.New("another replica is posting the answer")
+
+// postAnswer posts a run's answer once: after an attempt that may have
+// posted it (this job's earlier attempt, or a replica that died), the
+// thread is searched for it first.
+func (a *app) postAnswer(ctx context.Context, ans bot.Answer) error {
+	prev, err := a.store.BeginAnswer(ctx, ans.Key, a.owner+"/"+agentrunner.NewToken()[:8])
+	if err != nil {
+		return err
+	}
+	switch prev {
+	case "posted":
+		return nil
+	case "busy":
+		return errAnswerBusy
+	}
+	ts, err := a.bot.PostAnswer(ctx, ans, prev != "")
+	if err != nil {
+		if err := a.store.AnswerFailed(context.WithoutCancel(ctx), ans.Key); err != nil {
+			a.log.ErrorContext(ctx, "record a failed answer", "err", err)
+		}
+		return err
+	}
+	return a.store.AnswerPosted(ctx, ans.Key, ts)
+}
+
+// answerJob decodes and does a thread.answer job.
+func (a *app) answerJob(ctx context.Context, log *slog.Logger, j store.Job) error {
 	var ans bot.Answer
 	if err := json.Unmarshal([]byte(j.Data), &ans); err != nil || ans.Key == "" || ans.Channel == "" {
 		log.ErrorContext(ctx, "malformed answer job: dropped", "err", err)
 		return nil
 	}
-	prev, err := a.store.BeginAnswer(ctx, ans.Key)
-	if err != nil {
-		return err
-	}
-	if prev == "posted" {
-		return nil
-	}
-	ts, err := a.bot.PostAnswer(ctx, ans, prev != "")
-	if err != nil {
-		return err
-	}
-	return a.store.AnswerPosted(ctx, ans.Key, ts)
+	return a.postAnswer(ctx, ans)
 }
 
 // followups queues what follows a run's end on the job queue
 // (bot.Followups).
 type followups struct{ a *app }
 
-func (f followups) Answer(ctx context.Context, ans bot.Answer) error {
-	b, err := json.Marshal(ans)
-	if err != nil {
-		return err
+// Queue implements bot.Followups.
+func (f followups) Queue(ctx context.Context, ans *bot.Answer, cards []string) (bot.Queued, error) {
+	q := &queuedJobs{a: f.a, answer: ans, cards: cards}
+	if ans != nil {
+		b, err := json.Marshal(ans)
+		if err != nil {
+			return nil, err
+		}
+		if q.answerID, err = f.a.jobs.Add(ctx, store.JobThreadAnswer, "", string(b)); err != nil {
+			return nil, err
+		}
 	}
-	_, err = f.a.jobs.Add(ctx, store.JobThreadAnswer, "", string(b))
-	return err
+	for _, token := range cards {
+		id, err := f.a.jobs.Add(ctx, store.JobCardUpdate, token, "")
+		if err != nil {
+			return nil, err
+		}
+		q.cardIDs = append(q.cardIDs, id)
+	}
+	return q, nil
 }
 
-func (f followups) Cards(ctx context.Context, token string) error {
-	_, err := f.a.jobs.Add(ctx, store.JobCardUpdate, token, "")
-	return err
-}
-
+// Done implements bot.Followups.
 func (f followups) Done(ctx context.Context, _ string, tokens []string) error {
 	var errs []error
 	for _, t := range tokens {
 		errs = append(errs, f.a.store.FinishResume(ctx, t))
 	}
 	return errors.Join(errs...)
+}
+
+// queuedJobs are one run's follow-up jobs, done at once by the process
+// that queued them: a job done is taken off the queue; one that fails is
+// left there for the job consumers, with their retries.
+type queuedJobs struct {
+	a        *app
+	answer   *bot.Answer
+	answerID string
+	cards    []string
+	cardIDs  []string
+}
+
+func (q *queuedJobs) Do(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
+	defer cancel()
+	done := func(id string, err error) {
+		if err != nil {
+			q.a.log.WarnContext(ctx, "follow-up failed; left to the job queue", "err", err)
+			return
+		}
+		if err := q.a.jobs.Ack(ctx, id); err != nil {
+			q.a.log.ErrorContext(ctx, "acknowledge job", "err", err)
+		}
+	}
+	if q.answer != nil {
+		done(q.answerID, q.a.postAnswer(ctx, *q.answer))
+	}
+	for i, token := range q.cards {
+		done(q.cardIDs[i], q.a.bot.UpdateCards(ctx, token))
+	}
 }
 
 // jobFailed schedules the next attempt of j after its backoff, or gives
