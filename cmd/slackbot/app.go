@@ -91,6 +91,14 @@ func newApp(d appDeps) (*app, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	owner := d.Owner
+	if owner == "" {
+		owner = agentrunner.NewToken()[:12]
+	}
+	if d.StoreOptions.Owner == "" {
+		// Card leases die with this process's heartbeat (Events below).
+		d.StoreOptions.Owner = owner
+	}
 	st := store.New(d.Redis, d.StoreOptions)
 	a := &app{log: d.Log, store: st, deps: d}
 	a.runCtx, a.cancelRuns = context.WithCancel(context.Background())
@@ -104,10 +112,6 @@ func newApp(d appDeps) (*app, error) {
 		}
 		return float64(n)
 	})
-	owner := d.Owner
-	if owner == "" {
-		owner = agentrunner.NewToken()[:12]
-	}
 	a.owner = owner
 	a.events = store.NewEvents(st, store.EventsOptions{
 		Owner:      owner,
