@@ -36,9 +36,11 @@ const takeoverWait = 40 * time.Second
 // crashTool is an upstream MCP server with one tool, close_ticket, that
 // counts its calls and, while held, blocks until released.
 type crashTool struct {
-	srv     *httptest.Server
-	calls   atomic.Int32
-	held    atomic.Bool
+	srv   *httptest.Server
+	calls atomic.Int32
+	held  atomic.Bool
+	// done, if set, runs after the tool did its work, before it answers.
+	done    atomic.Pointer[func()]
 	started chan struct{}
 	release chan struct{}
 }
@@ -50,12 +52,16 @@ func newCrashTool(t *testing.T) *crashTool {
 	mcp.AddTool(srv, &mcp.Tool{Name: "close_ticket", Description: "Close a ticket."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ closeTicketArgs) (*mcp.CallToolResult, any, error) {
 			ct.calls.Add(1)
-			ct.started <- struct{}{}
 			if ct.held.Load() {
+				ct.started <- struct{}{}
 				select {
 				case <-ct.release:
 				case <-ctx.Done():
 				}
+			}
+			if f := ct.done.Load(); f != nil {
+				(*f)()
+				ct.started <- struct{}{}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed"}}}, nil, nil
 		})
@@ -216,6 +222,20 @@ func TestCrashWhileToolRuns(t *testing.T) {
 	c.finishedOnce(e, tool, thread, card, "may have run", "may have run")
 }
 
+// Killed after the tool ran, before its return was recorded: A is frozen
+// (SIGSTOP) as the tool answers, so it never records the return, then
+// killed. B does not run the tool again and says its outcome was lost.
+func TestCrashAfterToolBeforeOutcome(t *testing.T) {
+	c, tool, _, a, _ := crashCluster(t)
+	stop := func() { _ = a.cmd.Process.Signal(syscall.SIGSTOP) }
+	tool.done.Store(&stop)
+	thread, card, e := c.mentionTicket(a)
+	postSigned(t, a.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	<-tool.started
+	a.kill(t)
+	c.finishedOnce(e, tool, thread, card, "may have run", "may have run")
+}
+
 // Killed while posting the answer (the post is held on its way to Slack):
 // B posts it, once.
 func TestCrashWhilePostingAnswer(t *testing.T) {
@@ -229,6 +249,7 @@ func TestCrashWhilePostingAnswer(t *testing.T) {
 		t.Fatal("the answer was never posted")
 	}
 	a.kill(t)
+	time.Sleep(200 * time.Millisecond) // the held post sees its client gone
 	hold.lift()
 	c.finishedOnce(e, tool, thread, card, closedAnswer, "closed")
 }
