@@ -18,11 +18,14 @@ func (rs *Runs) followUp(ctx context.Context, deps *RunDeps, res *agentrunner.Ru
 	var cards []string
 	if res != nil {
 		for _, token := range tokens {
-			_, calls, err := rs.Bot.RecordOutcomes(ctx, token, res.Messages)
+			a, calls, err := rs.Bot.RecordOutcomes(ctx, token, res.Messages)
 			if err != nil {
 				log.ErrorContext(ctx, "record tool outcomes", "err", err)
 			}
-			if len(calls) > 0 {
+			// A decided token's cards are updated once more, with the
+			// outcomes, even if the click's own update died with its
+			// process; an expired token's cards have their own job.
+			if len(calls) > 0 || (a != nil && a.State == ApprovalResolved) {
 				cards = append(cards, token)
 			}
 		}

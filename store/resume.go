@@ -167,23 +167,25 @@ type ResumeQueueOptions struct {
 // Each job goes to one consumer; a job whose consumer died is taken over
 // with Reclaim.
 //
-// A consumer (every replica runs one, with a stable consumer name) loops:
+// A consumer (every replica runs one, named as its Events Owner) loops:
 //
 //	jobs, _ := q.Read(ctx, me, 5*time.Second)
-//	stale, _ := q.Reclaim(ctx, me, time.Minute)
-//	for _, j := range append(jobs, stale...) {
-//		ok, _ := st.ClaimResume(ctx, j.Token, me, 0)
+//	dead, _ := q.ReclaimDead(ctx, me)
+//	stale, _ := q.Reclaim(ctx, me, 10*time.Second)
+//	for _, j := range jobs + dead + stale {
+//		ok, _ := st.ClaimResume(ctx, j.Token, me+"/queue", 0)
 //		if ok {
-//			// LoadRun(j.RunID), Get(j.Token).Results, continue the run,
-//			// DeleteRun; on failure before any tool ran, ReleaseResume
-//			// and do not Ack.
+//			// LoadRun(j.RunID), Get(j.Token).Results, continue the run;
+//			// once it finished: FinishResume, DeleteRun, Ack. On failure
+//			// before any tool ran, ReleaseResume and do not Ack.
 //		}
-//		q.Ack(ctx, j.ID)
+//		// Not ok: a live process resumes it; leave the job pending.
 //	}
 //
-// Read and Reclaim leave out (but keep pending) the jobs of tokens a live
-// process is waiting on locally (Events.Wait): that process resumes the
-// run itself and takes the job off the queue.
+// Read and Reclaim leave out (but keep pending) the jobs a live process
+// is on: of tokens it waits on locally (Events.Wait), and of runs it
+// claimed and has not finished. If that process dies, its heartbeat goes
+// and the job is handed out again, so the run is taken over.
 type ResumeQueue struct {
 	streamQueue
 	opts ResumeQueueOptions

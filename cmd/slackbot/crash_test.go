@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -220,6 +221,23 @@ func TestCrashWhileToolRuns(t *testing.T) {
 	a.kill(t)
 	close(tool.release)
 	c.finishedOnce(e, tool, thread, card, "may have run", "may have run")
+	c.auditsLostOutcome()
+}
+
+// auditsLostOutcome checks that the audit stream has the lost outcome as
+// the tool's outcome.
+func (c *cluster) auditsLostOutcome() {
+	c.t.Helper()
+	evs, err := c.redis.Client(c.t).XRange(c.t.Context(), "slackbot:audit", "-", "+").Result()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Values["type"] == "tool_outcome" && strings.Contains(fmt.Sprint(ev.Values["detail"]), "may have run") {
+			return
+		}
+	}
+	c.t.Errorf("no tool_outcome audit event says the outcome was lost: %v", evs)
 }
 
 // Killed after the tool ran, before its return was recorded: A is frozen
@@ -234,6 +252,7 @@ func TestCrashAfterToolBeforeOutcome(t *testing.T) {
 	<-tool.started
 	a.kill(t)
 	c.finishedOnce(e, tool, thread, card, "may have run", "may have run")
+	c.auditsLostOutcome()
 }
 
 // Killed while posting the answer (the post is held on its way to Slack):
