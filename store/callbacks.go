@@ -104,6 +104,22 @@ func (q *CallbackQueue) Reclaim(ctx context.Context, consumer string, minIdle ti
 	return jobs, nil
 }
 
+// ReclaimDead takes over for consumer the jobs pending with consumers
+// whose process heartbeat is gone (consumers are named as their process's
+// Events Owner), within seconds of the death rather than after an idle
+// bound, and returns them. Each job is taken over by one reclaimer.
+func (q *CallbackQueue) ReclaimDead(ctx context.Context, consumer string) ([]CallbackJob, error) {
+	msgs, err := q.reclaimDead(ctx, consumer)
+	if err != nil || msgs == nil {
+		return nil, err
+	}
+	jobs := make([]CallbackJob, 0, len(msgs))
+	for _, m := range msgs {
+		jobs = append(jobs, callbackJob(m))
+	}
+	return jobs, nil
+}
+
 func callbackJob(m redis.XMessage) CallbackJob {
 	str := func(k string) string { v, _ := m.Values[k].(string); return v }
 	attempt, _ := strconv.Atoi(str("attempt"))
