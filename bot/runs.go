@@ -242,6 +242,7 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 		return false
 	}
 	stopping := ctx.Err() != nil
+	runCtx := ctx
 	ctx = context.WithoutCancel(ctx)
 	text, result := "", ""
 	switch {
@@ -268,7 +269,7 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 		rs.saveHistory(ctx, deps, failed)
 	}
 	if rs.Followups != nil {
-		rs.followUp(ctx, deps, res, text, result)
+		rs.followUp(ctx, runCtx, deps, res, text, result)
 	}
 	// The answer first: it is what the requester waits for, and updating
 	// the cards may wait on a card's lease.

@@ -11,8 +11,9 @@ import (
 // the cards' updates and the answer are queued, and only then is the run
 // marked done, so that a process dying at any point leaves either the run
 // to resume (its tools do not run again: see agentrunner.Journal) or the
-// jobs for another replica.
-func (rs *Runs) followUp(ctx context.Context, deps *RunDeps, res *agentrunner.RunResult, text, result string) {
+// jobs for another replica. The queued work is done on runCtx: a process
+// shutting down leaves it to the others.
+func (rs *Runs) followUp(ctx, runCtx context.Context, deps *RunDeps, res *agentrunner.RunResult, text, result string) {
 	log := rs.log().With("run", deps.runID, "channel", deps.Channel)
 	tokens := deps.Tokens()
 	var cards []string
@@ -57,6 +58,6 @@ func (rs *Runs) followUp(ctx context.Context, deps *RunDeps, res *agentrunner.Ru
 		log.ErrorContext(ctx, "mark run done", "err", err)
 	}
 	if q != nil {
-		q.Do(ctx)
+		q.Do(runCtx)
 	}
 }

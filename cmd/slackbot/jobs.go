@@ -231,6 +231,15 @@ func (q *queuedJobs) Do(ctx context.Context) {
 // jobFailed schedules the next attempt of j after its backoff, or gives
 // up on it after jobAttempts.
 func (a *app) jobFailed(ctx context.Context, log *slog.Logger, j store.Job, err error) {
+	if errors.Is(err, errAnswerBusy) {
+		// Not a failure: look again soon, without spending an attempt,
+		// until the replica posting it is done or dead.
+		j.Attempt--
+		if err := a.jobs.Retry(ctx, j, jobBackoff); err != nil {
+			log.ErrorContext(ctx, "schedule job retry", "err", err)
+		}
+		return
+	}
 	if j.Attempt >= jobAttempts {
 		log.ErrorContext(ctx, "job failed; giving up", "err", err)
 		if err := a.jobs.Ack(ctx, j.ID); err != nil {
