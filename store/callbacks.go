@@ -82,11 +82,7 @@ func (q *CallbackQueue) Read(ctx context.Context, consumer string, block time.Du
 	if err != nil {
 		return nil, err
 	}
-	var jobs []CallbackJob
-	for _, m := range msgs {
-		jobs = append(jobs, callbackJob(m))
-	}
-	return jobs, nil
+	return callbackJobs(msgs), nil
 }
 
 // Reclaim takes over the jobs that were delivered to some consumer more
@@ -94,14 +90,7 @@ func (q *CallbackQueue) Read(ctx context.Context, consumer string, block time.Du
 // and returns them to consumer. Make minIdle longer than an attempt takes.
 func (q *CallbackQueue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]CallbackJob, error) {
 	msgs, err := q.reclaim(ctx, consumer, minIdle)
-	if err != nil || msgs == nil {
-		return nil, err
-	}
-	jobs := make([]CallbackJob, 0, len(msgs))
-	for _, m := range msgs {
-		jobs = append(jobs, callbackJob(m))
-	}
-	return jobs, nil
+	return callbackJobs(msgs), err
 }
 
 // ReclaimDead takes over for consumer the jobs pending with consumers
@@ -110,14 +99,18 @@ func (q *CallbackQueue) Reclaim(ctx context.Context, consumer string, minIdle ti
 // bound, and returns them. Each job is taken over by one reclaimer.
 func (q *CallbackQueue) ReclaimDead(ctx context.Context, consumer string) ([]CallbackJob, error) {
 	msgs, err := q.reclaimDead(ctx, consumer)
-	if err != nil || msgs == nil {
-		return nil, err
+	return callbackJobs(msgs), err
+}
+
+func callbackJobs(msgs []redis.XMessage) []CallbackJob {
+	if len(msgs) == 0 {
+		return nil
 	}
 	jobs := make([]CallbackJob, 0, len(msgs))
 	for _, m := range msgs {
 		jobs = append(jobs, callbackJob(m))
 	}
-	return jobs, nil
+	return jobs
 }
 
 func callbackJob(m redis.XMessage) CallbackJob {

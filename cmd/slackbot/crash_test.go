@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -156,18 +155,9 @@ func crashCluster(t *testing.T) (c *cluster, tool *crashTool, hold *slackHold, a
 // mentionTicket starts a run from a mention through p and waits for its card.
 func (c *cluster) mentionTicket(p *proc) (thread string, card slackfake.Message, e *env) {
 	c.t.Helper()
-	full := "<@" + c.slack.BotUserID() + "> close the ticket"
-	msg, err := c.slack.PostAsUser(general, carol, full, "")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	body, _ := json.Marshal(map[string]any{
-		"type": "event_callback", "team_id": "T0FAKE", "event_id": "Ev" + msg.TS, "event_time": time.Now().Unix(),
-		"event": map[string]any{"type": "app_mention", "user": carol, "text": full, "ts": msg.TS, "channel": general},
-	})
-	postSigned(c.t, p.base+"/slack/events", "application/json", body)
+	thread = c.mentionText(p, "close the ticket")
 	e = &env{t: c.t, slack: c.slack}
-	return msg.TS, e.waitCards(1)[0], e
+	return thread, e.waitCards(1)[0], e
 }
 
 // finishedOnce checks what every crash case guarantees.
