@@ -49,6 +49,7 @@ type Runner struct {
 	maxRetries   int
 	maxSteps     int
 	sources      []ToolSource
+	journal      Journal
 }
 
 // ToolSource supplies tools that may change while the runner lives, such
@@ -589,7 +590,7 @@ func (st *run) apply(ctx context.Context, req DeferredToolRequests, results *Def
 				}
 			}
 		}
-		out, d, err := st.call(ctx, call, results.Metadata[c.ToolCallID], true)
+		out, d, err := st.journaled(ctx, call, results.Metadata[c.ToolCallID])
 		if err != nil {
 			return nil, again, err
 		}

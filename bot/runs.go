@@ -87,6 +87,10 @@ type Runs struct {
 	// ThreadReplies bounds the messages read from a thread slackbot keeps
 	// no history for; default DefaultThreadReplies.
 	ThreadReplies int
+	// Followups, when set, makes what follows a run's end durable: the
+	// answer and the cards' updates are queued as jobs (any replica does
+	// them, even if this process dies) instead of done here.
+	Followups Followups
 
 	wg sync.WaitGroup
 }
@@ -238,6 +242,7 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 		return false
 	}
 	stopping := ctx.Err() != nil
+	runCtx := ctx
 	ctx = context.WithoutCancel(ctx)
 	text, result := "", ""
 	switch {
@@ -263,9 +268,12 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 			agentrunner.Message{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.Text("(The run failed: " + err.Error() + ")")}})
 		rs.saveHistory(ctx, deps, failed)
 	}
+	if rs.Followups != nil {
+		rs.followUp(ctx, runCtx, deps, res, text, result)
+	}
 	// The answer first: it is what the requester waits for, and updating
 	// the cards may wait on a card's lease.
-	if deps.Channel != "" {
+	if deps.Channel != "" && rs.Followups == nil {
 		if err := rs.Bot.PostInThread(ctx, deps.Channel, deps.ThreadTS, text); err != nil {
 			rs.log().ErrorContext(ctx, "post answer", "err", err, "channel", deps.Channel)
 		}
@@ -275,7 +283,7 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 	if th, ok := rs.threadOf(deps.Origin); ok && deps.runID != "" && !stopping {
 		rs.handOn(ctx, th, deps.runID)
 	}
-	if res != nil {
+	if res != nil && rs.Followups == nil {
 		for _, token := range deps.Tokens() {
 			if err := rs.Bot.ReportOutcomes(ctx, token, res.Messages); err != nil {
 				rs.log().ErrorContext(ctx, "report tool outcomes", "err", err)
@@ -317,37 +325,14 @@ func EscapeText(s string) string {
 // ReportOutcomes shows on each card of token what its tool did, from the
 // tool returns in msgs, and records the outcomes in the audit stream.
 func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunner.Message) error {
-	a, err := b.approvals.Get(ctx, token)
-	if err != nil {
+	// Recorded on the call first: a card update racing with this one
+	// (the click's own) then renders the outcome too, whichever lands last.
+	a, calls, err := b.RecordOutcomes(ctx, token, msgs)
+	if a == nil {
 		return fmt.Errorf("report outcomes: %w", err)
 	}
-	returns := map[string]agentrunner.Part{}
-	for _, m := range msgs {
-		for _, p := range m.Parts {
-			if p.PartKind == agentrunner.PartToolReturn {
-				returns[p.ToolCallID] = p
-			}
-		}
-	}
-	var errs []error
-	for _, c := range a.Calls {
-		if c.State != StateApproved && c.State != StateAnswered {
-			continue
-		}
-		p, ok := returns[c.ID]
-		if !ok {
-			continue
-		}
-		o := ToolOutcome{Status: OutcomeRan, Summary: truncate(p.ReturnText(), 500)}
-		if p.Outcome == agentrunner.OutcomeFailed {
-			o.Status, o.Summary = OutcomeFailed, truncate(b.failureText(p), 500)
-		}
-		// Recorded on the call first: a card update racing with this one
-		// (the click's own) then renders the outcome too, whichever lands last.
-		if err := b.approvals.Outcome(ctx, token, c.ID, o); err != nil {
-			errs = append(errs, err)
-		}
-		c.Outcome = &o
+	errs := []error{err}
+	for _, c := range calls {
 		if err := b.updateCard(ctx, a, c); err != nil {
 			errs = append(errs, err)
 		}

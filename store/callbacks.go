@@ -82,11 +82,7 @@ func (q *CallbackQueue) Read(ctx context.Context, consumer string, block time.Du
 	if err != nil {
 		return nil, err
 	}
-	var jobs []CallbackJob
-	for _, m := range msgs {
-		jobs = append(jobs, callbackJob(m))
-	}
-	return jobs, nil
+	return callbackJobs(msgs), nil
 }
 
 // Reclaim takes over the jobs that were delivered to some consumer more
@@ -94,14 +90,27 @@ func (q *CallbackQueue) Read(ctx context.Context, consumer string, block time.Du
 // and returns them to consumer. Make minIdle longer than an attempt takes.
 func (q *CallbackQueue) Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]CallbackJob, error) {
 	msgs, err := q.reclaim(ctx, consumer, minIdle)
-	if err != nil || msgs == nil {
-		return nil, err
+	return callbackJobs(msgs), err
+}
+
+// ReclaimDead takes over for consumer the jobs pending with consumers
+// whose process heartbeat is gone (consumers are named as their process's
+// Events Owner), within seconds of the death rather than after an idle
+// bound, and returns them. Each job is taken over by one reclaimer.
+func (q *CallbackQueue) ReclaimDead(ctx context.Context, consumer string) ([]CallbackJob, error) {
+	msgs, err := q.reclaimDead(ctx, consumer)
+	return callbackJobs(msgs), err
+}
+
+func callbackJobs(msgs []redis.XMessage) []CallbackJob {
+	if len(msgs) == 0 {
+		return nil
 	}
 	jobs := make([]CallbackJob, 0, len(msgs))
 	for _, m := range msgs {
 		jobs = append(jobs, callbackJob(m))
 	}
-	return jobs, nil
+	return jobs
 }
 
 func callbackJob(m redis.XMessage) CallbackJob {

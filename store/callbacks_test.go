@@ -241,3 +241,31 @@ func TestCallbackQueueMiniredis(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A callback job of a replica that died is taken over within seconds,
+// not after the idle bound: ReclaimDead hands it on once the consumer's
+// heartbeat is gone, and leaves a live consumer's job alone.
+func TestCallbackReclaimDead(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ctx := t.Context()
+	q1, q2 := s.CallbackQueue(0), e.otherProcess(t).CallbackQueue(0)
+	a := createAPI(t, e, s, requests("a1"), "https://agent.example/cb")
+	if _, err := s.Cancel(ctx, a.Token, "billing"); err != nil {
+		t.Fatal(err)
+	}
+	e.alive(t, "replica-1")
+	jobs, err := q1.Read(ctx, "replica-1", 0)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("read: got %v, %v; want one job", jobs, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the takeover's exclusive idle time
+	if got, err := q2.ReclaimDead(ctx, "replica-2"); err != nil || len(got) != 0 {
+		t.Fatalf("reclaim while replica-1 lives: got %v, %v; want nothing", got, err)
+	}
+	e.dies(t, "replica-1")
+	got, err := q2.ReclaimDead(ctx, "replica-2")
+	if err != nil || len(got) != 1 || got[0].ID != jobs[0].ID {
+		t.Fatalf("reclaim after replica-1 died: got %v, %v; want its job", got, err)
+	}
+}

@@ -214,7 +214,7 @@ func (e *Events) wait(ctx context.Context, token string, claim bool) (*Approval,
 // error.
 func (e *Events) look(ctx context.Context, token string, register, claim bool) (*Approval, error) {
 	keys := []string{e.s.recKey(token), e.s.claimKey(token), e.s.resumeKey()}
-	res, err := waitScript.Run(ctx, e.s.rdb, keys, e.opts.Owner, e.opts.ClaimTTL.Milliseconds(), resumeGroup, flag(register), flag(claim)).StringSlice()
+	res, err := waitScript.Run(ctx, e.s.rdb, keys, e.opts.Owner, e.opts.ClaimTTL.Milliseconds(), resumeGroup, flag(register), flag(claim), e.s.procKey("")).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("wait %s: %w", short(token), err)
 	}

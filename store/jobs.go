@@ -20,6 +20,11 @@ type JobKind string
 // current state (after it expired: buttons removed, "expired" shown).
 const JobCardUpdate JobKind = "card.update"
 
+// JobThreadAnswer posts a run's answer in its thread, once: Job.Data is
+// the answer (bot.Answer as JSON), and BeginAnswer / AnswerPosted record
+// whether it was posted.
+const JobThreadAnswer JobKind = "thread.answer"
+
 // Job is one piece of work that must happen once after a token changed,
 // whichever process changed it and whether or not that process lives on.
 type Job struct {
@@ -136,70 +141,14 @@ func (q *JobQueue) Reclaim(ctx context.Context, consumer string, minIdle time.Du
 	return jobs(msgs), nil
 }
 
-// deadIdle is how long a dead consumer's job must have been idle before
-// ReclaimDead takes it: XCLAIM's idle check makes the takeover exclusive
-// (it resets the idle time, so a second reclaimer finds the job busy).
-const deadIdle = time.Second
-
-// pendingScan bounds the pending entries one ReclaimDead looks at. Live
-// consumers hold at most a read's worth each, so dead consumers' jobs are
-// among the first; Reclaim finds any beyond.
-const pendingScan = 1000
-
 // ReclaimDead takes over for consumer the jobs pending with consumers
 // whose process heartbeat is gone (the process died or stopped), at most
 // count of them, and returns them. Each job is taken over by one
 // reclaimer however many race.
 func (q *JobQueue) ReclaimDead(ctx context.Context, consumer string) ([]Job, error) {
-	if err := q.ensureGroup(ctx); err != nil {
+	msgs, err := q.reclaimDead(ctx, consumer)
+	if err != nil {
 		return nil, err
-	}
-	pending, err := q.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: q.key, Group: q.group, Start: "-", End: "+", Count: pendingScan,
-	}).Result()
-	if isNoGroup(err) {
-		q.ready.Store(false)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list pending jobs: %w", err)
-	}
-	byOwner := map[string][]string{}
-	for _, p := range pending {
-		if p.Consumer != consumer && p.Idle >= deadIdle {
-			byOwner[p.Consumer] = append(byOwner[p.Consumer], p.ID)
-		}
-	}
-	if len(byOwner) == 0 {
-		return nil, nil
-	}
-	owners := make([]string, 0, len(byOwner))
-	alive := make([]*redis.IntCmd, 0, len(byOwner))
-	_, err = q.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for o := range byOwner {
-			owners = append(owners, o)
-			alive = append(alive, p.Exists(ctx, q.s.procKey(o)))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("check job consumers: %w", err)
-	}
-	var ids []string
-	for i, o := range owners {
-		if alive[i].Val() == 0 {
-			ids = append(ids, byOwner[o]...)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	ids = ids[:min(len(ids), int(q.count))]
-	msgs, err := q.s.rdb.XClaim(ctx, &redis.XClaimArgs{
-		Stream: q.key, Group: q.group, Consumer: consumer, MinIdle: deadIdle, Messages: ids,
-	}).Result()
-	if err != nil && !isRedisNil(err) {
-		return nil, fmt.Errorf("reclaim jobs of dead consumers: %w", err)
 	}
 	return jobs(msgs), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -83,12 +84,18 @@ func (s *Store) DeleteRun(ctx context.Context, runID string) error {
 // owner, so that an approved call executes at most once however many
 // processes race to resume it. It reports true if owner now holds the
 // claim (claiming again as the same owner succeeds), false if someone
-// else does. The claim lasts ttl (zero means the store's Grace): make it
-// longer than a resume takes and than a job can be redelivered, because a
-// claimer that dies mid-resume keeps the claim and the run is then not
-// resumed again. That is the at-most-once trade; call ReleaseResume when a
-// resume fails before anything ran, so another process may try. It
-// returns ErrInvalid for an empty owner.
+// else does. The claim lasts ttl (zero means the store's Grace).
+//
+// A claim dies with its owner's process: when the owner, up to its first
+// '/', is an Events Owner whose heartbeat runs as it claims, the claim is
+// tied to that heartbeat, and once the heartbeat is gone (the process
+// died; within 3 × EventsOptions.HeartbeatEvery) another owner's claim
+// succeeds. The resume job stays on the queue until FinishResume, so that
+// such a takeover is found (ResumeQueue.ReclaimDead, Reclaim). Tools do
+// not run twice across a takeover: the runner's Journal (CallJournal)
+// records which calls started. A claim without a heartbeat lasts its ttl.
+// Call ReleaseResume when a resume fails before anything ran, so another
+// process may try. It returns ErrInvalid for an empty owner.
 func (s *Store) ClaimResume(ctx context.Context, token, owner string, ttl time.Duration) (bool, error) {
 	return s.claim(ctx, token, owner, ttl, false)
 }
@@ -97,6 +104,16 @@ func (s *Store) ClaimResume(ctx context.Context, token, owner string, ttl time.D
 func (s *Store) ReleaseResume(ctx context.Context, token, owner string) error {
 	if err := releaseScript.Run(ctx, s.rdb, []string{s.claimKey(token)}, owner).Err(); err != nil {
 		return fmt.Errorf("release resume %s: %w", short(token), err)
+	}
+	return nil
+}
+
+// FinishResume takes the resume job of token off the queue once the run
+// that waited on token finished (or moved on to wait on a later token):
+// nobody is to resume it from token again.
+func (s *Store) FinishResume(ctx context.Context, token string) error {
+	if err := finishScript.Run(ctx, s.rdb, []string{s.recKey(token), s.resumeKey()}, resumeGroup).Err(); err != nil {
+		return fmt.Errorf("finish resume %s: %w", short(token), err)
 	}
 	return nil
 }
@@ -113,7 +130,7 @@ func (s *Store) claim(ctx context.Context, token, owner string, ttl time.Duratio
 		loc = "1"
 	}
 	keys := []string{s.claimKey(token), s.recKey(token), s.resumeKey()}
-	n, err := claimScript.Run(ctx, s.rdb, keys, owner, ttl.Milliseconds(), resumeGroup, loc).Int()
+	n, err := claimScript.Run(ctx, s.rdb, keys, owner, ttl.Milliseconds(), resumeGroup, loc, s.procKey("")).Int()
 	if err != nil {
 		return false, fmt.Errorf("claim resume %s: %w", short(token), err)
 	}
@@ -150,23 +167,25 @@ type ResumeQueueOptions struct {
 // Each job goes to one consumer; a job whose consumer died is taken over
 // with Reclaim.
 //
-// A consumer (every replica runs one, with a stable consumer name) loops:
+// A consumer (every replica runs one, named as its Events Owner) loops:
 //
 //	jobs, _ := q.Read(ctx, me, 5*time.Second)
-//	stale, _ := q.Reclaim(ctx, me, time.Minute)
-//	for _, j := range append(jobs, stale...) {
-//		ok, _ := st.ClaimResume(ctx, j.Token, me, 0)
+//	dead, _ := q.ReclaimDead(ctx, me)
+//	stale, _ := q.Reclaim(ctx, me, 10*time.Second)
+//	for _, j := range jobs + dead + stale {
+//		ok, _ := st.ClaimResume(ctx, j.Token, me+"/queue", 0)
 //		if ok {
-//			// LoadRun(j.RunID), Get(j.Token).Results, continue the run,
-//			// DeleteRun; on failure before any tool ran, ReleaseResume
-//			// and do not Ack.
+//			// LoadRun(j.RunID), Get(j.Token).Results, continue the run;
+//			// once it finished: FinishResume, DeleteRun, Ack. On failure
+//			// before any tool ran, ReleaseResume and do not Ack.
 //		}
-//		q.Ack(ctx, j.ID)
+//		// Not ok: a live process resumes it; leave the job pending.
 //	}
 //
-// Read and Reclaim leave out (but keep pending) the jobs of tokens a live
-// process is waiting on locally (Events.Wait): that process resumes the
-// run itself and takes the job off the queue.
+// Read and Reclaim leave out (but keep pending) the jobs a live process
+// is on: of tokens it waits on locally (Events.Wait), and of runs it
+// claimed and has not finished. If that process dies, its heartbeat goes
+// and the job is handed out again, so the run is taken over.
 type ResumeQueue struct {
 	streamQueue
 	opts ResumeQueueOptions
@@ -219,9 +238,22 @@ func (q *ResumeQueue) Ack(ctx context.Context, ids ...string) error {
 	return q.ack(ctx, ids)
 }
 
-// filter turns stream entries into jobs, leaving out those whose token a
+// ReclaimDead takes over for consumer the jobs pending with consumers
+// whose process heartbeat is gone (consumers are named as their process's
+// Events Owner), and returns them, leaving out those filter leaves out.
+// Each job is taken over by one reclaimer however many race.
+func (q *ResumeQueue) ReclaimDead(ctx context.Context, consumer string) ([]ResumeJob, error) {
+	msgs, err := q.reclaimDead(ctx, consumer)
+	if err != nil {
+		return nil, err
+	}
+	return q.filter(ctx, msgs)
+}
+
+// filter turns stream entries into jobs, leaving out (pending, for
+// Reclaim to look at again) those a live process is on: whose token a
 // live process waits on locally and that ended less than DeferToWaiter
-// ago. Those stay pending, for Reclaim to look at again.
+// ago, and those whose run a live process claimed and is still resuming.
 func (q *ResumeQueue) filter(ctx context.Context, msgs []redis.XMessage) ([]ResumeJob, error) {
 	if len(msgs) == 0 {
 		return nil, nil
@@ -232,13 +264,15 @@ func (q *ResumeQueue) filter(ctx context.Context, msgs []redis.XMessage) ([]Resu
 		jobs = append(jobs, ResumeJob{ID: m.ID, Token: str("token"), RunID: str("run"), State: State(str("state"))})
 	}
 	recs := make([]*redis.SliceCmd, len(jobs))
+	claims := make([]*redis.StringCmd, len(jobs))
 	_, err := q.s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, j := range jobs {
 			recs[i] = p.HMGet(ctx, q.s.recKey(j.Token), "waiter", "ended")
+			claims[i] = p.Get(ctx, q.s.claimKey(j.Token))
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !isRedisNil(err) {
 		return nil, fmt.Errorf("read resume jobs' waiters: %w", err)
 	}
 	now := q.s.now()
@@ -249,6 +283,8 @@ func (q *ResumeQueue) filter(ctx context.Context, msgs []redis.XMessage) ([]Resu
 		ended, _ := v[1].(string)
 		if owner != "" && now.Sub(fromMS(ended)) < q.opts.DeferToWaiter {
 			owners[i] = owner
+		} else if holder, tied := strings.CutPrefix(claims[i].Val(), "@"); tied {
+			owners[i], _, _ = strings.Cut(holder, "/")
 		}
 	}
 	alive := make([]*redis.IntCmd, len(jobs))

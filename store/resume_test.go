@@ -141,6 +141,18 @@ func TestResumeQueueDefersToLiveWaiter(t *testing.T) {
 	if err != nil || !res.Approvals["c1"].Approved {
 		t.Fatalf("A's wait: got %+v, %v", res, err)
 	}
+	// A resumes the run: the job stays queued until A finished it (so
+	// that, were A to die now, another process would take the run over),
+	// but nobody else is handed it while A lives.
+	if got, err := q.Read(ctx, "B", 0); err != nil || len(got) != 0 {
+		t.Errorf("read while A resumes: got %v, %v; want nothing", got, err)
+	}
+	if got, err := q.Reclaim(ctx, "B", 0); err != nil || len(got) != 0 {
+		t.Errorf("reclaim while A resumes: got %v, %v; want nothing", got, err)
+	}
+	if err := s.FinishResume(ctx, token); err != nil {
+		t.Fatal(err)
+	}
 	if n := e.rdb.XLen(ctx, e.prefix+"resume").Val(); n != 0 {
 		t.Errorf("resume stream after A resumed: %d entries, want 0", n)
 	}
@@ -227,6 +239,10 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 		res := <-done
 		if res == nil || res.Output != `{"delete_customer":"deleted a"}` || ran.Load() != 1 {
 			t.Errorf("run: got %+v, tool ran %d times; want deleted a, once", res, ran.Load())
+		}
+		// The run ended here: its job leaves the queue only now.
+		if err := s.FinishResume(t.Context(), token); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -317,14 +333,21 @@ func TestInPlaceAnswerClaims(t *testing.T) {
 	if err != nil || !res.Approvals["c1"].Approved {
 		t.Fatalf("handle: got %+v, %v", res, err)
 	}
-	if n := e.rdb.XLen(t.Context(), e.prefix+"resume").Val(); n != 0 {
-		t.Errorf("resume stream: %d entries, want 0", n)
-	}
 	evs, err := s.ReadAudit(t.Context(), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	token := evs[0].Token
+	q := e.otherProcess(t).ResumeQueue(store.ResumeQueueOptions{})
+	if got, err := q.Read(t.Context(), "B", 0); err != nil || len(got) != 0 {
+		t.Errorf("read while A runs: got %v, %v; want nothing", got, err)
+	}
+	if err := s.FinishResume(t.Context(), token); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.rdb.XLen(t.Context(), e.prefix+"resume").Val(); n != 0 {
+		t.Errorf("resume stream: %d entries, want 0", n)
+	}
 	if ok, _ := s.ClaimResume(t.Context(), token, "B", 0); ok {
 		t.Error("another process claimed a run answered in place")
 	}

@@ -150,23 +150,33 @@ end
 // (ClaimResume, a waiter's claim in Events.Wait).
 const claimLua = `
 -- claim claims the resumption of a run for owner in the key claimKey for
--- ttl ms. It succeeds if nobody holds the claim or owner already does.
-local function claim(claimKey, owner, ttl)
+-- ttl ms. It succeeds if nobody holds the claim or owner already does, or
+-- if the claim is tied to a process heartbeat that is gone. A claim is
+-- tied ('@' before the owner) when its owner's process (the owner up to
+-- its first '/') has a heartbeat, the key proc .. process, as it is
+-- claimed: it dies with the process, so that another takes the run over.
+local function claim(claimKey, owner, ttl, proc)
   local cur = redis.call('GET', claimKey)
-  if cur and cur ~= owner then return false end
-  if not cur then redis.call('SET', claimKey, owner, 'PX', ttl) end
+  if cur then
+    local tied = string.sub(cur, 1, 1) == '@'
+    local who = cur
+    if tied then who = string.sub(cur, 2) end
+    if who == owner then return true end
+    if not tied then return false end
+    if redis.call('EXISTS', proc .. string.match(who, '^[^/]*')) == 1 then return false end
+  end
+  local v = owner
+  if redis.call('EXISTS', proc .. string.match(owner, '^[^/]*')) == 1 then v = '@' .. owner end
+  redis.call('SET', claimKey, v, 'PX', ttl)
   return true
 end
 
 -- takeOver is the claim of the process that waited on the token of record
--- rec: it takes the run's job off the resume stream (consumer group
--- group) and drops owner's waiter registration.
-local function takeOver(rec, resume, group, owner)
-  local job = redis.call('HGET', rec, 'job')
-  if job then
-    redis.pcall('XACK', resume, group, job)
-    redis.call('XDEL', resume, job)
-  end
+-- rec: it drops owner's waiter registration. The run's job stays on the
+-- resume stream until the run finished (finishScript): while owner lives
+-- the queue leaves it alone, and once owner died another process takes
+-- the run over with it.
+local function takeOver(rec, owner)
   if redis.call('HGET', rec, 'waiter') == owner then redis.call('HDEL', rec, 'waiter') end
 end
 `
@@ -385,7 +395,7 @@ return 'ok'
 // queue and drops the waiter registration, and returns {'lost'} if another
 // process holds the claim. A missing token gives {'gone'}.
 // KEYS: rec, claim, resume. ARGV: owner, claim ttl (ms), group, register,
-// claim.
+// claim, heartbeat key prefix.
 var waitScript = redis.NewScript(claimLua + `
 local st = redis.call('HGET', KEYS[1], 'state')
 if not st then return {'gone'} end
@@ -394,8 +404,8 @@ if st == 'open' then
   return {'open'}
 end
 if ARGV[5] == '1' then
-  if not claim(KEYS[2], ARGV[1], ARGV[2]) then return {'lost'} end
-  takeOver(KEYS[1], KEYS[3], ARGV[3], ARGV[1])
+  if not claim(KEYS[2], ARGV[1], ARGV[2], ARGV[6]) then return {'lost'} end
+  takeOver(KEYS[1], ARGV[1])
 end
 local r = redis.call('HGETALL', KEYS[1])
 table.insert(r, 1, 'ended')
@@ -410,21 +420,35 @@ return 1
 `)
 
 // claimScript claims the resumption of a token's run for owner: it
-// succeeds if nobody holds the claim or owner already does. With local
-// set, the claimer is the process that waited on the token: it also takes
-// the token's resume job off the queue and drops its waiter registration.
-// KEYS: claim, rec, resume. ARGV: owner, ttl (ms), group, local ('1'|'0').
+// succeeds if nobody holds the claim, owner already does, or the holder's
+// process died (claimLua). With local set, the claimer is the process that
+// waited on the token: it also drops its waiter registration.
+// KEYS: claim, rec, resume. ARGV: owner, ttl (ms), group, local ('1'|'0'),
+// heartbeat key prefix.
 var claimScript = redis.NewScript(claimLua + `
-if not claim(KEYS[1], ARGV[1], ARGV[2]) then return 0 end
-if ARGV[4] == '1' then takeOver(KEYS[2], KEYS[3], ARGV[3], ARGV[1]) end
+if not claim(KEYS[1], ARGV[1], ARGV[2], ARGV[5]) then return 0 end
+if ARGV[4] == '1' then takeOver(KEYS[2], ARGV[1]) end
 return 1
 `)
 
-// releaseScript drops owner's claim.
+// releaseScript drops owner's claim, tied or not.
 // KEYS: claim. ARGV: owner.
 var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[1] or cur == '@' .. ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
+`)
+
+// finishScript takes the resume job of a token whose run finished off
+// the resume stream: nobody is to resume the run again.
+// KEYS: rec, resume. ARGV: group.
+var finishScript = redis.NewScript(`
+local job = redis.call('HGET', KEYS[1], 'job')
+if job then
+  redis.pcall('XACK', KEYS[2], ARGV[1], job)
+  redis.call('XDEL', KEYS[2], job)
+end
+return 1
 `)
 
 // groupScript creates the resume consumer group (reading from the start

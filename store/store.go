@@ -82,6 +82,10 @@ type Options struct {
 	// ThreadMaxBytes caps a thread's history as JSON; its oldest turns are
 	// dropped beyond it. Default 256 KiB (DefaultThreadMaxBytes).
 	ThreadMaxBytes int
+	// Owner names this process in its leases (Lock), as its Events Owner:
+	// a lease whose process's heartbeat is gone is taken over at once
+	// instead of after its ttl. Empty: leases last their ttl.
+	Owner string
 	// Now is the clock; nil means time.Now. Deadlines are judged by it, so
 	// tests expire tokens by moving it.
 	Now func() time.Time

@@ -43,6 +43,8 @@ type CallbackQueue interface {
 	Read(ctx context.Context, consumer string, block time.Duration) ([]store.CallbackJob, error)
 	// Reclaim takes over jobs another consumer left idle for minIdle.
 	Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]store.CallbackJob, error)
+	// ReclaimDead takes over the jobs of consumers whose process died.
+	ReclaimDead(ctx context.Context, consumer string) ([]store.CallbackJob, error)
 	// Ack removes handled jobs.
 	Ack(ctx context.Context, ids ...string) error
 	// Retry acknowledges job and schedules its next attempt at at.
@@ -184,11 +186,15 @@ func (c *Callbacks) Run(ctx context.Context) error {
 			sleep(ctx, c.cfg.Poll)
 			continue
 		}
+		dead, err := c.cfg.Queue.ReclaimDead(ctx, c.cfg.Consumer)
+		if err != nil && ctx.Err() == nil {
+			c.log.ErrorContext(ctx, "reclaim callback jobs of stopped replicas", "err", err)
+		}
 		stale, err := c.cfg.Queue.Reclaim(ctx, c.cfg.Consumer, c.cfg.ReclaimIdle)
 		if err != nil && ctx.Err() == nil {
 			c.log.ErrorContext(ctx, "reclaim callback jobs", "err", err)
 		}
-		for _, j := range append(jobs, stale...) {
+		for _, j := range append(append(jobs, dead...), stale...) {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():

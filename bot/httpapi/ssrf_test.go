@@ -111,6 +111,9 @@ func (nopQueue) Read(context.Context, string, time.Duration) ([]store.CallbackJo
 func (nopQueue) Reclaim(context.Context, string, time.Duration) ([]store.CallbackJob, error) {
 	return nil, nil
 }
+func (nopQueue) ReclaimDead(context.Context, string) ([]store.CallbackJob, error) {
+	return nil, nil
+}
 func (nopQueue) Ack(context.Context, ...string) error                      { return nil }
 func (nopQueue) Retry(context.Context, store.CallbackJob, time.Time) error { return nil }
 func (nopQueue) Promote(context.Context) (int, error)                      { return 0, nil }

@@ -91,6 +91,14 @@ func newApp(d appDeps) (*app, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	owner := d.Owner
+	if owner == "" {
+		owner = agentrunner.NewToken()[:12]
+	}
+	if d.StoreOptions.Owner == "" {
+		// Card leases die with this process's heartbeat (Events below).
+		d.StoreOptions.Owner = owner
+	}
 	st := store.New(d.Redis, d.StoreOptions)
 	a := &app{log: d.Log, store: st, deps: d}
 	a.runCtx, a.cancelRuns = context.WithCancel(context.Background())
@@ -104,10 +112,6 @@ func newApp(d appDeps) (*app, error) {
 		}
 		return float64(n)
 	})
-	owner := d.Owner
-	if owner == "" {
-		owner = agentrunner.NewToken()[:12]
-	}
 	a.owner = owner
 	a.events = store.NewEvents(st, store.EventsOptions{
 		Owner:      owner,
@@ -141,7 +145,12 @@ func newApp(d appDeps) (*app, error) {
 		})
 	}
 	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.waitCtx}, Deadline: a.bot.Deadline}
-	opts := []agentrunner.Option{agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask)}
+	opts := []agentrunner.Option{
+		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
+		// An approved tool runs at most once, even across a takeover of
+		// its run by another replica.
+		agentrunner.WithJournal(st.CallJournal()),
+	}
 	if d.ToolSource != nil {
 		opts = append(opts, agentrunner.WithToolSource(d.ToolSource))
 	}
@@ -156,6 +165,7 @@ func newApp(d appDeps) (*app, error) {
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
 		Context:   a.runCtx,
 		Threads:   storeadapter.NewThreads(st),
+		Followups: followups{a},
 		Finished: func(result string) {
 			a.metrics.runs.WithLabelValues(result).Inc()
 		},
@@ -203,6 +213,12 @@ func (a *app) background(ctx context.Context) {
 // consumeResumes resumes runs whose tokens ended while no live process was
 // waiting on them (the process that started them died or was restarted).
 func (a *app) consumeResumes(ctx context.Context) {
+	// Claims are tied to this process's heartbeat only once it runs.
+	select {
+	case <-a.events.Ready():
+	case <-ctx.Done():
+		return
+	}
 	for ctx.Err() == nil {
 		block := a.deps.ResumeBlock
 		if block <= 0 {
@@ -219,11 +235,17 @@ func (a *app) consumeResumes(ctx context.Context) {
 		}
 		// Jobs left to a live waiter, or held by a consumer that died, are
 		// looked at again after reclaimIdle.
+		// The runs of a replica that died, waiting or in the middle of
+		// resuming, are taken over once its heartbeat is gone.
+		dead, err := a.queue.ReclaimDead(ctx, a.owner)
+		if err != nil && ctx.Err() == nil {
+			a.log.ErrorContext(ctx, "reclaim resume jobs of stopped replicas", "err", err)
+		}
 		stale, err := a.queue.Reclaim(ctx, a.owner, reclaimIdle)
 		if err != nil && ctx.Err() == nil {
 			a.log.ErrorContext(ctx, "reclaim resume jobs", "err", err)
 		}
-		for _, j := range append(jobs, stale...) {
+		for _, j := range append(append(jobs, dead...), stale...) {
 			a.resume(ctx, j)
 		}
 	}
@@ -290,8 +312,9 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// resume continues one run from its saved state, at most once across all
-// processes (ClaimResume), and acknowledges the job.
+// resume continues one run from its saved state, at most once at a time
+// across all processes (ClaimResume, whose claim dies with its owner), and
+// acknowledges the job once the run finished.
 func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 	log := a.log.With("run", j.RunID, "state", j.State)
 	// The queue claims under its own name: the local waiter of this very
@@ -303,7 +326,8 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 		return // not acked: redelivered later
 	}
 	if !ok {
-		_ = a.queue.Ack(ctx, j.ID) // another process resumes it
+		// A live process resumes it: the job stays pending, so that it is
+		// taken over if that process dies before the run finished.
 		return
 	}
 	// Nothing has run yet: on a passing failure give the claim back and
@@ -322,6 +346,16 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 	}
 	if err != nil {
 		giveBack("load run state", err)
+		return
+	}
+	if rs.Token != "" && rs.Token != j.Token {
+		// The run went on past this token (and waits on a later one,
+		// whose own job resumes it): nothing to do from this one.
+		log.InfoContext(ctx, "the run moved on past this token")
+		if err := a.store.FinishResume(ctx, j.Token); err != nil {
+			log.ErrorContext(ctx, "finish resume", "err", err)
+		}
+		_ = a.queue.Ack(ctx, j.ID)
 		return
 	}
 	rec, err := a.store.Get(ctx, j.Token)
@@ -343,9 +377,10 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 		log.ErrorContext(ctx, "decode run origin", "err", err)
 	}
 	deps.Asked(j.Token)
-	// The job is acknowledged once the claim is ours: the claim, not the
-	// queue, guarantees the tools run at most once.
-	_ = a.queue.Ack(ctx, j.ID)
+	// The job stays pending until the run finished (Runs' Followups.Done,
+	// and the ack below): if this process dies on the way, another
+	// replica takes the run over; the claim and the call journal keep its
+	// approved tools from running twice.
 	a.metrics.resumes.WithLabelValues("queue").Inc()
 	log.InfoContext(ctx, "resuming run from saved state")
 	a.runs.Resume(agentrunner.RunInput{
@@ -354,6 +389,7 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 		if err := a.store.DeleteRun(context.WithoutCancel(ctx), rs.RunID); err != nil {
 			log.Error("delete run state", "err", err)
 		}
+		_ = a.queue.Ack(context.WithoutCancel(ctx), j.ID)
 	})
 }
 

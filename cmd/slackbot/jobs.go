@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -31,8 +33,8 @@ const (
 )
 
 // consumeJobs works the job queue until ctx ends: the after-decision work
-// (today: updating the cards of expired tokens) that any replica may do
-// and that must be done even if the process that decided died.
+// (updating cards, posting a run's answer) that any replica may do and
+// that must be done even if the process that decided died.
 func (a *app) consumeJobs(ctx context.Context) {
 	// Other replicas take over the jobs of a consumer without a heartbeat:
 	// start once Events.Run, which keeps it, is up.
@@ -100,6 +102,10 @@ func (a *app) runJob(ctx context.Context, j store.Job) {
 			log.InfoContext(ctx, "token gone: no card to update")
 			err = nil
 		}
+	case store.JobThreadAnswer:
+		jctx, cancel := context.WithTimeout(ctx, jobTimeout)
+		err = a.answerJob(jctx, log, j)
+		cancel()
 	default:
 		// A newer replica queued it during a rolling update: leave it to
 		// one that knows the kind (Reclaim hands it on).
@@ -118,9 +124,122 @@ func (a *app) runJob(ctx context.Context, j store.Job) {
 	a.jobFailed(ctx, log, j, err)
 }
 
+// errAnswerBusy: another live replica is posting the answer; the job is
+// tried again after its backoff.
+var errAnswerBusy = errors.New("another replica is posting the answer")
+
+// postAnswer posts a run's answer once: after an attempt that may have
+// posted it (this job's earlier attempt, or a replica that died), the
+// thread is searched for it first.
+func (a *app) postAnswer(ctx context.Context, ans bot.Answer) error {
+	prev, err := a.store.BeginAnswer(ctx, ans.Key, a.owner+"/"+agentrunner.NewToken()[:8])
+	if err != nil {
+		return err
+	}
+	switch prev {
+	case "posted":
+		return nil
+	case "busy":
+		return errAnswerBusy
+	}
+	ts, err := a.bot.PostAnswer(ctx, ans, prev != "")
+	if err != nil {
+		if err := a.store.AnswerFailed(context.WithoutCancel(ctx), ans.Key); err != nil {
+			a.log.ErrorContext(ctx, "record a failed answer", "err", err)
+		}
+		return err
+	}
+	return a.store.AnswerPosted(ctx, ans.Key, ts)
+}
+
+// answerJob decodes and does a thread.answer job.
+func (a *app) answerJob(ctx context.Context, log *slog.Logger, j store.Job) error {
+	var ans bot.Answer
+	if err := json.Unmarshal([]byte(j.Data), &ans); err != nil || ans.Key == "" || ans.Channel == "" {
+		log.ErrorContext(ctx, "malformed answer job: dropped", "err", err)
+		return nil
+	}
+	return a.postAnswer(ctx, ans)
+}
+
+// followups queues what follows a run's end on the job queue
+// (bot.Followups).
+type followups struct{ a *app }
+
+// Queue implements bot.Followups.
+func (f followups) Queue(ctx context.Context, ans *bot.Answer, cards []string) (bot.Queued, error) {
+	q := &queuedJobs{a: f.a, answer: ans, cards: cards}
+	if ans != nil {
+		b, err := json.Marshal(ans)
+		if err != nil {
+			return nil, err
+		}
+		if q.answerID, err = f.a.jobs.Add(ctx, store.JobThreadAnswer, "", string(b)); err != nil {
+			return nil, err
+		}
+	}
+	for _, token := range cards {
+		id, err := f.a.jobs.Add(ctx, store.JobCardUpdate, token, "")
+		if err != nil {
+			return nil, err
+		}
+		q.cardIDs = append(q.cardIDs, id)
+	}
+	return q, nil
+}
+
+// Done implements bot.Followups.
+func (f followups) Done(ctx context.Context, _ string, tokens []string) error {
+	var errs []error
+	for _, t := range tokens {
+		errs = append(errs, f.a.store.FinishResume(ctx, t))
+	}
+	return errors.Join(errs...)
+}
+
+// queuedJobs are one run's follow-up jobs, done at once by the process
+// that queued them: a job done is taken off the queue; one that fails is
+// left there for the job consumers, with their retries.
+type queuedJobs struct {
+	a        *app
+	answer   *bot.Answer
+	answerID string
+	cards    []string
+	cardIDs  []string
+}
+
+func (q *queuedJobs) Do(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
+	defer cancel()
+	done := func(id string, err error) {
+		if err != nil {
+			q.a.log.WarnContext(ctx, "follow-up failed; left to the job queue", "err", err)
+			return
+		}
+		if err := q.a.jobs.Ack(ctx, id); err != nil {
+			q.a.log.ErrorContext(ctx, "acknowledge job", "err", err)
+		}
+	}
+	if q.answer != nil {
+		done(q.answerID, q.a.postAnswer(ctx, *q.answer))
+	}
+	for i, token := range q.cards {
+		done(q.cardIDs[i], q.a.bot.UpdateCards(ctx, token))
+	}
+}
+
 // jobFailed schedules the next attempt of j after its backoff, or gives
 // up on it after jobAttempts.
 func (a *app) jobFailed(ctx context.Context, log *slog.Logger, j store.Job, err error) {
+	if errors.Is(err, errAnswerBusy) {
+		// Not a failure: look again soon, without spending an attempt,
+		// until the replica posting it is done or dead.
+		j.Attempt--
+		if err := a.jobs.Retry(ctx, j, jobBackoff); err != nil {
+			log.ErrorContext(ctx, "schedule job retry", "err", err)
+		}
+		return
+	}
 	if j.Attempt >= jobAttempts {
 		log.ErrorContext(ctx, "job failed; giving up", "err", err)
 		if err := a.jobs.Ack(ctx, j.ID); err != nil {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slackapprove/slackbot/bot"
 )
 
 // Slack refusing the expired card's update does not leave its buttons: the
@@ -39,5 +42,43 @@ func TestExpiredCardUpdateIsRetriedUntilSlackAccepts(t *testing.T) {
 	pending, err := e.app.jobs.Reclaim(t.Context(), "inspector", 0)
 	if err != nil || len(pending) != 0 {
 		t.Errorf("jobs left pending: %+v, %v", pending, err)
+	}
+}
+
+// A run's answer is posted once by whichever replica does its job: while
+// another live replica is posting it the job waits (errAnswerBusy) and
+// posts nothing; once that replica is dead, the thread is searched for
+// the answer before posting; after it was posted, nothing more is posted.
+func TestAnswerJobPostsOnce(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	msg, err := e.slack.PostAsUser(general, carol, "delete customer a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := e.app.store.Client()
+	if err := rdb.Set(t.Context(), e.prefix+"proc:other", "1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ans := bot.Answer{Key: "run-x/tok/complete", Channel: general, ThreadTS: msg.TS, Text: "done"}
+	if _, err := e.app.store.BeginAnswer(t.Context(), ans.Key, "other/1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.app.postAnswer(t.Context(), ans); !errors.Is(err, errAnswerBusy) {
+		t.Fatalf("while another replica posts: %v, want errAnswerBusy", err)
+	}
+	if got := e.replies(general, msg.TS); len(got) != 0 {
+		t.Fatalf("posted while another replica posts: %q", got)
+	}
+	rdb.Del(t.Context(), e.prefix+"proc:other")
+	for range 2 {
+		if err := e.app.postAnswer(t.Context(), ans); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.replies(general, msg.TS); len(got) != 1 || got[0] != "done" {
+		t.Errorf("answers: %q, want one", got)
+	}
+	if n := len(e.slack.Calls("conversations.replies")); n != 1 {
+		t.Errorf("conversations.replies called %d times, want once (after the dead replica's attempt)", n)
 	}
 }

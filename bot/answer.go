@@ -1,0 +1,189 @@
+package bot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// Answer is a run's answer to post in the thread it was asked in, as a
+// durable job carries it.
+type Answer struct {
+	// Key names this end of this run (its id, the token it last resumed
+	// from, and how it ended), so that the answer is posted once however
+	// many processes finish the run.
+	Key      string `json:"key"`
+	Channel  string `json:"channel"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+	Text     string `json:"text"`
+}
+
+// Followups queues, durably, what must happen after a run ended, so that
+// it happens even if this process dies before doing it: Runs.Finish
+// queues everything before any Slack call, marks the run done, and then
+// does the queued work at once itself; whatever it does not finish,
+// another replica does (Bot.PostAnswer, Bot.UpdateCards).
+type Followups interface {
+	// Queue queues the posting of answer (nil: none) and the update of
+	// the cards of tokens from their records (the decision, the tool's
+	// outcome, no buttons).
+	Queue(ctx context.Context, answer *Answer, cards []string) (Queued, error)
+	// Done says the run that asked tokens ended here and its follow-ups
+	// are queued: nobody is to resume it from those tokens again.
+	Done(ctx context.Context, runID string, tokens []string) error
+}
+
+// Queued is follow-up work that was queued durably; Do does it here and
+// now, the answer first, and takes each piece done off the queue.
+type Queued interface {
+	Do(ctx context.Context)
+}
+
+// answerEventType is the metadata event type of a run's answer.
+const answerEventType = "slackbot_answer"
+
+// answerMarker identifies an answer in message metadata: a digest of its
+// key.
+func answerMarker(key string) string {
+	sum := sha256.Sum256([]byte("answer\x00" + key))
+	return hex.EncodeToString(sum[:12])
+}
+
+// PostAnswer posts a's text in its thread, with a marker in the message
+// metadata, and returns the message's ts. With look set (an earlier
+// attempt, perhaps by a process that died, may have posted it), or after
+// an attempt that failed ambiguously, it first looks for the marker in
+// the thread and returns the ts of the answer it finds instead of
+// posting it again.
+func (b *Bot) PostAnswer(ctx context.Context, a Answer, look bool) (string, error) {
+	text := a.Text
+	if len(text) > 39000 {
+		text = truncate(text, 39000)
+	}
+	marker := answerMarker(a.Key)
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionMetadata(slack.SlackMetadata{
+		EventType: answerEventType, EventPayload: map[string]any{"answer": marker},
+	})}
+	if a.ThreadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(a.ThreadTS))
+	}
+	var ts string
+	err := b.retry.Do(ctx, func(ctx context.Context) error {
+		if look {
+			found, err := b.findAnswer(ctx, a, marker)
+			if err != nil {
+				return err
+			}
+			if found != "" {
+				ts = found
+				return nil
+			}
+		}
+		_, got, err := b.slack.PostMessageContext(ctx, a.Channel, opts...)
+		if err != nil {
+			b.metrics.SlackError("chat.postMessage")
+			var rl *slack.RateLimitedError
+			if !errors.As(err, &rl) && retryable(err) {
+				look = true
+			}
+			return err
+		}
+		ts = got
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("post answer: %w", err)
+	}
+	return ts, nil
+}
+
+// answerPages bounds the pages of a thread findAnswer reads.
+const answerPages = 5
+
+// findAnswer looks for the answer with marker in a's thread (or, for an
+// answer outside a thread, among the channel's latest messages).
+func (b *Bot) findAnswer(ctx context.Context, a Answer, marker string) (string, error) {
+	match := func(msgs []slack.Message) string {
+		for _, m := range msgs {
+			if m.Metadata.EventType == answerEventType && m.Metadata.EventPayload["answer"] == marker {
+				return m.Timestamp
+			}
+		}
+		return ""
+	}
+	if a.ThreadTS == "" {
+		resp, err := b.slack.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+			ChannelID: a.Channel, Limit: 200, IncludeAllMetadata: true,
+		})
+		if err != nil {
+			b.metrics.SlackError("conversations.history")
+			return "", fmt.Errorf("look for a posted answer: %w", err)
+		}
+		return match(resp.Messages), nil
+	}
+	cursor := ""
+	for range answerPages {
+		msgs, more, next, err := b.slack.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: a.Channel, Timestamp: a.ThreadTS, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
+		})
+		if err != nil {
+			b.metrics.SlackError("conversations.replies")
+			return "", fmt.Errorf("look for a posted answer: %w", err)
+		}
+		if ts := match(msgs); ts != "" {
+			return ts, nil
+		}
+		if !more || next == "" {
+			break
+		}
+		cursor = next
+	}
+	return "", nil
+}
+
+// RecordOutcomes records on each decided call of token what its tool did,
+// from the tool returns in msgs (and so in the audit stream), without
+// touching Slack, and returns the calls it recorded, with their outcome.
+func (b *Bot) RecordOutcomes(ctx context.Context, token string, msgs []agentrunner.Message) (*Approval, []*CallStatus, error) {
+	a, err := b.approvals.Get(ctx, token)
+	if err != nil {
+		return nil, nil, fmt.Errorf("record outcomes: %w", err)
+	}
+	returns := map[string]agentrunner.Part{}
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.PartKind == agentrunner.PartToolReturn {
+				returns[p.ToolCallID] = p
+			}
+		}
+	}
+	var (
+		errs  []error
+		calls []*CallStatus
+	)
+	for _, c := range a.Calls {
+		if c.State != StateApproved && c.State != StateAnswered {
+			continue
+		}
+		p, ok := returns[c.ID]
+		if !ok {
+			continue
+		}
+		o := ToolOutcome{Status: OutcomeRan, Summary: truncate(p.ReturnText(), 500)}
+		if p.Outcome == agentrunner.OutcomeFailed {
+			o.Status, o.Summary = OutcomeFailed, truncate(b.failureText(p), 500)
+		}
+		if err := b.approvals.Outcome(ctx, token, c.ID, o); err != nil {
+			errs = append(errs, err)
+		}
+		c.Outcome = &o
+		calls = append(calls, c)
+	}
+	return a, calls, errors.Join(errs...)
+}

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// CallJournal is the store's agentrunner.Journal: for each approved call
+// of a run it records "started" before the tool runs and the tool's
+// return after, in one hash per run (kept for the store's Grace), so that
+// a process that takes over a run whose process died runs no approved
+// tool twice.
+type CallJournal struct{ s *Store }
+
+// CallJournal returns the store's call journal.
+func (s *Store) CallJournal() CallJournal { return CallJournal{s} }
+
+func (s *Store) execKey(runID string) string { return s.key("exec:" + runID) }
+
+// Begin implements agentrunner.Journal: the recorded return of a call
+// that ran, agentrunner.ErrOutcomeLost for one that started and was never
+// recorded, or nil after marking the call started.
+func (j CallJournal) Begin(ctx context.Context, runID string, c agentrunner.ToolCallPart) (*agentrunner.Part, error) {
+	if runID == "" || c.ToolCallID == "" {
+		return nil, fmt.Errorf("begin call: %w: no run or call id", ErrInvalid)
+	}
+	res, err := journalBeginScript.Run(ctx, j.s.rdb, []string{j.s.execKey(runID)}, c.ToolCallID, ms(j.s.now()), j.s.opts.Grace.Milliseconds()).Text()
+	if err != nil {
+		return nil, fmt.Errorf("begin call %s of run %s: %w", c.ToolCallID, runID, err)
+	}
+	switch {
+	case res == "new":
+		return nil, nil
+	case res == "started":
+		return nil, agentrunner.ErrOutcomeLost
+	}
+	var p agentrunner.Part
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(res, "ret:")), &p); err != nil {
+		return nil, fmt.Errorf("begin call %s of run %s: recorded return: %w", c.ToolCallID, runID, err)
+	}
+	return &p, nil
+}
+
+// End implements agentrunner.Journal: it records the call's return, or
+// with ret nil forgets that it started.
+func (j CallJournal) End(ctx context.Context, runID string, c agentrunner.ToolCallPart, ret *agentrunner.Part) error {
+	key := j.s.execKey(runID)
+	if ret == nil {
+		if err := j.s.rdb.HDel(ctx, key, c.ToolCallID+".s").Err(); err != nil {
+			return fmt.Errorf("end call %s of run %s: %w", c.ToolCallID, runID, err)
+		}
+		return nil
+	}
+	b, err := json.Marshal(ret)
+	if err != nil {
+		return fmt.Errorf("end call %s of run %s: %w", c.ToolCallID, runID, err)
+	}
+	_, err = j.s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, c.ToolCallID+".r", b)
+		p.PExpire(ctx, key, j.s.opts.Grace)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("end call %s of run %s: %w", c.ToolCallID, runID, err)
+	}
+	return nil
+}
+
+// journalBeginScript returns 'ret:<return>' for a call that ran,
+// 'started' for one that started, or marks the call started and returns
+// 'new'. KEYS: exec. ARGV: call id, now (ms), ttl (ms).
+var journalBeginScript = redis.NewScript(`
+local r = redis.call('HGET', KEYS[1], ARGV[1] .. '.r')
+if r then return 'ret:' .. r end
+if redis.call('HEXISTS', KEYS[1], ARGV[1] .. '.s') == 1 then return 'started' end
+redis.call('HSET', KEYS[1], ARGV[1] .. '.s', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 'new'
+`)
+
+// BeginAnswer marks the answer key (a run's answer after one of its
+// tokens) as being posted by owner (an Events Owner, then '/' and a name
+// for this attempt), and returns what an earlier attempt left: "" (none:
+// post it), "posting" (an attempt that failed, or whose process died, may
+// have posted it: look for it before posting again), "busy" (an attempt
+// of a live process is under way: try later) or "posted" (done). An
+// attempt ends with AnswerPosted or AnswerFailed. The mark is kept for
+// the store's Grace.
+func (s *Store) BeginAnswer(ctx context.Context, key, owner string) (string, error) {
+	if key == "" || owner == "" {
+		return "", fmt.Errorf("begin answer: %w: no key or owner", ErrInvalid)
+	}
+	prev, err := answerBeginScript.Run(ctx, s.rdb, []string{s.key("answer:" + key)}, owner, s.opts.Grace.Milliseconds(), s.procKey("")).Text()
+	if err != nil {
+		return "", fmt.Errorf("begin answer: %w", err)
+	}
+	return prev, nil
+}
+
+// answerBeginScript: see BeginAnswer. KEYS: answer mark. ARGV: owner, ttl
+// (ms), heartbeat key prefix.
+var answerBeginScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and string.sub(cur, 1, 6) == 'posted' then return 'posted' end
+local prev = ''
+if cur then
+  local who = string.match(cur, '^posting ([^/]*)')
+  if who and redis.call('EXISTS', ARGV[3] .. who) == 1 then return 'busy' end
+  prev = 'posting'
+end
+redis.call('SET', KEYS[1], 'posting ' .. ARGV[1], 'PX', ARGV[2])
+return prev
+`)
+
+// AnswerFailed records that an attempt at the answer of key failed, and
+// may or may not have posted it.
+func (s *Store) AnswerFailed(ctx context.Context, key string) error {
+	if err := s.rdb.Set(ctx, s.key("answer:"+key), "failed", s.opts.Grace).Err(); err != nil {
+		return fmt.Errorf("answer failed: %w", err)
+	}
+	return nil
+}
+
+// AnswerPosted records that the answer of key was posted as message ts.
+func (s *Store) AnswerPosted(ctx context.Context, key, ts string) error {
+	if err := s.rdb.Set(ctx, s.key("answer:"+key), "posted "+ts, s.opts.Grace).Err(); err != nil {
+		return fmt.Errorf("answer posted: %w", err)
+	}
+	return nil
+}
