@@ -8,6 +8,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
 
 // TestPostAnswerOnce: an answer is posted once in its thread, however many
@@ -15,8 +16,8 @@ import (
 // a response lost after Slack acted), the thread is searched for the
 // answer's marker first.
 func TestPostAnswerOnce(t *testing.T) {
-	fake, srv := slackfake.NewTestServer(t, slackfake.WithDemoWorkspace())
-	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfake.APIURL(srv))),
+	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
+	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv))),
 		Retry: Retry{Attempts: 4, Sleep: func(context.Context, time.Duration) error { return nil }}})
 	m, err := fake.PostAsUser("C0GENERAL", "U0CAROL", "delete customer 42", "")
 	if err != nil {
