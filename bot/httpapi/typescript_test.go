@@ -24,8 +24,8 @@ import (
 // the real framework packages from its lockfile against this slackbot
 // (fake Slack, real Redis). The node tests play the agent; this test plays
 // the approvers through a small loopback control API: POST /decide makes
-// a user click a call's card (signed as Slack signs), POST /expire moves
-// the clock past every expiry. Node is needed ($NODE or node on PATH;
+// a user click a call's card (signed as Slack signs). Expiry is real: the
+// node tests ask for a one-second timeout and nobody clicks. Node is needed ($NODE or node on PATH;
 // npm too when node_modules is missing): without it the test fails when
 // node is required (scripts/test, CI=true) and is skipped otherwise.
 func TestTypeScriptClients(t *testing.T) {
@@ -104,11 +104,6 @@ func (e *env) controlAPI() http.Handler {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("POST /expire", func(w http.ResponseWriter, r *http.Request) {
-		// Past every expiry: no route's timeout is a day.
-		e.clock.Add(24 * time.Hour)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux

@@ -6,7 +6,10 @@
 // the few members it needs (structural types), so this package has no
 // runtime dependency on it.
 
-import type { Approval, ApprovalResult, CreateOptions, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
+import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
+import { type Outcome, idempotencyKeyOf, outcomeOf, toolArgs } from "./decisions.js";
+
+export type { Outcome } from "./decisions.js";
 
 /** ApprovalItem is what the SDK's RunToolApprovalItem offers the adapter. */
 export interface ApprovalItem {
@@ -42,17 +45,7 @@ export function callId(item: ApprovalItem): string {
 }
 
 function toolCall(item: ApprovalItem): ToolCall {
-  const raw = item.rawItem.arguments;
-  let args: ToolCall["args"] = null;
-  if (raw !== undefined && raw !== "") {
-    try {
-      const v = JSON.parse(raw);
-      args = v !== null && typeof v === "object" && !Array.isArray(v) ? v : raw;
-    } catch {
-      args = raw;
-    }
-  }
-  return { tool_name: item.name ?? item.rawItem.name ?? "unknown", args, tool_call_id: callId(item) };
+  return { tool_name: item.name ?? item.rawItem.name ?? "unknown", args: toolArgs(item.rawItem.arguments), tool_call_id: callId(item) };
 }
 
 /** requestsFor turns interruptions into one DeferredToolRequests. */
@@ -61,34 +54,8 @@ export function requestsFor(items: readonly ApprovalItem[]): DeferredToolRequest
 }
 
 /** idempotencyKey names a set of interruptions, so a retried submit posts no second card. */
-export async function idempotencyKey(items: readonly ApprovalItem[]): Promise<string> {
-  const ids = items.map(callId).sort().join("\n");
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(ids));
-  return "openai-agents:" + Array.from(new Uint8Array(d).slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Outcome is what happened to one interruption. */
-export interface Outcome {
-  callId: string;
-  approved: boolean;
-  /** The denial reason the model sees. */
-  message?: string;
-  /** The edited arguments the tool runs with. */
-  overrideArgs?: unknown;
-  decidedBy?: string;
-}
-
-function noDecision(a: Approval): string {
-  return `No decision on this tool call arrived: the request ${a.status === "resolved" ? "ended" : a.status}.`;
-}
-
-function outcomeOf(id: string, r: ApprovalResult | undefined, a: Approval): Outcome {
-  const decidedBy = a.results?.answered_by?.[id];
-  if (r === true) return { callId: id, approved: true, decidedBy };
-  if (r === false) return { callId: id, approved: false, message: "The tool call was denied.", decidedBy };
-  if (r?.kind === "tool-approved") return { callId: id, approved: true, overrideArgs: r.override_args ?? undefined, decidedBy };
-  if (r?.kind === "tool-denied") return { callId: id, approved: false, message: r.message || "The tool call was denied.", decidedBy };
-  return { callId: id, approved: false, message: noDecision(a) };
+export function idempotencyKey(items: readonly ApprovalItem[]): Promise<string> {
+  return idempotencyKeyOf("openai-agents", items.map(callId));
 }
 
 /**

@@ -38,8 +38,3 @@ export type Action = "approve" | "deny" | "deny_reason";
 export function click(token: string, toolCallId: string, action: Action, reason?: string, user?: string): Promise<void> {
   return control("/decide", { token, tool_call_id: toolCallId, action, reason, user });
 }
-
-/** expireAll moves slackbot's clock past every expiry. */
-export function expireAll(): Promise<void> {
-  return control("/expire", {});
-}
