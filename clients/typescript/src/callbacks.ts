@@ -101,5 +101,9 @@ export async function verifyCallback(
   const ok = await crypto.subtle.verify("HMAC", await hmacKey(bytes(secret)), mac, signedBytes(ts, body));
   if (!ok) throw new CallbackError("bad signature");
   const text = typeof body === "string" ? body : new TextDecoder().decode(body);
-  return JSON.parse(text) as Approval;
+  try {
+    return JSON.parse(text) as Approval;
+  } catch {
+    throw new CallbackError("the signed body is not JSON");
+  }
 }

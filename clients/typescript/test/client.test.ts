@@ -111,5 +111,7 @@ describe("verifyCallback", () => {
     ]) {
       await assert.rejects(verifyCallback(secret, h, "{}"), CallbackError, JSON.stringify(h));
     }
+    const notJSON = await signCallback(secret, ts, "not json");
+    await assert.rejects(verifyCallback(secret, { [HeaderTimestamp]: ts, [HeaderSignature]: notJSON }, "not json"), /not JSON/);
   });
 });
