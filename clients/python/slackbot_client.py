@@ -39,6 +39,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import datetime
+import functools
 import hashlib
 import inspect
 import hmac
@@ -259,11 +260,17 @@ def _results_adapter(pai: Any) -> Any:
     pydantic missing), which gets the conversion below."""
     if getattr(pai, "__version__", None) is None:
         return None
+    return _adapter_for(pai.DeferredToolResults)
+
+
+@functools.lru_cache(maxsize=4)
+def _adapter_for(cls: type) -> Any:
+    """One TypeAdapter per class: building one compiles its schema."""
     try:
         from pydantic import TypeAdapter
     except ImportError:
         return None
-    return TypeAdapter(pai.DeferredToolResults)
+    return TypeAdapter(cls)
 
 
 def _json_default(v: Any) -> Any:
