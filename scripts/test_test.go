@@ -216,7 +216,9 @@ func (s *sandbox) goCall(redis, chromium, python3, require string, args ...strin
 // the chromium cask — finds them where the packages put them, and runs go
 // test with those paths and the arguments passed through, keeping its exit
 // code. With clients/typescript/package.json, node and npm are needed too,
-// and npm ci && npm test run after go test; their failure fails the script.
+// and npm ci installs its lockfile before go test (whose
+// TestTypeScriptClients runs the TypeScript tests); its failure fails the
+// script with npm's code, and go test does not run.
 func TestInstalls(t *testing.T) {
 	t.Parallel()
 	const (
@@ -248,11 +250,25 @@ func TestInstalls(t *testing.T) {
 			wantCalls: []string{"brew install redis python", "brew install --cask chromium", "go " + race + "./... -run Decide"},
 		},
 		{
-			name: "the TypeScript hook", env: []string{"FAKE_NPM_RC=4"}, typescript: true, wantCode: 4,
+			name: "the TypeScript hook", typescript: true,
 			wantCalls: []string{
 				update, install + "redis-server chromium python3 nodejs npm" + asRoot,
+				"npm ci --no-audit --no-fund in typescript node=$BIN/node",
 				"go " + race + "./... | " + require + ",node,npm",
-				"npm ci in typescript node=$BIN/node",
+			},
+		},
+		{
+			name: "the TypeScript hook, npm ci failing", env: []string{"FAKE_NPM_RC=4"}, typescript: true, wantCode: 4,
+			wantCalls: []string{
+				update, install + "redis-server chromium python3 nodejs npm" + asRoot,
+				"npm ci --no-audit --no-fund in typescript node=$BIN/node",
+			},
+		},
+		{
+			name: "the TypeScript hook with a package named: no npm ci", typescript: true, args: []string{"./store/"},
+			wantCalls: []string{
+				update, install + "redis-server chromium python3 nodejs npm" + asRoot,
+				"go " + race + "./store/ | " + require + ",node,npm",
 			},
 		},
 	} {

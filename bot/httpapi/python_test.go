@@ -14,14 +14,14 @@ import (
 	"github.com/slackapprove/slackbot/internal/testbin"
 )
 
-// TestPythonExample runs examples/pydantic_ai's tests against this
+// TestPythonExample runs clients/python's tests against this
 // slackbot (fake Slack, real Redis), with an approver who clicks Approve
 // on every card as it appears. Python is needed ($PYTHON3 or python3 on
 // PATH): without it the test fails when python3 is required (scripts/test
 // and CI=true require it, see internal/testbin) and is skipped otherwise.
 func TestPythonExample(t *testing.T) {
 	py := testbin.Find(t, "python3")
-	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "pydantic_ai"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "python"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
 // Package testbin finds the programs the tests run (redis-server, chromium,
-// python3, node) and decides, in one place, what a missing one means.
+// python3, node, npm) and decides, in one place, what a missing one means.
 //
 // A program is looked up in its own variable first — REDIS_SERVER,
-// CHROMIUM, PYTHON3, NODE: its name upper-cased, '-' as '_' — which must
+// CHROMIUM, PYTHON3, NODE, NPM: its name upper-cased, '-' as '_' — which must
 // then name an executable, and otherwise on PATH under each of its names.
 //
 // A missing program fails the test when it is required: named in
@@ -54,6 +54,10 @@ var programs = map[string]program{
 		names: []string{"node"},
 		what:  "node (apt-get install nodejs, brew install node)",
 	},
+	"npm": {
+		names: []string{"npm"},
+		what:  "npm (apt-get install npm, brew install node)",
+	},
 }
 
 // ErrNotFound is wrapped by Lookup's error when a program is not installed.
@@ -66,7 +70,7 @@ func EnvVar(name string) string {
 }
 
 // Lookup returns the path of the program called name ("redis-server",
-// "chromium", "python3", "node"). Its variable (EnvVar) wins when set, and
+// "chromium", "python3", "node", "npm"). Its variable (EnvVar) wins when set, and
 // must name an executable file; otherwise the program's names are tried on
 // PATH. The error wraps ErrNotFound when the program is not installed, and
 // says what to install and which variable to set.

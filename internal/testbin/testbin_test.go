@@ -61,7 +61,7 @@ func writeExe(t *testing.T, path string, mode os.FileMode) {
 
 func TestEnvVar(t *testing.T) {
 	for name, want := range map[string]string{
-		"redis-server": "REDIS_SERVER", "chromium": "CHROMIUM", "python3": "PYTHON3", "node": "NODE",
+		"redis-server": "REDIS_SERVER", "chromium": "CHROMIUM", "python3": "PYTHON3", "node": "NODE", "npm": "NPM",
 	} {
 		if got := EnvVar(name); got != want {
 			t.Errorf("EnvVar(%q) = %q, want %q", name, got, want)
@@ -160,5 +160,19 @@ func TestFindBadVariableFails(t *testing.T) {
 func TestLookupUnknown(t *testing.T) {
 	if _, err := Lookup("redis"); err == nil || errors.Is(err, ErrNotFound) {
 		t.Fatalf("Lookup(redis): %v, want an unknown-program error", err)
+	}
+}
+
+// Every program scripts/test installs is one testbin knows: npm runs
+// clients/typescript's npm ci when node_modules is missing.
+func TestLookupKnowsEveryProgram(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"redis-server", "chromium", "python3", "node", "npm"} {
+		exe := filepath.Join(dir, name)
+		writeExe(t, exe, 0o755)
+		t.Setenv(EnvVar(name), exe)
+		if got, err := Lookup(name); err != nil || got != exe {
+			t.Errorf("Lookup(%q) = %q, %v; want %q", name, got, err, exe)
+		}
 	}
 }

@@ -27,14 +27,21 @@ Stop the world (the run ends with DeferredToolRequests; resume later)::
         agent.run_sync(message_history=messages, deferred_tool_results=results)
 
 Everything works on plain dicts in the wire format when pydantic_ai is
-not installed; when it is, ``results_from_json`` returns its objects.
+not installed; when it is, results are converted with its own
+``TypeAdapter(DeferredToolResults)`` both ways, so every result kind
+(ToolReturn, RetryPromptPart, ModelRetry, ToolApproved, ToolDenied)
+round-trips exactly.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
+import datetime
+import functools
 import hashlib
+import inspect
 import hmac
 import json
 import threading
@@ -160,7 +167,7 @@ class SlackbotClient:
         data = None
         headers = {"Authorization": "Bearer " + self._api_key, "Accept": "application/json"}
         if body is not None:
-            data = json.dumps(body, separators=(",", ":")).encode()
+            data = json.dumps(body, separators=(",", ":"), default=_json_default).encode()
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
         try:
@@ -245,6 +252,42 @@ def _pydantic_ai():
     return pydantic_ai
 
 
+def _results_adapter(pai: Any) -> Any:
+    """pydantic.TypeAdapter(pai.DeferredToolResults) for the real Pydantic AI,
+    which parses and dumps every result kind (ToolReturn, RetryPromptPart,
+    ModelRetry, ToolApproved, ToolDenied, pydantic models, datetimes) by its
+    own rules; None for anything else (a stand-in without __version__, or
+    pydantic missing), which gets the conversion below."""
+    if getattr(pai, "__version__", None) is None:
+        return None
+    return _adapter_for(pai.DeferredToolResults)
+
+
+@functools.lru_cache(maxsize=4)
+def _adapter_for(cls: type) -> Any:
+    """One TypeAdapter per class: building one compiles its schema."""
+    try:
+        from pydantic import TypeAdapter
+    except ImportError:
+        return None
+    return TypeAdapter(cls)
+
+
+def _json_default(v: Any) -> Any:
+    """What json.dumps cannot encode by itself: datetimes and dates (ISO
+    8601), pydantic models (model_dump(mode="json")), dataclasses, sets."""
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        return v.isoformat()
+    dump = getattr(v, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return dataclasses.asdict(v)
+    if isinstance(v, (set, frozenset)):
+        return sorted(v, key=repr)
+    raise TypeError(f"{type(v).__name__} is not JSON serializable")
+
+
 def _approval_to_json(v: Any) -> Any:
     if isinstance(v, (bool, Mapping)):
         return v if isinstance(v, bool) else dict(v)
@@ -267,7 +310,21 @@ def _call_to_json(v: Any) -> Any:
 
 
 def results_to_json(results: Any) -> dict:
-    """DeferredToolResults (Pydantic AI's, or a dict) as its JSON, all four keys present."""
+    """DeferredToolResults (Pydantic AI's, or a dict) as its JSON, all four keys present.
+
+    Pydantic AI's own DeferredToolResults is dumped with its TypeAdapter
+    (mode="json"), so ToolReturn, RetryPromptPart, models and datetimes
+    are written exactly as Pydantic AI reads them back."""
+    pai = None if isinstance(results, Mapping) else _pydantic_ai()
+    adapter = _results_adapter(pai) if pai is not None and isinstance(results, pai.DeferredToolResults) else None
+    if adapter is not None:
+        dumped = adapter.dump_python(results, mode="json")
+        return {
+            "calls": dumped.get("calls") or {},
+            "approvals": dumped.get("approvals") or {},
+            "metadata": dumped.get("metadata") or {},
+            "answered_by": {},
+        }
     if isinstance(results, Mapping):
         get = results.get
     else:
@@ -299,6 +356,9 @@ def results_from_json(data: Mapping, *, pydantic: bool | None = None) -> Any:
         raise ImportError("pydantic_ai is not installed")
     if pai is None:
         return wire
+    adapter = _results_adapter(pai)
+    if adapter is not None:
+        return adapter.validate_python({k: wire[k] for k in ("calls", "approvals", "metadata")})
 
     def approval(v: Any) -> Any:
         if isinstance(v, bool):
@@ -331,6 +391,7 @@ async def ask(
     *,
     waiter: Waiter | None = None,
     idempotency_key: str | None = None,
+    on_token: Callable[[str, dict], Any] | None = None,
     **create: Any,
 ) -> Any:
     """Hands requests to slackbot and waits, without blocking the event loop,
@@ -340,9 +401,16 @@ async def ask(
     background Waiter long-polls and resolves the future this coroutine
     awaits. Expiry and cancellation come back as results too: every
     undecided call then says "No decision on this tool call arrived: ...".
+    on_token(token, approval), a function or a coroutine function, is
+    called once the cards are posted, before the wait: whoever computes an
+    external call's result posts it with client.results(token, ...).
     create takes the keyword arguments of SlackbotClient.create.
     """
     approval = await asyncio.to_thread(client.create, requests, idempotency_key=idempotency_key, **create)
+    if on_token is not None:
+        got = on_token(approval["token"], approval)
+        if inspect.isawaitable(got):
+            await got
     if approval["status"] == "pending":
         waiter = waiter or Waiter(client)
         approval = await asyncio.wrap_future(waiter.watch(approval["token"]))
@@ -351,14 +419,22 @@ async def ask(
     return results_from_json(approval)
 
 
-def make_handler(client: SlackbotClient, *, waiter: Waiter | None = None, **create: Any) -> Callable[[Any, Any], Awaitable[Any]]:
+def make_handler(
+    client: SlackbotClient,
+    *,
+    waiter: Waiter | None = None,
+    on_token: Callable[[str, dict], Any] | None = None,
+    **create: Any,
+) -> Callable[[Any, Any], Awaitable[Any]]:
     """A handler for Pydantic AI's HandleDeferredToolCalls capability:
     ``async def handler(ctx, requests) -> DeferredToolResults``.
 
     Each batch of deferred calls goes to slackbot once: the idempotency key
     is derived from the run id and the call ids, so a handler retried for
     the same calls finds the same token instead of posting new cards.
-    create takes the keyword arguments of SlackbotClient.create.
+    on_token(token, approval) sees each request once its cards are posted
+    (see ask): the way to hand the token to whoever computes an external
+    call's result. create takes the keyword arguments of SlackbotClient.create.
     """
     waiter = waiter or Waiter(client)
 
@@ -367,7 +443,7 @@ def make_handler(client: SlackbotClient, *, waiter: Waiter | None = None, **crea
         ids = [p["tool_call_id"] for p in wire["approvals"] + wire["calls"]]
         run_id = getattr(ctx, "run_id", None) or ""
         key = "pydantic-ai:" + hashlib.sha256((run_id + "\0" + "\0".join(ids)).encode()).hexdigest()[:40]
-        return await ask(client, wire, waiter=waiter, idempotency_key=key, **create)
+        return await ask(client, wire, waiter=waiter, idempotency_key=key, on_token=on_token, **create)
 
     return handler
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import http.server
 import json
 import os
@@ -49,6 +50,76 @@ REQUESTS_LITERAL = """{
 
 def compact(v) -> str:
     return json.dumps(v, separators=(",", ":"))
+
+
+CREATE_FIELDS = {"calls", "approvals", "metadata", "route", "requester", "context", "timeout", "callback_url", "idempotency_key"}
+
+
+def wire_problems(path: str, body) -> list[str]:
+    """What breaks Pydantic AI's wire rules as DESIGN.md writes them ("Data
+    model"), in a body the client sent to path: ToolCallPart,
+    DeferredToolRequests (plus slackbot's create fields), DeferredToolResults."""
+    out = []
+    if not isinstance(body, dict):
+        return [f"{path}: the body is not a JSON object"]
+    if path == "/v1/approvals":
+        out += [f"unknown create field {k!r}" for k in body if k not in CREATE_FIELDS]
+        for key in ("calls", "approvals"):
+            for part in body.get(key) or []:
+                if not isinstance(part, dict):
+                    out.append(f"{key}: {part!r} is not a ToolCallPart")
+                    continue
+                if not isinstance(part.get("tool_name"), str) or not part["tool_name"]:
+                    out.append(f"{key}: tool_name {part.get('tool_name')!r}")
+                if not isinstance(part.get("tool_call_id"), str) or not part["tool_call_id"]:
+                    out.append(f"{key}: tool_call_id {part.get('tool_call_id')!r}")
+                if not isinstance(part.get("args"), (dict, str, type(None))):
+                    out.append(f"{key}: args {part.get('args')!r} is not an object, a string or null")
+        for k, v in (body.get("metadata") or {}).items():
+            if not isinstance(v, dict):
+                out.append(f"metadata[{k}] is not an object")
+        return out
+    if path.endswith("/results"):
+        out += [f"unknown results field {k!r}" for k in body if k not in {"calls", "approvals", "metadata", "answered_by"}]
+        for k, v in (body.get("approvals") or {}).items():
+            ok = isinstance(v, bool) or (
+                isinstance(v, dict)
+                and (
+                    (v.get("kind") == "tool-approved" and set(v) <= {"kind", "override_args"}
+                     and isinstance(v.get("override_args"), (dict, str, type(None))))
+                    or (v.get("kind") == "tool-denied" and set(v) <= {"kind", "message"} and isinstance(v.get("message", ""), str))
+                )
+            )
+            if not ok:
+                out.append(f"approvals[{k}] = {v!r}")
+        for k, v in (body.get("calls") or {}).items():
+            if isinstance(v, dict) and v.get("kind") in ("tool-failed", "model-retry") and not isinstance(v.get("message"), str):
+                out.append(f"calls[{k}] = {v!r}: {v['kind']} needs a message")
+        for k, v in (body.get("metadata") or {}).items():
+            if not isinstance(v, dict):
+                out.append(f"metadata[{k}] is not an object")
+        for k, v in (body.get("answered_by") or {}).items():
+            if not isinstance(v, str):
+                out.append(f"answered_by[{k}] is not a string")
+    return out
+
+
+class WireRulesTest(unittest.TestCase):
+    """The checker itself: it must refuse what DESIGN.md's rules refuse."""
+
+    def test_refuses(self):
+        for path, body in [
+            ("/v1/approvals", {"approvals": [{"tool_name": "", "args": {}, "tool_call_id": "a"}]}),
+            ("/v1/approvals", {"approvals": [{"tool_name": "x", "args": [1], "tool_call_id": "a"}]}),
+            ("/v1/approvals", {"approvals": [], "extra": 1}),
+            ("/v1/approvals/t/results", {"approvals": {"a": {"kind": "tool-denied", "message": 3}}}),
+            ("/v1/approvals/t/results", {"approvals": {"a": {"return_value": 1, "kind": "tool-return"}}}),
+            ("/v1/approvals/t/results", {"calls": {"c": {"kind": "model-retry"}}}),
+            ("/v1/approvals/t/results", {"answered_by": {"c": 1}}),
+        ]:
+            self.assertTrue(wire_problems(path, body), f"{path} {body} passed")
+        self.assertEqual(wire_problems("/v1/approvals", json.loads(REQUESTS_LITERAL)), [])
+        self.assertEqual(wire_problems("/v1/approvals/t/results", json.loads(RESULTS_LITERAL)), [])
 
 
 class WireFormatTest(unittest.TestCase):
@@ -193,6 +264,8 @@ class StubServerTest(unittest.TestCase):
 
     def setUp(self):
         self.seen = []
+        # Every body the client sends is checked against the wire rules.
+        self.wire = []
         test = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -211,6 +284,8 @@ class StubServerTest(unittest.TestCase):
                 n = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(n)) if n else None
                 test.seen.append((self.command, self.path, self.headers.get("Authorization"), self.headers.get("Content-Type"), body))
+                if self.command == "POST":
+                    test.wire.extend(wire_problems(self.path, body))
                 if self.headers.get("Authorization") != "Bearer good-key-0123456789abcdef":
                     return self._reply(401, {"error": {"code": "unauthorized", "message": "a valid bearer key is required"}})
                 if self.path.startswith("/v1/approvals/missing"):
@@ -226,6 +301,7 @@ class StubServerTest(unittest.TestCase):
     def tearDown(self):
         self.server.shutdown()
         self.server.server_close()
+        self.assertEqual(self.wire, [], "bodies that break Pydantic AI's wire rules")
 
     def test_requests(self):
         c = sc.SlackbotClient(self.url + "/", "good-key-0123456789abcdef")
@@ -269,6 +345,127 @@ class StubServerTest(unittest.TestCase):
         asyncio.run(handler(types.SimpleNamespace(run_id="run-1"), reqs))
         again = {s[4]["idempotency_key"] for s in self.seen if s[0] == "POST"}
         self.assertEqual(keys, again, "the same run and calls must reuse the idempotency key")
+
+
+    def test_results_sends_datetimes_models_and_dataclasses(self):
+        # Issue 17 (b): these were "not JSON serializable".
+        @dataclasses.dataclass
+        class Row:
+            id: int
+            seen: datetime.date
+
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+        when = datetime.datetime(2026, 12, 1, 11, 30, tzinfo=datetime.timezone.utc)
+        calls = {"c1": {"at": when}, "c2": Row(7, datetime.date(2026, 11, 30)), "c3": {"tags": {"b"}}}
+        want = {"c1": {"at": "2026-12-01T11:30:00+00:00"}, "c2": {"id": 7, "seen": "2026-11-30"}, "c3": {"tags": ["b"]}}
+        try:
+            import pydantic
+        except ImportError:
+            print("pydantic is not installed: pydantic models in results NOT TESTED", flush=True)
+        else:
+            class Report(pydantic.BaseModel):
+                rows: int
+                at: datetime.datetime
+
+            calls["c4"] = Report(rows=3, at=when)
+            want["c4"] = {"rows": 3, "at": "2026-12-01T11:30:00Z"}
+        c.results("tok", {"calls": calls})
+        self.assertEqual(self.seen[-1][4]["calls"], want)
+        with self.assertRaises(TypeError):
+            c.results("tok", {"calls": {"c1": object()}})
+
+    def test_handler_hands_out_the_token(self):
+        # Issue 17 (c): an external call's result is posted by whoever
+        # computes it, with the token on_token received.
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+        got = []
+        handler = sc.make_handler(c, on_token=lambda token, approval: got.append((token, approval["status"])))
+        asyncio.run(handler(types.SimpleNamespace(run_id="run-2"), json.loads(REQUESTS_LITERAL)))
+        self.assertEqual(got, [("tok", "resolved")])
+
+        async def later(token, approval):
+            await asyncio.sleep(0)
+            await asyncio.to_thread(c.results, token, {"calls": {"call_2": {"rows": 3}}})
+
+        asyncio.run(sc.ask(c, json.loads(REQUESTS_LITERAL), on_token=later))
+        self.assertEqual(self.seen[-1][:2], ("POST", "/v1/approvals/tok/results"))
+        self.assertEqual(self.seen[-1][4]["calls"], {"call_2": {"rows": 3}})
+
+
+def _real_pydantic_ai():
+    try:
+        import pydantic_ai
+    except ImportError:
+        return None
+    return pydantic_ai if getattr(pydantic_ai, "__version__", None) else None
+
+
+PAI = _real_pydantic_ai()
+
+
+@unittest.skipUnless(PAI, "pydantic_ai is not installed (PyPI is unreachable here): the TypeAdapter path is NOT TESTED against the real package")
+class RealPydanticAITest(unittest.TestCase):
+    """Issue 17 (a) and (b) against the real Pydantic AI: results go both
+    ways through its TypeAdapter(DeferredToolResults), so every kind
+    round-trips as the object it was."""
+
+    def test_every_kind_round_trips(self):
+        from pydantic import TypeAdapter
+
+        adapter = TypeAdapter(PAI.DeferredToolResults)
+        when = datetime.datetime(2026, 12, 1, 11, 30, tzinfo=datetime.timezone.utc)
+        original = PAI.DeferredToolResults(
+            calls={"c1": PAI.ToolReturn(return_value={"rows": 3, "at": when}), "c2": PAI.ModelRetry("ask again"), "c3": {"rows": 3}},
+            approvals={"a1": True, "a2": PAI.ToolApproved(override_args={"path": "/tmp/b"}), "a3": PAI.ToolDenied("No.")},
+            metadata={"a1": {"ticket": 42}},
+        )
+        wire = sc.results_to_json(original)
+        json.dumps(wire)  # JSON as it is sent
+        self.assertEqual(wire_problems("/v1/approvals/t/results", wire), [])
+        back = sc.results_from_json(wire)
+        self.assertIsInstance(back, PAI.DeferredToolResults)
+        self.assertIsInstance(back.calls["c1"], PAI.ToolReturn)
+        self.assertIsInstance(back.calls["c2"], PAI.ModelRetry)
+        self.assertIsInstance(back.approvals["a2"], PAI.ToolApproved)
+        self.assertIsInstance(back.approvals["a3"], PAI.ToolDenied)
+        self.assertEqual(adapter.dump_python(back, mode="json"), adapter.dump_python(original, mode="json"))
+
+    def test_a_tool_return_dump_is_a_tool_return(self):
+        dumped = sc.results_to_json(PAI.DeferredToolResults(calls={"c1": PAI.ToolReturn(return_value="ok")}))
+        back = sc.results_from_json(dumped)
+        self.assertIsInstance(back.calls["c1"], PAI.ToolReturn, "the model would see the wrapper dict")
+
+
+def _has_pip() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pip") is not None
+
+
+@unittest.skipUnless(_has_pip(), "pip is not installed: pip install ./clients/python NOT TESTED")
+class InstallTest(unittest.TestCase):
+    """pip install ./clients/python works offline (no index, nothing to fetch:
+    the build backend is in the tree) and installs an importable module."""
+
+    def test_pip_install_offline(self):
+        import subprocess
+        import tempfile
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        with tempfile.TemporaryDirectory() as target:
+            env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", target, here],
+                check=True, env=env, capture_output=True, timeout=120,
+            )
+            out = subprocess.run(
+                [sys.executable, "-c", "import slackbot_client, sys; print(slackbot_client.__file__); print(sorted(slackbot_client.__all__))"],
+                check=True, capture_output=True, text=True, cwd=target, env=dict(env, PYTHONPATH=target), timeout=60,
+            ).stdout
+            self.assertTrue(out.startswith(os.path.join(target, "slackbot_client.py")), out)
+            self.assertIn("make_handler", out)
+            dist = [d for d in os.listdir(target) if d.endswith(".dist-info")]
+            self.assertEqual(dist, ["slackbot_client-0.2.0.dist-info"])
 
 
 LIVE_URL = os.environ.get("SLACKBOT_URL")

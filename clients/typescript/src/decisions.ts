@@ -1,0 +1,53 @@
+// What every adapter shares: reading an ended request's decision on one
+// call, the arguments a framework hands over, and idempotency keys.
+
+import type { Approval, ApprovalResult, ToolCall } from "./client.js";
+
+/** Outcome is what happened to one call. */
+export interface Outcome {
+  callId: string;
+  approved: boolean;
+  /** The denial reason the model sees. */
+  message?: string;
+  /** The edited arguments the tool runs with. */
+  overrideArgs?: unknown;
+  decidedBy?: string;
+}
+
+function noDecision(a: Approval): string {
+  return `No decision on this tool call arrived: the request ${a.status === "resolved" ? "ended" : a.status}.`;
+}
+
+/** outcomeOf reads the decision on call id from an ended request. */
+export function outcomeOf(id: string, r: ApprovalResult | undefined, a: Approval): Outcome {
+  const decidedBy = a.results?.answered_by?.[id];
+  if (r === true) return { callId: id, approved: true, decidedBy };
+  if (r === false) return { callId: id, approved: false, message: "The tool call was denied.", decidedBy };
+  if (r?.kind === "tool-approved") return { callId: id, approved: true, overrideArgs: r.override_args ?? undefined, decidedBy };
+  if (r?.kind === "tool-denied") return { callId: id, approved: false, message: r.message || "The tool call was denied.", decidedBy };
+  return { callId: id, approved: false, message: noDecision(a) };
+}
+
+/**
+ * toolArgs turns a framework's arguments (a JSON string or a value) into
+ * /v1's args: an object, a string holding something else, or null.
+ */
+export function toolArgs(raw: unknown): ToolCall["args"] {
+  if (raw === undefined || raw === null || raw === "") return null;
+  let v = raw;
+  if (typeof raw === "string") {
+    try {
+      v = JSON.parse(raw);
+    } catch {
+      return raw;
+    }
+  }
+  if (v !== null && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
+  return typeof raw === "string" ? raw : JSON.stringify(raw);
+}
+
+/** idempotencyKeyOf names a set of call ids, so a retried submit posts no second card. */
+export async function idempotencyKeyOf(framework: string, ids: readonly string[]): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode([...ids].sort().join("\n")));
+  return `${framework}:` + Array.from(new Uint8Array(d).slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+}

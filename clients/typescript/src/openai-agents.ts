@@ -1,0 +1,194 @@
+// The adapter for the OpenAI Agents SDK (@openai/agents): a run that stops
+// on tools with needsApproval hands its interruptions to slackbot as one
+// request; when people decide in Slack, each interruption is approved
+// (with edited arguments, if an approver or a program edited them) or
+// rejected with the reason, and the run goes on. It uses the SDK through
+// the few members it needs (structural types), so this package has no
+// runtime dependency on it.
+
+import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
+import { type Outcome, idempotencyKeyOf, outcomeOf, toolArgs } from "./decisions.js";
+
+export type { Outcome } from "./decisions.js";
+
+/** ApprovalItem is what the SDK's RunToolApprovalItem offers the adapter. */
+export interface ApprovalItem {
+  readonly type?: string;
+  rawItem: { name?: string; callId?: string; id?: string; arguments?: string; [k: string]: unknown };
+  readonly name?: string;
+}
+
+/** ApprovableState is what the SDK's RunState offers the adapter. */
+export interface ApprovableState<I extends ApprovalItem = ApprovalItem> {
+  approve(item: I, options?: { alwaysApprove?: boolean }): void;
+  reject(item: I, options?: { alwaysReject?: boolean; message?: string }): void;
+  getInterruptions(): I[];
+  toString(): string;
+}
+
+/** InterruptedResult is what the SDK's RunResult offers the adapter. */
+export interface InterruptedResult<S extends ApprovableState = ApprovableState> {
+  readonly interruptions?: ApprovalItem[];
+  readonly state: S;
+}
+
+/** RunStateClass is the SDK's RunState class (for fromString). */
+export interface RunStateClass<A, S extends ApprovableState> {
+  fromString(agent: A, serialized: string): Promise<S>;
+}
+
+/** callId is the id slackbot knows an interruption by. */
+export function callId(item: ApprovalItem): string {
+  const id = item.rawItem.callId ?? item.rawItem.id;
+  if (!id) throw new TypeError("slackbot: an interruption has no callId");
+  return id;
+}
+
+function toolCall(item: ApprovalItem): ToolCall {
+  return { tool_name: item.name ?? item.rawItem.name ?? "unknown", args: toolArgs(item.rawItem.arguments), tool_call_id: callId(item) };
+}
+
+/** requestsFor turns interruptions into one DeferredToolRequests. */
+export function requestsFor(items: readonly ApprovalItem[]): DeferredToolRequests {
+  return { approvals: items.map(toolCall) };
+}
+
+/** idempotencyKey names a set of interruptions, so a retried submit posts no second card. */
+export function idempotencyKey(items: readonly ApprovalItem[]): Promise<string> {
+  return idempotencyKeyOf("openai-agents", items.map(callId));
+}
+
+/**
+ * applyDecisions approves or rejects each interruption on state as the
+ * ended request says; an interruption it does not decide (expired,
+ * cancelled) is rejected with a message saying no decision arrived.
+ * Edited arguments replace the call's arguments before it is approved.
+ */
+export function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>, items: readonly I[], a: Approval): Outcome[] {
+  return items.map((item) => {
+    const o = outcomeOf(callId(item), a.results?.approvals?.[callId(item)], a);
+    if (o.approved) {
+      if (o.overrideArgs !== undefined && o.overrideArgs !== null) {
+        item.rawItem.arguments = typeof o.overrideArgs === "string" ? o.overrideArgs : JSON.stringify(o.overrideArgs);
+      }
+      state.approve(item);
+    } else {
+      state.reject(item, { message: o.message });
+    }
+    return o;
+  });
+}
+
+/** AskOptions are the create options plus an abort signal for the wait. */
+export interface AskOptions extends CreateOptions {
+  signal?: AbortSignal;
+  /**
+   * onPending sees the request once its cards are posted, before the wait:
+   * log the token, or let whoever computes a call's result post it with
+   * client.results(token, ...).
+   */
+  onPending?: (pending: Approval) => void | Promise<void>;
+}
+
+/** submit hands a result's interruptions to slackbot and returns the pending request. */
+export async function submit(client: SlackbotClient, items: readonly ApprovalItem[], opts: CreateOptions = {}): Promise<Approval> {
+  return client.create(requestsFor(items), { idempotency_key: await idempotencyKey(items), ...opts });
+}
+
+/**
+ * ask submits the interruptions, waits while people decide, and applies
+ * the decisions to result.state. Run the agent again with result.state.
+ */
+export async function ask(client: SlackbotClient, result: InterruptedResult, opts: AskOptions = {}): Promise<Outcome[]> {
+  const items = result.interruptions ?? [];
+  if (items.length === 0) return [];
+  const { signal, onPending, ...create } = opts;
+  const pending = await submit(client, items, create);
+  await onPending?.(pending);
+  const done = await client.wait(pending.token, { signal });
+  return applyDecisions(result.state, items, done);
+}
+
+/**
+ * runWithApprovals runs agent on input with run (the SDK's run), and each
+ * time the run stops on interruptions asks slackbot and runs on from the
+ * state, until a run ends without interruptions.
+ */
+export async function runWithApprovals<A, R extends InterruptedResult>(
+  run: (agent: A, input: string | R["state"]) => Promise<R>,
+  agent: A,
+  input: string,
+  client: SlackbotClient,
+  opts: AskOptions = {},
+): Promise<R> {
+  let result = await run(agent, input);
+  while ((result.interruptions?.length ?? 0) > 0) {
+    await ask(client, result, opts);
+    result = await run(agent, result.state);
+  }
+  return result;
+}
+
+/** Suspended is a stopped run: its state and the slackbot token deciding it. Store it anywhere. */
+export interface Suspended {
+  token: string;
+  state: string;
+}
+
+/** suspend submits the interruptions and returns what to store; no process waits. */
+export async function suspend(client: SlackbotClient, result: InterruptedResult, opts: CreateOptions = {}): Promise<Suspended> {
+  const a = await submit(client, result.interruptions ?? [], opts);
+  return { token: a.token, state: result.state.toString() };
+}
+
+/**
+ * resume restores a suspended run's state (RunState.fromString) once its
+ * request has ended and applies the decisions; it returns undefined while
+ * people are still deciding (unless wait is set, then it waits). Run the
+ * agent again with the returned state.
+ */
+export async function resume<A, S extends ApprovableState>(
+  client: SlackbotClient,
+  runState: RunStateClass<A, S>,
+  agent: A,
+  saved: Suspended,
+  opts: { wait?: boolean; signal?: AbortSignal } = {},
+): Promise<S | undefined> {
+  const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
+  if (a.status === "pending") return undefined;
+  const state = await runState.fromString(agent, withEditedArguments(saved.state, a));
+  applyDecisions(state, state.getInterruptions(), a);
+  return state;
+}
+
+/**
+ * withEditedArguments rewrites, in a serialized RunState, the arguments of
+ * every function call that was approved with edited arguments. A restored
+ * state keeps its own copy of each call for running the tools, apart from
+ * the interruption items, so editing the items alone would not reach the
+ * tool; the serialized form is the SDK's public, versioned one.
+ */
+export function withEditedArguments(serialized: string, a: Approval): string {
+  const edits = new Map<string, string>();
+  for (const [id, r] of Object.entries(a.results?.approvals ?? {})) {
+    if (typeof r === "object" && r.kind === "tool-approved" && r.override_args != null) {
+      edits.set(id, typeof r.override_args === "string" ? r.override_args : JSON.stringify(r.override_args));
+    }
+  }
+  if (edits.size === 0) return serialized;
+  const edit = (v: unknown): void => {
+    if (Array.isArray(v)) {
+      v.forEach(edit);
+    } else if (v !== null && typeof v === "object") {
+      const o = v as Record<string, unknown>;
+      const id = o.callId;
+      if (o.type === "function_call" && typeof id === "string" && edits.has(id) && typeof o.arguments === "string") {
+        o.arguments = edits.get(id);
+      }
+      Object.values(o).forEach(edit);
+    }
+  };
+  const parsed: unknown = JSON.parse(serialized);
+  edit(parsed);
+  return JSON.stringify(parsed);
+}

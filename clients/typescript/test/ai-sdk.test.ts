@@ -1,0 +1,109 @@
+// The Vercel AI SDK adapter against the real "ai" (generateText, tools with
+// needsApproval, its MockLanguageModelV3 from ai/test) and a live slackbot
+// whose approvers click.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { generateText, tool, type ModelMessage } from "ai";
+import { MockLanguageModelV3 } from "ai/test";
+import { z } from "zod";
+import type { Approval } from "../src/index.js";
+import { generateWithApprovals, type Message } from "../src/ai-sdk.js";
+import { click, client, uniqueId } from "./support/live.js";
+
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
+
+type Output = { type: string; value?: unknown; reason?: string };
+
+function said(o: Output): string {
+  if (o.type === "execution-denied") return `denied: ${o.reason ?? ""}`;
+  return typeof o.value === "string" ? o.value : JSON.stringify(o.value);
+}
+
+/** fixture is a model that asks for delete_file once, then says what the tool results were. */
+function fixture(path = "/srv/data") {
+  const callId = uniqueId("call_ai");
+  const ran: string[] = [];
+  const model = new MockLanguageModelV3({
+    doGenerate: async (options) => {
+      const results = options.prompt
+        .filter((m) => m.role === "tool")
+        .flatMap((m) => m.content)
+        .filter((p) => p.type === "tool-result");
+      if (results.length === 0) {
+        return {
+          content: [{ type: "tool-call", toolCallId: callId, toolName: "delete_file", input: JSON.stringify({ path }) }],
+          finishReason: { unified: "tool-calls", raw: "tool_calls" },
+          usage,
+          warnings: [],
+        };
+      }
+      const text = results.map((r) => `${r.toolCallId}: ${said(r.output as Output)}`).join("\n");
+      return { content: [{ type: "text", text }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] };
+    },
+  });
+  const tools = {
+    delete_file: tool({
+      description: "Deletes a file.",
+      inputSchema: z.object({ path: z.string() }),
+      needsApproval: true,
+      execute: async ({ path }: { path: string }) => {
+        ran.push(path);
+        return `deleted ${path}`;
+      },
+    }),
+  };
+  const generate = (messages: Message[]) => generateText({ model, tools, messages: messages as ModelMessage[] });
+  const start: Message[] = [{ role: "user", content: "clean up" }];
+  return { callId, ran, model, generate, start };
+}
+
+describe("Vercel AI SDK", () => {
+  test("approve: the tool runs once and the model sees its result", async () => {
+    const f = fixture();
+    let pending: Approval | undefined;
+    const { result } = await generateWithApprovals(f.generate, f.start, client, {
+      onPending: async (a) => {
+        pending = a;
+        await click(a.token, f.callId, "approve");
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/data"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/data`);
+    assert.equal((await client.get(pending!.token)).results?.answered_by?.[f.callId], "U0ALICE");
+    assert.equal(f.model.doGenerateCalls.length, 2);
+  });
+
+  test("deny with a reason: the tool never runs and the model sees the reason", async () => {
+    const f = fixture();
+    const { result } = await generateWithApprovals(f.generate, f.start, client, {
+      onPending: (a) => click(a.token, f.callId, "deny_reason", "Not on a Friday."),
+    });
+    assert.deepEqual(f.ran, []);
+    assert.equal(result.text, `${f.callId}: denied: Not on a Friday.`);
+  });
+
+  test("edited arguments reach the tool", async () => {
+    const f = fixture("/srv/all");
+    const { result, messages } = await generateWithApprovals(f.generate, f.start, client, {
+      onPending: async (a) => {
+        await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/all/tmp`);
+    // The conversation shows the call as it ran.
+    assert.match(JSON.stringify(messages), /"input":\{"path":"\/srv\/all\/tmp"\}/);
+  });
+
+  test("expiry: the tool never runs and the model is told no decision arrived", async () => {
+    const f = fixture();
+    // One second, the shortest timeout slackbot takes; nobody clicks.
+    const { result } = await generateWithApprovals(f.generate, f.start, client, { timeout: 1 });
+    assert.deepEqual(f.ran, []);
+    assert.match(result.text, new RegExp(`^${f.callId}: denied: No decision on this tool call arrived: the request expired`));
+  });
+});

@@ -1,0 +1,101 @@
+// The LangGraph.js adapter against the real @langchain/langgraph (a
+// StateGraph with a MemorySaver whose review node calls interrupt()) and a
+// live slackbot whose approvers click.
+
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { describe, test } from "node:test";
+import { Annotation, Command, END, MemorySaver, START, StateGraph, interrupt } from "@langchain/langgraph";
+import type { Approval } from "../src/index.js";
+import { type Decisions, type PendingToolCall, invokeWithApprovals, pendingToolCalls, resume, suspend } from "../src/langgraph.js";
+import { click, client, uniqueId } from "./support/live.js";
+
+const State = Annotation.Root({
+  path: Annotation<string>(),
+  calls: Annotation<PendingToolCall[]>(),
+  results: Annotation<string[]>(),
+});
+
+/** fixture is a graph that plans one delete_file call and runs it only as decided. */
+function fixture(path = "/srv/data") {
+  const callId = uniqueId("call_lg");
+  const ran: string[] = [];
+  const plan = async (s: typeof State.State) => ({ calls: [{ id: callId, name: "delete_file", args: { path: s.path } }] });
+  const review = async (s: typeof State.State) => {
+    // Nothing runs before interrupt(): LangGraph re-runs the node on resume.
+    const decisions = interrupt(pendingToolCalls(s.calls)) as Decisions;
+    const results = s.calls.map((c) => {
+      const d = decisions[c.id];
+      if (d?.type !== "approve") return `${c.id}: denied: ${d?.message}`;
+      const p = String(d.args.path);
+      ran.push(p);
+      return `${c.id}: deleted ${p}`;
+    });
+    return { results };
+  };
+  const graph = new StateGraph(State)
+    .addNode("plan", plan)
+    .addNode("review", review)
+    .addEdge(START, "plan")
+    .addEdge("plan", "review")
+    .addEdge("review", END)
+    .compile({ checkpointer: new MemorySaver() });
+  const config = { configurable: { thread_id: randomUUID() } };
+  return { callId, ran, graph, config, input: { path } };
+}
+
+describe("LangGraph.js", () => {
+  test("approve: the tool runs once with the planned arguments", async () => {
+    const f = fixture();
+    let pending: Approval | undefined;
+    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
+      onPending: async (a) => {
+        pending = a;
+        await click(a.token, f.callId, "approve");
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/data"]);
+    assert.deepEqual(out.results, [`${f.callId}: deleted /srv/data`]);
+    assert.equal((await client.get(pending!.token)).results?.answered_by?.[f.callId], "U0ALICE");
+  });
+
+  test("deny with a reason: the tool never runs and the node gets the reason", async () => {
+    const f = fixture();
+    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
+      onPending: (a) => click(a.token, f.callId, "deny_reason", "Not on a Friday."),
+    });
+    assert.deepEqual(f.ran, []);
+    assert.deepEqual(out.results, [`${f.callId}: denied: Not on a Friday.`]);
+  });
+
+  test("edited arguments reach the tool", async () => {
+    const f = fixture("/srv/all");
+    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
+      onPending: async (a) => {
+        await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
+  });
+
+  test("expiry: the tool never runs and the node is told no decision arrived", async () => {
+    const f = fixture();
+    // One second, the shortest timeout slackbot takes; nobody clicks.
+    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, { timeout: 1 });
+    assert.deepEqual(f.ran, []);
+    assert.match(out.results[0], new RegExp(`^${f.callId}: denied: No decision on this tool call arrived: the request expired`));
+  });
+
+  test("stop the world: the thread is resumed later from the stored token, once", async () => {
+    const f = fixture("/srv/old");
+    const first = await f.graph.invoke(f.input, f.config);
+    const saved = JSON.parse(JSON.stringify(await suspend(client, first, f.config.configurable.thread_id)));
+    assert.equal(await resume(client, f.graph, Command, saved), undefined);
+    assert.deepEqual(f.ran, []);
+    await click(saved.token, f.callId, "approve");
+    const out = await resume(client, f.graph, Command, saved, { wait: true });
+    assert.deepEqual(f.ran, ["/srv/old"]);
+    assert.deepEqual(out?.results, [`${f.callId}: deleted /srv/old`]);
+  });
+});

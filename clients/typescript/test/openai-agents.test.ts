@@ -1,0 +1,162 @@
+// The OpenAI Agents SDK adapter against the real @openai/agents (its own
+// Model interface, scripted) and a live slackbot whose approvers click.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { Agent, Runner, RunState, Usage, tool } from "@openai/agents";
+import type { AgentInputItem, Model, ModelRequest, ModelResponse } from "@openai/agents";
+import { z } from "zod";
+import type { Approval } from "../src/index.js";
+import { runWithApprovals, resume, suspend } from "../src/openai-agents.js";
+import { click, client, uniqueId } from "./support/live.js";
+
+function outputText(o: unknown): string {
+  if (typeof o === "string") return o;
+  const t = (o as { text?: unknown } | undefined)?.text;
+  return typeof t === "string" ? t : JSON.stringify(o);
+}
+
+/** ScriptedModel asks for delete_file once, then says what the tool results were. */
+class ScriptedModel implements Model {
+  requests = 0;
+  constructor(
+    readonly callId: string,
+    readonly args: Record<string, unknown>,
+  ) {}
+
+  async getResponse(req: ModelRequest): Promise<ModelResponse> {
+    this.requests++;
+    const items = typeof req.input === "string" ? [] : (req.input as AgentInputItem[]);
+    const results = items.filter((i) => i.type === "function_call_result");
+    if (results.length === 0) {
+      return {
+        usage: new Usage(),
+        output: [{ type: "function_call", id: `fc_${this.callId}`, callId: this.callId, name: "delete_file", arguments: JSON.stringify(this.args), status: "completed" }],
+      };
+    }
+    const text = results.map((r) => `${(r as { callId: string }).callId}: ${outputText((r as { output: unknown }).output)}`).join("\n");
+    return {
+      usage: new Usage(),
+      output: [{ type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text }] }],
+    };
+  }
+
+  // eslint-disable-next-line require-yield
+  async *getStreamedResponse(): AsyncIterable<never> {
+    throw new Error("the scripted model does not stream");
+  }
+}
+
+/** fixture is an agent whose delete_file needs approval, and what the tool ran with. */
+function fixture(path = "/srv/data") {
+  const callId = uniqueId("call_oa");
+  const model = new ScriptedModel(callId, { path });
+  const ran: string[] = [];
+  const deleteFile = tool({
+    name: "delete_file",
+    description: "Deletes a file.",
+    parameters: z.object({ path: z.string() }),
+    needsApproval: true,
+    execute: async ({ path }) => {
+      ran.push(path);
+      return `deleted ${path}`;
+    },
+  });
+  const agent = new Agent({ name: "janitor", instructions: "Clean up.", model, tools: [deleteFile] });
+  const runner = new Runner({ tracingDisabled: true });
+  const run = (a: typeof agent, input: string | RunState<any, typeof agent>) => runner.run(a, input);
+  return { callId, model, ran, agent, run };
+}
+
+describe("OpenAI Agents SDK", () => {
+  test("approve: the tool runs once and the model sees its result", async () => {
+    const f = fixture();
+    let pending: Approval | undefined;
+    const result = await runWithApprovals(f.run, f.agent, "clean /srv/data", client, {
+      requester: "janitor agent",
+      onPending: async (a) => {
+        pending = a;
+        await click(a.token, f.callId, "approve");
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/data"]);
+    assert.equal(result.finalOutput, `${f.callId}: deleted /srv/data`);
+    const done = await client.get(pending!.token);
+    assert.equal(done.status, "resolved");
+    assert.equal(done.results?.answered_by?.[f.callId], "U0ALICE");
+    assert.equal(done.calls[0].tool_name, "delete_file");
+  });
+
+  test("deny with a reason: the tool never runs and the model sees the reason", async () => {
+    const f = fixture();
+    const result = await runWithApprovals(f.run, f.agent, "clean /srv/data", client, {
+      onPending: (a) => click(a.token, f.callId, "deny_reason", "Not on a Friday."),
+    });
+    assert.deepEqual(f.ran, []);
+    assert.equal(result.finalOutput, `${f.callId}: Not on a Friday.`);
+  });
+
+  test("plain Deny: the model sees slackbot's denial", async () => {
+    const f = fixture();
+    const result = await runWithApprovals(f.run, f.agent, "clean", client, {
+      onPending: (a) => click(a.token, f.callId, "deny"),
+    });
+    assert.deepEqual(f.ran, []);
+    assert.match(String(result.finalOutput), new RegExp(`^${f.callId}: .*denied`, "i"));
+  });
+
+  test("edited arguments reach the tool", async () => {
+    const f = fixture("/srv/all");
+    const result = await runWithApprovals(f.run, f.agent, "clean", client, {
+      // Edits arrive as override_args; here a program (the API) makes them.
+      onPending: async (a) => {
+        await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.equal(result.finalOutput, `${f.callId}: deleted /srv/all/tmp`);
+  });
+
+  test("expiry: the tool never runs and the model is told no decision arrived", async () => {
+    const f = fixture();
+    let token = "";
+    // One second, the shortest timeout slackbot takes; nobody clicks.
+    const result = await runWithApprovals(f.run, f.agent, "clean", client, {
+      timeout: 1,
+      onPending: (a) => {
+        token = a.token;
+      },
+    });
+    assert.deepEqual(f.ran, []);
+    assert.match(String(result.finalOutput), new RegExp(`^${f.callId}: No decision on this tool call arrived: the request expired`));
+    assert.equal((await client.get(token)).status, "expired");
+  });
+
+  test("stop the world: the state is stored as a string and resumed later, once", async () => {
+    const f = fixture("/srv/old");
+    const first = await f.run(f.agent, "clean /srv/old");
+    assert.equal(first.interruptions.length, 1);
+    const stored = JSON.stringify(await suspend(client, first, { context: "nightly cleanup" }));
+    const saved = JSON.parse(stored);
+    // No decision yet: nothing to resume.
+    assert.equal(await resume(client, RunState, f.agent, saved), undefined);
+    await click(saved.token, f.callId, "approve");
+    const state = await resume(client, RunState, f.agent, saved, { wait: true });
+    assert.ok(state);
+    const result = await f.run(f.agent, state);
+    assert.deepEqual(f.ran, ["/srv/old"]);
+    assert.equal(result.finalOutput, `${f.callId}: deleted /srv/old`);
+    assert.equal(result.interruptions.length, 0);
+  });
+
+  test("stop the world with edited arguments", async () => {
+    const f = fixture("/srv/all");
+    const first = await f.run(f.agent, "clean");
+    const saved = await suspend(client, first);
+    await client.results(saved.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/old" } } } });
+    const state = await resume(client, RunState, f.agent, saved);
+    const result = await f.run(f.agent, state!);
+    assert.deepEqual(f.ran, ["/srv/all/old"]);
+    assert.equal(result.finalOutput, `${f.callId}: deleted /srv/all/old`);
+  });
+});
