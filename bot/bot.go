@@ -284,16 +284,6 @@ func (b *Bot) UpdateCards(ctx context.Context, token string) error {
 	return firstErr
 }
 
-// UpdateCardsLater re-renders every card of a token in the background, on
-// a goroutine the Bot owns (Close waits for it), so the caller — e.g. the
-// expiry sweeper, which also renews this process's liveness — is not held
-// up by Slack's rate limits.
-func (b *Bot) UpdateCardsLater(ctx context.Context, token string) {
-	b.goAsync(ctx, "update cards", func(ctx context.Context) error {
-		return b.UpdateCards(ctx, token)
-	})
-}
-
 // ephemeral tells one user something in a channel, visible only to them.
 func (b *Bot) ephemeral(ctx context.Context, channel, user, text string) error {
 	err := b.retry.Do(ctx, func(ctx context.Context) error {
