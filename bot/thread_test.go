@@ -12,7 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
 

@@ -1,5 +1,5 @@
 // Command clickbench measures slackbot end to end, on loopback only: it
-// starts a redis-server, a fake Slack Web API (bot/slackfake) and the real
+// starts a redis-server, a fake Slack Web API (internal/slackfake) and the real
 // slackbot binary, drives signed clicks and app_mention events at it, and
 // prints a markdown table in which every figure stands beside a baseline
 // measured in the same run with the same load generator: a bare handler
@@ -37,7 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/store"
 )
 

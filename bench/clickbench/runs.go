@@ -15,7 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/store"
 )
 

@@ -5,7 +5,7 @@ are set — the whole flow against a live slackbot.
     python3 -m unittest -v test_slackbot_client
 
 The live tests wait for someone to click Approve on the cards they post
-(slackbot's Go test, bot/httpapi/python_test.go, clicks as the approver).
+(slackbot's Go test, httpapi/python_test.go, clicks as the approver).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
 )
 
 // Config is slackbot's configuration, read from the environment variables

@@ -7,8 +7,8 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/slackapprove/slackbot/bot/devui"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/devui"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 // devWorkspace is what `slackbot dev` runs instead of Slack: a fake Slack

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )

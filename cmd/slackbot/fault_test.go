@@ -22,7 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/store"

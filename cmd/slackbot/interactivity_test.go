@@ -11,7 +11,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 // The happy path: a mention starts a run, the card appears, an approver

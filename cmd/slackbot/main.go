@@ -32,8 +32,8 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/agentrunner/openai"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/devui"
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/internal/devui"
 	"github.com/slackapprove/slackbot/store"
 )
 

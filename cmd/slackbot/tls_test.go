@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store/redistest"
 )

@@ -1,4 +1,4 @@
-// Package browsertest drives the dev Slack emulator (bot/devui) in headless
+// Package browsertest drives the dev Slack emulator (internal/devui) in headless
 // chromium for browser tests: it finds chromium, starts it with flags that
 // make runs repeatable in CI containers, bounds every step, and leaves a
 // screenshot behind when a step fails.

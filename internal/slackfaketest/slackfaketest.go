@@ -1,4 +1,4 @@
-// Package slackfaketest starts bot/slackfake's fake Slack Web API on a
+// Package slackfaketest starts internal/slackfake's fake Slack Web API on a
 // loopback port for a test. It lives apart from slackfake because it
 // needs package testing and net/http/httptest, which slackfake (linked
 // into the production binary for `slackbot dev`) must not pull in.
@@ -9,7 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 // NewTestServer starts a fake workspace on a loopback port for the test

@@ -3,7 +3,7 @@
 // modal's submission) and Events API bodies shaped like Slack's, and posts
 // them signed with the app's signing secret.
 //
-// Cards and views come from bot/slackfake, the fake Slack Web API the
+// Cards and views come from internal/slackfake, the fake Slack Web API the
 // tests run against. It is for tests only; nothing outside _test.go files
 // imports it.
 package slacktest
@@ -22,7 +22,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 // Content types of Slack's requests: interactivity payloads come as a

@@ -13,7 +13,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 )
 

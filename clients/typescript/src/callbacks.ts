@@ -1,4 +1,4 @@
-// The verifier of slackbot's signed callbacks (bot/httpapi/callbacks.go):
+// The verifier of slackbot's signed callbacks (httpapi/callbacks.go):
 //
 //   X-Slackbot-Timestamp: <unix seconds>
 //   X-Slackbot-Signature: v1=<hex HMAC-SHA256(secret, timestamp + "." + body)>

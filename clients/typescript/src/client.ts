@@ -1,6 +1,6 @@
 // The /v1 client: create a request, long-poll it until people decide,
 // answer calls, cancel. The JSON is Pydantic AI's DeferredToolRequests /
-// DeferredToolResults wire format (see bot/httpapi's OpenAPI document).
+// DeferredToolResults wire format (see httpapi's OpenAPI document).
 
 /** ToolCall is one pending tool call (Pydantic AI's ToolCallPart). */
 export interface ToolCall {

@@ -17,8 +17,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/httpapi"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/internal/storeadapter"

@@ -20,9 +20,9 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/devui"
-	"github.com/slackapprove/slackbot/bot/slackfake"
 	"github.com/slackapprove/slackbot/internal/browsertest"
+	"github.com/slackapprove/slackbot/internal/devui"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 var screenshots = flag.String("screenshots", "", "directory for the browser test's screenshots (testdata/screenshots updates the README's); empty: a temporary directory")

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/internal/testbin"
 )
@@ -30,7 +30,7 @@ import (
 // node is required (scripts/test, CI=true) and is skipped otherwise.
 func TestTypeScriptClients(t *testing.T) {
 	node := testbin.Find(t, "node")
-	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "typescript"))
+	dir, err := filepath.Abs(filepath.Join("..", "clients", "typescript"))
 	if err != nil {
 		t.Fatal(err)
 	}

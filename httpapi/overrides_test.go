@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
 )
 
 // override_args pass the route's auto_deny as an edit in Slack does:

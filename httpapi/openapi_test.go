@@ -14,7 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
 )
 
 const docURL = "mem://slackbot/openapi.json"

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 // changeJSON is one change event of GET /events.

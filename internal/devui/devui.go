@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 // Config holds what the emulator needs.

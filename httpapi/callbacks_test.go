@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/store"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
 )
 
 func deletions(n int) map[string]any {

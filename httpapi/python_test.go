@@ -21,7 +21,7 @@ import (
 // and CI=true require it, see internal/testbin) and is skipped otherwise.
 func TestPythonExample(t *testing.T) {
 	py := testbin.Find(t, "python3")
-	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "python"))
+	dir, err := filepath.Abs(filepath.Join("..", "clients", "python"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/devui"
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/devui"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 const secret = "test-signing-secret"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/store"
 )
 

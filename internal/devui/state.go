@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
 // stateResponse is GET /state: the whole workspace as the page draws it.

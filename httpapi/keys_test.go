@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/bot/httpapi"
+	"github.com/slackapprove/slackbot/httpapi"
 )
 
 func TestParseKeys(t *testing.T) {
