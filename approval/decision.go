@@ -1,0 +1,60 @@
+package approval
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Action is what a decision does to a call.
+type Action string
+
+// Decision actions: Approve and Deny for approvals, Answer and Fail for
+// questions and external calls.
+const (
+	ActionApprove Action = "approve"
+	ActionDeny    Action = "deny"
+	ActionAnswer  Action = "answer"
+	ActionFail    Action = "fail"
+)
+
+// Decision is one person's (or policy's, or API client's) decision on one
+// call.
+type Decision struct {
+	CallID string
+	// By is who decided: a Slack user id, "policy:<route>", an API client.
+	By     string
+	Action Action
+	// Reason is the denial reason, or the failure message with ActionFail.
+	Reason string
+	// OverrideArgs, with ActionApprove, runs the call with these arguments
+	// instead (a JSON object, or a JSON string holding one).
+	OverrideArgs json.RawMessage
+	// Answer, with ActionAnswer, is the answer to a question or the result
+	// of an external call.
+	Answer json.RawMessage
+	// Metadata goes into the results' metadata for the call.
+	Metadata map[string]any
+	// NotAfter, when set, is the last instant, by the store's clock, at
+	// which the decision may be recorded: one that reaches the store later
+	// records nothing (ETOOLATE), so a caller that gave up waiting at
+	// NotAfter knows the decision is either recorded or never will be.
+	NotAfter time.Time
+}
+
+// Decided says what recording a decision did.
+type Decided struct {
+	// Request is the whole record after the decision.
+	Request *Request
+	// Call is the call after the decision; with EDECIDED, the decision
+	// already made.
+	Call *Call
+	// Changed is false for a repeat of a decision already recorded (a
+	// double click, a retry) and with every error.
+	Changed bool
+	// Resolved is true for the one decision that resolved the request.
+	Resolved bool
+	// Votes counts the distinct approvers of the arguments this decision
+	// (or, when the call is decided, the decision made) concerns; Required
+	// is how many the call needs.
+	Votes, Required int
+}

@@ -1,0 +1,67 @@
+package approval
+
+import (
+	"context"
+	"time"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// Store keeps requests and records decisions atomically. Package store
+// implements it over Redis. Every method returns an *Error (wrapped, with
+// the token in the message) for the conditions its doc names, and other
+// errors when the store cannot be reached.
+type Store interface {
+	// Create records a new request with every call pending; create it
+	// before any card shows its token, so that no click can arrive first.
+	// On success r.CreatedAt, r.ExpiresAt, r.State and r.Calls are filled
+	// in. It returns EINVALID for a malformed request, ECONFLICT if the
+	// token exists, and the request's end (ERESOLVED, EEXPIRED,
+	// ECANCELLED, EFAILED) if it was opened and has ended since.
+	Create(ctx context.Context, r *Request) error
+	// Get returns the request, or ENOTFOUND.
+	Get(ctx context.Context, token string) (*Request, error)
+	// SetMessage records where a call's card was posted. It returns
+	// ENOTFOUND for an unknown token or call.
+	SetMessage(ctx context.Context, token, callID string, ref MessageRef) error
+	// Decide records one decision atomically: the first valid decision
+	// wins; an approval is one vote and the call is approved once Required
+	// distinct approvers approved the same arguments; a denial denies at
+	// once; a repeat changes nothing (Changed false, nil error). The
+	// decision that decides the last pending call resolves the request,
+	// exactly once. It returns EINVALID for a malformed decision,
+	// ENOTFOUND for an unknown token or call, EEXPIRED past the deadline,
+	// ECANCELLED, EFAILED or ERESOLVED after the request ended, EDECIDED
+	// (with the Decided describing the decision already made) if the call
+	// was decided differently, and ETOOLATE past d.NotAfter.
+	Decide(ctx context.Context, token string, d Decision) (*Decided, error)
+	// Answer records answers to some or all pending calls at once, as the
+	// HTTP API's results do, and resolves the request when none is left
+	// pending. results.AnsweredBy names who answered each call, by
+	// otherwise. It returns EINVALID for empty results, ENOTFOUND (naming
+	// the ids) if an answer names a call that is not pending, and the
+	// request's end if it ended. Nothing changes on error.
+	Answer(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*Request, error)
+	// Cancel ends a pending request with no decision; Fail ends it as
+	// failed with reason. Both return ENOTFOUND or the request's end.
+	Cancel(ctx context.Context, token, by string) (*Request, error)
+	Fail(ctx context.Context, token, by, reason string) (*Request, error)
+	// SetOutcome records what a decided call's tool did, on the call and
+	// in the audit stream.
+	SetOutcome(ctx context.Context, token, callID string, o Outcome) error
+	// Refused records a refused attempt to decide in the audit stream:
+	// code is the Error code, reason what the person was told.
+	Refused(ctx context.Context, token, callID, by, code, reason string) error
+	// Lock takes a lease on name, held until release is called or ttl
+	// passes (or its process dies), so that one card is re-rendered by one
+	// process at a time.
+	Lock(ctx context.Context, name string, ttl time.Duration) (release func(), err error)
+}
+
+// Directory answers who is in a usergroup. Package bot implements it over
+// Slack's usergroups.users.list, with a cache.
+type Directory interface {
+	// Members returns the user ids of usergroup. An error means the
+	// membership could not be learnt (not that the user is absent).
+	Members(ctx context.Context, usergroup string) ([]string, error)
+}
