@@ -42,13 +42,13 @@ var (
 // A Runner is safe for concurrent runs.
 type Runner struct {
 	model        Model
-	tools        []*Tool
-	byName       map[string]*Tool
+	box          *Toolbox
 	handlers     []DeferredHandler
 	instructions string
 	maxRetries   int
 	maxSteps     int
-	sources      []ToolSource
+	sources      []ToolSource // WithToolSource, added to box by NewRunner
+	toolbox      *Toolbox     // WithToolbox
 	journal      Journal
 }
 
@@ -66,6 +66,11 @@ type ToolSource interface {
 func WithToolSource(src ToolSource) Option {
 	return func(r *Runner) { r.sources = append(r.sources, src) }
 }
+
+// WithToolbox runs with the tools of b, shared with whoever else needs
+// them (the cards' confirmation texts, edits' schemas); NewRunner's tools
+// must then be nil, and WithToolSource is not allowed with it.
+func WithToolbox(b *Toolbox) Option { return func(r *Runner) { r.toolbox = b } }
 
 // Option configures a Runner.
 type Option func(*Runner)
@@ -88,78 +93,42 @@ func WithMaxSteps(n int) Option { return func(r *Runner) { r.maxSteps = n } }
 
 // NewRunner returns a runner for model with tools. Tool names must be unique.
 func NewRunner(model Model, tools []*Tool, opts ...Option) (*Runner, error) {
-	r := &Runner{model: model, byName: map[string]*Tool{}, maxRetries: 1, maxSteps: 25}
-	for _, t := range tools {
-		if _, dup := r.byName[t.name]; dup {
-			return nil, fmt.Errorf("runner: two tools named %q", t.name)
-		}
-		r.byName[t.name] = t
-		r.tools = append(r.tools, t)
-	}
+	r := &Runner{model: model, maxRetries: 1, maxSteps: 25}
 	for _, o := range opts {
 		o(r)
 	}
 	if model == nil {
 		return nil, errors.New("runner: no model")
 	}
+	switch {
+	case r.toolbox != nil && (len(tools) > 0 || len(r.sources) > 0):
+		return nil, errors.New("runner: tools come from its toolbox (WithToolbox), not from NewRunner's arguments or WithToolSource")
+	case r.toolbox != nil:
+		r.box = r.toolbox
+	default:
+		box, err := NewToolbox(tools, r.sources...)
+		if err != nil {
+			return nil, fmt.Errorf("runner: %w", err)
+		}
+		r.box = box
+	}
 	return r, nil
 }
 
+// Toolbox returns the runner's tools.
+func (r *Runner) Toolbox() *Toolbox { return r.box }
+
 // Tool returns the tool named name.
-func (r *Runner) Tool(name string) (*Tool, bool) {
-	_, byName := r.toolset()
-	t, ok := byName[name]
-	return t, ok
-}
+func (r *Runner) Tool(name string) (*Tool, bool) { return r.box.Tool(name) }
 
 // Tools returns the runner's tools: those given to NewRunner in
 // registration order, then those of its tool sources.
-func (r *Runner) Tools() []*Tool {
-	tools, _ := r.toolset()
-	return slices.Clone(tools)
-}
-
-// toolset returns the tools as they are now, with an index by name.
-func (r *Runner) toolset() ([]*Tool, map[string]*Tool) {
-	if len(r.sources) == 0 {
-		return r.tools, r.byName
-	}
-	tools := slices.Clone(r.tools)
-	byName := make(map[string]*Tool, len(r.byName))
-	for k, v := range r.byName {
-		byName[k] = v
-	}
-	for _, src := range r.sources {
-		for _, t := range src.Tools() {
-			if t == nil || byName[t.name] != nil {
-				continue
-			}
-			byName[t.name] = t
-			tools = append(tools, t)
-		}
-	}
-	return tools, byName
-}
+func (r *Runner) Tools() []*Tool { return r.box.Tools() }
 
 // PendingCalls returns a view of every pending call with the confirmation
 // text its tool supplies, approvals first.
 func (r *Runner) PendingCalls(req DeferredToolRequests) []PendingToolCall {
-	out := make([]PendingToolCall, 0, len(req.Approvals)+len(req.Calls))
-	_, byName := r.toolset()
-	for _, id := range req.IDs() {
-		call, _ := req.Call(id)
-		p := PendingToolCall{Call: call, Kind: req.Kind(id), Metadata: req.Metadata[id]}
-		switch {
-		case p.Kind == KindQuestion:
-			p.Message, _ = p.Metadata[MetadataQuestion].(string)
-		case byName[call.ToolName] != nil:
-			p.Message = byName[call.ToolName].Confirm(call)
-		default:
-			p.Message = DefaultConfirmation(call)
-		}
-		out = append(out, p)
-	}
-	return out
+	return r.box.PendingCalls(req)
 }
 
 // RunInput starts or resumes a run.
@@ -233,7 +202,7 @@ type run struct {
 // are left pending and in.AllowPending is set.
 func (r *Runner) Run(ctx context.Context, in RunInput) (*RunResult, error) {
 	st := &run{r: r, id: in.RunID, deps: in.Deps, retries: map[string]int{}, allow: in.AllowPending}
-	st.tools, st.byName = r.toolset()
+	st.tools, st.byName = r.box.snapshot()
 	if st.id == "" {
 		st.id = newRunID()
 	}
