@@ -55,7 +55,7 @@ type Config struct {
 //	GET  /                 the page
 //	GET  /static/…         its CSS and JavaScript
 //	GET  /state            the workspace as JSON
-//	GET  /events           the workspace's changes, as server-sent events
+//	GET  /changes          the workspace's changes, as server-sent events
 //	POST /post             a person writes a message → event_callback
 //	POST /click            a person clicks a button → block_actions
 //	POST /submit           a person submits a modal → view_submission
@@ -145,7 +145,7 @@ func (h *Handler) routes() *http.ServeMux {
 	mux.Handle("GET /{$}", h.handlePage(assets))
 	mux.Handle("GET /static/", noCache(http.StripPrefix("/static/", http.FileServerFS(assets))))
 	mux.Handle("GET /state", h.handleState())
-	mux.Handle("GET /events", h.handleEvents())
+	mux.Handle("GET /changes", h.handleChanges())
 	mux.Handle("POST /post", h.handlePost())
 	mux.Handle("POST /click", h.handleClick())
 	mux.Handle("POST /submit", h.handleSubmit())

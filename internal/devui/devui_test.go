@@ -648,7 +648,7 @@ func TestState(t *testing.T) {
 
 func TestEventsStream(t *testing.T) {
 	e := newEnv(t)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+"events", nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+"changes", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func (s *Server) updateMessage(r *request) (map[string]any, *apiError) {
 		m.Metadata = c.metadata
 	}
 	m.Edited = now
-	s.emit(Event{Kind: EventMessageChanged, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, User: m.User})
+	s.emit(Change{Kind: ChangeMessageChanged, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, User: m.User})
 	return map[string]any{"channel": ch.ID, "ts": m.TS, "text": m.Text, "message": s.wire(m)}, nil
 }
 
@@ -188,7 +188,7 @@ func (s *Server) deleteMessage(r *request) (map[string]any, *apiError) {
 		return nil, apiErr
 	}
 	m.Deleted = true
-	s.emit(Event{Kind: EventMessageDeleted, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, User: m.User})
+	s.emit(Change{Kind: ChangeMessageDeleted, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, User: m.User})
 	return map[string]any{"channel": ch.ID, "ts": m.TS}, nil
 }
 
@@ -213,7 +213,7 @@ func (s *Server) postEphemeral(r *request) (map[string]any, *apiError) {
 		Text: c.text, Blocks: c.blocks, BlocksJSON: c.blocksJSON, Posted: s.now(),
 	}
 	s.ephemerals = append(s.ephemerals, e)
-	s.emit(Event{Kind: EventEphemeral, Channel: e.Channel, TS: e.TS, ThreadTS: e.ThreadTS, User: e.User})
+	s.emit(Change{Kind: ChangeEphemeral, Channel: e.Channel, TS: e.TS, ThreadTS: e.ThreadTS, User: e.User})
 	return map[string]any{"message_ts": e.TS}, nil
 }
 
@@ -481,7 +481,7 @@ func (s *Server) viewsOpen(r *request) (map[string]any, *apiError) {
 		return nil, errCode("duplicate_external_id")
 	}
 	v := s.newView(r, t, view, raw, blocks)
-	s.emit(Event{Kind: EventViewOpened, ViewID: v.ID, User: v.User})
+	s.emit(Change{Kind: ChangeViewOpened, ViewID: v.ID, User: v.User})
 	return map[string]any{"view": s.wireView(v, view)}, nil
 }
 
@@ -523,7 +523,7 @@ func (s *Server) viewsPush(r *request) (map[string]any, *apiError) {
 			v.User = below.User
 		}
 	}
-	s.emit(Event{Kind: EventViewPushed, ViewID: v.ID, User: v.User})
+	s.emit(Change{Kind: ChangeViewPushed, ViewID: v.ID, User: v.User})
 	return map[string]any{"view": s.wireView(v, view)}, nil
 }
 
@@ -564,7 +564,7 @@ func (s *Server) viewsUpdate(r *request) (map[string]any, *apiError) {
 	}
 	v.Hash = s.viewHash()
 	v.Updated = s.now()
-	s.emit(Event{Kind: EventViewUpdated, ViewID: v.ID, User: v.User})
+	s.emit(Change{Kind: ChangeViewUpdated, ViewID: v.ID, User: v.User})
 	return map[string]any{"view": s.wireView(v, view)}, nil
 }
 

@@ -64,7 +64,7 @@ type Server struct {
 	delays map[string]time.Duration
 	drops  map[string]int
 
-	subs    map[int]chan Event
+	subs    map[int]chan Change
 	nextSub int
 	seq     uint64
 }
@@ -162,7 +162,7 @@ func New(opts ...Option) *Server {
 		fails:    map[string]*failure{},
 		delays:   map[string]time.Duration{},
 		drops:    map[string]int{},
-		subs:     map[int]chan Event{},
+		subs:     map[int]chan Change{},
 	}
 	WithBot("U0BOT", "slackbot", "B0BOT", "A0APP")(s)
 	for _, o := range opts {
@@ -274,28 +274,28 @@ func (s *Server) Delay(method string, d time.Duration) {
 	s.delays[method] = d
 }
 
-// EventKind says what changed.
-type EventKind string
+// ChangeKind says what changed.
+type ChangeKind string
 
-// Event kinds.
+// Change kinds.
 const (
-	EventMessage        EventKind = "message"
-	EventMessageChanged EventKind = "message_changed"
-	EventMessageDeleted EventKind = "message_deleted"
-	EventEphemeral      EventKind = "ephemeral"
-	EventViewOpened     EventKind = "view_opened"
-	EventViewPushed     EventKind = "view_pushed"
-	EventViewUpdated    EventKind = "view_updated"
-	EventViewClosed     EventKind = "view_closed"
+	ChangeMessage        ChangeKind = "message"
+	ChangeMessageChanged ChangeKind = "message_changed"
+	ChangeMessageDeleted ChangeKind = "message_deleted"
+	ChangeEphemeral      ChangeKind = "ephemeral"
+	ChangeViewOpened     ChangeKind = "view_opened"
+	ChangeViewPushed     ChangeKind = "view_pushed"
+	ChangeViewUpdated    ChangeKind = "view_updated"
+	ChangeViewClosed     ChangeKind = "view_closed"
 )
 
-// Event tells a subscriber that the workspace changed; read the details
+// Change tells a subscriber that the workspace changed; read the details
 // with Message, Ephemerals or View.
-type Event struct {
-	// Seq numbers events from 1 without gaps; a subscriber that sees a gap
-	// missed events (it read too slowly) and should reload everything.
+type Change struct {
+	// Seq numbers changes from 1 without gaps; a subscriber that sees a gap
+	// missed changes (it read too slowly) and should reload everything.
 	Seq      uint64
-	Kind     EventKind
+	Kind     ChangeKind
 	Channel  string
 	TS       string
 	ThreadTS string
@@ -310,14 +310,14 @@ const subscriberBuffer = 256
 
 // Subscribe returns a channel of every change from now on, and a function
 // that ends the subscription and closes the channel. A subscriber that
-// falls more than 256 events behind misses events (see Event.Seq) rather
+// falls more than 256 changes behind misses some (see Change.Seq) rather
 // than slowing the server down.
-func (s *Server) Subscribe() (<-chan Event, func()) {
+func (s *Server) Subscribe() (<-chan Change, func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.nextSub
 	s.nextSub++
-	ch := make(chan Event, subscriberBuffer)
+	ch := make(chan Change, subscriberBuffer)
 	s.subs[id] = ch
 	var once sync.Once
 	return ch, func() {
@@ -331,7 +331,7 @@ func (s *Server) Subscribe() (<-chan Event, func()) {
 }
 
 // emit sends e to every subscriber; s.mu is held.
-func (s *Server) emit(e Event) {
+func (s *Server) emit(e Change) {
 	s.seq++
 	e.Seq = s.seq
 	if e.At.IsZero() {

@@ -129,12 +129,12 @@ func TestMessageRoundTrip(t *testing.T) {
 		t.Errorf("deleted reply: got %+v, %v; want it marked deleted", gone, ok)
 	}
 
-	var kinds []slackfake.EventKind
+	var kinds []slackfake.ChangeKind
 	for range 4 {
 		e := <-events
 		kinds = append(kinds, e.Kind)
 	}
-	want := []slackfake.EventKind{slackfake.EventMessage, slackfake.EventMessage, slackfake.EventMessageChanged, slackfake.EventMessageDeleted}
+	want := []slackfake.ChangeKind{slackfake.ChangeMessage, slackfake.ChangeMessage, slackfake.ChangeMessageChanged, slackfake.ChangeMessageDeleted}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

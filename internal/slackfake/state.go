@@ -319,7 +319,7 @@ func (s *Server) CloseView(id string) bool {
 		o := s.views[other]
 		if !o.Closed && (o.ID == id || o.RootViewID == v.RootViewID) {
 			o.Closed = true
-			s.emit(Event{Kind: EventViewClosed, ViewID: o.ID, User: o.User})
+			s.emit(Change{Kind: ChangeViewClosed, ViewID: o.ID, User: o.User})
 		}
 	}
 	return true
@@ -451,7 +451,7 @@ func (s *Server) post(m *Message, threadTS string) *apiError {
 	}
 	m.Posted = s.now()
 	s.messages[m.Channel] = append(s.messages[m.Channel], m)
-	s.emit(Event{Kind: EventMessage, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, User: m.User})
+	s.emit(Change{Kind: ChangeMessage, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, User: m.User})
 	return nil
 }
 

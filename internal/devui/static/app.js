@@ -1064,7 +1064,7 @@
   }
 
   function connect() {
-    const es = new EventSource('events');
+    const es = new EventSource('changes');
     es.addEventListener('ready', () => { app.live = true; load(); });
     es.addEventListener('change', () => load());
     es.onerror = () => { app.live = false; if (app.state) render(); };

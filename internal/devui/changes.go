@@ -9,7 +9,7 @@ import (
 	"github.com/slackapprove/slackbot/internal/slackfake"
 )
 
-// changeJSON is one change event of GET /events.
+// changeJSON is one change of GET /changes.
 type changeJSON struct {
 	Seq      uint64 `json:"seq"`
 	Kind     string `json:"kind"`
@@ -24,11 +24,11 @@ type changeJSON struct {
 // silent connections.
 const heartbeat = 20 * time.Second
 
-// handleEvents streams the workspace's changes as server-sent events: a
+// handleChanges streams the workspace's changes as server-sent events: a
 // "ready" event once subscribed, then a "change" event per change. The
 // page reloads /state on each; a gap in seq means events were missed,
 // which a reload repairs too.
-func (h *Handler) handleEvents() http.Handler {
+func (h *Handler) handleChanges() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		// The stream outlives a server's WriteTimeout, which is meant for
@@ -75,7 +75,7 @@ func (h *Handler) handleEvents() http.Handler {
 	})
 }
 
-func changeOf(e slackfake.Event) string {
+func changeOf(e slackfake.Change) string {
 	b, _ := json.Marshal(changeJSON{
 		Seq: e.Seq, Kind: string(e.Kind), Channel: e.Channel, TS: e.TS,
 		ThreadTS: e.ThreadTS, User: e.User, ViewID: e.ViewID,
