@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/kelseyhightower/envconfig"
@@ -58,17 +60,96 @@ func (e *ConfigError) Error() string {
 	return "invalid configuration:\n  - " + strings.Join(e.Problems, "\n  - ")
 }
 
-// loadConfig reads the configuration from the process environment with
-// envconfig and checks it for mode. Tests set variables with t.Setenv.
-func loadConfig(mode Mode) (*Config, error) {
+// loadConfig reads the configuration from getenv and checks it for mode.
+// run passes os.Getenv; tests pass a map's lookup, so nothing below run
+// reads the process environment.
+func loadConfig(getenv func(string) string, mode Mode) (*Config, error) {
 	var cfg Config
-	if err := envconfig.Process("", &cfg); err != nil {
-		return nil, &ConfigError{Problems: []string{err.Error()}}
-	}
-	if err := cfg.validate(mode); err != nil {
+	problems, err := processEnv(getenv, &cfg)
+	if err != nil {
 		return nil, err
 	}
+	var invalid *ConfigError
+	if errors.As(cfg.validate(mode), &invalid) {
+		problems = append(problems, invalid.Problems...)
+	}
+	if len(problems) > 0 {
+		return nil, &ConfigError{Problems: problems}
+	}
 	return &cfg, nil
+}
+
+// envVarsFormat is an envconfig usage template that lists each variable
+// of a spec as "field<TAB>variable<TAB>default".
+const envVarsFormat = "{{range .}}{{.Name}}\t{{usage_key .}}\t{{usage_default .}}\n{{end}}"
+
+// processEnv fills cfg from getenv as envconfig.Process fills it from the
+// process environment, and returns a problem for every variable that does
+// not parse (envconfig.Process stops at the first).
+//
+// envconfig reads only the process environment (it has no lookup hook):
+// its own machinery, envconfig.Usagef, names each field's variable and
+// default from the struct tags, and the value is parsed here, as envconfig
+// parses it, for the kinds Config has (string, []string, int, float64).
+// One difference: getenv cannot tell an empty variable from an unset one,
+// so an empty variable takes the default.
+func processEnv(getenv func(string) string, cfg *Config) ([]string, error) {
+	var vars strings.Builder
+	if err := envconfig.Usagef("", cfg, &vars, envVarsFormat); err != nil {
+		return nil, fmt.Errorf("configuration fields: %w", err)
+	}
+	v := reflect.ValueOf(cfg).Elem()
+	var problems []string
+	for line := range strings.Lines(vars.String()) {
+		name, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		key, def, _ := strings.Cut(rest, "\t")
+		field := v.FieldByName(name)
+		value := getenv(key)
+		if value == "" {
+			value = def
+		}
+		if value == "" {
+			continue
+		}
+		if err := setField(field, value); err != nil {
+			problems = append(problems, (&envconfig.ParseError{
+				KeyName: key, FieldName: name, TypeName: field.Type().String(), Value: value, Err: err,
+			}).Error())
+			// The default stands in, so validate names only other problems.
+			_ = setField(field, def)
+		}
+	}
+	return problems, nil
+}
+
+// setField parses value into field as envconfig does.
+func setField(field reflect.Value, value string) error {
+	switch field.Kind() {
+	case reflect.String:
+		field.SetString(value)
+	case reflect.Int:
+		n, err := strconv.ParseInt(value, 0, field.Type().Bits())
+		if err != nil {
+			return err
+		}
+		field.SetInt(n)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(value, field.Type().Bits())
+		if err != nil {
+			return err
+		}
+		field.SetFloat(f)
+	case reflect.Slice:
+		if field.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported type %s", field.Type())
+		}
+		if strings.TrimSpace(value) != "" {
+			field.Set(reflect.ValueOf(strings.Split(value, ",")))
+		}
+	default:
+		return fmt.Errorf("unsupported type %s", field.Type())
+	}
+	return nil
 }
 
 func (c *Config) validate(mode Mode) error {

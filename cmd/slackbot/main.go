@@ -43,7 +43,7 @@ var version = ""
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "slackbot:", err)
 		os.Exit(1)
 	}
@@ -55,16 +55,19 @@ const usage = `usage:
   slackbot routes check FILE  validate a routing file and print its routes
   slackbot version            print the version`
 
-// run does everything main does, so tests can start the real program.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// run does everything main does, so tests can start the real program:
+// args are the command line without the program's name, getenv reads the
+// environment (os.Getenv), and stdout and stderr are where output and logs
+// go. Nothing below run reads the process environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
 	switch args[0] {
 	case "serve":
-		return serve(ctx, ModeServe, stdout, stderr)
+		return serve(ctx, ModeServe, getenv, stdout, stderr)
 	case "dev":
-		return serve(ctx, ModeDev, stdout, stderr)
+		return serve(ctx, ModeDev, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "slackbot", buildVersion())
 		return nil
@@ -139,12 +142,12 @@ func (h requestIDHandler) WithGroup(name string) slog.Handler {
 // serve runs slackbot until ctx ends (SIGTERM, SIGINT), then shuts down
 // gracefully: it stops accepting requests, finishes those in flight, and
 // leaves waiting runs in Redis to be resumed by another replica.
-func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig(mode)
+func serve(ctx context.Context, mode Mode, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(getenv, mode)
 	if err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv("ADDR"); !set && mode == ModeDev {
+	if getenv("ADDR") == "" && mode == ModeDev {
 		// The emulator signs clicks as any user: keep it off the network
 		// unless asked.
 		cfg.Addr = "127.0.0.1:8080"
@@ -195,10 +198,10 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 	if deps.Routes, err = loadRoutes(cfg, mode); err != nil {
 		return err
 	}
-	if deps.Model, err = newModel(cfg, mode); err != nil {
+	if deps.Model, err = newModel(cfg, mode, getenv("MODEL") != ""); err != nil {
 		return err
 	}
-	if deps.Tools, err = newTools(cfg, mode); err != nil {
+	if deps.Tools, err = newTools(cfg, mode, getenv("TMPDIR")); err != nil {
 		return err
 	}
 	if len(cfg.APIKeys) > 0 {
@@ -214,7 +217,10 @@ func serve(ctx context.Context, mode Mode, stdout, stderr io.Writer) error {
 		for _, s := range deps.Routes.MCPServers {
 			cfgs = append(cfgs, s.Config())
 		}
-		ts, err := mcptools.NewToolset(ctx, cfgs, mcptools.WithLogger(log))
+		// ${VAR} in the routing file's MCP servers, and what stdio
+		// servers inherit, come from getenv too.
+		lookup := func(name string) (string, bool) { v := getenv(name); return v, v != "" }
+		ts, err := mcptools.NewToolset(ctx, cfgs, mcptools.WithLogger(log), mcptools.WithLookupEnv(lookup))
 		if err != nil {
 			return fmt.Errorf("mcp servers: %w", err)
 		}
@@ -365,9 +371,11 @@ func loadRoutes(cfg *Config, mode Mode) (*bot.Routes, error) {
 	return bot.LoadRoutes(cfg.RoutesFile)
 }
 
-func newModel(cfg *Config, mode Mode) (agentrunner.Model, error) {
+// newModel is the model MODEL names; in dev mode, without MODEL (modelSet
+// false), the demo model.
+func newModel(cfg *Config, mode Mode, modelSet bool) (agentrunner.Model, error) {
 	provider, name, _ := strings.Cut(cfg.Model, ":")
-	if _, set := os.LookupEnv("MODEL"); !set && mode == ModeDev {
+	if !modelSet && mode == ModeDev {
 		provider = "demo"
 	}
 	switch provider {
@@ -392,9 +400,14 @@ func newModel(cfg *Config, mode Mode) (agentrunner.Model, error) {
 	}
 }
 
-func newTools(cfg *Config, mode Mode) ([]*agentrunner.Tool, error) {
+// newTools are the built-in tools TOOLS names: the demo tools work in a
+// sandbox under tmp (TMPDIR; empty: the system's).
+func newTools(cfg *Config, mode Mode, tmp string) ([]*agentrunner.Tool, error) {
 	if cfg.Tools == "demo" || (cfg.Tools == "" && mode == ModeDev) {
-		dir := filepath.Join(os.TempDir(), "slackbot-demo-sandbox")
+		if tmp == "" {
+			tmp = os.TempDir()
+		}
+		dir := filepath.Join(tmp, "slackbot-demo-sandbox")
 		d, err := demotools.New(dir)
 		if err != nil {
 			return nil, err
