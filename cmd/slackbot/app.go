@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -210,47 +209,6 @@ func (a *app) background(ctx context.Context) {
 	wg.Wait()
 }
 
-// consumeResumes resumes runs whose tokens ended while no live process was
-// waiting on them (the process that started them died or was restarted).
-func (a *app) consumeResumes(ctx context.Context) {
-	// Claims are tied to this process's heartbeat only once it runs.
-	select {
-	case <-a.events.Ready():
-	case <-ctx.Done():
-		return
-	}
-	for ctx.Err() == nil {
-		block := a.deps.ResumeBlock
-		if block <= 0 {
-			block = 2 * time.Second
-		}
-		jobs, err := a.queue.Read(ctx, a.owner, block)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			a.log.ErrorContext(ctx, "read resume queue", "err", err)
-			sleep(ctx, time.Second)
-			continue
-		}
-		// Jobs left to a live waiter, or held by a consumer that died, are
-		// looked at again after reclaimIdle.
-		// The runs of a replica that died, waiting or in the middle of
-		// resuming, are taken over once its heartbeat is gone.
-		dead, err := a.queue.ReclaimDead(ctx, a.owner)
-		if err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "reclaim resume jobs of stopped replicas", "err", err)
-		}
-		stale, err := a.queue.Reclaim(ctx, a.owner, reclaimIdle)
-		if err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "reclaim resume jobs", "err", err)
-		}
-		for _, j := range append(append(jobs, dead...), stale...) {
-			a.resume(ctx, j)
-		}
-	}
-}
-
 // errHandedOff ends a wait at shutdown: the token stays open and the run
 // is resumed by another replica (or this one, restarted) from Redis.
 var errHandedOff = errors.New("shutting down: the run is left to another replica")
@@ -297,100 +255,6 @@ func (a *app) shutdown(ctx context.Context) {
 	if a.api != nil {
 		a.api.Close()
 	}
-}
-
-// reclaimIdle is how long a resume job may sit unacknowledged before
-// another consumer looks at it again.
-const reclaimIdle = 10 * time.Second
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
-// resume continues one run from its saved state, at most once at a time
-// across all processes (ClaimResume, whose claim dies with its owner), and
-// acknowledges the job once the run finished.
-func (a *app) resume(ctx context.Context, j store.ResumeJob) {
-	log := a.log.With("run", j.RunID, "state", j.State)
-	// The queue claims under its own name: the local waiter of this very
-	// process claims as a.owner, and a claim is re-entrant for its owner.
-	claimer := a.owner + "/queue"
-	ok, err := a.store.ClaimResume(ctx, j.Token, claimer, 0)
-	if err != nil {
-		log.ErrorContext(ctx, "claim resume", "err", err)
-		return // not acked: redelivered later
-	}
-	if !ok {
-		// A live process resumes it: the job stays pending, so that it is
-		// taken over if that process dies before the run finished.
-		return
-	}
-	// Nothing has run yet: on a passing failure give the claim back and
-	// leave the job unacknowledged, so this or another replica retries.
-	giveBack := func(what string, err error) {
-		log.ErrorContext(ctx, what+"; will retry", "err", err)
-		if err := a.store.ReleaseResume(context.WithoutCancel(ctx), j.Token, claimer); err != nil {
-			log.Error("release resume claim", "err", err)
-		}
-	}
-	rs, err := a.store.LoadRun(ctx, j.RunID)
-	if errors.Is(err, store.ErrRunNotFound) {
-		log.ErrorContext(ctx, "no saved state: the run cannot be resumed", "err", err)
-		_ = a.queue.Ack(ctx, j.ID)
-		return
-	}
-	if err != nil {
-		giveBack("load run state", err)
-		return
-	}
-	if rs.Token != "" && rs.Token != j.Token {
-		// The run went on past this token (and waits on a later one,
-		// whose own job resumes it): nothing to do from this one.
-		log.InfoContext(ctx, "the run moved on past this token")
-		if err := a.store.FinishResume(ctx, j.Token); err != nil {
-			log.ErrorContext(ctx, "finish resume", "err", err)
-		}
-		_ = a.queue.Ack(ctx, j.ID)
-		return
-	}
-	rec, err := a.store.Get(ctx, j.Token)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Results == nil) {
-		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
-		_ = a.queue.Ack(ctx, j.ID)
-		return
-	}
-	if err != nil {
-		giveBack("read token results", err)
-		return
-	}
-	if ctx.Err() != nil {
-		giveBack("shutting down", ctx.Err())
-		return
-	}
-	deps := &bot.RunDeps{}
-	if err := json.Unmarshal(rs.Origin, &deps.Origin); err != nil {
-		log.ErrorContext(ctx, "decode run origin", "err", err)
-	}
-	deps.Asked(j.Token)
-	// The job stays pending until the run finished (Runs' Followups.Done,
-	// and the ack below): if this process dies on the way, another
-	// replica takes the run over; the claim and the call journal keep its
-	// approved tools from running twice.
-	a.metrics.resumes.WithLabelValues("queue").Inc()
-	log.InfoContext(ctx, "resuming run from saved state")
-	a.runs.Resume(agentrunner.RunInput{
-		RunID: rs.RunID, History: rs.Messages, Results: rec.Results, Pending: &rs.Pending, Deps: deps,
-	}, deps, func() {
-		if err := a.store.DeleteRun(context.WithoutCancel(ctx), rs.RunID); err != nil {
-			log.Error("delete run state", "err", err)
-		}
-		_ = a.queue.Ack(context.WithoutCancel(ctx), j.ID)
-	})
 }
 
 // slackHTTPClient is the HTTP client of the Slack Web API client. It keeps
