@@ -75,12 +75,12 @@ type app struct {
 	api       *httpapi.API
 	callbacks *httpapi.Callbacks
 
-	// Runs live on runCtx, cancelled only when shutdown's budget is spent;
-	// waits for a decision end earlier, when waitCtx is cancelled, so a
+	// Runs are stopped (runs.Stop) only when shutdown's budget is spent;
+	// waits for a decision end earlier, when handOff is closed, so a
 	// waiting run is handed to another replica while a working one (a tool
 	// or model call in flight) is allowed to finish.
-	runCtx, waitCtx         context.Context
-	cancelRuns, cancelWaits context.CancelFunc
+	handOff     chan struct{}
+	handOffOnce sync.Once
 
 	// slackOK is the outcome of the last auth.test (see watchSlack).
 	slackOK slackHealth
@@ -99,9 +99,7 @@ func newApp(d appDeps) (*app, error) {
 		d.StoreOptions.Owner = owner
 	}
 	st := store.New(d.Redis, d.StoreOptions)
-	a := &app{log: d.Log, store: st, deps: d}
-	a.runCtx, a.cancelRuns = context.WithCancel(context.Background())
-	a.waitCtx, a.cancelWaits = context.WithCancel(context.Background())
+	a := &app{log: d.Log, store: st, deps: d, handOff: make(chan struct{})}
 	a.metrics = newMetrics(func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -143,7 +141,7 @@ func newApp(d appDeps) (*app, error) {
 			AllowPrivate: d.AllowPrivateCallbacks,
 		})
 	}
-	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.waitCtx}, Deadline: a.bot.Deadline}
+	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.handOff}, Deadline: a.bot.Deadline}
 	opts := []agentrunner.Option{
 		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
 		// An approved tool runs at most once, even across a takeover of
@@ -162,7 +160,6 @@ func newApp(d appDeps) (*app, error) {
 	a.runs = &bot.Runs{
 		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
-		Context:   a.runCtx,
 		Threads:   storeadapter.NewThreads(st),
 		Followups: followups{a},
 		Finished: func(result string) {
@@ -213,18 +210,23 @@ func (a *app) background(ctx context.Context) {
 // is resumed by another replica (or this one, restarted) from Redis.
 var errHandedOff = errors.New("shutting down: the run is left to another replica")
 
-// stoppableEvents ends every wait when stop is cancelled, without
+// stoppableEvents ends every wait when stop is closed, without
 // cancelling the run's own context.
 type stoppableEvents struct {
 	*store.Events
-	stop context.Context
+	stop <-chan struct{}
 }
 
 func (e stoppableEvents) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	unregister := context.AfterFunc(e.stop, func() { cancel(errHandedOff) })
-	defer unregister()
+	go func() {
+		select {
+		case <-e.stop:
+			cancel(errHandedOff)
+		case <-ctx.Done():
+		}
+	}()
 	res, err := e.Events.Wait(ctx, token)
 	if err != nil && context.Cause(ctx) == errHandedOff {
 		return nil, errHandedOff
@@ -237,7 +239,7 @@ func (e stoppableEvents) Wait(ctx context.Context, token string) (*agentrunner.D
 // call get until ctx ends to finish, then everything is cancelled; last,
 // the Slack updates that clicks started are waited for.
 func (a *app) shutdown(ctx context.Context) {
-	a.cancelWaits()
+	a.handOffOnce.Do(func() { close(a.handOff) })
 	done := make(chan struct{})
 	go func() {
 		a.runs.Wait()
@@ -247,10 +249,10 @@ func (a *app) shutdown(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 		a.log.Warn("shutdown budget spent: cancelling runs still working")
-		a.cancelRuns()
+		a.runs.Stop()
 		<-done
 	}
-	a.cancelRuns()
+	a.runs.Stop()
 	a.bot.Close()
 	if a.api != nil {
 		a.api.Close()
