@@ -100,15 +100,7 @@ func newApp(d appDeps) (*app, error) {
 	}
 	st := store.New(d.Redis, d.StoreOptions)
 	a := &app{log: d.Log, store: st, deps: d, handOff: make(chan struct{})}
-	a.metrics = newMetrics(func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		n, err := st.OpenCount(ctx)
-		if err != nil {
-			return -1
-		}
-		return float64(n)
-	})
+	a.metrics = newMetrics(a.pendingApprovals)
 	a.owner = owner
 	a.events = store.NewEvents(st, store.EventsOptions{
 		Owner:      owner,
@@ -169,6 +161,18 @@ func newApp(d appDeps) (*app, error) {
 	return a, nil
 }
 
+// pendingApprovals is the slackbot_pending_approvals gauge: the open
+// tokens, or -1 when Redis does not answer within a second.
+func (a *app) pendingApprovals() float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, err := a.store.OpenCount(ctx)
+	if err != nil {
+		return -1
+	}
+	return float64(n)
+}
+
 // auditPolicy writes a decision made by a routing policy to the audit
 // stream, like a person's.
 func (a *app) auditPolicy(ctx context.Context, d bot.PolicyDecision) {
@@ -181,29 +185,6 @@ func (a *app) auditPolicy(ctx context.Context, d bot.PolicyDecision) {
 		a.log.ErrorContext(ctx, "audit policy decision", "err", err)
 	}
 	a.metrics.Decision(d.Decision)
-}
-
-// background runs the loops every process runs until ctx ends: the
-// notification subscriber and sweeper, the resume-queue and job-queue
-// consumers, and the watch on Slack's health.
-func (a *app) background(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := a.events.Run(ctx); err != nil {
-			a.log.ErrorContext(ctx, "events loop ended", "err", err)
-		}
-	})
-	wg.Go(func() { a.consumeResumes(ctx) })
-	wg.Go(func() { a.consumeJobs(ctx) })
-	wg.Go(func() { a.watchSlack(ctx) })
-	if a.callbacks != nil {
-		wg.Go(func() {
-			if err := a.callbacks.Run(ctx); err != nil && ctx.Err() == nil {
-				a.log.ErrorContext(ctx, "callback delivery loop ended", "err", err)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // errHandedOff ends a wait at shutdown: the token stays open and the run
