@@ -52,13 +52,14 @@ type appDeps struct {
 	// AllowPrivateCallbacks lets API callbacks reach loopback and private
 	// addresses: dev only.
 	AllowPrivateCallbacks bool
-	// ResumeBlock is how long one read of the resume queue blocks; it also
-	// bounds how long shutdown waits for the consumer. Default 2s.
+	// ResumeBlock is how long one read of the resume queue or the job
+	// queue blocks; it also bounds how long shutdown waits for their
+	// consumers. Default 2s.
 	ResumeBlock time.Duration
 }
 
 // app is slackbot wired together: the store, the Slack side, the agent
-// runner, and the background loops that resume runs and expire tokens.
+// runner, and the background loops (see loops) that lifecycle starts.
 type app struct {
 	log     *slog.Logger
 	store   *store.Store
