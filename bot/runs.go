@@ -67,9 +67,6 @@ type Runs struct {
 	Dedupe    Deduper
 	BotUserID string
 	Log       *slog.Logger
-	// Context is the parent of every run: cancelling it (SIGTERM) stops
-	// runs without deciding anything, so they can resume elsewhere.
-	Context context.Context
 	// HandedOff reports whether a run's error means another process took
 	// the run over (e.g. it claimed the resumption first); such a run
 	// reports nothing here.
@@ -93,6 +90,9 @@ type Runs struct {
 	Followups Followups
 
 	wg sync.WaitGroup
+	// stop is closed by Stop; every run's context ends with it.
+	stopOnce, stopMake sync.Once
+	stop               chan struct{}
 }
 
 func (rs *Runs) log() *slog.Logger {
@@ -105,6 +105,34 @@ func (rs *Runs) log() *slog.Logger {
 // Wait waits for the runs started so far to end.
 func (rs *Runs) Wait() { rs.wg.Wait() }
 
+// Stop cancels every run, those started and those to come (SIGTERM, once
+// the shutdown budget is spent): they stop without deciding anything, so
+// that they resume elsewhere.
+func (rs *Runs) Stop() {
+	ch := rs.stopped()
+	rs.stopOnce.Do(func() { close(ch) })
+}
+
+func (rs *Runs) stopped() chan struct{} {
+	rs.stopMake.Do(func() { rs.stop = make(chan struct{}) })
+	return rs.stop
+}
+
+// runContext is the context of one run (or of a turn waiting for its
+// thread): it ends with cancel, or when Stop is called.
+func (rs *Runs) runContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := rs.stopped()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // Start runs the agent on prompt in the background, as a new message
 // that starts its thread.
 func (rs *Runs) Start(prompt string, origin Origin) {
@@ -115,7 +143,6 @@ func (rs *Runs) Start(prompt string, origin Origin) {
 // (with Threads set) the run continues the thread's conversation, and
 // waits for the thread's running turn to end first.
 func (rs *Runs) StartTurn(t Turn) {
-	ctx := rs.context()
 	if t.RunID == "" {
 		t.RunID = agentrunner.NewToken()[:16]
 	}
@@ -125,9 +152,11 @@ func (rs *Runs) StartTurn(t Turn) {
 		rs.Resume(agentrunner.RunInput{RunID: t.RunID, Prompt: t.Prompt}, deps, nil)
 		return
 	}
+	ctx, cancel := rs.runContext()
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
+		defer cancel()
 		now, err := rs.Threads.Enter(ctx, th, t, rs.lease())
 		switch {
 		case errors.Is(err, ErrThreadBusy):
@@ -159,13 +188,6 @@ func (rs *Runs) postNote(ctx context.Context, o Origin, text string) {
 	}
 }
 
-func (rs *Runs) context() context.Context {
-	if rs.Context == nil {
-		return context.Background()
-	}
-	return rs.Context
-}
-
 // Resume runs in in the background, e.g. a run continued from its saved
 // state with the results of its token, and reports its end like Start.
 // done, if set, is called after the end was reported. A run of a thread
@@ -173,7 +195,7 @@ func (rs *Runs) context() context.Context {
 // the thread's history when it ends, and hands the thread to the next
 // message waiting in it, on whichever process the run ends.
 func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
-	ctx := rs.context()
+	ctx, cancel := rs.runContext()
 	if in.RunID == "" {
 		in.RunID = agentrunner.NewToken()[:16]
 	}
@@ -185,6 +207,7 @@ func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
+		defer cancel()
 		stop := func() {}
 		if threaded {
 			stop = rs.heartbeat(ctx, th, in.RunID)

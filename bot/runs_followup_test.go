@@ -59,7 +59,8 @@ func TestFinishQueuesFollowups(t *testing.T) {
 	approvals.a.Calls[0].State = StateApproved
 	b := newSocketTestBot(t, slackAPI, approvals, nil, nil)
 	f := &recordingFollowups{slack: slackAPI}
-	rs := &Runs{Bot: b, Followups: f, Context: t.Context()}
+	rs := &Runs{Bot: b, Followups: f}
+	t.Cleanup(rs.Stop)
 	deps := &RunDeps{Origin: approvals.a.Origin, runID: "run_1"}
 	deps.Asked(approvals.a.Token)
 	res := &agentrunner.RunResult{RunID: "run_1", Status: agentrunner.StatusComplete, Output: "refunded",

@@ -609,7 +609,8 @@ func newEventsWorld(t *testing.T) *eventsWorld {
 	w := &eventsWorld{logs: newLogSink(), slack: &recordingSlack{}, started: &startedRuns{}, dedupe: &memDedupe{}}
 	runner := newSocketTestRunner(t, w.started)
 	w.bot = newSocketTestBot(t, w.slack, newRecordingApprovals(), runner, w.logs.logger())
-	w.runs = &Runs{Bot: w.bot, Runner: runner, Dedupe: w.dedupe, BotUserID: smBotUser, Log: w.logs.logger(), Context: t.Context()}
+	w.runs = &Runs{Bot: w.bot, Runner: runner, Dedupe: w.dedupe, BotUserID: smBotUser, Log: w.logs.logger()}
+	t.Cleanup(w.runs.Stop)
 	return w
 }
 

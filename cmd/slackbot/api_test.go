@@ -28,13 +28,11 @@ func TestServeHTTPAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key = "agent-key-0123456789abcdef"
-	for k, v := range map[string]string{
+	vars := map[string]string{
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": routes, "ADDR": "127.0.0.1:0", "API_KEYS": "ticketbot=" + key,
-	} {
-		t.Setenv(k, v)
 	}
-	base, _ := startRun(t, "serve")
+	base, _ := startRun(t, vars, "serve")
 
 	call := func(method, path, auth string, body []byte) (int, map[string]any) {
 		t.Helper()

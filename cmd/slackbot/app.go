@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,13 +52,14 @@ type appDeps struct {
 	// AllowPrivateCallbacks lets API callbacks reach loopback and private
 	// addresses: dev only.
 	AllowPrivateCallbacks bool
-	// ResumeBlock is how long one read of the resume queue blocks; it also
-	// bounds how long shutdown waits for the consumer. Default 2s.
+	// ResumeBlock is how long one read of the resume queue or the job
+	// queue blocks; it also bounds how long shutdown waits for their
+	// consumers. Default 2s.
 	ResumeBlock time.Duration
 }
 
 // app is slackbot wired together: the store, the Slack side, the agent
-// runner, and the background loops that resume runs and expire tokens.
+// runner, and the background loops (see loops) that lifecycle starts.
 type app struct {
 	log     *slog.Logger
 	store   *store.Store
@@ -76,12 +76,12 @@ type app struct {
 	api       *httpapi.API
 	callbacks *httpapi.Callbacks
 
-	// Runs live on runCtx, cancelled only when shutdown's budget is spent;
-	// waits for a decision end earlier, when waitCtx is cancelled, so a
+	// Runs are stopped (runs.Stop) only when shutdown's budget is spent;
+	// waits for a decision end earlier, when handOff is closed, so a
 	// waiting run is handed to another replica while a working one (a tool
 	// or model call in flight) is allowed to finish.
-	runCtx, waitCtx         context.Context
-	cancelRuns, cancelWaits context.CancelFunc
+	handOff     chan struct{}
+	handOffOnce sync.Once
 
 	// slackOK is the outcome of the last auth.test (see watchSlack).
 	slackOK slackHealth
@@ -100,18 +100,8 @@ func newApp(d appDeps) (*app, error) {
 		d.StoreOptions.Owner = owner
 	}
 	st := store.New(d.Redis, d.StoreOptions)
-	a := &app{log: d.Log, store: st, deps: d}
-	a.runCtx, a.cancelRuns = context.WithCancel(context.Background())
-	a.waitCtx, a.cancelWaits = context.WithCancel(context.Background())
-	a.metrics = newMetrics(func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		n, err := st.OpenCount(ctx)
-		if err != nil {
-			return -1
-		}
-		return float64(n)
-	})
+	a := &app{log: d.Log, store: st, deps: d, handOff: make(chan struct{})}
+	a.metrics = newMetrics(a.pendingApprovals)
 	a.owner = owner
 	a.events = store.NewEvents(st, store.EventsOptions{
 		Owner:      owner,
@@ -144,7 +134,7 @@ func newApp(d appDeps) (*app, error) {
 			AllowPrivate: d.AllowPrivateCallbacks,
 		})
 	}
-	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.waitCtx}, Deadline: a.bot.Deadline}
+	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.handOff}, Deadline: a.bot.Deadline}
 	opts := []agentrunner.Option{
 		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
 		// An approved tool runs at most once, even across a takeover of
@@ -163,7 +153,6 @@ func newApp(d appDeps) (*app, error) {
 	a.runs = &bot.Runs{
 		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
-		Context:   a.runCtx,
 		Threads:   storeadapter.NewThreads(st),
 		Followups: followups{a},
 		Finished: func(result string) {
@@ -171,6 +160,18 @@ func newApp(d appDeps) (*app, error) {
 		},
 	}
 	return a, nil
+}
+
+// pendingApprovals is the slackbot_pending_approvals gauge: the open
+// tokens, or -1 when Redis does not answer within a second.
+func (a *app) pendingApprovals() float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, err := a.store.OpenCount(ctx)
+	if err != nil {
+		return -1
+	}
+	return float64(n)
 }
 
 // auditPolicy writes a decision made by a routing policy to the audit
@@ -187,86 +188,27 @@ func (a *app) auditPolicy(ctx context.Context, d bot.PolicyDecision) {
 	a.metrics.Decision(d.Decision)
 }
 
-// background runs the loops every process runs until ctx ends: the
-// notification subscriber and sweeper, the resume-queue and job-queue
-// consumers, and the watch on Slack's health.
-func (a *app) background(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := a.events.Run(ctx); err != nil {
-			a.log.ErrorContext(ctx, "events loop ended", "err", err)
-		}
-	})
-	wg.Go(func() { a.consumeResumes(ctx) })
-	wg.Go(func() { a.consumeJobs(ctx) })
-	wg.Go(func() { a.watchSlack(ctx) })
-	if a.callbacks != nil {
-		wg.Go(func() {
-			if err := a.callbacks.Run(ctx); err != nil && ctx.Err() == nil {
-				a.log.ErrorContext(ctx, "callback delivery loop ended", "err", err)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// consumeResumes resumes runs whose tokens ended while no live process was
-// waiting on them (the process that started them died or was restarted).
-func (a *app) consumeResumes(ctx context.Context) {
-	// Claims are tied to this process's heartbeat only once it runs.
-	select {
-	case <-a.events.Ready():
-	case <-ctx.Done():
-		return
-	}
-	for ctx.Err() == nil {
-		block := a.deps.ResumeBlock
-		if block <= 0 {
-			block = 2 * time.Second
-		}
-		jobs, err := a.queue.Read(ctx, a.owner, block)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			a.log.ErrorContext(ctx, "read resume queue", "err", err)
-			sleep(ctx, time.Second)
-			continue
-		}
-		// Jobs left to a live waiter, or held by a consumer that died, are
-		// looked at again after reclaimIdle.
-		// The runs of a replica that died, waiting or in the middle of
-		// resuming, are taken over once its heartbeat is gone.
-		dead, err := a.queue.ReclaimDead(ctx, a.owner)
-		if err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "reclaim resume jobs of stopped replicas", "err", err)
-		}
-		stale, err := a.queue.Reclaim(ctx, a.owner, reclaimIdle)
-		if err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "reclaim resume jobs", "err", err)
-		}
-		for _, j := range append(append(jobs, dead...), stale...) {
-			a.resume(ctx, j)
-		}
-	}
-}
-
 // errHandedOff ends a wait at shutdown: the token stays open and the run
 // is resumed by another replica (or this one, restarted) from Redis.
 var errHandedOff = errors.New("shutting down: the run is left to another replica")
 
-// stoppableEvents ends every wait when stop is cancelled, without
+// stoppableEvents ends every wait when stop is closed, without
 // cancelling the run's own context.
 type stoppableEvents struct {
 	*store.Events
-	stop context.Context
+	stop <-chan struct{}
 }
 
 func (e stoppableEvents) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	unregister := context.AfterFunc(e.stop, func() { cancel(errHandedOff) })
-	defer unregister()
+	go func() {
+		select {
+		case <-e.stop:
+			cancel(errHandedOff)
+		case <-ctx.Done():
+		}
+	}()
 	res, err := e.Events.Wait(ctx, token)
 	if err != nil && context.Cause(ctx) == errHandedOff {
 		return nil, errHandedOff
@@ -279,7 +221,7 @@ func (e stoppableEvents) Wait(ctx context.Context, token string) (*agentrunner.D
 // call get until ctx ends to finish, then everything is cancelled; last,
 // the Slack updates that clicks started are waited for.
 func (a *app) shutdown(ctx context.Context) {
-	a.cancelWaits()
+	a.handOffOnce.Do(func() { close(a.handOff) })
 	done := make(chan struct{})
 	go func() {
 		a.runs.Wait()
@@ -289,108 +231,14 @@ func (a *app) shutdown(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 		a.log.Warn("shutdown budget spent: cancelling runs still working")
-		a.cancelRuns()
+		a.runs.Stop()
 		<-done
 	}
-	a.cancelRuns()
+	a.runs.Stop()
 	a.bot.Close()
 	if a.api != nil {
 		a.api.Close()
 	}
-}
-
-// reclaimIdle is how long a resume job may sit unacknowledged before
-// another consumer looks at it again.
-const reclaimIdle = 10 * time.Second
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
-// resume continues one run from its saved state, at most once at a time
-// across all processes (ClaimResume, whose claim dies with its owner), and
-// acknowledges the job once the run finished.
-func (a *app) resume(ctx context.Context, j store.ResumeJob) {
-	log := a.log.With("run", j.RunID, "state", j.State)
-	// The queue claims under its own name: the local waiter of this very
-	// process claims as a.owner, and a claim is re-entrant for its owner.
-	claimer := a.owner + "/queue"
-	ok, err := a.store.ClaimResume(ctx, j.Token, claimer, 0)
-	if err != nil {
-		log.ErrorContext(ctx, "claim resume", "err", err)
-		return // not acked: redelivered later
-	}
-	if !ok {
-		// A live process resumes it: the job stays pending, so that it is
-		// taken over if that process dies before the run finished.
-		return
-	}
-	// Nothing has run yet: on a passing failure give the claim back and
-	// leave the job unacknowledged, so this or another replica retries.
-	giveBack := func(what string, err error) {
-		log.ErrorContext(ctx, what+"; will retry", "err", err)
-		if err := a.store.ReleaseResume(context.WithoutCancel(ctx), j.Token, claimer); err != nil {
-			log.Error("release resume claim", "err", err)
-		}
-	}
-	rs, err := a.store.LoadRun(ctx, j.RunID)
-	if errors.Is(err, store.ErrRunNotFound) {
-		log.ErrorContext(ctx, "no saved state: the run cannot be resumed", "err", err)
-		_ = a.queue.Ack(ctx, j.ID)
-		return
-	}
-	if err != nil {
-		giveBack("load run state", err)
-		return
-	}
-	if rs.Token != "" && rs.Token != j.Token {
-		// The run went on past this token (and waits on a later one,
-		// whose own job resumes it): nothing to do from this one.
-		log.InfoContext(ctx, "the run moved on past this token")
-		if err := a.store.FinishResume(ctx, j.Token); err != nil {
-			log.ErrorContext(ctx, "finish resume", "err", err)
-		}
-		_ = a.queue.Ack(ctx, j.ID)
-		return
-	}
-	rec, err := a.store.Get(ctx, j.Token)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Results == nil) {
-		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
-		_ = a.queue.Ack(ctx, j.ID)
-		return
-	}
-	if err != nil {
-		giveBack("read token results", err)
-		return
-	}
-	if ctx.Err() != nil {
-		giveBack("shutting down", ctx.Err())
-		return
-	}
-	deps := &bot.RunDeps{}
-	if err := json.Unmarshal(rs.Origin, &deps.Origin); err != nil {
-		log.ErrorContext(ctx, "decode run origin", "err", err)
-	}
-	deps.Asked(j.Token)
-	// The job stays pending until the run finished (Runs' Followups.Done,
-	// and the ack below): if this process dies on the way, another
-	// replica takes the run over; the claim and the call journal keep its
-	// approved tools from running twice.
-	a.metrics.resumes.WithLabelValues("queue").Inc()
-	log.InfoContext(ctx, "resuming run from saved state")
-	a.runs.Resume(agentrunner.RunInput{
-		RunID: rs.RunID, History: rs.Messages, Results: rec.Results, Pending: &rs.Pending, Deps: deps,
-	}, deps, func() {
-		if err := a.store.DeleteRun(context.WithoutCancel(ctx), rs.RunID); err != nil {
-			log.Error("delete run state", "err", err)
-		}
-		_ = a.queue.Ack(context.WithoutCancel(ctx), j.ID)
-	})
 }
 
 // slackHTTPClient is the HTTP client of the Slack Web API client. It keeps

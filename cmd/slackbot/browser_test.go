@@ -35,10 +35,7 @@ func TestDevBrowserEndToEnd(t *testing.T) {
 
 	// The defaults of `slackbot dev`: demo model, demo tools, demo routes,
 	// embedded Redis, the emulated workspace.
-	unsetConfigEnv(t)
-	t.Setenv("ADDR", "127.0.0.1:0")
-	t.Setenv("LOG_FORMAT", "text")
-	base, logs := startRun(t, "dev")
+	base, logs := startRun(t, map[string]string{"ADDR": "127.0.0.1:0", "LOG_FORMAT": "text"}, "dev")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("slackbot's log:\n%s", logs)

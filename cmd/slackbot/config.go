@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/kelseyhightower/envconfig"
@@ -58,120 +60,223 @@ func (e *ConfigError) Error() string {
 	return "invalid configuration:\n  - " + strings.Join(e.Problems, "\n  - ")
 }
 
-// loadConfig reads the configuration from the process environment with
-// envconfig and checks it for mode. Tests set variables with t.Setenv.
-func loadConfig(mode Mode) (*Config, error) {
+// loadConfig reads the configuration from getenv and checks it for mode.
+// run passes os.Getenv; tests pass a map's lookup, so nothing below run
+// reads the process environment.
+func loadConfig(getenv func(string) string, mode Mode) (*Config, error) {
 	var cfg Config
-	if err := envconfig.Process("", &cfg); err != nil {
-		return nil, &ConfigError{Problems: []string{err.Error()}}
-	}
-	if err := cfg.validate(mode); err != nil {
+	problems, err := processEnv(getenv, &cfg)
+	if err != nil {
 		return nil, err
+	}
+	var invalid *ConfigError
+	if errors.As(cfg.validate(mode), &invalid) {
+		problems = append(problems, invalid.Problems...)
+	}
+	if len(problems) > 0 {
+		return nil, &ConfigError{Problems: problems}
 	}
 	return &cfg, nil
 }
 
-func (c *Config) validate(mode Mode) error {
-	var p []string
-	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+// envVarsFormat is an envconfig usage template that lists each variable
+// of a spec as "field<TAB>variable<TAB>default".
+const envVarsFormat = "{{range .}}{{.Name}}\t{{usage_key .}}\t{{usage_default .}}\n{{end}}"
 
+// processEnv fills cfg from getenv as envconfig.Process fills it from the
+// process environment, and returns a problem for every variable that does
+// not parse (envconfig.Process stops at the first).
+//
+// envconfig reads only the process environment (it has no lookup hook):
+// its own machinery, envconfig.Usagef, names each field's variable and
+// default from the struct tags, and the value is parsed here, as envconfig
+// parses it, for the kinds Config has (string, []string, int, float64).
+// One difference: getenv cannot tell an empty variable from an unset one,
+// so an empty variable takes the default.
+func processEnv(getenv func(string) string, cfg *Config) ([]string, error) {
+	var vars strings.Builder
+	if err := envconfig.Usagef("", cfg, &vars, envVarsFormat); err != nil {
+		return nil, fmt.Errorf("configuration fields: %w", err)
+	}
+	v := reflect.ValueOf(cfg).Elem()
+	var problems []string
+	for line := range strings.Lines(vars.String()) {
+		name, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		key, def, _ := strings.Cut(rest, "\t")
+		field := v.FieldByName(name)
+		value := getenv(key)
+		if value == "" {
+			value = def
+		}
+		if value == "" {
+			continue
+		}
+		if err := setField(field, value); err != nil {
+			problems = append(problems, (&envconfig.ParseError{
+				KeyName: key, FieldName: name, TypeName: field.Type().String(), Value: value, Err: err,
+			}).Error())
+			// The default stands in, so validate names only other problems.
+			_ = setField(field, def)
+		}
+	}
+	return problems, nil
+}
+
+// setField parses value into field as envconfig does.
+func setField(field reflect.Value, value string) error {
+	switch field.Kind() {
+	case reflect.String:
+		field.SetString(value)
+	case reflect.Int:
+		n, err := strconv.ParseInt(value, 0, field.Type().Bits())
+		if err != nil {
+			return err
+		}
+		field.SetInt(n)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(value, field.Type().Bits())
+		if err != nil {
+			return err
+		}
+		field.SetFloat(f)
+	case reflect.Slice:
+		if field.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported type %s", field.Type())
+		}
+		if strings.TrimSpace(value) != "" {
+			field.Set(reflect.ValueOf(strings.Split(value, ",")))
+		}
+	default:
+		return fmt.Errorf("unsupported type %s", field.Type())
+	}
+	return nil
+}
+
+// validate checks the configuration for mode and names every problem.
+func (c *Config) validate(mode Mode) error {
+	var p problems
+	c.checkSlack(&p, mode)
+	c.checkServer(&p)
+	c.checkModel(&p)
+	c.checkRest(&p)
+	if len(p) > 0 {
+		return &ConfigError{Problems: p}
+	}
+	return nil
+}
+
+// problems collects what is wrong with a configuration.
+type problems []string
+
+func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+// checkSlack checks the Slack tokens, secret and API URL.
+func (c *Config) checkSlack(p *problems, mode Mode) {
 	if mode == ModeServe {
 		switch {
 		case c.SlackBotToken == "":
-			add("SLACK_BOT_TOKEN is required (a bot token, xoxb-…)")
+			p.add("SLACK_BOT_TOKEN is required (a bot token, xoxb-…)")
 		case !strings.HasPrefix(c.SlackBotToken, "xoxb-"):
-			add("SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
+			p.add("SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
 		}
 		if c.SlackAppToken == "" && c.SlackSigningSecret == "" {
-			add("SLACK_SIGNING_SECRET is required to verify requests from Slack (or set SLACK_APP_TOKEN for Socket Mode)")
+			p.add("SLACK_SIGNING_SECRET is required to verify requests from Slack (or set SLACK_APP_TOKEN for Socket Mode)")
 		}
 	}
 	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
-		add("SLACK_APP_TOKEN must be an app-level token starting with xapp-")
+		p.add("SLACK_APP_TOKEN must be an app-level token starting with xapp-")
 	}
 	if u, err := url.Parse(c.SlackAPIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || !strings.HasSuffix(c.SlackAPIURL, "/") {
-		add("SLACK_API_URL must be an http(s) URL ending with / (got %q)", c.SlackAPIURL)
+		p.add("SLACK_API_URL must be an http(s) URL ending with / (got %q)", c.SlackAPIURL)
 	}
+}
+
+// checkServer checks Redis, the routing file, the address and TLS.
+func (c *Config) checkServer(p *problems) {
 	if c.RedisURL != "" {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			add("REDIS_URL must be a redis:// or rediss:// URL")
+			p.add("REDIS_URL must be a redis:// or rediss:// URL")
 		}
 	}
 	if c.RoutesFile != "" {
 		if _, err := os.Stat(c.RoutesFile); err != nil {
-			add("ROUTES_FILE %q cannot be read: %v", c.RoutesFile, errors.Unwrap(err))
+			p.add("ROUTES_FILE %q cannot be read: %v", c.RoutesFile, errors.Unwrap(err))
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		add("ADDR must be host:port or :port (got %q)", c.Addr)
+		p.add("ADDR must be host:port or :port (got %q)", c.Addr)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
-		add("TLS_CERT_FILE and TLS_KEY_FILE must be set together")
+		p.add("TLS_CERT_FILE and TLS_KEY_FILE must be set together")
 	}
 	for _, f := range []struct{ name, path string }{{"TLS_CERT_FILE", c.TLSCertFile}, {"TLS_KEY_FILE", c.TLSKeyFile}} {
 		if f.path != "" {
 			if _, err := os.Stat(f.path); err != nil {
-				add("%s %q cannot be read", f.name, f.path)
+				p.add("%s %q cannot be read", f.name, f.path)
 			}
 		}
 	}
+}
+
+// checkModel checks MODEL and what its provider needs.
+func (c *Config) checkModel(p *problems) {
 	provider, name, _ := strings.Cut(c.Model, ":")
 	switch provider {
 	case "test", "demo":
 	case "openai":
 		if name == "" {
-			add("MODEL openai:<model> needs a model name, e.g. openai:gpt-4o-mini")
+			p.add("MODEL openai:<model> needs a model name, e.g. openai:gpt-4o-mini")
 		}
 		if c.OpenAIAPIKey == "" && c.OpenAIBaseURL == "" {
-			add("MODEL %s needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)", c.Model)
+			p.add("MODEL %s needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)", c.Model)
 		}
 	case "anthropic":
 		if name == "" {
-			add("MODEL anthropic:<model> needs a model name, e.g. anthropic:claude-sonnet-4-5")
+			p.add("MODEL anthropic:<model> needs a model name, e.g. anthropic:claude-sonnet-4-5")
 		}
 		if c.AnthropicAPIKey == "" {
-			add("MODEL %s needs ANTHROPIC_API_KEY", c.Model)
+			p.add("MODEL %s needs ANTHROPIC_API_KEY", c.Model)
 		}
 	default:
-		add("MODEL must be test, test:tool_a,tool_b, demo, openai:<model> or anthropic:<model> (got %q)", c.Model)
+		p.add("MODEL must be test, test:tool_a,tool_b, demo, openai:<model> or anthropic:<model> (got %q)", c.Model)
 	}
 	if c.OpenAIBaseURL != "" {
 		if u, err := url.Parse(c.OpenAIBaseURL); err != nil || u.Host == "" {
-			add("OPENAI_BASE_URL must be a URL")
+			p.add("OPENAI_BASE_URL must be a URL")
 		}
 	}
+}
+
+// checkRest checks the tools, the HTTP API, the public URL and logging.
+func (c *Config) checkRest(p *problems) {
 	if c.Tools != "" && c.Tools != "demo" {
-		add("TOOLS must be empty or demo (got %q)", c.Tools)
+		p.add("TOOLS must be empty or demo (got %q)", c.Tools)
 	}
 	if len(c.APIKeys) > 0 {
 		// ParseKeys names a bad entry by its position, never by its value.
 		if _, err := httpapi.ParseKeys(strings.Join(c.APIKeys, ",")); err != nil {
-			add("API_KEYS: %v", err)
+			p.add("API_KEYS: %v", err)
 		}
 	}
 	if c.APIMaxOpen < 1 {
-		add("API_MAX_OPEN must be at least 1 (got %d)", c.APIMaxOpen)
+		p.add("API_MAX_OPEN must be at least 1 (got %d)", c.APIMaxOpen)
 	}
 	if !(c.APIRate > 0) || math.IsInf(c.APIRate, 0) {
-		add("API_RATE must be a number of requests per second above 0 (got %v)", c.APIRate)
+		p.add("API_RATE must be a number of requests per second above 0 (got %v)", c.APIRate)
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			add("PUBLIC_URL must be an http(s) URL")
+			p.add("PUBLIC_URL must be an http(s) URL")
 		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		add("LOG_LEVEL must be debug, info, warn or error (got %q)", c.LogLevel)
+		p.add("LOG_LEVEL must be debug, info, warn or error (got %q)", c.LogLevel)
 	}
 	switch c.LogFormat {
 	case "json", "text":
 	default:
-		add("LOG_FORMAT must be json or text (got %q)", c.LogFormat)
+		p.add("LOG_FORMAT must be json or text (got %q)", c.LogFormat)
 	}
-	if len(p) > 0 {
-		return &ConfigError{Problems: p}
-	}
-	return nil
 }

@@ -11,9 +11,7 @@ import (
 // DNS-rebinding page (another Host) or another site's page (another
 // Origin) gets 403 and reaches nothing.
 func TestDevAnswersOnlyItsOwnHostAndOrigin(t *testing.T) {
-	unsetConfigEnv(t)
-	t.Setenv("ADDR", "127.0.0.1:0")
-	base, _ := startRun(t, "dev")
+	base, _ := startRun(t, map[string]string{"ADDR": "127.0.0.1:0"}, "dev")
 	host := strings.TrimPrefix(base, "http://")
 
 	tests := []struct {

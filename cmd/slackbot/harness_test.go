@@ -224,17 +224,13 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	return &env{t: t, app: a, srv: srv, slack: fake, tools: tools, clock: clock, prefix: prefix}
 }
 
-// serveApp runs a's background loops and serves its handler until the test
-// ends, when a shuts down as on SIGTERM. It waits for a's events
+// serveApp runs a's background loops (start, without an HTTP server or
+// Socket Mode) and serves its handler until the test ends, when a shuts
+// down as on SIGTERM (lifecycle.Shutdown). It waits for a's events
 // subscriber, which what names in the failure if it never gets ready.
 func serveApp(t *testing.T, a *app, what string) *httptest.Server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.background(ctx)
-	}()
+	l, _ := start(a, nil, nil, nil)
 	select {
 	case <-a.events.Ready():
 	case <-time.After(10 * time.Second):
@@ -245,9 +241,9 @@ func serveApp(t *testing.T, a *app, what string) *httptest.Server {
 		srv.Close()
 		ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 		defer stop()
-		a.shutdown(ctx)
-		cancel()
-		<-done
+		if err := l.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
 	})
 	return srv
 }

@@ -4,37 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
 
-const (
-	// jobTimeout bounds one attempt of a job (every card of a token
-	// updated, Slack's rate limits included).
-	jobTimeout = 2 * time.Minute
-	// jobReclaimIdle is how long a job may stay unacknowledged with a
-	// consumer that still lives before another takes it over: past
-	// jobTimeout, so only a consumer that lost track of a job loses it.
-	// A dead consumer's jobs are taken over within seconds (ReclaimDead).
-	jobReclaimIdle = 2*jobTimeout + 30*time.Second
-	// jobAttempts bounds the attempts of one job; the backoff between
-	// them doubles from jobBackoff up to jobMaxBackoff (about 20 minutes
-	// in all).
-	jobAttempts   = 8
-	jobBackoff    = 5 * time.Second
-	jobMaxBackoff = 5 * time.Minute
-	// jobParallel bounds the jobs one process works on at once.
-	jobParallel = 8
-)
-
-// consumeJobs works the job queue until ctx ends: the after-decision work
-// (updating cards, posting a run's answer) that any replica may do and
-// that must be done even if the process that decided died.
+// consumeJobs works the job queue until ctx ends (store's
+// JobQueue.Consume): the after-decision work (updating cards, posting a
+// run's answer) that any replica may do and that must be done even if the
+// process that decided died.
 func (a *app) consumeJobs(ctx context.Context) {
 	// Other replicas take over the jobs of a consumer without a heartbeat:
 	// start once Events.Run, which keeps it, is up.
@@ -43,90 +24,34 @@ func (a *app) consumeJobs(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	block := a.deps.ResumeBlock
-	if block <= 0 {
-		block = 2 * time.Second
-	}
-	for ctx.Err() == nil {
-		if _, err := a.jobs.Promote(ctx); err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "promote job retries", "err", err)
-		}
-		jobs, err := a.jobs.Read(ctx, a.owner, block)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			a.log.ErrorContext(ctx, "read job queue", "err", err)
-			sleep(ctx, time.Second)
-			continue
-		}
-		dead, err := a.jobs.ReclaimDead(ctx, a.owner)
-		if err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "reclaim jobs of stopped replicas", "err", err)
-		}
-		stale, err := a.jobs.Reclaim(ctx, a.owner, jobReclaimIdle)
-		if err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "reclaim stale jobs", "err", err)
-		}
-		a.runJobs(ctx, append(append(jobs, dead...), stale...))
-	}
+	opts := store.JobConsumeOptions{ConsumeOptions: store.ConsumeOptions{Block: a.deps.ResumeBlock, Log: a.log}}
+	a.jobs.Consume(ctx, a.owner, opts, a.doJob)
 }
 
-// runJobs works on jobs, jobParallel at a time, and returns when all are
-// done.
-func (a *app) runJobs(ctx context.Context, jobs []store.Job) {
-	sem := make(chan struct{}, jobParallel)
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			a.runJob(ctx, j)
-		})
-	}
-	wg.Wait()
-}
-
-// runJob makes one attempt at j and then acknowledges it, schedules its
-// next attempt, or (shutting down, or a kind this version does not know)
-// leaves it pending for another replica.
-func (a *app) runJob(ctx context.Context, j store.Job) {
-	log := a.log.With("job", j.Kind, "token", shortToken(j.Token), "attempt", j.Attempt)
-	var err error
+// doJob makes one attempt at j (store.JobQueue.Consume acknowledges or
+// retries it). A kind this version does not know was queued by a newer
+// replica during a rolling update: it is left to one that knows it.
+func (a *app) doJob(ctx context.Context, j store.Job) error {
+	log := store.JobLogger(a.log, j)
 	switch j.Kind {
 	case store.JobCardUpdate:
-		jctx, cancel := context.WithTimeout(ctx, jobTimeout)
-		err = a.bot.UpdateCards(jctx, j.Token)
-		cancel()
+		err := a.bot.UpdateCards(ctx, j.Token)
 		if errors.Is(err, bot.ErrNotFound) {
 			log.InfoContext(ctx, "token gone: no card to update")
-			err = nil
+			return nil
 		}
+		return err
 	case store.JobThreadAnswer:
-		jctx, cancel := context.WithTimeout(ctx, jobTimeout)
-		err = a.answerJob(jctx, log, j)
-		cancel()
+		return a.answerJob(ctx, log, j)
 	default:
-		// A newer replica queued it during a rolling update: leave it to
-		// one that knows the kind (Reclaim hands it on).
 		log.WarnContext(ctx, "unknown job kind: left for another replica")
-		return
+		return store.ErrJobLeft
 	}
-	if ctx.Err() != nil {
-		return // shutting down: another replica takes it over
-	}
-	if err == nil {
-		if err := a.jobs.Ack(ctx, j.ID); err != nil {
-			log.ErrorContext(ctx, "acknowledge job", "err", err)
-		}
-		return
-	}
-	a.jobFailed(ctx, log, j, err)
 }
 
 // errAnswerBusy: another live replica is posting the answer; the job is
-// tried again after its backoff.
-var errAnswerBusy = errors.New("another replica is posting the answer")
+// tried again after its backoff, without spending an attempt.
+var errAnswerBusy = fmt.Errorf("another replica is posting the answer: %w", store.ErrJobBusy)
 
 // postAnswer posts a run's answer once: after an attempt that may have
 // posted it (this job's earlier attempt, or a replica that died), the
@@ -209,7 +134,7 @@ type queuedJobs struct {
 }
 
 func (q *queuedJobs) Do(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
+	ctx, cancel := context.WithTimeout(ctx, store.DefaultJobTimeout)
 	defer cancel()
 	done := func(id string, err error) {
 		if err != nil {
@@ -226,39 +151,4 @@ func (q *queuedJobs) Do(ctx context.Context) {
 	for i, token := range q.cards {
 		done(q.cardIDs[i], q.a.bot.UpdateCards(ctx, token))
 	}
-}
-
-// jobFailed schedules the next attempt of j after its backoff, or gives
-// up on it after jobAttempts.
-func (a *app) jobFailed(ctx context.Context, log *slog.Logger, j store.Job, err error) {
-	if errors.Is(err, errAnswerBusy) {
-		// Not a failure: look again soon, without spending an attempt,
-		// until the replica posting it is done or dead.
-		j.Attempt--
-		if err := a.jobs.Retry(ctx, j, jobBackoff); err != nil {
-			log.ErrorContext(ctx, "schedule job retry", "err", err)
-		}
-		return
-	}
-	if j.Attempt >= jobAttempts {
-		log.ErrorContext(ctx, "job failed; giving up", "err", err)
-		if err := a.jobs.Ack(ctx, j.ID); err != nil {
-			log.ErrorContext(ctx, "acknowledge job", "err", err)
-		}
-		return
-	}
-	wait := min(jobBackoff<<(j.Attempt-1), jobMaxBackoff)
-	log.WarnContext(ctx, "job failed; will retry", "in", wait, "err", err)
-	if err := a.jobs.Retry(ctx, j, wait); err != nil {
-		// Left pending: Reclaim takes it up after jobReclaimIdle.
-		log.ErrorContext(ctx, "schedule job retry", "err", err)
-	}
-}
-
-// shortToken is a prefix of a token, safe to log.
-func shortToken(token string) string {
-	if len(token) > 6 {
-		return token[:6] + "…"
-	}
-	return token
 }

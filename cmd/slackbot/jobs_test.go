@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/store"
 )
 
 // Slack refusing the expired card's update does not leave its buttons: the
@@ -28,7 +29,7 @@ func TestExpiredCardUpdateIsRetriedUntilSlackAccepts(t *testing.T) {
 		t.Fatal("the card says expired although Slack refused every update")
 	}
 
-	e.clock.Add(jobBackoff) // the retry is due
+	e.clock.Add(store.DefaultJobBackoff) // the retry is due
 	waitUntil(t, 10*time.Second, "the card to say expired", func() bool { return strings.Contains(cardText(e.latest(card)), "Expired") })
 	if got := cardText(e.latest(card)); strings.Contains(got, `"type":"actions"`) {
 		t.Errorf("the expired card still has buttons: %s", got)

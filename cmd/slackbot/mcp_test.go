@@ -66,14 +66,12 @@ mcp_servers:
 	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{
+	vars := map[string]string{
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
 		"TICKETS_TOKEN": "tk-123",
-	} {
-		t.Setenv(k, v)
 	}
-	base, _ := startRun(t, "serve")
+	base, _ := startRun(t, vars, "serve")
 
 	full := "<@" + fake.BotUserID() + "> close the ticket"
 	msg, err := fake.PostAsUser(general, carol, full, "")

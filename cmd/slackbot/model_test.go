@@ -69,14 +69,12 @@ func startWithOpenAI(t *testing.T, provider *fakeOpenAI) (string, *slackfake.Ser
 	if err := os.WriteFile(routes, []byte(testRoutes), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{
+	vars := map[string]string{
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": routes, "ADDR": "127.0.0.1:0", "TOOLS": "demo",
 		"MODEL": "openai:gpt-test", "OPENAI_BASE_URL": llm.URL + "/v1", "OPENAI_API_KEY": "sk-test-0123456789",
-	} {
-		t.Setenv(k, v)
 	}
-	base, _ := startRun(t, "serve")
+	base, _ := startRun(t, vars, "serve")
 	return base, fake
 }
 

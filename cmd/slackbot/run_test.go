@@ -39,15 +39,21 @@ func (s *syncBuffer) String() string {
 
 var listenRE = regexp.MustCompile(`listening on (http://\S+)`)
 
-// startRun starts the real program with args in the background and waits
-// until /healthz answers. It returns the base URL; the program stops when
-// the test ends.
-func startRun(t *testing.T, args ...string) (string, *syncBuffer) {
+// getenvOf is the getenv of run over vars: the process's own environment
+// (CI's REDIS_URL and the like) does not reach the program.
+func getenvOf(vars map[string]string) func(string) string {
+	return func(name string) string { return vars[name] }
+}
+
+// startRun starts the real program with args and the environment env in
+// the background and waits until /healthz answers. It returns the base
+// URL; the program stops when the test ends.
+func startRun(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, stdout, stderr) }()
+	go func() { done <- run(ctx, args, getenvOf(env), stdout, stderr) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -102,14 +108,12 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := os.WriteFile(routes, []byte(testRoutes), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{
+	vars := map[string]string{
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret,
 		"SLACK_API_URL": slackfaketest.APIURL(fakeSrv), "REDIS_URL": rs.URL(), "ROUTES_FILE": routes,
 		"ADDR": "127.0.0.1:0", "MODEL": "test:delete_customer", "TOOLS": "demo", "LOG_FORMAT": "text",
-	} {
-		t.Setenv(k, v)
 	}
-	base, stderr := startRun(t, "serve")
+	base, stderr := startRun(t, vars, "serve")
 
 	resp, err := http.Get(base + "/readyz")
 	if err != nil {
@@ -180,15 +184,13 @@ func postSigned(t *testing.T, url, contentType string, body []byte) {
 
 // TestServeRefusesBadConfiguration: one start-up names every problem.
 func TestServeRefusesBadConfiguration(t *testing.T) {
-	for k, v := range map[string]string{
+	vars := map[string]string{
 		"SLACK_BOT_TOKEN": "", "SLACK_SIGNING_SECRET": "", "SLACK_APP_TOKEN": "",
 		"SLACK_API_URL": "ftp://nowhere", "REDIS_URL": "http://localhost", "ADDR": "nonsense",
 		"MODEL": "gpt-4", "LOG_LEVEL": "loud", "LOG_FORMAT": "xml", "TLS_CERT_FILE": "/nonexistent.pem",
 		"TOOLS": "everything", "API_KEYS": "short", "API_MAX_OPEN": "0", "API_RATE": "-1",
-	} {
-		t.Setenv(k, v)
 	}
-	err := run(t.Context(), []string{"serve"}, &bytes.Buffer{}, &bytes.Buffer{})
+	err := run(t.Context(), []string{"serve"}, getenvOf(vars), &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("serve started with a broken configuration")
 	}
@@ -211,7 +213,7 @@ func TestRoutesCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := run(t.Context(), []string{"routes", "check", good}, &out, &bytes.Buffer{}); err != nil {
+	if err := run(t.Context(), []string{"routes", "check", good}, getenvOf(nil), &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"3 routes", "deploys", "refunds", "deletions", "C0APPROVALS"} {
@@ -219,7 +221,7 @@ func TestRoutesCheck(t *testing.T) {
 			t.Errorf("routes check output lacks %q:\n%s", want, out.String())
 		}
 	}
-	err := run(t.Context(), []string{"routes", "check", bad}, &out, &bytes.Buffer{})
+	err := run(t.Context(), []string{"routes", "check", bad}, getenvOf(nil), &out, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml:3") {
 		t.Errorf("bad file: got %v, want an error at bad.yaml:3", err)
 	}
@@ -227,13 +229,13 @@ func TestRoutesCheck(t *testing.T) {
 
 func TestVersionAndUsage(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(t.Context(), []string{"version"}, &out, &bytes.Buffer{}); err != nil || !strings.HasPrefix(out.String(), "slackbot ") {
+	if err := run(t.Context(), []string{"version"}, getenvOf(nil), &out, &bytes.Buffer{}); err != nil || !strings.HasPrefix(out.String(), "slackbot ") {
 		t.Errorf("version: got %q, %v", out.String(), err)
 	}
-	if err := run(t.Context(), nil, &out, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "usage") {
+	if err := run(t.Context(), nil, getenvOf(nil), &out, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "usage") {
 		t.Errorf("no args: got %v, want usage", err)
 	}
-	if err := run(t.Context(), []string{"launch"}, &out, &bytes.Buffer{}); err == nil {
+	if err := run(t.Context(), []string{"launch"}, getenvOf(nil), &out, &bytes.Buffer{}); err == nil {
 		t.Error("unknown command accepted")
 	}
 }

@@ -67,18 +67,16 @@ func TestServeHTTPS(t *testing.T) {
 	if err := os.WriteFile(routes, []byte(testRoutes), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{
+	vars := map[string]string{
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": routes, "ADDR": "127.0.0.1:0",
 		"TLS_CERT_FILE": certFile, "TLS_KEY_FILE": keyFile,
-	} {
-		t.Setenv(k, v)
 	}
 	ctx := t.Context()
 	stdout := &syncBuffer{}
 	done := make(chan error, 1)
 	runCtx, cancel := context.WithCancel(ctx)
-	go func() { done <- run(runCtx, []string{"serve"}, stdout, &syncBuffer{}) }()
+	go func() { done <- run(runCtx, []string{"serve"}, getenvOf(vars), stdout, &syncBuffer{}) }()
 	t.Cleanup(func() { cancel(); <-done })
 	var base string
 	deadline := time.Now().Add(20 * time.Second)

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/anthropic"
+	"github.com/slackapprove/slackbot/agentrunner/demotools"
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
+	"github.com/slackapprove/slackbot/agentrunner/openai"
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/httpapi"
+)
+
+// wiring is what serve builds the app from: its dependencies, the
+// emulated workspace in dev mode, and what to close at the end.
+type wiring struct {
+	deps appDeps
+	dev  *devWorkspace // nil unless dev mode
+	// closers run, last first, when serve returns.
+	closers []func()
+}
+
+func (w *wiring) close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+}
+
+// wire builds the app's dependencies from the configuration: the Slack
+// client and the bot's identity (or the emulated workspace in dev mode),
+// the routes, the model and tools, the API keys and the MCP servers.
+func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) string, log *slog.Logger, addr net.Addr, rdb redis.UniversalClient) (*wiring, error) {
+	w := &wiring{deps: appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret, AllowPrivateCallbacks: mode == ModeDev}}
+	d := &w.deps
+	if err := w.slack(ctx, cfg, mode, log, addr); err != nil {
+		return nil, err
+	}
+	var err error
+	if d.Routes, err = loadRoutes(cfg, mode); err != nil {
+		return nil, err
+	}
+	if d.Model, err = newModel(cfg, mode, getenv("MODEL") != ""); err != nil {
+		return nil, err
+	}
+	if d.Tools, err = newTools(cfg, mode, getenv("TMPDIR")); err != nil {
+		return nil, err
+	}
+	if len(cfg.APIKeys) > 0 {
+		if d.APIKeys, err = httpapi.ParseKeys(strings.Join(cfg.APIKeys, ",")); err != nil {
+			return nil, err
+		}
+		d.APIMaxOpen, d.APIRate = cfg.APIMaxOpen, cfg.APIRate
+	}
+	if len(d.Routes.MCPServers) > 0 {
+		ts, err := mcpToolset(ctx, d.Routes, getenv, log)
+		if err != nil {
+			return nil, err
+		}
+		d.ToolSource = ts
+		w.closers = append(w.closers, func() {
+			if err := ts.Close(); err != nil {
+				log.Warn("closing MCP servers", "err", err)
+			}
+		})
+	}
+	return w, nil
+}
+
+// slack sets the Slack client and the bot's identity: Slack's (auth.test)
+// in serve mode, the emulated workspace's in dev mode.
+func (w *wiring) slack(ctx context.Context, cfg *Config, mode Mode, log *slog.Logger, addr net.Addr) error {
+	d := &w.deps
+	if mode == ModeDev {
+		dev, err := newDevWorkspace(cfg, addr, log)
+		if err != nil {
+			return err
+		}
+		w.dev = dev
+		d.SigningSecret = dev.secret
+		d.Extra = dev.handlers()
+		cfg.SlackBotToken = dev.slack.Token()
+		cfg.SlackAPIURL = dev.apiURL
+	}
+	client := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(slackHTTPClient()))
+	d.Slack = client
+	if w.dev != nil {
+		// The emulated workspace is served by this very process, which does
+		// not answer yet: ask it directly.
+		d.TeamID, d.BotUserID = w.dev.slack.Team().ID, w.dev.slack.BotUserID()
+		return nil
+	}
+	auth, err := authTest(ctx, client)
+	if err != nil {
+		return err
+	}
+	d.TeamID, d.EnterpriseID, d.BotUserID = auth.TeamID, auth.EnterpriseID, auth.UserID
+	return nil
+}
+
+// mcpToolset connects to the routing file's MCP servers. Servers that are
+// down do not stop start-up: their tools are retried in the background and
+// fail clearly until they are back.
+func mcpToolset(ctx context.Context, routes *bot.Routes, getenv func(string) string, log *slog.Logger) (*mcptools.Toolset, error) {
+	var cfgs []mcptools.Config
+	for _, s := range routes.MCPServers {
+		cfgs = append(cfgs, s.Config())
+	}
+	// ${VAR} in the servers' configuration, and what stdio servers
+	// inherit, come from getenv too.
+	lookup := func(name string) (string, bool) { v := getenv(name); return v, v != "" }
+	ts, err := mcptools.NewToolset(ctx, cfgs, mcptools.WithLogger(log), mcptools.WithLookupEnv(lookup))
+	if err != nil {
+		return nil, fmt.Errorf("mcp servers: %w", err)
+	}
+	log.Info("MCP servers configured", "servers", len(cfgs))
+	return ts, nil
+}
+
+// authTest asks Slack who the bot is, retrying briefly so a start-up
+// during a network blip does not crash-loop.
+func authTest(ctx context.Context, client *slack.Client) (*slack.AuthTestResponse, error) {
+	var resp *slack.AuthTestResponse
+	err := bot.Retry{Attempts: 4}.Do(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = client.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("slack auth.test (is SLACK_BOT_TOKEN right?): %w", err)
+	}
+	return resp, nil
+}
+
+func loadRoutes(cfg *Config, mode Mode) (*bot.Routes, error) {
+	if cfg.RoutesFile == "" {
+		if mode == ModeDev {
+			return bot.DemoRoutes(), nil
+		}
+		return nil, &ConfigError{Problems: []string{"ROUTES_FILE is required for serve: without routes every tool call would be denied"}}
+	}
+	return bot.LoadRoutes(cfg.RoutesFile)
+}
+
+// newModel is the model MODEL names; in dev mode, without MODEL (modelSet
+// false), the demo model.
+func newModel(cfg *Config, mode Mode, modelSet bool) (agentrunner.Model, error) {
+	provider, name, _ := strings.Cut(cfg.Model, ":")
+	if !modelSet && mode == ModeDev {
+		provider = "demo"
+	}
+	switch provider {
+	case "demo":
+		// A test model that understands the demo prompts ("refund order
+		// A-1002 150"), so `slackbot dev` calls the tool you ask for.
+		return demotools.Model{}, nil
+	case "test":
+		var tools []string
+		if name != "" {
+			tools = strings.Split(name, ",")
+		}
+		return agentrunner.TestModel{CallTools: tools}, nil
+	case "openai":
+		// Also any OpenAI-compatible server (Ollama, vLLM, LiteLLM) with
+		// OPENAI_BASE_URL.
+		return openai.New(name, openai.WithAPIKey(cfg.OpenAIAPIKey), openai.WithBaseURL(cfg.OpenAIBaseURL)), nil
+	case "anthropic":
+		return anthropic.New(name, anthropic.WithAPIKey(cfg.AnthropicAPIKey)), nil
+	default:
+		return nil, fmt.Errorf("MODEL %s: unknown provider %q", cfg.Model, provider)
+	}
+}
+
+// newTools are the built-in tools TOOLS names: the demo tools work in a
+// sandbox under tmp (TMPDIR; empty: the system's).
+func newTools(cfg *Config, mode Mode, tmp string) ([]*agentrunner.Tool, error) {
+	if cfg.Tools == "demo" || (cfg.Tools == "" && mode == ModeDev) {
+		if tmp == "" {
+			tmp = os.TempDir()
+		}
+		dir := filepath.Join(tmp, "slackbot-demo-sandbox")
+		d, err := demotools.New(dir)
+		if err != nil {
+			return nil, err
+		}
+		return d.Tools(), nil
+	}
+	return nil, nil
+}
