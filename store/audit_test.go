@@ -10,9 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/slackapprove/slackbot/store"
-
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/store"
 )
 
 func TestAuditContent(t *testing.T) {

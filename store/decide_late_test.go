@@ -7,10 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
-
-	"github.com/slackapprove/slackbot/approval"
 )
 
 // TestDecideNotAfter: a decision that reaches Redis after its NotAfter

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -151,5 +152,82 @@ func TestRateLimitErrorIsApprovals(t *testing.T) {
 	var rl *store.RateLimitError
 	if !errors.As(err, &rl) || rl.RetryAfter <= 0 || !errors.Is(err, approval.ErrRateLimit) || approval.ErrorCode(err) != approval.ERATELIMITED {
 		t.Fatalf("third take at 0.001/s: %v; want a *RateLimitError with RetryAfter, coded %s", err, approval.ERATELIMITED)
+	}
+}
+
+// A record reads back as a person should see each call (what the removed
+// storeadapter.ToBot did, now the store's own decoding): denials carry
+// their reason, approvals their changed arguments and outcome, answers
+// their value, undecided calls the token's end, and votes the arguments
+// they approved; "api:<name>" of an older record with no client field is
+// the client.
+func TestRecordReadsAsPeopleSeeIt(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	reqs := agentrunner.DeferredToolRequests{
+		Approvals: []agentrunner.ToolCallPart{
+			{ToolName: "issue_refund", Args: json.RawMessage(`{"amount":500}`), ToolCallID: "a"},
+			{ToolName: "issue_refund", Args: json.RawMessage(`{"amount":500}`), ToolCallID: "b"},
+			{ToolName: "issue_refund", Args: json.RawMessage(`{"amount":500}`), ToolCallID: "d"},
+			{ToolName: "issue_refund", Args: json.RawMessage(`{"amount":500}`), ToolCallID: "e"},
+		},
+		Calls: []agentrunner.ToolCallPart{{ToolName: "ask_user", Args: json.RawMessage(`{}`), ToolCallID: "c"}},
+	}
+	a := &approval.Request{Token: agentrunner.NewToken(), Origin: approval.Origin{Client: "triage"}, Requests: reqs,
+		Context: "ticket 812", ExpiresAt: e.clock.Now().Add(time.Hour),
+		Calls: []approval.Call{{ID: "e", Required: 2}}}
+	if err := s.Create(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []approval.Decision{
+		{CallID: "a", By: "UA", Action: approval.ActionDeny, Reason: "Not on Fridays."},
+		{CallID: "b", By: "UA", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"amount":50}`)},
+		{CallID: "c", By: "UA", Action: approval.ActionAnswer, Answer: json.RawMessage(`"blue"`)},
+		{CallID: "e", By: "UA", Action: approval.ActionApprove},
+		{CallID: "e", By: "UB", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"amount":1}`)},
+	} {
+		if _, err := s.Decide(t.Context(), a.Token, d); err != nil {
+			t.Fatalf("decide %+v: %v", d, err)
+		}
+	}
+	if err := s.SetOutcome(t.Context(), a.Token, "b", approval.Outcome{Status: "ran", Summary: "refunded"}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Hour)
+	if _, err := s.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(t.Context(), a.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != approval.StateExpired || got.Origin.Client != "triage" || got.Origin.User != "" || got.Context != "ticket 812" {
+		t.Errorf("request %+v: want expired, client triage, the context", got)
+	}
+	if c := got.Call("a"); c.Status != approval.CallDenied || c.Why() != "Not on Fridays." {
+		t.Errorf("call a %+v, want denied with the reason", c)
+	}
+	if c := got.Call("b"); c.Status != approval.CallApproved || string(c.OverrideArgs()) != `{"amount":50}` || c.Outcome == nil || c.Outcome.Summary != "refunded" {
+		t.Errorf("call b %+v, want approved with the override and the outcome", c)
+	}
+	if c := got.Call("c"); c.Status != approval.CallAnswered || string(c.Answer()) != `"blue"` {
+		t.Errorf("call c %+v, want answered blue", c)
+	}
+	if c := got.Call("d"); c.Status != approval.CallExpired {
+		t.Errorf("call d %+v, want expired", c)
+	}
+	// Each vote keeps which arguments it approved, so the card counts
+	// them per set.
+	if c := got.Call("e"); len(c.Votes) != 2 || c.Votes[0].Key != "-" || c.Votes[1].Key == "-" || c.Status != approval.CallExpired {
+		t.Errorf("call e %+v, want UA's vote for the call's arguments and UB's for edited ones, expired", c)
+	}
+
+	// An older record of a run with an API origin has no client field.
+	if err := e.rdb.HDel(t.Context(), e.prefix+"a:"+a.Token, "client").Err(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Get(t.Context(), a.Token)
+	if err != nil || old.Origin != (approval.Origin{Client: "triage"}) {
+		t.Errorf("an older record's origin: %+v, %v; want client triage", old.Origin, err)
 	}
 }

@@ -3,9 +3,8 @@ package store_test
 import (
 	"testing"
 
-	"github.com/slackapprove/slackbot/store"
-
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/store"
 )
 
 // A tool outcome is kept on its call, read back by every process, and

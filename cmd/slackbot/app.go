@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
-	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -127,9 +126,8 @@ func newApp(d appDeps) (*app, error) {
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
 	a.jobs = st.JobQueue(0)
 
-	approvals := storeadapter.New(st)
 	a.bot = bot.New(bot.Config{
-		Slack: d.Slack, Approvals: approvals, Routes: d.Routes, TeamID: d.TeamID, EnterpriseID: d.EnterpriseID,
+		Slack: d.Slack, Approvals: st, Runs: st, Routes: d.Routes, TeamID: d.TeamID, EnterpriseID: d.EnterpriseID,
 		Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
 	if len(d.APIKeys) > 0 {
@@ -164,7 +162,7 @@ func newApp(d appDeps) (*app, error) {
 		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
 		Context:   a.runCtx,
-		Threads:   storeadapter.NewThreads(st),
+		Threads:   threads{st},
 		Followups: followups{a},
 		Finished: func(result string) {
 			a.metrics.runs.WithLabelValues(result).Inc()
@@ -359,7 +357,7 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 		return
 	}
 	rec, err := a.store.Get(ctx, j.Token)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Results == nil) {
+	if errors.Is(err, approval.ErrNotFound) || (err == nil && rec.Results == nil) {
 		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
 		_ = a.queue.Ack(ctx, j.ID)
 		return
@@ -373,7 +371,7 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 		return
 	}
 	deps := &bot.RunDeps{}
-	if err := json.Unmarshal(rs.Origin, &deps.Origin); err != nil {
+	if deps.Origin, err = rs.RunOrigin(); err != nil {
 		log.ErrorContext(ctx, "decode run origin", "err", err)
 	}
 	deps.Asked(j.Token)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -98,7 +99,7 @@ func (a *app) runJob(ctx context.Context, j store.Job) {
 		jctx, cancel := context.WithTimeout(ctx, jobTimeout)
 		err = a.bot.UpdateCards(jctx, j.Token)
 		cancel()
-		if errors.Is(err, bot.ErrNotFound) {
+		if errors.Is(err, approval.ErrNotFound) {
 			log.InfoContext(ctx, "token gone: no card to update")
 			err = nil
 		}
