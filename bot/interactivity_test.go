@@ -14,10 +14,9 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
-
-	"github.com/slackapprove/slackbot/approval"
 )
 
 // smGroup is the usergroup of the route clickTestRoutes names "finance".
