@@ -87,10 +87,15 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrExpired) (or any *Error) match every error of
-// the same code.
+// the same code, except that a target with a cause matches only errors
+// with no cause or the same one: ErrNotPending and ErrNotFound share their
+// code but not their cause, so errors.Is tells them apart.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
+	if !ok || t.Code != e.Code {
+		return false
+	}
+	return t.Err == nil || e.Err == nil || errors.Is(e.Err, t.Err)
 }
 
 // Errorf returns an *Error with code and a formatted message; a %w verb

@@ -76,3 +76,22 @@ func TestCallDerivedFields(t *testing.T) {
 		t.Errorf("QuorumVotes() over two argument sets = %d, want 1 (votes for different arguments never add up)", got)
 	}
 }
+
+// ErrNotPending and ErrNotFound share ENOTFOUND (both are 404s), but a
+// caller that tells an unknown call from an unknown token can.
+func TestErrorIsTellsNotPendingFromNotFound(t *testing.T) {
+	notPending := fmt.Errorf("set message abc c9: %w", approval.ErrNotPending)
+	notFound := fmt.Errorf("get abc: %w", approval.ErrNotFound)
+	if !errors.Is(notPending, approval.ErrNotPending) || !errors.Is(notPending, agentrunner.ErrNotPending) {
+		t.Error("a wrapped ErrNotPending does not match ErrNotPending or agentrunner.ErrNotPending")
+	}
+	if errors.Is(notFound, approval.ErrNotPending) || errors.Is(notPending, approval.ErrNotFound) {
+		t.Error("ErrNotFound and ErrNotPending match each other: their causes differ")
+	}
+	if approval.ErrorCode(notPending) != approval.ENOTFOUND || approval.ErrorCode(notFound) != approval.ENOTFOUND {
+		t.Error("both must keep the code ENOTFOUND")
+	}
+	if !errors.Is(approval.Errorf(approval.ENOTFOUND, "no call c9"), approval.ErrNotFound) {
+		t.Error("an Errorf with code ENOTFOUND and no cause does not match ErrNotFound")
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"slices"
 	"time"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // DefaultAckBudget is how long slackbot works on an interaction before it
@@ -34,7 +36,7 @@ func pastBudget(ctx context.Context, err error) bool {
 	if err == nil {
 		return false
 	}
-	if ctx.Err() != nil || errors.Is(err, ErrTooLate) || errors.Is(err, context.DeadlineExceeded) {
+	if ctx.Err() != nil || errors.Is(err, approval.ErrTooLate) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
 	var ne net.Error
@@ -43,7 +45,7 @@ func pastBudget(ctx context.Context, err error) bool {
 
 // notAfter returns d bounded by ctx's deadline: the store records it only
 // if it reaches the store before the click is answered.
-func notAfter(ctx context.Context, d Decision) Decision {
+func notAfter(ctx context.Context, d approval.Decision) approval.Decision {
 	if dl, ok := ctx.Deadline(); ok {
 		d.NotAfter = dl
 	}
@@ -51,11 +53,11 @@ func notAfter(ctx context.Context, d Decision) Decision {
 }
 
 // tooLate explains, after the acknowledgement, a decision the store could
-// not record in time. ErrTooLate means it was refused; any other error
+// not record in time. approval.ErrTooLate means it was refused; any other error
 // leaves it unknown whether it was recorded just before the deadline, so
 // that is found out first.
-func (b *Bot) tooLate(ctx context.Context, click Click, t *clickTarget, d Decision, err error) {
-	if errors.Is(err, ErrTooLate) {
+func (b *Bot) tooLate(ctx context.Context, click Click, t *clickTarget, d approval.Decision, err error) {
+	if errors.Is(err, approval.ErrTooLate) {
 		if ctx.Err() == nil {
 			// Refused while this process still had time: the store's clock
 			// is ahead of this host's by more than the budget.
@@ -73,10 +75,10 @@ func (b *Bot) tooLate(ctx context.Context, click Click, t *clickTarget, d Decisi
 // person which. Once its NotAfter has passed the store can no longer
 // record it, so what it reads now stays true. A decision recorded after
 // all updates its card, as any decision does.
-func (b *Bot) confirmLater(ctx context.Context, click Click, t *clickTarget, d Decision) {
+func (b *Bot) confirmLater(ctx context.Context, click Click, t *clickTarget, d approval.Decision) {
 	b.goAsync(ctx, "confirm a late decision", func(ctx context.Context) error {
 		a, err := b.approvals.Get(ctx, t.approval.Token)
-		var c *CallStatus
+		var c *approval.Call
 		if err == nil {
 			c = a.Call(t.call.ID)
 		}
@@ -85,7 +87,7 @@ func (b *Bot) confirmLater(ctx context.Context, click Click, t *clickTarget, d D
 			_ = b.ephemeral(ctx, click.Message.Channel, click.User, "slackbot could not confirm in time whether your click was recorded. The card shows every decision: look there before you click again.")
 			return err
 		case c != nil && recorded(c, d.By):
-			b.metrics.Decision(string(c.State))
+			b.metrics.Decision(string(c.Status))
 			_ = b.ephemeral(ctx, click.Message.Channel, click.User, "Your click was recorded (slackbot was slow to confirm it).")
 			return b.updateCard(ctx, a, c)
 		default:
@@ -96,9 +98,9 @@ func (b *Bot) confirmLater(ctx context.Context, click Click, t *clickTarget, d D
 
 // recorded reports whether by's decision is on the call: it decided the
 // call, or its approval counts towards the call's quorum.
-func recorded(c *CallStatus, by string) bool {
-	if c.State != StatePending && c.DecidedBy == by {
+func recorded(c *approval.Call, by string) bool {
+	if c.Status != approval.CallPending && c.DecidedBy == by {
 		return true
 	}
-	return slices.ContainsFunc(c.Votes, func(v Vote) bool { return v.User == by })
+	return slices.ContainsFunc(c.Votes, func(v approval.Vote) bool { return v.By == by })
 }

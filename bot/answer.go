@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Answer is a run's answer to post in the thread it was asked in, as a
@@ -150,7 +151,7 @@ func (b *Bot) findAnswer(ctx context.Context, a Answer, marker string) (string, 
 // RecordOutcomes records on each decided call of token what its tool did,
 // from the tool returns in msgs (and so in the audit stream), without
 // touching Slack, and returns the calls it recorded, with their outcome.
-func (b *Bot) RecordOutcomes(ctx context.Context, token string, msgs []agentrunner.Message) (*Approval, []*CallStatus, error) {
+func (b *Bot) RecordOutcomes(ctx context.Context, token string, msgs []agentrunner.Message) (*approval.Request, []*approval.Call, error) {
 	a, err := b.approvals.Get(ctx, token)
 	if err != nil {
 		return nil, nil, fmt.Errorf("record outcomes: %w", err)
@@ -165,21 +166,22 @@ func (b *Bot) RecordOutcomes(ctx context.Context, token string, msgs []agentrunn
 	}
 	var (
 		errs  []error
-		calls []*CallStatus
+		calls []*approval.Call
 	)
-	for _, c := range a.Calls {
-		if c.State != StateApproved && c.State != StateAnswered {
+	for i := range a.Calls {
+		c := &a.Calls[i]
+		if c.Status != approval.CallApproved && c.Status != approval.CallAnswered {
 			continue
 		}
 		p, ok := returns[c.ID]
 		if !ok {
 			continue
 		}
-		o := ToolOutcome{Status: OutcomeRan, Summary: truncate(p.ReturnText(), 500)}
+		o := approval.Outcome{Status: OutcomeRan, Summary: truncate(p.ReturnText(), 500)}
 		if p.Outcome == agentrunner.OutcomeFailed {
 			o.Status, o.Summary = OutcomeFailed, truncate(b.failureText(p), 500)
 		}
-		if err := b.approvals.Outcome(ctx, token, c.ID, o); err != nil {
+		if err := b.approvals.SetOutcome(ctx, token, c.ID, o); err != nil {
 			errs = append(errs, err)
 		}
 		c.Outcome = &o

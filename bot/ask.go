@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // DefaultTimeout bounds a wait when no route sets a timeout.
@@ -23,7 +24,7 @@ const DefaultTimeout = time.Hour
 // Its signature fits agentrunner.AskHandler.Deadline, so the token's
 // deadline and the cards' expiry agree.
 func (b *Bot) Deadline(rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests) time.Time {
-	origin := OriginFrom(rc)
+	origin := approval.OriginFrom(rc)
 	timeout := time.Duration(0)
 	for _, id := range req.IDs() {
 		c, _ := req.Call(id)
@@ -56,11 +57,11 @@ func (b *Bot) Deadline(rc *agentrunner.RunContext, req agentrunner.DeferredToolR
 // normally does that before the ask); a call whose card cannot be posted
 // fails with the reason, so the model can tell the user.
 func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-	origin := OriginFrom(rc)
+	origin := approval.OriginFrom(rc)
 	now := b.now()
-	a := &Approval{
+	a := &approval.Request{
 		Token: token, Requests: req, Origin: *origin, CreatedAt: now,
-		ExpiresAt: b.Deadline(rc, req), State: ApprovalPending,
+		ExpiresAt: b.Deadline(rc, req), State: approval.StatePending,
 	}
 	if rc != nil {
 		a.RunID = rc.RunID
@@ -70,7 +71,7 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 	}
 	var unrouted []string
 	for _, p := range b.pendingViews(req) {
-		cs := &CallStatus{ID: p.Call.ToolCallID, Kind: p.Kind, State: StatePending, Required: 1}
+		cs := approval.Call{ID: p.Call.ToolCallID, Kind: p.Kind, Status: approval.CallPending, Required: 1}
 		if r := b.matchRoute(p.Call.ToolName, origin.Channel); r != nil {
 			cs.Route = r.Name
 			cs.Required = max(r.RequiredApprovals, 1)
@@ -91,8 +92,8 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 		}
 		// Save the run before any card can be clicked, so a decision always
 		// finds the run to resume, even if this process is gone by then.
-		if saver, ok := b.approvals.(RunSaver); ok && rc.RunID != "" {
-			if err := saver.SaveRun(ctx, rc, token, req, *origin, a.ExpiresAt); err != nil {
+		if b.runs != nil && rc.RunID != "" {
+			if err := b.runs.SaveWaitingRun(ctx, rc, token, req, *origin, a.ExpiresAt); err != nil {
 				return nil, fmt.Errorf("save run state: %w", err)
 			}
 		}
@@ -100,15 +101,16 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 	for _, id := range unrouted {
 		c, _ := req.Call(id)
 		reason := NoRouteMessage(c.ToolName, origin)
-		action := ActionDeny
+		action := approval.ActionDeny
 		if req.Kind(id) != agentrunner.KindApproval {
-			action = ActionFail
+			action = approval.ActionFail
 		}
-		if _, err := b.approvals.Decide(ctx, token, Decision{CallID: id, By: AnsweredByNoRoute, Action: action, Reason: reason}); err != nil {
+		if _, err := b.approvals.Decide(ctx, token, approval.Decision{CallID: id, By: AnsweredByNoRoute, Action: action, Reason: reason}); err != nil {
 			return nil, fmt.Errorf("deny unrouted call %s: %w", id, err)
 		}
 	}
-	for _, c := range a.Calls {
+	for i := range a.Calls {
+		c := &a.Calls[i]
 		if c.Route == "" {
 			continue
 		}
@@ -122,12 +124,12 @@ func (b *Bot) Ask(ctx context.Context, rc *agentrunner.RunContext, req agentrunn
 		}
 		if err != nil {
 			b.log.ErrorContext(ctx, "post approval card", "err", err, "channel", route.Channel, "call", c.ID)
-			action := ActionFail
+			action := approval.ActionFail
 			if c.Kind == agentrunner.KindApproval {
-				action = ActionDeny
+				action = approval.ActionDeny
 			}
 			reason := agentrunner.NoDecisionPrefix + "the approval message could not be posted to Slack"
-			if _, derr := b.approvals.Decide(ctx, token, Decision{CallID: c.ID, By: "slackbot", Action: action, Reason: reason}); derr != nil {
+			if _, derr := b.approvals.Decide(ctx, token, approval.Decision{CallID: c.ID, By: "slackbot", Action: action, Reason: reason}); derr != nil {
 				return nil, fmt.Errorf("post card for %s: %w (and recording the failure: %v)", c.ID, err, derr)
 			}
 			continue
@@ -153,8 +155,8 @@ func (b *Bot) matchRoute(tool, channel string) *Route {
 // have posted the message anyway — is not simply retried: the channel's
 // recent history is searched for the card's marker first, so a burst under
 // a flaky network posts every card exactly once.
-func (b *Bot) post(ctx context.Context, channel string, card Card) (MessageRef, error) {
-	var ref MessageRef
+func (b *Bot) post(ctx context.Context, channel string, card Card) (approval.MessageRef, error) {
+	var ref approval.MessageRef
 	marker := cardMarker(card.Token, card.ToolCallID)
 	since := time.Now().Add(-time.Minute)
 	ambiguous, minimal := false, false
@@ -196,11 +198,11 @@ func (b *Bot) post(ctx context.Context, channel string, card Card) (MessageRef, 
 			}
 			return err
 		}
-		ref = MessageRef{Channel: ch, TS: ts}
+		ref = approval.MessageRef{Channel: ch, TS: ts}
 		return nil
 	})
 	if err != nil {
-		return MessageRef{}, fmt.Errorf("chat.postMessage to %s: %w", channel, err)
+		return approval.MessageRef{}, fmt.Errorf("chat.postMessage to %s: %w", channel, err)
 	}
 	return ref, nil
 }
@@ -217,18 +219,18 @@ func cardMarker(token, callID string) string {
 
 // findCard looks for a card with marker among the channel's messages since
 // the first attempt.
-func (b *Bot) findCard(ctx context.Context, channel, marker string, since time.Time) (MessageRef, error) {
+func (b *Bot) findCard(ctx context.Context, channel, marker string, since time.Time) (approval.MessageRef, error) {
 	resp, err := b.slack.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
 		ChannelID: channel, Oldest: fmt.Sprintf("%d.000000", since.Unix()), Limit: 200, IncludeAllMetadata: true,
 	})
 	if err != nil {
 		b.metrics.SlackError("conversations.history")
-		return MessageRef{}, fmt.Errorf("look for an ambiguously posted card: %w", err)
+		return approval.MessageRef{}, fmt.Errorf("look for an ambiguously posted card: %w", err)
 	}
 	for _, m := range resp.Messages {
 		if m.Metadata.EventType == cardEventType && m.Metadata.EventPayload["card"] == marker {
-			return MessageRef{Channel: channel, TS: m.Timestamp}, nil
+			return approval.MessageRef{Channel: channel, TS: m.Timestamp}, nil
 		}
 	}
-	return MessageRef{}, nil
+	return approval.MessageRef{}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Errors of AskAPI about routes. Both mean the client may not send the
@@ -54,10 +55,10 @@ type APIRequest struct {
 	// MaxAPITimeout; zero means the earliest timeout of the routes its
 	// calls go to, as for runs started from Slack.
 	Timeout time.Duration
-	// Create, when set, records the approval instead of the Bot's
+	// Create, when set, records the request instead of the Bot's
 	// Approvals.Create, so the HTTP API can store with it what bot does
-	// not know about (the owning client, a callback URL).
-	Create func(ctx context.Context, a *Approval) error
+	// not know about (a callback URL, the quota).
+	Create func(ctx context.Context, a *approval.Request) error
 }
 
 // AskAPI is the ask of the HTTP API: it routes each call (by tool name,
@@ -72,7 +73,7 @@ type APIRequest struct {
 // nothing recorded, when the request may not go where it would; ctx's
 // error when ctx ends while posting (the token stays open); and other
 // errors when recording fails.
-func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
+func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*approval.Request, error) {
 	var forced *Route
 	if req.Route != "" {
 		forced = b.route(req.Route)
@@ -85,7 +86,7 @@ func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
 	}
 	// Policies judge the authenticated client, never the free-text
 	// requester shown to people.
-	policyOrigin := &Origin{Client: req.Client}
+	policyOrigin := &approval.Origin{Client: req.Client}
 	routes := b.routes
 	if forced != nil {
 		// A named route is the only candidate, still only for the tools its
@@ -96,18 +97,14 @@ func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
 		only.Channels = nil
 		routes = &Routes{DefaultTimeout: b.routes.DefaultTimeout, Routes: []*Route{&only}}
 	}
-	requester := req.Requester
-	if requester == "" {
-		requester = req.Client
-	}
 	now := b.now()
-	a := &Approval{
-		Token: req.Token, Requests: req.Requests, Origin: Origin{Client: requester}, Client: req.Client,
-		Context: req.Context, CreatedAt: now, State: ApprovalPending,
+	a := &approval.Request{
+		Token: req.Token, Requests: req.Requests, Origin: approval.Origin{Client: req.Client, Name: req.Requester},
+		Context: req.Context, CreatedAt: now, State: approval.StatePending,
 	}
 	timeout := time.Duration(0)
 	for _, p := range b.pendingViews(req.Requests) {
-		cs := &CallStatus{ID: p.Call.ToolCallID, Kind: p.Kind, State: StatePending, Required: 1}
+		cs := approval.Call{ID: p.Call.ToolCallID, Kind: p.Kind, Status: approval.CallPending, Required: 1}
 		r := routes.Match(p.Call.ToolName, "")
 		if r == nil && forced != nil {
 			return nil, fmt.Errorf("call %s (%s), route %q: %w: %w", cs.ID, p.Call.ToolName, forced.Name, ErrRouteNotForTool, ErrRouteForbidden)
@@ -148,11 +145,12 @@ func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
 		if !ok {
 			continue
 		}
-		if _, err := b.approvals.Decide(ctx, req.Token, d); err != nil && !errors.Is(err, ErrDecided) {
+		if _, err := b.approvals.Decide(ctx, req.Token, d); err != nil && !errors.Is(err, approval.ErrDecided) {
 			return a, fmt.Errorf("record policy decision on %s: %w", c.ID, err)
 		}
 	}
-	for _, c := range a.Calls {
+	for i := range a.Calls {
+		c := &a.Calls[i]
 		if _, ok := policyDecision(decided, c.ID); ok || c.Route == "" {
 			continue
 		}
@@ -166,7 +164,7 @@ func (b *Bot) AskAPI(ctx context.Context, req APIRequest) (*Approval, error) {
 // postCard posts one call's card and records where it went. A card that
 // cannot be posted ends its call with no decision, so the agent learns it
 // at once; ctx ending leaves the call pending.
-func (b *Bot) postCard(ctx context.Context, a *Approval, c *CallStatus) error {
+func (b *Bot) postCard(ctx context.Context, a *approval.Request, c *approval.Call) error {
 	route := b.route(c.Route)
 	b.auth.Warm(route.Usergroups...) // the first click need not wait for a lookup
 	ref, err := b.post(ctx, route.Channel, b.card(a, c))
@@ -175,12 +173,12 @@ func (b *Bot) postCard(ctx context.Context, a *Approval, c *CallStatus) error {
 	}
 	if err != nil {
 		b.log.ErrorContext(ctx, "post approval card", "err", err, "channel", route.Channel, "call", c.ID)
-		action := ActionFail
+		action := approval.ActionFail
 		if c.Kind == agentrunner.KindApproval {
-			action = ActionDeny
+			action = approval.ActionDeny
 		}
 		reason := agentrunner.NoDecisionPrefix + "the approval message could not be posted to Slack"
-		if _, derr := b.approvals.Decide(ctx, a.Token, Decision{CallID: c.ID, By: "slackbot", Action: action, Reason: reason}); derr != nil {
+		if _, derr := b.approvals.Decide(ctx, a.Token, approval.Decision{CallID: c.ID, By: "slackbot", Action: action, Reason: reason}); derr != nil {
 			return fmt.Errorf("post card for %s: %w (and recording the failure: %v)", c.ID, err, derr)
 		}
 		return nil
@@ -194,18 +192,18 @@ func (b *Bot) postCard(ctx context.Context, a *Approval, c *CallStatus) error {
 
 // policyDecision turns the Policy handler's answer for a call into the
 // decision to record.
-func policyDecision(res *agentrunner.DeferredToolResults, id string) (Decision, bool) {
+func policyDecision(res *agentrunner.DeferredToolResults, id string) (approval.Decision, bool) {
 	by := res.AnsweredBy[id]
 	if r, ok := res.Approvals[id]; ok {
 		if r.Approved {
-			return Decision{CallID: id, By: by, Action: ActionApprove}, true
+			return approval.Decision{CallID: id, By: by, Action: approval.ActionApprove}, true
 		}
-		return Decision{CallID: id, By: by, Action: ActionDeny, Reason: r.DenialMessage()}, true
+		return approval.Decision{CallID: id, By: by, Action: approval.ActionDeny, Reason: r.DenialMessage()}, true
 	}
 	if r, ok := res.Calls[id]; ok {
-		return Decision{CallID: id, By: by, Action: ActionFail, Reason: r.Message}, true
+		return approval.Decision{CallID: id, By: by, Action: approval.ActionFail, Reason: r.Message}, true
 	}
-	return Decision{}, false
+	return approval.Decision{}, false
 }
 
 func routeAllowed(allowed []string, name string) bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
@@ -46,16 +47,17 @@ routes:
 // memApprovals keeps approvals in memory, deciding as the store does in
 // the simple cases AskAPI needs.
 type memApprovals struct {
+	bot.StubStore
 	mu        sync.Mutex
-	approvals map[string]*bot.Approval
-	decisions []bot.Decision
+	approvals map[string]*approval.Request
+	decisions []approval.Decision
 }
 
-func (m *memApprovals) Create(_ context.Context, a *bot.Approval) error {
+func (m *memApprovals) Create(_ context.Context, a *approval.Request) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.approvals == nil {
-		m.approvals = map[string]*bot.Approval{}
+		m.approvals = map[string]*approval.Request{}
 	}
 	if _, ok := m.approvals[a.Token]; ok {
 		return errors.New("duplicate token")
@@ -64,43 +66,38 @@ func (m *memApprovals) Create(_ context.Context, a *bot.Approval) error {
 	return nil
 }
 
-func (m *memApprovals) Get(_ context.Context, token string) (*bot.Approval, error) {
+func (m *memApprovals) Get(_ context.Context, token string) (*approval.Request, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.approvals[token]
 	if !ok {
-		return nil, bot.ErrNotFound
+		return nil, approval.ErrNotFound
 	}
 	return a, nil
 }
 
-func (m *memApprovals) SetMessage(_ context.Context, token, callID string, ref bot.MessageRef) error {
+func (m *memApprovals) SetMessage(_ context.Context, token, callID string, ref approval.MessageRef) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.approvals[token].Call(callID).Message = ref
 	return nil
 }
 
-func (m *memApprovals) Decide(_ context.Context, token string, d bot.Decision) (*bot.Decided, error) {
+func (m *memApprovals) Decide(_ context.Context, token string, d approval.Decision) (*approval.Decided, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.approvals[token]
 	if !ok {
-		return nil, bot.ErrNotFound
+		return nil, approval.ErrNotFound
 	}
 	c := a.Call(d.CallID)
-	if c.State != bot.StatePending {
-		return &bot.Decided{Approval: a, Call: c}, bot.ErrDecided
+	if c.Status != approval.CallPending {
+		return &approval.Decided{Request: a, Call: c}, approval.ErrDecided
 	}
 	m.decisions = append(m.decisions, d)
-	c.State = map[bot.Action]bot.CardState{bot.ActionApprove: bot.StateApproved, bot.ActionDeny: bot.StateDenied, bot.ActionFail: bot.StateFailed}[d.Action]
-	c.DecidedBy, c.Reason = d.By, d.Reason
-	return &bot.Decided{Approval: a, Call: c, Changed: true}, nil
+	bot.ApplyDecision(c, d)
+	return &approval.Decided{Request: a, Call: c, Changed: true}, nil
 }
-
-func (m *memApprovals) Refused(context.Context, bot.Refusal) error { return nil }
-
-func (m *memApprovals) Outcome(context.Context, string, string, bot.ToolOutcome) error { return nil }
 
 type askAPIEnv struct {
 	bot   *bot.Bot
@@ -131,7 +128,7 @@ func TestAskAPI(t *testing.T) {
 	type callWant struct {
 		ID, Route string
 		Required  int
-		State     bot.CardState
+		State     approval.CallStatus
 		By        string
 	}
 	tests := []struct {
@@ -150,11 +147,11 @@ func TestAskAPI(t *testing.T) {
 			call("u1", "launch_rocket", `{}`),
 		}}},
 		wantCalls: []callWant{
-			{"r1", "refunds", 1, bot.StateApproved, "policy:refunds"},
-			{"r2", "refunds", 1, bot.StatePending, ""},
-			{"d1", "deletions", 2, bot.StateDenied, "policy:deletions"},
-			{"d2", "deletions", 2, bot.StatePending, ""},
-			{"u1", "", 1, bot.StateDenied, "policy:none"},
+			{"r1", "refunds", 1, approval.CallApproved, "policy:refunds"},
+			{"r2", "refunds", 1, approval.CallPending, ""},
+			{"d1", "deletions", 2, approval.CallDenied, "policy:deletions"},
+			{"d2", "deletions", 2, approval.CallPending, ""},
+			{"u1", "", 1, approval.CallDenied, "policy:none"},
 		},
 		wantCards: map[string]int{"C0APPROVALS": 2},
 		wantTTL:   30 * time.Minute,
@@ -163,7 +160,7 @@ func TestAskAPI(t *testing.T) {
 		req: bot.APIRequest{Client: "support", Requester: "api:billing", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("r1", "issue_refund", `{"amount":50}`),
 		}}},
-		wantCalls: []callWant{{"r1", "refunds", 1, bot.StatePending, ""}},
+		wantCalls: []callWant{{"r1", "refunds", 1, approval.CallPending, ""}},
 		wantCards: map[string]int{"C0APPROVALS": 1},
 		wantTTL:   30 * time.Minute,
 	}, {
@@ -173,8 +170,8 @@ func TestAskAPI(t *testing.T) {
 			Calls:     []agentrunner.ToolCallPart{call("x1", "deploy_db", `{}`)},
 		}},
 		wantCalls: []callWant{
-			{"a1", "ops", 1, bot.StatePending, ""},
-			{"x1", "ops", 1, bot.StatePending, ""},
+			{"a1", "ops", 1, approval.CallPending, ""},
+			{"x1", "ops", 1, approval.CallPending, ""},
 		},
 		wantCards: map[string]int{"C0GENERAL": 2},
 		wantTTL:   10 * time.Minute,
@@ -183,7 +180,7 @@ func TestAskAPI(t *testing.T) {
 		req: bot.APIRequest{Client: "billing", Timeout: 30 * 24 * time.Hour, Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("g1", "deploy_web", `{}`),
 		}}},
-		wantCalls: []callWant{{"g1", "ops", 1, bot.StatePending, ""}},
+		wantCalls: []callWant{{"g1", "ops", 1, approval.CallPending, ""}},
 		wantCards: map[string]int{"C0GENERAL": 1},
 		wantTTL:   bot.MaxAPITimeout,
 	}, {
@@ -191,7 +188,7 @@ func TestAskAPI(t *testing.T) {
 		req: bot.APIRequest{Client: "billing", Requests: agentrunner.DeferredToolRequests{Calls: []agentrunner.ToolCallPart{
 			call("x1", "fetch_report", `{}`),
 		}}},
-		wantCalls: []callWant{{"x1", "", 1, bot.StateFailed, "policy:none"}},
+		wantCalls: []callWant{{"x1", "", 1, approval.CallFailed, "policy:none"}},
 		wantCards: map[string]int{},
 		wantTTL:   bot.DefaultTimeout,
 	}}
@@ -208,7 +205,7 @@ func TestAskAPI(t *testing.T) {
 			}
 			var got []callWant
 			for _, c := range a.Calls {
-				got = append(got, callWant{c.ID, c.Route, c.Required, c.State, c.DecidedBy})
+				got = append(got, callWant{c.ID, c.Route, c.Required, c.Status, c.DecidedBy})
 			}
 			if diff := cmp.Diff(tt.wantCalls, got); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
@@ -223,8 +220,8 @@ func TestAskAPI(t *testing.T) {
 				t.Errorf("cards per channel (-want +got):\n%s", diff)
 			}
 			for _, c := range a.Calls {
-				if (c.State == bot.StatePending) != (c.Message.TS != "") {
-					t.Errorf("call %s (%s): card %+v; want a card exactly for pending calls", c.ID, c.State, c.Message)
+				if (c.Status == approval.CallPending) != (c.Message.TS != "") {
+					t.Errorf("call %s (%s): card %+v; want a card exactly for pending calls", c.ID, c.Status, c.Message)
 				}
 			}
 			if got := a.ExpiresAt.Sub(e.now); got != tt.wantTTL {
@@ -237,14 +234,14 @@ func TestAskAPI(t *testing.T) {
 func TestAskAPICard(t *testing.T) {
 	e := newAskAPIEnv(t)
 	token := agentrunner.NewToken()
-	var created *bot.Approval
+	var created *approval.Request
 	_, err := e.bot.AskAPI(t.Context(), bot.APIRequest{
 		Token: token, Client: "support", Requester: "Ticket bot <@U0ALICE>",
 		Context: "Customer *Bob* asked for a refund of order A-1002.",
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("r1", "issue_refund", `{"amount":500,"order_id":"A-1002"}`),
 		}},
-		Create: func(ctx context.Context, a *bot.Approval) error {
+		Create: func(ctx context.Context, a *approval.Request) error {
 			created = a
 			return e.store.Create(ctx, a)
 		},
@@ -252,7 +249,7 @@ func TestAskAPICard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created == nil || created.Origin.Client != "Ticket bot <@U0ALICE>" || created.Context == "" {
+	if created == nil || created.Origin.Name != "Ticket bot <@U0ALICE>" || created.Origin.Client != "support" || created.Origin.Shown() != "Ticket bot <@U0ALICE>" || created.Context == "" {
 		t.Fatalf("Create hook: got %+v; want the approval with requester and context", created)
 	}
 	msgs := e.slack.Messages("C0APPROVALS")
@@ -298,7 +295,7 @@ func TestAskAPIRouteErrors(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
-			if _, err := e.store.Get(t.Context(), tt.req.Token); !errors.Is(err, bot.ErrNotFound) {
+			if _, err := e.store.Get(t.Context(), tt.req.Token); !errors.Is(err, approval.ErrNotFound) {
 				t.Errorf("a refused request was recorded (%v)", err)
 			}
 			if n := len(e.slack.Messages("C0APPROVALS")) + len(e.slack.Messages("C0GENERAL")); n != 0 {
@@ -322,11 +319,11 @@ func TestAskAPICardNotPosted(t *testing.T) {
 	}
 	a, _ := e.store.Get(t.Context(), token)
 	d1, d2 := a.Call("d1"), a.Call("d2")
-	if d1.State != bot.StateDenied || d1.DecidedBy != "slackbot" || !strings.HasPrefix(d1.Reason, agentrunner.NoDecisionPrefix) {
-		t.Errorf("d1: got %s by %q (%q); want denied by slackbot with no decision", d1.State, d1.DecidedBy, d1.Reason)
+	if d1.Status != approval.CallDenied || d1.DecidedBy != "slackbot" || !strings.HasPrefix(d1.Why(), agentrunner.NoDecisionPrefix) {
+		t.Errorf("d1: got %s by %q (%q); want denied by slackbot with no decision", d1.Status, d1.DecidedBy, d1.Why())
 	}
-	if d2.State != bot.StatePending || d2.Message.TS == "" {
-		t.Errorf("d2: got %s, card %+v; want pending with a card", d2.State, d2.Message)
+	if d2.Status != approval.CallPending || d2.Message.TS == "" {
+		t.Errorf("d2: got %s, card %+v; want pending with a card", d2.Status, d2.Message)
 	}
 }
 
@@ -345,8 +342,8 @@ func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
 				t.Fatal(err)
 			}
 			a, _ := e.store.Get(t.Context(), token)
-			if c := a.Call("d1"); c.State != bot.StatePending || c.Message.TS == "" {
-				t.Fatalf("d1: %s, card %+v; want pending with a card", c.State, c.Message)
+			if c := a.Call("d1"); c.Status != approval.CallPending || c.Message.TS == "" {
+				t.Fatalf("d1: %s, card %+v; want pending with a card", c.Status, c.Message)
 			}
 			msgs := e.slack.Messages("C0APPROVALS")
 			if len(msgs) != 1 {
@@ -356,7 +353,7 @@ func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
 				t.Errorf("posted card has buttons %v; want the minimal card with Approve:\n%s", got, msgs[0].BlocksJSON)
 			}
 
-			if _, err := e.store.Decide(t.Context(), token, bot.Decision{CallID: "d1", By: "U0ALICE", Action: bot.ActionApprove}); err != nil {
+			if _, err := e.store.Decide(t.Context(), token, approval.Decision{CallID: "d1", By: "U0ALICE", Action: approval.ActionApprove}); err != nil {
 				t.Fatal(err)
 			}
 			e.slack.ErrorNext("chat.update", code, 1)

@@ -2,21 +2,36 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
-// RefusedError says why a person may not decide a call. Its Reason is shown
-// to them (ephemerally) and recorded in the audit stream.
-type RefusedError struct {
-	Reason string
+// refusalCodes are the codes of Authorize's refusals.
+var refusalCodes = []string{approval.EWRONGTEAM, approval.EWRONGMESSAGE, approval.ENOROUTE, approval.ENOTAPPROVER, approval.ESELFAPPROVAL}
+
+// asRefusal returns the refusal err is (an *approval.Error with one of
+// Authorize's refusal codes), if it is one.
+func asRefusal(err error) (*approval.Error, bool) {
+	var e *approval.Error
+	if errors.As(err, &e) && slices.Contains(refusalCodes, e.Code) {
+		return e, true
+	}
+	return nil, false
 }
 
-func (e *RefusedError) Error() string { return "refused: " + e.Reason }
+// refusal is Authorize's refusal: code says why, message is shown to the
+// person (ephemerally) and recorded in the audit stream.
+func refusal(code, message string) *approval.Error {
+	return &approval.Error{Code: code, Message: message}
+}
 
 // Authorizer decides whether a Slack user may decide a call. It resolves
 // usergroup members with usergroups.users.list (Tier 2: about 20 calls a
@@ -55,32 +70,33 @@ type Click struct {
 	User         string
 	// Message is the message the button was on (or the message a modal was
 	// opened from); it must be the call's card.
-	Message MessageRef
-	Action  Action
+	Message approval.MessageRef
+	Action  approval.Action
 }
 
-// Authorize returns nil if click may decide call under route, or a
-// *RefusedError saying why not and who can decide. requester is who asked
+// Authorize returns nil if click may decide call under route, or an
+// *approval.Error coded EWRONGTEAM, EWRONGMESSAGE, ENOROUTE, ENOTAPPROVER
+// or ESELFAPPROVAL whose Message says why not and who can decide. requester is who asked
 // for the call.
-func (a *Authorizer) Authorize(ctx context.Context, click Click, call *CallStatus, route *Route, requester string) error {
+func (a *Authorizer) Authorize(ctx context.Context, click Click, call *approval.Call, route *Route, requester string) error {
 	if ws := (Workspace{TeamID: a.TeamID, EnterpriseID: a.EnterpriseID}); a.TeamID != "" && !ws.is(click.TeamID, click.EnterpriseID) {
-		return &RefusedError{Reason: "This button comes from another Slack workspace."}
+		return refusal(approval.EWRONGTEAM, "This button comes from another Slack workspace.")
 	}
 	if call.Message.Channel != "" && (click.Message.Channel != call.Message.Channel || click.Message.TS != call.Message.TS) {
-		return &RefusedError{Reason: "This button does not belong to the message of this request."}
+		return refusal(approval.EWRONGMESSAGE, "This button does not belong to the message of this request.")
 	}
 	if route == nil {
-		return &RefusedError{Reason: fmt.Sprintf("The route %q that this request was sent through no longer exists, so nobody can decide it here.", call.Route)}
+		return refusal(approval.ENOROUTE, fmt.Sprintf("The route %q that this request was sent through no longer exists, so nobody can decide it here.", call.Route))
 	}
 	ok, err := route.IsApprover(ctx, click.User, a.members)
 	if err != nil {
 		return fmt.Errorf("authorize %s: %w", click.User, err)
 	}
 	if !ok {
-		return &RefusedError{Reason: fmt.Sprintf("You are not an approver for %s requests. %s", route.Name, WhoCanDecide(route))}
+		return refusal(approval.ENOTAPPROVER, fmt.Sprintf("You are not an approver for %s requests. %s", route.Name, WhoCanDecide(route)))
 	}
-	if click.Action != ActionDeny && click.User == requester && !route.AllowSelfApproval {
-		return &RefusedError{Reason: "You asked for this call, so someone else must approve it. " + WhoCanDecide(route)}
+	if click.Action != approval.ActionDeny && click.User == requester && !route.AllowSelfApproval {
+		return refusal(approval.ESELFAPPROVAL, "You asked for this call, so someone else must approve it. "+WhoCanDecide(route))
 	}
 	return nil
 }

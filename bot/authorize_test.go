@@ -1,15 +1,16 @@
 package bot
 
 import (
-	"errors"
 	"testing"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // TestAuthorizeWorkspace: a click must come from the bot's workspace or,
 // on Enterprise Grid, from a workspace of the same organization.
 func TestAuthorizeWorkspace(t *testing.T) {
 	route := &Route{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1}
-	call := &CallStatus{ID: smCallID, Route: smRoute, State: StatePending, Message: MessageRef{Channel: smCardChan, TS: smCardTS}}
+	call := &approval.Call{ID: smCallID, Route: smRoute, Status: approval.CallPending, Message: approval.MessageRef{Channel: smCardChan, TS: smCardTS}}
 	tests := []struct {
 		name                 string
 		teamID, enterpriseID string // the bot's
@@ -28,11 +29,14 @@ func TestAuthorizeWorkspace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &Authorizer{TeamID: tt.teamID, EnterpriseID: tt.enterpriseID}
 			click := Click{TeamID: tt.clickTeam, EnterpriseID: tt.clickOrg, User: smApprover,
-				Message: MessageRef{Channel: smCardChan, TS: smCardTS}, Action: ActionApprove}
+				Message: approval.MessageRef{Channel: smCardChan, TS: smCardTS}, Action: approval.ActionApprove}
 			err := a.Authorize(t.Context(), click, call, route, smRequester)
-			var refused *RefusedError
-			if got := errors.As(err, &refused); got != tt.wantRefused || (!got && err != nil) {
+			_, got := asRefusal(err)
+			if got != tt.wantRefused || (!got && err != nil) {
 				t.Errorf("Authorize: got %v, want refused %v", err, tt.wantRefused)
+			}
+			if got && approval.ErrorCode(err) != approval.EWRONGTEAM {
+				t.Errorf("Authorize: code %q, want %s", approval.ErrorCode(err), approval.EWRONGTEAM)
 			}
 		})
 	}

@@ -13,13 +13,18 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Config holds what a Bot needs.
 type Config struct {
-	Slack     SlackAPI
-	Approvals Approvals
-	Routes    *Routes
+	Slack SlackAPI
+	// Approvals keeps the requests and records decisions (package store).
+	Approvals approval.Store
+	// Runs saves the runs that wait on a token, for durable resume; nil
+	// saves nothing.
+	Runs   RunSaver
+	Routes *Routes
 	// Runner supplies tools' confirmation texts and argument schemas.
 	Runner *agentrunner.Runner
 	// TeamID is this workspace's team id (from auth.test).
@@ -58,7 +63,8 @@ func (noMetrics) SlackError(string) {}
 // card in step with its call.
 type Bot struct {
 	slack     SlackAPI
-	approvals Approvals
+	approvals approval.Store
+	runs      RunSaver
 	routes    *Routes
 	runner    *agentrunner.Runner
 	auth      *Authorizer
@@ -77,7 +83,7 @@ type Bot struct {
 // New returns a Bot.
 func New(cfg Config) *Bot {
 	b := &Bot{
-		slack: cfg.Slack, approvals: cfg.Approvals, routes: cfg.Routes, runner: cfg.Runner,
+		slack: cfg.Slack, approvals: cfg.Approvals, runs: cfg.Runs, routes: cfg.Routes, runner: cfg.Runner,
 		log: cfg.Log, retry: cfg.Retry, now: cfg.Now, metrics: cfg.Metrics,
 	}
 	if b.log == nil {
@@ -150,7 +156,7 @@ func (b *Bot) toolLabel(name string) string {
 }
 
 // card builds the view of one call for rendering.
-func (b *Bot) card(a *Approval, c *CallStatus) Card {
+func (b *Bot) card(a *approval.Request, c *approval.Call) Card {
 	call, _ := a.Requests.Call(c.ID)
 	args, err := call.ArgsObject()
 	if err != nil {
@@ -158,11 +164,11 @@ func (b *Bot) card(a *Approval, c *CallStatus) Card {
 	}
 	card := Card{
 		Token: a.Token, ToolCallID: c.ID, Kind: c.Kind, ToolName: call.ToolName, ToolLabel: b.toolLabel(call.ToolName), Args: args,
-		Requester: cmp.Or(a.Origin.User, a.Origin.Client), RequesterIsSlackUser: a.Origin.User != "",
+		Requester: a.Origin.Shown(), RequesterIsSlackUser: a.Origin.User != "",
 		SourceChannel: a.Origin.Channel, Context: a.Context, Route: c.Route,
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
-		Votes: c.Votes, State: c.State, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
-		Reason: c.Reason, OverrideArgs: c.OverrideArgs, Answer: c.Answer, Outcome: c.Outcome,
+		Votes: c.Votes, State: c.Status, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
+		Reason: c.Why(), OverrideArgs: c.OverrideArgs(), Answer: c.Answer(), Outcome: c.Outcome,
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
 	}
 	if r := b.route(c.Route); r != nil {
@@ -199,20 +205,18 @@ func (b *Bot) pendingViews(req agentrunner.DeferredToolRequests) []agentrunner.P
 
 // updateCard re-renders a call's card in place from its current state.
 //
-// With a Locker, the card is locked, its state read afresh, rendered and
-// written, so concurrent updates from any processes end with the latest
-// state on the card.
-func (b *Bot) updateCard(ctx context.Context, a *Approval, c *CallStatus) error {
-	if l, ok := b.approvals.(Locker); ok {
-		release, err := l.Lock(ctx, "card:"+a.Token+":"+c.ID, 30*time.Second)
-		if err != nil {
-			return fmt.Errorf("update card: %w", err)
-		}
-		defer release()
-		if fresh, err := b.approvals.Get(ctx, a.Token); err == nil {
-			if fc := fresh.Call(c.ID); fc != nil {
-				a, c = fresh, fc
-			}
+// The card is locked, its state read afresh, rendered and written, so
+// concurrent updates from any processes end with the latest state on the
+// card.
+func (b *Bot) updateCard(ctx context.Context, a *approval.Request, c *approval.Call) error {
+	release, err := b.approvals.Lock(ctx, "card:"+a.Token+":"+c.ID, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("update card: %w", err)
+	}
+	defer release()
+	if fresh, err := b.approvals.Get(ctx, a.Token); err == nil {
+		if fc := fresh.Call(c.ID); fc != nil {
+			a, c = fresh, fc
 		}
 	}
 	b.locateCard(ctx, a, c)
@@ -222,7 +226,7 @@ func (b *Bot) updateCard(ctx context.Context, a *Approval, c *CallStatus) error 
 // locateCard finds a card whose message reference was never recorded —
 // the process that posted it died between posting and recording — by its
 // marker in the route channel's history, and records it.
-func (b *Bot) locateCard(ctx context.Context, a *Approval, c *CallStatus) {
+func (b *Bot) locateCard(ctx context.Context, a *approval.Request, c *approval.Call) {
 	if c.Message.TS != "" || c.Route == "" {
 		return
 	}
@@ -241,7 +245,7 @@ func (b *Bot) locateCard(ctx context.Context, a *Approval, c *CallStatus) {
 }
 
 // updateRendered replaces the message at ref with card.
-func (b *Bot) updateRendered(ctx context.Context, ref MessageRef, card Card) error {
+func (b *Bot) updateRendered(ctx context.Context, ref approval.MessageRef, card Card) error {
 	if ref.Channel == "" || ref.TS == "" {
 		return nil // never posted (or the post failed): nothing to update
 	}
@@ -276,8 +280,8 @@ func (b *Bot) UpdateCards(ctx context.Context, token string) error {
 		return fmt.Errorf("update cards: %w", err)
 	}
 	var firstErr error
-	for _, c := range a.Calls {
-		if err := b.updateCard(ctx, a, c); err != nil && firstErr == nil {
+	for i := range a.Calls {
+		if err := b.updateCard(ctx, a, &a.Calls[i]); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}

@@ -119,10 +119,9 @@ func (b *Bot) validateEdit(ctx context.Context, t *clickTarget, text string) (js
 			return nil, "slackbot does not know this tool's arguments, so they cannot be edited here."
 		}
 	}
+	// Policies judge the authenticated API client ("api:<client>"), never
+	// the name it gave.
 	requester := t.approval.Origin.Requester()
-	if t.approval.Client != "" {
-		requester = "api:" + t.approval.Client
-	}
 	args, err := b.CheckEdit(ctx, EditedCall{
 		Call: call, Route: t.call.Route, Requester: requester, Channel: t.approval.Origin.Channel,
 		Metadata: t.approval.Requests.Metadata[t.call.ID], Args: json.RawMessage(text),

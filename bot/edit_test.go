@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 const editRoutes = `
@@ -37,7 +38,7 @@ type editRefundArgs struct {
 
 // newEditBot returns a Bot that knows issue_refund (its schema) and
 // routes it to "refunds" (auto_deny above 10,000, auto_approve up to 100).
-func newEditBot(t *testing.T, a Approvals) *Bot {
+func newEditBot(t *testing.T, a approval.Store) *Bot {
 	t.Helper()
 	routes, err := ParseRoutes([]byte(editRoutes), "routes.yaml")
 	if err != nil {
@@ -115,28 +116,25 @@ func TestCheckEdit(t *testing.T) {
 
 // decideLog is one pending call that records the decisions it is given.
 type decideLog struct {
-	a         *Approval
+	stubStore
+	a         *approval.Request
 	mu        sync.Mutex
-	decisions []Decision
+	decisions []approval.Decision
 }
 
-func (d *decideLog) Create(context.Context, *Approval) error { return nil }
-func (d *decideLog) Get(_ context.Context, token string) (*Approval, error) {
+func (d *decideLog) Get(_ context.Context, token string) (*approval.Request, error) {
 	if token != d.a.Token {
-		return nil, ErrNotFound
+		return nil, approval.ErrNotFound
 	}
 	return d.a, nil
 }
-func (d *decideLog) SetMessage(context.Context, string, string, MessageRef) error { return nil }
-func (d *decideLog) Decide(_ context.Context, _ string, dec Decision) (*Decided, error) {
+func (d *decideLog) Decide(_ context.Context, _ string, dec approval.Decision) (*approval.Decided, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.decisions = append(d.decisions, dec)
 	c := *d.a.Call(dec.CallID)
-	return &Decided{Approval: d.a, Call: &c, Changed: false}, nil
+	return &approval.Decided{Request: d.a, Call: &c, Changed: false}, nil
 }
-func (d *decideLog) Refused(context.Context, Refusal) error                     { return nil }
-func (d *decideLog) Outcome(context.Context, string, string, ToolOutcome) error { return nil }
 
 // The edit modal refuses, inline and with the reason, arguments the
 // route's auto_deny denies (a $500 refund edited to $50,000 was approved);
@@ -155,15 +153,15 @@ func TestEditModalAppliesAutoDeny(t *testing.T) {
 		{"auto_approve does not approve an edit", "pay_vendor", "pairs", `{"amount": 50}`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &decideLog{a: &Approval{
-				Token: tok, State: ApprovalPending, Origin: Origin{User: "U0REQ", Channel: "C0SUPPORT"},
+			store := &decideLog{a: &approval.Request{
+				Token: tok, State: approval.StatePending, Origin: approval.Origin{User: "U0REQ", Channel: "C0SUPPORT"},
 				Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 					{ToolName: tt.tool, Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c1"}}},
-				Calls: []*CallStatus{{ID: "c1", Kind: agentrunner.KindApproval, State: StatePending, Route: tt.route, Required: 1,
-					Message: MessageRef{Channel: "C1", TS: "1.1"}}},
+				Calls: []approval.Call{{ID: "c1", Kind: agentrunner.KindApproval, Status: approval.CallPending, Route: tt.route, Required: 1,
+					Message: approval.MessageRef{Channel: "C1", TS: "1.1"}}},
 			}}
 			b := newEditBot(t, store)
-			meta := encodeModalMetadata(Card{Token: tok, ToolCallID: "c1"}, MessageRef{Channel: "C1", TS: "1.1"})
+			meta := encodeModalMetadata(Card{Token: tok, ToolCallID: "c1"}, approval.MessageRef{Channel: "C1", TS: "1.1"})
 			payload, _ := json.Marshal(map[string]any{
 				"type": "view_submission", "team": map[string]any{"id": "T1"}, "user": map[string]any{"id": "U0ALICE"},
 				"view": map[string]any{"callback_id": CallbackEditArgs, "private_metadata": meta, "state": map[string]any{
@@ -194,7 +192,7 @@ func TestEditModalAppliesAutoDeny(t *testing.T) {
 				t.Fatalf("got %d decisions, want 1", len(store.decisions))
 			}
 			d := store.decisions[0]
-			if d.By != "U0ALICE" || d.Action != ActionApprove || !strings.Contains(string(d.OverrideArgs), `"amount"`) {
+			if d.By != "U0ALICE" || d.Action != approval.ActionApprove || !strings.Contains(string(d.OverrideArgs), `"amount"`) {
 				t.Errorf("decision %+v; want U0ALICE's approval with the edited arguments", d)
 			}
 		})

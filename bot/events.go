@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack/slackevents"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Deduper remembers keys for a while; slackbot uses it so Slack's retries
@@ -135,6 +137,6 @@ func newTurn(team, channel, user, ts, threadTS string) Turn {
 	if threadTS == "" {
 		threadTS = ts
 	}
-	t.Origin = Origin{TeamID: team, Channel: channel, ThreadTS: threadTS, User: user}
+	t.Origin = approval.Origin{Team: team, Channel: channel, ThreadTS: threadTS, User: user}
 	return t
 }

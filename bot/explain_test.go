@@ -3,6 +3,8 @@ package bot
 import (
 	"strings"
 	"testing"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Explain names who decided without letting free text from an API client
@@ -17,7 +19,7 @@ func TestExplainEscapesWhoDecided(t *testing.T) {
 		{"Webhook/bob", "Webhook/bob"},
 	}
 	for _, c := range cases {
-		got := Explain(ErrDecided, &CallStatus{State: StateApproved, DecidedBy: c.by})
+		got := Explain(approval.ErrDecided, &approval.Call{Status: approval.CallApproved, DecidedBy: c.by})
 		if !strings.Contains(got, "approved by "+c.want+".") {
 			t.Errorf("decided by %q: got %q, want it to name %q", c.by, got, c.want)
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // HandleInteraction serves POST /slack/interactivity. Wrap it in
@@ -152,8 +154,8 @@ func checkInteraction(cb *slack.InteractionCallback) (*slack.InteractionCallback
 
 // clickTarget is a click resolved to its call.
 type clickTarget struct {
-	approval *Approval
-	call     *CallStatus
+	approval *approval.Request
+	call     *approval.Call
 	route    *Route
 }
 
@@ -166,11 +168,11 @@ func (b *Bot) target(ctx context.Context, token, callID string) (*clickTarget, e
 	}
 	id, ok := ResolveCallID(callID, a.Requests.IDs())
 	if !ok {
-		return nil, ErrNotFound
+		return nil, approval.ErrNotFound
 	}
 	c := a.Call(id)
 	if c == nil {
-		return nil, ErrNotFound
+		return nil, approval.ErrNotFound
 	}
 	return &clickTarget{approval: a, call: c, route: b.route(c.Route)}, nil
 }
@@ -178,9 +180,9 @@ func (b *Bot) target(ctx context.Context, token, callID string) (*clickTarget, e
 func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 	act := cb.ActionCallback.BlockActions[0]
 	token, callID, err := DecodeAction(act.Value)
-	msg := MessageRef{Channel: cb.Channel.ID, TS: cb.Message.Timestamp}
+	msg := approval.MessageRef{Channel: cb.Channel.ID, TS: cb.Message.Timestamp}
 	if cb.Container.ChannelID != "" {
-		msg = MessageRef{Channel: cb.Container.ChannelID, TS: cb.Container.MessageTs}
+		msg = approval.MessageRef{Channel: cb.Container.ChannelID, TS: cb.Container.MessageTs}
 	}
 	user := cb.User.ID
 	if err != nil {
@@ -199,20 +201,20 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 		// Anyone who can see the card may read the arguments.
 		b.openView(ctx, cb.TriggerID, msg.Channel, user, ArgsModal(b.card(t.approval, t.call)))
 	case ActionIDApprove, ActionIDDeny:
-		click.Action = ActionApprove
+		click.Action = approval.ActionApprove
 		if act.ActionID == ActionIDDeny {
-			click.Action = ActionDeny
+			click.Action = approval.ActionDeny
 		}
 		if !b.authorize(ctx, click, t) {
 			return
 		}
-		b.decide(ctx, click, t, Decision{CallID: t.call.ID, By: user, Action: click.Action})
+		b.decide(ctx, click, t, approval.Decision{CallID: t.call.ID, By: user, Action: click.Action})
 	case ActionIDDenyReason, ActionIDEdit, ActionIDAnswer:
-		click.Action = map[string]Action{ActionIDDenyReason: ActionDeny, ActionIDEdit: ActionApprove, ActionIDAnswer: ActionAnswer}[act.ActionID]
+		click.Action = map[string]approval.Action{ActionIDDenyReason: approval.ActionDeny, ActionIDEdit: approval.ActionApprove, ActionIDAnswer: approval.ActionAnswer}[act.ActionID]
 		if !b.authorize(ctx, click, t) {
 			return
 		}
-		if t.approval.State != ApprovalPending || t.call.State != StatePending {
+		if t.approval.State != approval.StatePending || t.call.Status != approval.CallPending {
 			b.tell(ctx, msg.Channel, user, Explain(stateErr(t), t.call))
 			return
 		}
@@ -235,14 +237,16 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 // stateErr maps a token's or call's final state to the error a late click gets.
 func stateErr(t *clickTarget) error {
 	switch t.approval.State {
-	case ApprovalExpired:
-		return ErrExpired
-	case ApprovalCancelled:
-		return ErrCancelled
-	case ApprovalResolved, ApprovalFailed:
-		return ErrResolved
+	case approval.StateExpired:
+		return approval.ErrExpired
+	case approval.StateCancelled:
+		return approval.ErrCancelled
+	case approval.StateResolved:
+		return approval.ErrResolved
+	case approval.StateFailed:
+		return approval.ErrFailed
 	}
-	return ErrDecided
+	return approval.ErrDecided
 }
 
 // authorize checks a click and, when it is refused, records the refusal
@@ -252,8 +256,8 @@ func (b *Bot) authorize(ctx context.Context, click Click, t *clickTarget) bool {
 	if err == nil {
 		return true
 	}
-	var refused *RefusedError
-	if !errors.As(err, &refused) {
+	refused, ok := asRefusal(err)
+	if !ok {
 		b.log.ErrorContext(ctx, "authorization failed", "err", err, "user", click.User)
 		text := "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment."
 		if pastBudget(ctx, err) {
@@ -262,33 +266,24 @@ func (b *Bot) authorize(ctx context.Context, click Click, t *clickTarget) bool {
 		b.tell(ctx, click.Message.Channel, click.User, text)
 		return false
 	}
-	b.metrics.Refused(refusalKind(refused.Reason))
-	if err := b.approvals.Refused(ctx, Refusal{Token: t.approval.Token, CallID: t.call.ID, User: click.User, Reason: refused.Reason}); err != nil {
-		b.log.ErrorContext(ctx, "audit refused click", "err", err)
-	}
-	b.log.InfoContext(ctx, "click refused", "user", click.User, "route", t.call.Route, "reason", refused.Reason)
-	b.tell(ctx, click.Message.Channel, click.User, ":no_entry: "+refused.Reason+" Nothing changed.")
+	b.refused(ctx, click, t, refused)
+	b.tell(ctx, click.Message.Channel, click.User, ":no_entry: "+refused.Message+" Nothing changed.")
 	return false
 }
 
-func refusalKind(reason string) string {
-	switch {
-	case strings.HasPrefix(reason, "You asked"):
-		return "self_approval"
-	case strings.HasPrefix(reason, "You are not"):
-		return "not_approver"
-	case strings.Contains(reason, "workspace"):
-		return "wrong_team"
-	case strings.Contains(reason, "message"):
-		return "wrong_message"
-	default:
-		return "other"
+// refused counts a refused click by its code and records it in the audit
+// stream.
+func (b *Bot) refused(ctx context.Context, click Click, t *clickTarget, refused *approval.Error) {
+	b.metrics.Refused(refused.Code)
+	if err := b.approvals.Refused(ctx, t.approval.Token, t.call.ID, click.User, refused.Code, refused.Message); err != nil {
+		b.log.ErrorContext(ctx, "audit refused click", "err", err)
 	}
+	b.log.InfoContext(ctx, "click refused", "user", click.User, "route", t.call.Route, "code", refused.Code, "reason", refused.Message)
 }
 
 // decide records a decision and then, after the acknowledgement, updates
 // the card and tells the person if their click came too late.
-func (b *Bot) decide(ctx context.Context, click Click, t *clickTarget, d Decision) {
+func (b *Bot) decide(ctx context.Context, click Click, t *clickTarget, d approval.Decision) {
 	if ctx.Err() != nil {
 		// The budget is spent: a decision sent now could land after Slack
 		// was told nothing changed.
@@ -297,7 +292,7 @@ func (b *Bot) decide(ctx context.Context, click Click, t *clickTarget, d Decisio
 	}
 	d = notAfter(ctx, d)
 	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
-	if err != nil && !errors.Is(err, ErrDecided) {
+	if err != nil && !errors.Is(err, approval.ErrDecided) {
 		if pastBudget(ctx, err) {
 			b.tooLate(ctx, click, t, d, err)
 			return
@@ -305,19 +300,27 @@ func (b *Bot) decide(ctx context.Context, click Click, t *clickTarget, d Decisio
 		b.tell(ctx, click.Message.Channel, click.User, Explain(err, t.call))
 		return
 	}
-	if errors.Is(err, ErrDecided) {
-		b.tell(ctx, click.Message.Channel, click.User, Explain(err, res.callOr(t.call)))
+	if errors.Is(err, approval.ErrDecided) {
+		b.tell(ctx, click.Message.Channel, click.User, Explain(err, callOr(res, t.call)))
 		return
 	}
-	if res.Changed {
-		b.metrics.Decision(string(res.Call.State))
-		b.goAsync(ctx, "update card", func(ctx context.Context) error {
-			return b.updateCard(ctx, res.Approval, res.Call)
-		})
-	}
+	b.decided(ctx, res)
 }
 
-func (d *Decided) callOr(c *CallStatus) *CallStatus {
+// decided counts a decision that changed the call and updates its card
+// after the acknowledgement.
+func (b *Bot) decided(ctx context.Context, res *approval.Decided) {
+	if !res.Changed {
+		return
+	}
+	b.metrics.Decision(string(res.Call.Status))
+	b.goAsync(ctx, "update card", func(ctx context.Context) error {
+		return b.updateCard(ctx, res.Request, res.Call)
+	})
+}
+
+// callOr is the call a decision concerns, or c if the store said nothing.
+func callOr(d *approval.Decided, c *approval.Call) *approval.Call {
 	if d != nil && d.Call != nil {
 		return d.Call
 	}
@@ -367,21 +370,22 @@ func viewFailedText(err error) string {
 	return "slackbot could not open the form (Slack answered: " + EscapeText(truncate(err.Error(), 200)) + "). Nothing changed. Click the button again in a moment."
 }
 
-// Explain turns an error from a click into the sentence the person sees.
-// This is the one place where errors become Slack replies.
-func Explain(err error, call *CallStatus) string {
-	switch {
-	case errors.Is(err, ErrNotFound):
+// Explain turns an error from a click into the sentence the person sees:
+// one sentence per approval error code. This is the one place where
+// errors become Slack replies.
+func Explain(err error, call *approval.Call) string {
+	switch approval.ErrorCode(err) {
+	case approval.ENOTFOUND:
 		return "slackbot no longer knows this request: it was decided or expired long ago. Nothing changed."
-	case errors.Is(err, ErrExpired):
+	case approval.EEXPIRED:
 		return ":hourglass: This request expired before a decision arrived. Nothing changed."
-	case errors.Is(err, ErrCancelled):
+	case approval.ECANCELLED:
 		return ":no_entry_sign: This request was cancelled. Nothing changed."
-	case errors.Is(err, ErrTooLate):
+	case approval.ETOOLATE:
 		return tooLateText
-	case errors.Is(err, ErrDecided), errors.Is(err, ErrResolved):
+	case approval.EDECIDED, approval.ERESOLVED, approval.EFAILED:
 		if call != nil && call.DecidedBy != "" {
-			return fmt.Sprintf("This call was already %s by %s. Nothing changed.", call.State, mentionOf(call.DecidedBy))
+			return fmt.Sprintf("This call was already %s by %s. Nothing changed.", call.Status, mentionOf(call.DecidedBy))
 		}
 		return "This call was already decided. Nothing changed."
 	default:
@@ -391,7 +395,7 @@ func Explain(err error, call *CallStatus) string {
 
 // explainLate is Explain, except when the acknowledgement budget ran out:
 // then the person is told that, and that nothing changed.
-func explainLate(ctx context.Context, err error, call *CallStatus) string {
+func explainLate(ctx context.Context, err error, call *approval.Call) string {
 	if pastBudget(ctx, err) {
 		return tooLateText
 	}
@@ -420,14 +424,14 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 		return modalError(cb.View.CallbackID, explainLate(ctx, err, nil))
 	}
 	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: meta.Message}
-	d := Decision{CallID: t.call.ID, By: user}
+	d := approval.Decision{CallID: t.call.ID, By: user}
 	values := cb.View.State.Values
 	switch cb.View.CallbackID {
 	case CallbackDenyReason:
-		click.Action, d.Action = ActionDeny, ActionDeny
+		click.Action, d.Action = approval.ActionDeny, approval.ActionDeny
 		d.Reason = strings.TrimSpace(values[BlockIDDenyReason][ActionIDDenyReasonInput].Value)
 	case CallbackEditArgs:
-		click.Action, d.Action = ActionApprove, ActionApprove
+		click.Action, d.Action = approval.ActionApprove, approval.ActionApprove
 		text := values[BlockIDEditArgs][ActionIDEditArgsInput].Value
 		args, problem := b.validateEdit(ctx, t, text)
 		if problem != "" {
@@ -435,7 +439,7 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 		}
 		d.OverrideArgs = args
 	case CallbackAnswer:
-		click.Action, d.Action = ActionAnswer, ActionAnswer
+		click.Action, d.Action = approval.ActionAnswer, approval.ActionAnswer
 		answer := strings.TrimSpace(values[BlockIDAnswer][ActionIDAnswerInput].Value)
 		if answer == "" {
 			return modalErrors(map[string]string{BlockIDAnswer: "Write an answer."})
@@ -445,11 +449,9 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 		return nil
 	}
 	if err := b.auth.Authorize(ctx, click, t.call, t.route, t.approval.Origin.Requester()); err != nil {
-		var refused *RefusedError
-		if errors.As(err, &refused) {
-			b.metrics.Refused(refusalKind(refused.Reason))
-			_ = b.approvals.Refused(ctx, Refusal{Token: t.approval.Token, CallID: t.call.ID, User: user, Reason: refused.Reason})
-			return modalError(cb.View.CallbackID, refused.Reason)
+		if refused, ok := asRefusal(err); ok {
+			b.refused(ctx, click, t, refused)
+			return modalError(cb.View.CallbackID, refused.Message)
 		}
 		if pastBudget(ctx, err) {
 			return modalError(cb.View.CallbackID, tooLateText)
@@ -462,18 +464,13 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 	d = notAfter(ctx, d)
 	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
 	if err != nil {
-		if pastBudget(ctx, err) && !errors.Is(err, ErrTooLate) {
+		if pastBudget(ctx, err) && !errors.Is(err, approval.ErrTooLate) {
 			b.confirmLater(ctx, click, t, d)
 			return modalError(cb.View.CallbackID, "slackbot could not confirm in time whether this was recorded; a message will tell you. Check the card before you submit again.")
 		}
-		return modalError(cb.View.CallbackID, explainLate(ctx, err, res.callOr(t.call)))
+		return modalError(cb.View.CallbackID, explainLate(ctx, err, callOr(res, t.call)))
 	}
-	if res.Changed {
-		b.metrics.Decision(string(res.Call.State))
-		b.goAsync(ctx, "update card", func(ctx context.Context) error {
-			return b.updateCard(ctx, res.Approval, res.Call)
-		})
-	}
+	b.decided(ctx, res)
 	return nil
 }
 

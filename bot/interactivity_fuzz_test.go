@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // nopSlack answers every Slack call successfully and does nothing.
@@ -41,21 +43,20 @@ func (nopSlack) GetConversationHistoryContext(context.Context, *slack.GetConvers
 
 // oneApproval is an Approvals holding one pending approval, enough for
 // hostile payloads to reach every branch of the handler.
-type oneApproval struct{ a *Approval }
+type oneApproval struct {
+	stubStore
+	a *approval.Request
+}
 
-func (o oneApproval) Create(context.Context, *Approval) error { return nil }
-func (o oneApproval) Get(_ context.Context, token string) (*Approval, error) {
+func (o oneApproval) Get(_ context.Context, token string) (*approval.Request, error) {
 	if token != o.a.Token {
-		return nil, ErrNotFound
+		return nil, approval.ErrNotFound
 	}
 	return o.a, nil
 }
-func (o oneApproval) SetMessage(context.Context, string, string, MessageRef) error { return nil }
-func (o oneApproval) Decide(_ context.Context, _ string, d Decision) (*Decided, error) {
-	return &Decided{Approval: o.a, Call: o.a.Call(d.CallID)}, ErrDecided
+func (o oneApproval) Decide(_ context.Context, _ string, d approval.Decision) (*approval.Decided, error) {
+	return &approval.Decided{Request: o.a, Call: o.a.Call(d.CallID)}, approval.ErrDecided
 }
-func (o oneApproval) Refused(context.Context, Refusal) error                     { return nil }
-func (o oneApproval) Outcome(context.Context, string, string, ToolOutcome) error { return nil }
 
 // FuzzInteraction feeds arbitrary payloads to the interactivity handler
 // (after signature verification, which it trusts): it must answer 200 or
@@ -78,9 +79,9 @@ func FuzzInteraction(f *testing.F) {
 	}
 	b := New(Config{
 		Slack: nopSlack{},
-		Approvals: oneApproval{a: &Approval{
-			Token: tok, State: ApprovalPending,
-			Calls: []*CallStatus{{ID: "call_1", State: StatePending, Route: "r", Message: MessageRef{Channel: "C1", TS: "1.1"}}},
+		Approvals: oneApproval{a: &approval.Request{
+			Token: tok, State: approval.StatePending,
+			Calls: []approval.Call{{ID: "call_1", Status: approval.CallPending, Route: "r", Message: approval.MessageRef{Channel: "C1", TS: "1.1"}}},
 		}},
 		Routes: &Routes{Routes: []*Route{{Name: "r", Channel: "C1", Users: []string{"U1"}, RequiredApprovals: 1}}},
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // cardClickPayload is a block_actions payload as Slack sends it for a click on
@@ -19,7 +20,7 @@ func cardClickPayload(tb testing.TB) string {
 		Token: agentrunner.NewToken(), ToolCallID: "call_1", Kind: agentrunner.KindApproval, ToolName: "delete_file",
 		Args: json.RawMessage(`{"path":"/srv/data/customers.csv","recursive":false}`), Requester: "U0CAROL",
 		RequesterIsSlackUser: true, SourceChannel: "C0GENERAL", Route: "deletions", CreatedAt: time.Unix(1700000000, 0),
-		ExpiresAt: time.Unix(1700003600, 0), RequiredApprovals: 1, State: StatePending, AllowDenyReason: true, AllowEdit: true,
+		ExpiresAt: time.Unix(1700003600, 0), RequiredApprovals: 1, State: approval.CallPending, AllowDenyReason: true, AllowEdit: true,
 	}
 	blocks, err := json.Marshal(ApprovalBlocks(card))
 	if err != nil {

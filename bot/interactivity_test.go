@@ -14,6 +14,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
@@ -88,10 +89,10 @@ func (e *clickEnv) ephemerals(user string) []string {
 	return out
 }
 
-func (e *clickEnv) decisions() []Decision {
+func (e *clickEnv) decisions() []approval.Decision {
 	e.approvals.mu.Lock()
 	defer e.approvals.mu.Unlock()
-	return append([]Decision(nil), e.approvals.decisions...)
+	return append([]approval.Decision(nil), e.approvals.decisions...)
 }
 
 // TestFailedViewsOpenIsExplained: when Slack refuses to open a modal (the
@@ -158,7 +159,7 @@ type stallingApprovals struct {
 	// anything; lateReply records the decision and then stalls, as when
 	// Redis ran the script but its answer never came back.
 	stallGet, stallDecide, lateReply bool
-	tooLate                          bool // Decide answers ErrTooLate
+	tooLate                          bool // Decide answers approval.ErrTooLate
 }
 
 func (s *stallingApprovals) flags() (get, decide, late, tooLate bool) {
@@ -167,7 +168,7 @@ func (s *stallingApprovals) flags() (get, decide, late, tooLate bool) {
 	return s.stallGet, s.stallDecide, s.lateReply, s.tooLate
 }
 
-func (s *stallingApprovals) Get(ctx context.Context, token string) (*Approval, error) {
+func (s *stallingApprovals) Get(ctx context.Context, token string) (*approval.Request, error) {
 	if get, _, _, _ := s.flags(); get {
 		<-ctx.Done()
 		return nil, fmt.Errorf("get %s: %w", token, ctx.Err())
@@ -175,11 +176,11 @@ func (s *stallingApprovals) Get(ctx context.Context, token string) (*Approval, e
 	return s.recordingApprovals.Get(ctx, token)
 }
 
-func (s *stallingApprovals) Decide(ctx context.Context, token string, d Decision) (*Decided, error) {
+func (s *stallingApprovals) Decide(ctx context.Context, token string, d approval.Decision) (*approval.Decided, error) {
 	_, decide, late, tooLate := s.flags()
 	switch {
 	case tooLate:
-		return nil, fmt.Errorf("decide: %w", ErrTooLate)
+		return nil, fmt.Errorf("decide: %w", approval.ErrTooLate)
 	case decide:
 		<-ctx.Done()
 		return nil, fmt.Errorf("decide: %w", ctx.Err())
@@ -194,10 +195,10 @@ func (s *stallingApprovals) Decide(ctx context.Context, token string, d Decision
 }
 
 // state returns the call's state in the store.
-func (e *clickEnv) state() CardState {
+func (e *clickEnv) state() approval.CallStatus {
 	e.approvals.mu.Lock()
 	defer e.approvals.mu.Unlock()
-	return e.approvals.a.Calls[0].State
+	return e.approvals.a.Calls[0].Status
 }
 
 // TestSlowUsergroupLookupDoesNotHoldTheAck: usergroups.users.list takes
@@ -226,7 +227,7 @@ func TestSlowUsergroupLookupDoesNotHoldTheAck(t *testing.T) {
 
 	e.click(t, smApprover, ActionIDApprove)
 	e.settle()
-	if got := e.state(); got != StateApproved {
+	if got := e.state(); got != approval.CallApproved {
 		t.Errorf("after the cache was filled, the click left the call %s, want approved", got)
 	}
 	if n := len(e.fake.Calls("usergroups.users.list")); n != 1 {
@@ -242,14 +243,14 @@ func TestFrozenStoreDecidesNothing(t *testing.T) {
 	tests := []struct {
 		name      string
 		set       func(s *stallingApprovals)
-		wantState CardState
+		wantState approval.CallStatus
 		wantTold  string
 		wantCard  bool // the card was updated
 	}{
-		{"loading the request stalls", func(s *stallingApprovals) { s.stallGet = true }, StatePending, tooLateText, false},
-		{"recording stalls", func(s *stallingApprovals) { s.stallDecide = true }, StatePending, tooLateText, false},
-		{"the store refuses the decision as late", func(s *stallingApprovals) { s.tooLate = true }, StatePending, tooLateText, false},
-		{"recorded, but the answer came too late", func(s *stallingApprovals) { s.lateReply = true }, StateApproved, "Your click was recorded", true},
+		{"loading the request stalls", func(s *stallingApprovals) { s.stallGet = true }, approval.CallPending, tooLateText, false},
+		{"recording stalls", func(s *stallingApprovals) { s.stallDecide = true }, approval.CallPending, tooLateText, false},
+		{"the store refuses the decision as late", func(s *stallingApprovals) { s.tooLate = true }, approval.CallPending, tooLateText, false},
+		{"recorded, but the answer came too late", func(s *stallingApprovals) { s.lateReply = true }, approval.CallApproved, "Your click was recorded", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -343,7 +344,7 @@ func TestFrozenStoreModalSubmission(t *testing.T) {
 		!strings.Contains(resp.Errors[BlockIDDenyReason], "could not confirm in time") {
 		t.Errorf("modal answer: got %s, want an error on %s saying it could not be confirmed", w.Body, BlockIDDenyReason)
 	}
-	if got := e.state(); got != StatePending {
+	if got := e.state(); got != approval.CallPending {
 		t.Errorf("call state: got %s, want pending", got)
 	}
 	if got := e.ephemerals(smApprover); len(got) != 1 || got[0] != tooLateText {

@@ -8,13 +8,9 @@ import (
 	"strings"
 
 	"github.com/slack-go/slack"
-)
 
-// MessageRef names a posted Slack message: its channel and timestamp.
-type MessageRef struct {
-	Channel string `json:"channel"`
-	TS      string `json:"ts"`
-}
+	"github.com/slackapprove/slackbot/approval"
+)
 
 // ModalMetadata is what a modal's private_metadata carries back in its
 // view_submission: the call it is about and the message to update.
@@ -26,7 +22,7 @@ type ModalMetadata struct {
 	CallID string
 	// Message is the approval message the modal was opened from; empty for
 	// ArgsModal.
-	Message MessageRef
+	Message approval.MessageRef
 }
 
 // ErrInvalidModalMetadata is returned by DecodeModalMetadata for
@@ -104,13 +100,13 @@ func ArgsModal(c Card) slack.ModalViewRequest {
 		Title:           plain("Tool call arguments", true),
 		Close:           plain("Close", true),
 		Blocks:          slack.Blocks{BlockSet: blocks},
-		PrivateMetadata: encodeModalMetadata(c, MessageRef{}),
+		PrivateMetadata: encodeModalMetadata(c, approval.MessageRef{}),
 	}
 }
 
 // DenyReasonModal asks for the reason a call is denied; the model is told
 // the reason. Its input is BlockIDDenyReason / ActionIDDenyReasonInput.
-func DenyReasonModal(c Card, ref MessageRef) slack.ModalViewRequest {
+func DenyReasonModal(c Card, ref approval.MessageRef) slack.ModalViewRequest {
 	c = normalize(c)
 	input := slack.NewPlainTextInputBlockElement(plain("Why may this call not run?", false), ActionIDDenyReasonInput).
 		WithMultiline(true).
@@ -137,7 +133,7 @@ func DenyReasonModal(c Card, ref MessageRef) slack.ModalViewRequest {
 // current as pretty JSON, or c.Args when current is empty. Arguments too
 // long for a Slack input (3,000 characters even when compacted) cannot be
 // edited here: the modal says so and has no submit button.
-func EditArgsModal(c Card, ref MessageRef, current json.RawMessage) slack.ModalViewRequest {
+func EditArgsModal(c Card, ref approval.MessageRef, current json.RawMessage) slack.ModalViewRequest {
 	c = normalize(c)
 	if len(bytes.TrimSpace(current)) == 0 {
 		current = c.Args
@@ -193,7 +189,7 @@ func editableJSON(args json.RawMessage) (text string, length int, ok bool) {
 
 // AnswerModal asks a person to answer a question call. Its input is
 // BlockIDAnswer / ActionIDAnswerInput.
-func AnswerModal(c Card, ref MessageRef) slack.ModalViewRequest {
+func AnswerModal(c Card, ref approval.MessageRef) slack.ModalViewRequest {
 	c = normalize(c)
 	input := slack.NewPlainTextInputBlockElement(nil, ActionIDAnswerInput).
 		WithMultiline(true).
@@ -219,7 +215,7 @@ func AnswerModal(c Card, ref MessageRef) slack.ModalViewRequest {
 // encodeModalMetadata writes the call and the message into at most 3,000
 // characters: a call id that does not fit travels as a hash reference. It
 // returns "" for a token EncodeAction would refuse.
-func encodeModalMetadata(c Card, ref MessageRef) string {
+func encodeModalMetadata(c Card, ref approval.MessageRef) string {
 	if c.Token == "" || len(c.Token) > MaxTokenLen {
 		return ""
 	}
@@ -263,5 +259,5 @@ func DecodeModalMetadata(s string) (ModalMetadata, error) {
 	if m.Token == "" || len(m.Token) > MaxTokenLen {
 		return fail("bad token")
 	}
-	return ModalMetadata{Token: m.Token, CallID: m.CallID, Message: MessageRef{Channel: m.Channel, TS: m.TS}}, nil
+	return ModalMetadata{Token: m.Token, CallID: m.CallID, Message: approval.MessageRef{Channel: m.Channel, TS: m.TS}}, nil
 }

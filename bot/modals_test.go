@@ -11,9 +11,10 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
-var testRef = MessageRef{Channel: "C0APPROVALS", TS: "1772463845.000100"}
+var testRef = approval.MessageRef{Channel: "C0APPROVALS", TS: "1772463845.000100"}
 
 func goldenModals() map[string]slack.ModalViewRequest {
 	c := pendingCard()

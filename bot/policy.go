@@ -8,6 +8,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // AnsweredBy values recorded for decisions made by routing rather than by a
@@ -47,7 +48,7 @@ type PolicyDecision struct {
 
 // HandleDeferred implements agentrunner.DeferredHandler.
 func (p *Policy) HandleDeferred(ctx context.Context, rc *agentrunner.RunContext, requests agentrunner.DeferredToolRequests) (*agentrunner.DeferredToolResults, error) {
-	origin := OriginFrom(rc)
+	origin := approval.OriginFrom(rc)
 	now := time.Now
 	if p.Now != nil {
 		now = p.Now
@@ -89,7 +90,7 @@ func (p *Policy) HandleDeferred(ctx context.Context, rc *agentrunner.RunContext,
 	return res, nil
 }
 
-func (p *Policy) record(ctx context.Context, rc *agentrunner.RunContext, origin *Origin, requests agentrunner.DeferredToolRequests, res *agentrunner.DeferredToolResults) {
+func (p *Policy) record(ctx context.Context, rc *agentrunner.RunContext, origin *approval.Origin, requests agentrunner.DeferredToolRequests, res *agentrunner.DeferredToolResults) {
 	for _, id := range requests.IDs() {
 		by, ok := res.AnsweredBy[id]
 		if !ok {
@@ -109,7 +110,7 @@ func (p *Policy) record(ctx context.Context, rc *agentrunner.RunContext, origin 
 	}
 }
 
-func (p *Policy) evaluate(ctx context.Context, route *Route, call agentrunner.ToolCallPart, origin *Origin, md map[string]any, now time.Time) (Verdict, error) {
+func (p *Policy) evaluate(ctx context.Context, route *Route, call agentrunner.ToolCallPart, origin *approval.Origin, md map[string]any, now time.Time) (Verdict, error) {
 	if !route.HasPolicy() {
 		return Undecided, nil
 	}
@@ -142,12 +143,12 @@ func runID(rc *agentrunner.RunContext) string {
 }
 
 // NoRouteMessage is what the model is told when no route matches a call.
-func NoRouteMessage(tool string, origin *Origin) string {
+func NoRouteMessage(tool string, origin *approval.Origin) string {
 	return fmt.Sprintf("No approval route matches %s from %s; the call was denied. Ask an admin to add a route.",
 		tool, describeOrigin(origin))
 }
 
-func describeOrigin(o *Origin) string {
+func describeOrigin(o *approval.Origin) string {
 	switch {
 	case o == nil:
 		return "an unknown origin"

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 )
 
@@ -101,7 +102,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "refund both", Deps: &bot.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}})
+	res, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "refund both", Deps: &approval.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -135,7 +136,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "go", AllowPending: true, Deps: &bot.Origin{Channel: "C0SUPPORT"}})
+	res, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "go", AllowPending: true, Deps: &approval.Origin{Channel: "C0SUPPORT"}})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -196,7 +197,7 @@ routes:
 	}
 	var logs bytes.Buffer
 	p := &bot.Policy{Routes: rs, Log: slog.New(slog.NewTextHandler(&logs, nil))}
-	rc := &agentrunner.RunContext{RunID: "run-1", Deps: bot.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}}
+	rc := &agentrunner.RunContext{RunID: "run-1", Deps: approval.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}}
 	got, err := p.HandleDeferred(t.Context(), rc, req)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +241,7 @@ routes:
 
 	// The same refund from another channel or another requester matches
 	// no route, or is not auto-approved.
-	other := &agentrunner.RunContext{Deps: &bot.Origin{Channel: "C0GENERAL", User: "U0CAROL"}}
+	other := &agentrunner.RunContext{Deps: &approval.Origin{Channel: "C0GENERAL", User: "U0CAROL"}}
 	got, err = p.HandleDeferred(t.Context(), other, agentrunner.DeferredToolRequests{Approvals: req.Approvals[:1]})
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +249,7 @@ routes:
 	if a := got.Approvals["refund"]; a.Approved || got.AnsweredBy["refund"] != bot.AnsweredByNoRoute {
 		t.Errorf("refund from C0GENERAL: got %+v by %q, want denied by policy:none", a, got.AnsweredBy["refund"])
 	}
-	mallory := &agentrunner.RunContext{Deps: &bot.Origin{Channel: "C0SUPPORT", User: "U0MALLORY"}}
+	mallory := &agentrunner.RunContext{Deps: &approval.Origin{Channel: "C0SUPPORT", User: "U0MALLORY"}}
 	got, err = p.HandleDeferred(t.Context(), mallory, agentrunner.DeferredToolRequests{Approvals: req.Approvals[:1]})
 	if err != nil {
 		t.Fatal(err)
@@ -273,32 +274,32 @@ func TestPolicyNoRoutes(t *testing.T) {
 
 // embeddedOrigin is a run's deps that carry more than the origin.
 type embeddedOrigin struct {
-	*bot.Origin
+	*approval.Origin
 	Extra string
 }
 
 func TestOriginFrom(t *testing.T) {
-	o := &bot.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}
+	o := &approval.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}
 	tests := []struct {
 		name string
 		rc   *agentrunner.RunContext
-		want bot.Origin
+		want approval.Origin
 	}{
-		{"nil run", nil, bot.Origin{}},
-		{"no deps", &agentrunner.RunContext{}, bot.Origin{}},
+		{"nil run", nil, approval.Origin{}},
+		{"no deps", &agentrunner.RunContext{}, approval.Origin{}},
 		{"pointer", &agentrunner.RunContext{Deps: o}, *o},
 		{"value", &agentrunner.RunContext{Deps: *o}, *o},
 		{"embedded", &agentrunner.RunContext{Deps: embeddedOrigin{Origin: o}}, *o},
-		{"nil pointer", &agentrunner.RunContext{Deps: (*bot.Origin)(nil)}, bot.Origin{}},
-		{"other deps", &agentrunner.RunContext{Deps: "db"}, bot.Origin{}},
+		{"nil pointer", &agentrunner.RunContext{Deps: (*approval.Origin)(nil)}, approval.Origin{}},
+		{"other deps", &agentrunner.RunContext{Deps: "db"}, approval.Origin{}},
 	}
 	for _, tt := range tests {
-		got := bot.OriginFrom(tt.rc)
+		got := approval.OriginFrom(tt.rc)
 		if got == nil || *got != tt.want {
 			t.Errorf("%s: OriginFrom = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
-	if got := (&bot.Origin{Client: "billing"}).Requester(); got != "api:billing" {
+	if got := (&approval.Origin{Client: "billing"}).Requester(); got != "api:billing" {
 		t.Errorf("API client requester = %q, want api:billing", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Card is everything one approval message shows: one pending call, and
@@ -55,13 +56,13 @@ type Card struct {
 	// below 1 mean 1.
 	RequiredApprovals int `json:"required_approvals,omitempty"`
 	// Votes are the approvals given so far.
-	Votes []Vote `json:"votes,omitempty"`
+	Votes []approval.Vote `json:"votes,omitempty"`
 	// AllowDenyReason and AllowEdit add the "Deny with reason…" and
 	// "Edit arguments…" buttons to an approval.
 	AllowDenyReason bool `json:"allow_deny_reason,omitempty"`
 	AllowEdit       bool `json:"allow_edit,omitempty"`
 	// State is where the call stands.
-	State CardState `json:"state"`
+	State approval.CallStatus `json:"state"`
 	// DecidedBy is who decided: a Slack user id, "policy:<route>", or the
 	// name of an API client.
 	DecidedBy string    `json:"decided_by,omitempty"`
@@ -75,43 +76,10 @@ type Card struct {
 	// Answer is the answer to a question or the external result.
 	Answer json.RawMessage `json:"answer,omitempty"`
 	// Outcome is what happened when the tool ran, once known.
-	Outcome *ToolOutcome `json:"outcome,omitempty"`
+	Outcome *approval.Outcome `json:"outcome,omitempty"`
 }
 
-// CardState is where a pending call stands.
-type CardState string
-
-// The states of a card. Every state but StatePending is final.
-const (
-	StatePending   CardState = "pending"
-	StateApproved  CardState = "approved"
-	StateDenied    CardState = "denied"
-	StateAnswered  CardState = "answered"
-	StateFailed    CardState = "failed"
-	StateExpired   CardState = "expired"
-	StateCancelled CardState = "cancelled"
-)
-
-// Vote is one approval towards a call's quorum.
-type Vote struct {
-	User string    `json:"user"`
-	At   time.Time `json:"at"`
-	// ArgsKey names the arguments approved: empty or "-" for the call's
-	// own, another value for each set of edited arguments. Only votes for
-	// the same arguments count toward one quorum.
-	ArgsKey string `json:"args_key,omitempty"`
-}
-
-// ToolOutcome is what happened when an approved or answered call's tool
-// ran.
-type ToolOutcome struct {
-	// Status is OutcomeRan or OutcomeFailed.
-	Status string `json:"status"`
-	// Summary is a short, human-readable result or error.
-	Summary string `json:"summary,omitempty"`
-}
-
-// The values of ToolOutcome.Status.
+// The values of approval.Outcome.Status.
 const (
 	OutcomeRan    = "ran"
 	OutcomeFailed = "failed"
@@ -178,7 +146,7 @@ func (l *cardLayout) blocks() []slack.Block {
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain(headerText(c), true)),
 	}
-	if c.State != StatePending {
+	if c.State != approval.CallPending {
 		blocks = append(blocks, l.outcomeBlocks()...)
 	}
 	blocks = append(blocks,
@@ -188,7 +156,7 @@ func (l *cardLayout) blocks() []slack.Block {
 	if strings.TrimSpace(c.Context) != "" {
 		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain("Context: "+c.Context, l.caps.context), false), nil, nil))
 	}
-	pending := c.State == StatePending
+	pending := c.State == approval.CallPending
 	if l.edited() {
 		blocks = append(blocks, l.argsBlocks("*Arguments as requested*", l.args, "", false)...)
 		blocks = append(blocks, l.argsBlocks("*Arguments as approved (edited)*", l.override, "", false)...)
@@ -218,7 +186,7 @@ func ApprovalText(c Card) string {
 	c = normalize(c)
 	emoji, word := stateLabel(c)
 	s := emoji + " " + word + ": " + oneLine(c.ToolLabel)
-	if c.State == StatePending && c.Kind != agentrunner.KindExternal {
+	if c.State == approval.CallPending && c.Kind != agentrunner.KindExternal {
 		s += " — " + oneLine(c.Confirmation)
 	}
 	return fit(s, maxFallbackText, "…", neutralRune)
@@ -230,7 +198,7 @@ func normalize(c Card) Card {
 		c.Kind = agentrunner.KindApproval
 	}
 	if c.State == "" {
-		c.State = StatePending
+		c.State = approval.CallPending
 	}
 	if c.RequiredApprovals < 1 {
 		c.RequiredApprovals = 1
@@ -262,7 +230,7 @@ func defaultConfirmation(tool string, args json.RawMessage) string {
 // thing in the header and the notification.
 func stateLabel(c Card) (emoji, word string) {
 	switch c.State {
-	case StatePending:
+	case approval.CallPending:
 		switch c.Kind {
 		case agentrunner.KindQuestion:
 			return "❓", "Question"
@@ -271,20 +239,20 @@ func stateLabel(c Card) (emoji, word string) {
 		default:
 			return "⏳", "Approval needed"
 		}
-	case StateApproved:
+	case approval.CallApproved:
 		return "✅", "Approved"
-	case StateDenied:
+	case approval.CallDenied:
 		return "❌", "Denied"
-	case StateAnswered:
+	case approval.CallAnswered:
 		if c.Kind == agentrunner.KindExternal {
 			return "📥", "Result received"
 		}
 		return "💬", "Answered"
-	case StateFailed:
+	case approval.CallFailed:
 		return "⚠️", "Failed"
-	case StateExpired:
+	case approval.CallExpired:
 		return "⌛", "Expired"
-	case StateCancelled:
+	case approval.CallCancelled:
 		return "🚫", "Cancelled"
 	default:
 		return "❔", "Unknown state " + fit(oneLine(string(c.State)), maxIdentifier, "…", func(r rune) string { return string(r) })
@@ -303,7 +271,7 @@ func (l *cardLayout) outcomeBlocks() []slack.Block {
 	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(outcomeLine(c)), nil, nil)}
 	if strings.TrimSpace(c.Reason) != "" {
 		label := "Reason: "
-		if c.State == StateFailed {
+		if c.State == approval.CallFailed {
 			label = "Error: "
 		}
 		blocks = append(blocks, slack.NewSectionBlock(plain(label+"“"+fitPlain(c.Reason, l.caps.reason-textLen(label)-2)+"”", false), nil, nil))
@@ -330,27 +298,27 @@ func outcomeLine(c Card) string {
 		at = " · " + slackDate(c.DecidedAt)
 	}
 	switch c.State {
-	case StateApproved:
+	case approval.CallApproved:
 		line = "✅ *Approved*" + byClause(by) + at
 		if len(c.OverrideArgs) > 0 {
 			line += " · with edited arguments"
 		}
-	case StateDenied:
+	case approval.CallDenied:
 		line = "❌ *Denied*" + byClause(by) + at
-	case StateAnswered:
+	case approval.CallAnswered:
 		if c.Kind == agentrunner.KindExternal {
 			line = "📥 *Result received*" + fromClause(by) + at
 		} else {
 			line = "💬 *Answered*" + byClause(by) + at
 		}
-	case StateFailed:
+	case approval.CallFailed:
 		line = "⚠️ *Failed*" + at
-	case StateExpired:
+	case approval.CallExpired:
 		line = "⌛ *Expired* — no decision arrived"
 		if !c.ExpiresAt.IsZero() {
 			line += " by " + slackDate(c.ExpiresAt)
 		}
-	case StateCancelled:
+	case approval.CallCancelled:
 		line = "🚫 *Cancelled*" + byClause(by) + at
 	default:
 		line = "❔ *Unknown state* " + literal(string(c.State))
@@ -372,7 +340,7 @@ func (l *cardLayout) answerBlocks(label string) []slack.Block {
 	return blocks
 }
 
-func outcomeText(o ToolOutcome, maxSummary int) string {
+func outcomeText(o approval.Outcome, maxSummary int) string {
 	var head string
 	switch o.Status {
 	case OutcomeRan:
@@ -452,10 +420,10 @@ func requesterLine(c Card) string {
 // when a quorum of several was reached.
 func statusLine(c Card, max int) string {
 	var parts []string
-	if c.State == StatePending && !c.ExpiresAt.IsZero() {
+	if c.State == approval.CallPending && !c.ExpiresAt.IsZero() {
 		parts = append(parts, "Expires "+slackDate(c.ExpiresAt))
 	}
-	if c.RequiredApprovals > 1 && (c.State == StatePending || c.State == StateApproved) {
+	if c.RequiredApprovals > 1 && (c.State == approval.CallPending || c.State == approval.CallApproved) {
 		parts = append(parts, quorumParts(c)...)
 	}
 	return fitJoin(parts, " · ", max)

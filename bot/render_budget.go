@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // maxMessageText is how many characters of block text one message may
@@ -72,7 +73,9 @@ func newCardLayout(c Card) *cardLayout {
 
 // edited reports that the card shows the requested and the edited
 // arguments.
-func (l *cardLayout) edited() bool { return len(l.c.OverrideArgs) > 0 && l.c.State == StateApproved }
+func (l *cardLayout) edited() bool {
+	return len(l.c.OverrideArgs) > 0 && l.c.State == approval.CallApproved
+}
 
 // fit renders the card within maxMessageText. The argument previews shrink
 // first (each to what the other blocks leave, down to minArgsPreview);
@@ -116,7 +119,7 @@ func MinimalApprovalBlocks(c Card) []slack.Block {
 	c = normalize(c)
 	version := cardVersion(c) + "m"
 	blocks := []slack.Block{slack.NewHeaderBlock(plain(headerText(c), true))}
-	pending := c.State == StatePending
+	pending := c.State == approval.CallPending
 	if pending {
 		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain(c.Confirmation, 500), false), nil, nil))
 	} else {
@@ -194,8 +197,8 @@ func cardVersion(c Card) string {
 	str(string(c.State))
 	str(string(c.Kind))
 	for _, v := range c.Votes {
-		str(v.User)
-		str(v.ArgsKey)
+		str(v.By)
+		str(v.Key)
 		str(v.At.UTC().String())
 	}
 	str(c.DecidedBy)

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // checkMessageText checks Slack's limit on a message's text, all blocks
@@ -50,14 +51,14 @@ func longestCard(t testing.TB) Card {
 		if i%2 == 1 {
 			key = fmt.Sprintf("edit%d", i%5)
 		}
-		c.Votes = append(c.Votes, Vote{User: fmt.Sprintf("U%08d", i), At: decided, ArgsKey: key})
+		c.Votes = append(c.Votes, approval.Vote{By: fmt.Sprintf("U%08d", i), At: decided, Key: key})
 	}
 	c.AllowDenyReason, c.AllowEdit = true, true
 	c.DecidedBy, c.DecidedAt = strings.Repeat("api-client", 30), decided
 	c.Reason = long
 	c.OverrideArgs = worstArgs(1 << 20)
 	c.Answer = mustMarshal(t, long)
-	c.Outcome = &ToolOutcome{Status: OutcomeRan, Summary: long}
+	c.Outcome = &approval.Outcome{Status: OutcomeRan, Summary: long}
 	return c
 }
 
@@ -67,16 +68,18 @@ func longestCard(t testing.TB) Card {
 func TestApprovalBlocksFitOneMessage(t *testing.T) {
 	base := longestCard(t)
 	cards := map[string]func(c *Card){
-		"pending":                    func(c *Card) {},
-		"quorum partial":             func(c *Card) { c.Answer, c.Reason, c.Outcome = nil, "", nil },
-		"approved with outcome":      func(c *Card) { c.State = StateApproved },
-		"approved as requested":      func(c *Card) { c.State, c.OverrideArgs = StateApproved, nil },
-		"denied with a long reason":  func(c *Card) { c.State = StateDenied },
-		"expired":                    func(c *Card) { c.State = StateExpired },
-		"cancelled":                  func(c *Card) { c.State = StateCancelled },
-		"failed":                     func(c *Card) { c.State = StateFailed },
-		"question answered":          func(c *Card) { c.Kind, c.State = agentrunner.KindQuestion, StateAnswered },
-		"external result":            func(c *Card) { c.Kind, c.State, c.Answer = agentrunner.KindExternal, StateAnswered, worstArgs(1<<20) },
+		"pending":                   func(c *Card) {},
+		"quorum partial":            func(c *Card) { c.Answer, c.Reason, c.Outcome = nil, "", nil },
+		"approved with outcome":     func(c *Card) { c.State = approval.CallApproved },
+		"approved as requested":     func(c *Card) { c.State, c.OverrideArgs = approval.CallApproved, nil },
+		"denied with a long reason": func(c *Card) { c.State = approval.CallDenied },
+		"expired":                   func(c *Card) { c.State = approval.CallExpired },
+		"cancelled":                 func(c *Card) { c.State = approval.CallCancelled },
+		"failed":                    func(c *Card) { c.State = approval.CallFailed },
+		"question answered":         func(c *Card) { c.Kind, c.State = agentrunner.KindQuestion, approval.CallAnswered },
+		"external result": func(c *Card) {
+			c.Kind, c.State, c.Answer = agentrunner.KindExternal, approval.CallAnswered, worstArgs(1<<20)
+		},
 		"question pending":           func(c *Card) { c.Kind = agentrunner.KindQuestion },
 		"external pending":           func(c *Card) { c.Kind = agentrunner.KindExternal },
 		"hostile approved (edited)":  func(c *Card) { *c = hostileCards(t)["approval/approved"] },
@@ -97,10 +100,10 @@ func TestApprovalBlocksFitOneMessage(t *testing.T) {
 			if !strings.Contains(all, "*Arguments") {
 				t.Errorf("the arguments were left out:\n%.500s", all)
 			}
-			if c.State == StatePending && c.Kind != agentrunner.KindExternal && len(find(v, "actions")) != 1 {
+			if c.State == approval.CallPending && c.Kind != agentrunner.KindExternal && len(find(v, "actions")) != 1 {
 				t.Errorf("a pending card lost its buttons")
 			}
-			if c.State != StatePending && len(find(v, "button")) != 0 {
+			if c.State != approval.CallPending && len(find(v, "button")) != 0 {
 				t.Errorf("a decided card has buttons")
 			}
 		})
@@ -158,7 +161,7 @@ func TestMinimalApprovalBlocks(t *testing.T) {
 			checkMessage(t, c, blocks)
 			v := toJSON(t, slack.Blocks{BlockSet: blocks})
 			ids := actionIDs(v)
-			pending := normalize(c).State == StatePending
+			pending := normalize(c).State == approval.CallPending
 			switch {
 			case !pending && len(ids) != 0:
 				t.Errorf("decided card has buttons %v", ids)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // prettyJSON writes what json.Indent writes, with invisible characters
@@ -98,14 +99,14 @@ func TestRenderingDeepArgsIsBounded(t *testing.T) {
 	if n := allocated(func() { _ = ApprovalBlocks(c) }); n > budget {
 		t.Errorf("ApprovalBlocks allocated %d bytes for 20 KB of nesting, want < %d", n, budget)
 	}
-	c.State, c.OverrideArgs = StateApproved, deepArgs(10_000)
+	c.State, c.OverrideArgs = approval.CallApproved, deepArgs(10_000)
 	if n := allocated(func() { _ = ApprovalBlocks(c) }); n > budget {
 		t.Errorf("ApprovalBlocks (approved) allocated %d bytes, want < %d", n, budget)
 	}
 	if n := allocated(func() { _ = ArgsModal(c) }); n > budget {
 		t.Errorf("ArgsModal allocated %d bytes, want < %d", n, budget)
 	}
-	if n := allocated(func() { _ = EditArgsModal(c, MessageRef{}, nil) }); n > budget {
+	if n := allocated(func() { _ = EditArgsModal(c, approval.MessageRef{}, nil) }); n > budget {
 		t.Errorf("EditArgsModal allocated %d bytes, want < %d", n, budget)
 	}
 }
@@ -173,7 +174,7 @@ func BenchmarkRenderWorstCaseArgs(b *testing.B) {
 	pending := pendingCard()
 	pending.Args, pending.Confirmation = args, ""
 	approved := pending
-	approved.State, approved.OverrideArgs = StateApproved, args
+	approved.State, approved.OverrideArgs = approval.CallApproved, args
 	b.Run("pending_card", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -196,7 +197,7 @@ func BenchmarkRenderWorstCaseArgs(b *testing.B) {
 	b.Run("edit_modal", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = EditArgsModal(pending, MessageRef{}, nil)
+			_ = EditArgsModal(pending, approval.MessageRef{}, nil)
 		}
 	})
 	b.Run("indent_before", func(b *testing.B) {

@@ -3,6 +3,8 @@ package bot
 import (
 	"fmt"
 	"strings"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // originalArgs is the ArgsKey of votes for the call's own arguments.
@@ -16,11 +18,11 @@ type voteSet struct {
 
 // voteSets groups a card's votes by the arguments they approve, the call's
 // own first, then edited sets in the order of their first vote.
-func voteSets(votes []Vote) []voteSet {
+func voteSets(votes []approval.Vote) []voteSet {
 	sets := []voteSet{{key: originalArgs}}
 	index := map[string]int{originalArgs: 0}
 	for _, v := range votes {
-		key := v.ArgsKey
+		key := v.Key
 		if key == "" {
 			key = originalArgs
 		}
@@ -30,7 +32,7 @@ func voteSets(votes []Vote) []voteSet {
 			index[key] = i
 			sets = append(sets, voteSet{key: key})
 		}
-		sets[i].voters = append(sets[i].voters, voter(v.User))
+		sets[i].voters = append(sets[i].voters, voter(v.By))
 	}
 	if len(sets[0].voters) == 0 && len(sets) > 1 {
 		sets = sets[1:]
@@ -46,7 +48,7 @@ func voteSets(votes []Vote) []voteSet {
 // who approved the arguments it runs with.
 func quorumParts(c Card) []string {
 	sets := voteSets(c.Votes)
-	if c.State == StateApproved {
+	if c.State == approval.CallApproved {
 		for _, s := range sets {
 			if len(s.voters) >= c.RequiredApprovals {
 				sets = []voteSet{s}
@@ -60,7 +62,7 @@ func quorumParts(c Card) []string {
 	for i, s := range sets {
 		var what string
 		switch {
-		case onlyOriginal || (c.State == StateApproved && len(sets) == 1):
+		case onlyOriginal || (c.State == approval.CallApproved && len(sets) == 1):
 			what = " approvals"
 		case s.key == originalArgs:
 			what = " approvals for these arguments"

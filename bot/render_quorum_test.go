@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // statusText is the card's status line (expiry and quorum).
@@ -22,28 +24,28 @@ func statusText(t *testing.T, c Card) string {
 
 // Votes for different arguments never add up, and the card says so.
 func TestQuorumLineCountsPerArgumentSet(t *testing.T) {
-	vote := func(user, key string) Vote { return Vote{User: user, At: decided, ArgsKey: key} }
+	vote := func(user, key string) approval.Vote { return approval.Vote{By: user, At: decided, Key: key} }
 	tests := []struct {
 		name  string
-		state CardState
-		votes []Vote
+		state approval.CallStatus
+		votes []approval.Vote
 		want  string
 	}{
-		{"no votes", StatePending, nil, "0 of 2 approvals"},
-		{"the call's own arguments", StatePending, []Vote{vote("U0ALICE", "")}, "1 of 2 approvals: <@U0ALICE>"},
-		{"different arguments", StatePending, []Vote{vote("U0ALICE", "-"), vote("U0BOB", "d1gest")},
+		{"no votes", approval.CallPending, nil, "0 of 2 approvals"},
+		{"the call's own arguments", approval.CallPending, []approval.Vote{vote("U0ALICE", "")}, "1 of 2 approvals: <@U0ALICE>"},
+		{"different arguments", approval.CallPending, []approval.Vote{vote("U0ALICE", "-"), vote("U0BOB", "d1gest")},
 			"1 of 2 approvals for these arguments: <@U0ALICE> · 1 of 2 for edited arguments: <@U0BOB>"},
-		{"only edited arguments", StatePending, []Vote{vote("U0BOB", "d1gest")}, "1 of 2 approvals for edited arguments: <@U0BOB>"},
-		{"two edits", StatePending, []Vote{vote("U0BOB", "d1"), vote("U0CAROL", "d2")},
+		{"only edited arguments", approval.CallPending, []approval.Vote{vote("U0BOB", "d1gest")}, "1 of 2 approvals for edited arguments: <@U0BOB>"},
+		{"two edits", approval.CallPending, []approval.Vote{vote("U0BOB", "d1"), vote("U0CAROL", "d2")},
 			"1 of 2 approvals for edited arguments #1: <@U0BOB> · 1 of 2 for edited arguments #2: <@U0CAROL>"},
-		{"approved: who approved what runs", StateApproved, []Vote{vote("U0ALICE", "-"), vote("U0BOB", "d1"), vote("U0CAROL", "d1")},
+		{"approved: who approved what runs", approval.CallApproved, []approval.Vote{vote("U0ALICE", "-"), vote("U0BOB", "d1"), vote("U0CAROL", "d1")},
 			"2 of 2 approvals: <@U0BOB>, <@U0CAROL>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := pendingCard()
 			c.RequiredApprovals, c.Votes, c.State = 2, tt.votes, tt.state
-			if tt.state == StateApproved {
+			if tt.state == approval.CallApproved {
 				c.DecidedBy, c.DecidedAt = "U0CAROL", decided
 			}
 			got := statusText(t, c)
@@ -73,13 +75,13 @@ func TestBlockIDsChangeOnEveryUpdate(t *testing.T) {
 	c.RequiredApprovals = 2
 	c.Args = bigArgs(5_000) // a View all arguments button: the args block is named too
 	steps := []func(c *Card){
-		func(c *Card) { c.Votes = []Vote{{User: "U0ALICE", At: decided}} },
-		func(c *Card) { c.Votes = append(c.Votes, Vote{User: "U0BOB", At: decided, ArgsKey: "d1"}) },
+		func(c *Card) { c.Votes = []approval.Vote{{By: "U0ALICE", At: decided}} },
+		func(c *Card) { c.Votes = append(c.Votes, approval.Vote{By: "U0BOB", At: decided, Key: "d1"}) },
 		func(c *Card) {
-			c.Votes[1].ArgsKey = "-"
-			c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
+			c.Votes[1].Key = "-"
+			c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
 		},
-		func(c *Card) { c.Outcome = &ToolOutcome{Status: OutcomeRan, Summary: "deleted"} },
+		func(c *Card) { c.Outcome = &approval.Outcome{Status: OutcomeRan, Summary: "deleted"} },
 	}
 	prev := ids(ApprovalBlocks(c))
 	if len(prev) < 3 {

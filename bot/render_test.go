@@ -17,6 +17,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -47,7 +48,7 @@ func pendingCard() Card {
 		CreatedAt:            created,
 		ExpiresAt:            expires,
 		RequiredApprovals:    1,
-		State:                StatePending,
+		State:                approval.CallPending,
 	}
 }
 
@@ -62,7 +63,7 @@ func goldenCards() map[string]Card {
 	add("pending", func(c *Card) {})
 	add("pending_quorum", func(c *Card) {
 		c.RequiredApprovals = 2
-		c.Votes = []Vote{{User: "U0BOB", At: decided}}
+		c.Votes = []approval.Vote{{By: "U0BOB", At: decided}}
 	})
 	add("pending_deny_reason_edit", func(c *Card) {
 		c.AllowDenyReason, c.AllowEdit = true, true
@@ -86,29 +87,29 @@ func goldenCards() map[string]Card {
 		c.Mentions = nil
 	})
 	add("approved", func(c *Card) {
-		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
 	})
 	add("approved_quorum", func(c *Card) {
 		c.RequiredApprovals = 2
-		c.Votes = []Vote{{User: "U0BOB", At: decided}, {User: "U0CAROL", At: decided}}
-		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0CAROL", decided
+		c.Votes = []approval.Vote{{By: "U0BOB", At: decided}, {By: "U0CAROL", At: decided}}
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0CAROL", decided
 	})
 	add("approved_override", func(c *Card) {
-		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
 		c.OverrideArgs = json.RawMessage(`{"path":"temp.txt","force":false}`)
 	})
 	add("approved_policy", func(c *Card) {
-		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "policy:files", decided
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "policy:files", decided
 	})
 	add("denied_reason", func(c *Card) {
-		c.State, c.DecidedBy, c.DecidedAt = StateDenied, "U0BOB", decided
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallDenied, "U0BOB", decided
 		c.Reason = "Not during the freeze; try again Monday."
 	})
 	add("expired", func(c *Card) {
-		c.State = StateExpired
+		c.State = approval.CallExpired
 	})
 	add("cancelled", func(c *Card) {
-		c.State, c.DecidedBy, c.DecidedAt = StateCancelled, "billing-agent", decided
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallCancelled, "billing-agent", decided
 		c.Reason = "The run was cancelled by its client."
 	})
 	add("answered", func(c *Card) {
@@ -116,7 +117,7 @@ func goldenCards() map[string]Card {
 		c.ToolName = "ask_human"
 		c.Args = json.RawMessage(`{"question":"Which region should the backup go to?"}`)
 		c.Confirmation = "Which region should the backup go to?"
-		c.State, c.DecidedBy, c.DecidedAt = StateAnswered, "U0BOB", decided
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallAnswered, "U0BOB", decided
 		c.Answer = json.RawMessage(`"eu-west-1, please"`)
 	})
 	add("external_result", func(c *Card) {
@@ -124,20 +125,20 @@ func goldenCards() map[string]Card {
 		c.ToolName = "run_batch_job"
 		c.Args = json.RawMessage(`{"job":"nightly-export"}`)
 		c.Confirmation = `Run run_batch_job({"job":"nightly-export"})?`
-		c.State, c.DecidedBy, c.DecidedAt = StateAnswered, "batch-runner", decided
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallAnswered, "batch-runner", decided
 		c.Answer = json.RawMessage(`{"rows":1200,"file":"s3://exports/nightly.csv"}`)
 	})
 	add("failed", func(c *Card) {
-		c.State, c.DecidedAt = StateFailed, decided
+		c.State, c.DecidedAt = approval.CallFailed, decided
 		c.Reason = "Slack rejected the update: channel_not_found"
 	})
 	add("tool_ran", func(c *Card) {
-		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
-		c.Outcome = &ToolOutcome{Status: OutcomeRan, Summary: "Deleted temp.txt (2 KB)."}
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
+		c.Outcome = &approval.Outcome{Status: OutcomeRan, Summary: "Deleted temp.txt (2 KB)."}
 	})
 	add("tool_failed", func(c *Card) {
-		c.State, c.DecidedBy, c.DecidedAt = StateApproved, "U0BOB", decided
-		c.Outcome = &ToolOutcome{Status: OutcomeFailed, Summary: "permission denied: temp.txt"}
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
+		c.Outcome = &approval.Outcome{Status: OutcomeFailed, Summary: "permission denied: temp.txt"}
 	})
 	add("truncated_args", func(c *Card) {
 		c.Args = bigArgs(10_000)
@@ -273,7 +274,7 @@ func hostileCards(t testing.TB) map[string]Card {
 		CreatedAt:            created,
 		ExpiresAt:            expires,
 		RequiredApprovals:    3,
-		Votes:                []Vote{{User: "U0BOB", At: decided}, {User: "<!everyone>", At: decided}},
+		Votes:                []approval.Vote{{By: "U0BOB", At: decided}, {By: "<!everyone>", At: decided}},
 		AllowDenyReason:      true,
 		AllowEdit:            true,
 		DecidedBy:            "U0CAROL",
@@ -281,11 +282,11 @@ func hostileCards(t testing.TB) map[string]Card {
 		Reason:               strings.Repeat(hostile, 40),
 		OverrideArgs:         hostileArgs(t, 12_000),
 		Answer:               mustMarshal(t, strings.Repeat(hostile, 40)),
-		Outcome:              &ToolOutcome{Status: OutcomeRan, Summary: strings.Repeat(hostile, 10)},
+		Outcome:              &approval.Outcome{Status: OutcomeRan, Summary: strings.Repeat(hostile, 10)},
 	}
 	cards := map[string]Card{}
 	kinds := []agentrunner.CallKind{agentrunner.KindApproval, agentrunner.KindQuestion, agentrunner.KindExternal}
-	states := []CardState{StatePending, StateApproved, StateDenied, StateAnswered, StateFailed, StateExpired, StateCancelled, "weird " + CardState(hostile)}
+	states := []approval.CallStatus{approval.CallPending, approval.CallApproved, approval.CallDenied, approval.CallAnswered, approval.CallFailed, approval.CallExpired, approval.CallCancelled, "weird " + approval.CallStatus(hostile)}
 	for _, k := range kinds {
 		for _, s := range states {
 			c := base
@@ -295,13 +296,13 @@ func hostileCards(t testing.TB) map[string]Card {
 	}
 	api := base
 	api.Requester, api.RequesterIsSlackUser, api.SourceChannel = hostile, false, "<!here>"
-	api.DecidedBy, api.State = "policy:"+hostile, StateDenied
+	api.DecidedBy, api.State = "policy:"+hostile, approval.CallDenied
 	cards["api-client"] = api
 	fake := base
 	fake.Requester = "<!channel>" // claims to be a Slack user id
-	fake.DecidedBy, fake.State = hostile, StateApproved
+	fake.DecidedBy, fake.State = hostile, approval.CallApproved
 	fake.Answer = mustMarshal(t, map[string]any{"x": hostile})
-	fake.Outcome = &ToolOutcome{Status: hostile, Summary: hostile}
+	fake.Outcome = &approval.Outcome{Status: hostile, Summary: hostile}
 	cards["fake-user"] = fake
 	return cards
 }
@@ -432,8 +433,8 @@ func allowedMentions(c Card) map[string]bool {
 		ok["<@"+c.DecidedBy+">"] = true
 	}
 	for _, v := range c.Votes {
-		if isUserID(v.User) {
-			ok["<@"+v.User+">"] = true
+		if isUserID(v.By) {
+			ok["<@"+v.By+">"] = true
 		}
 	}
 	if isChannelID(c.SourceChannel) {

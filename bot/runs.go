@@ -13,12 +13,13 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // RunDeps are the Deps of a run started from Slack: its origin, plus the
 // resume tokens asked during the run, so cards can show what the tool did.
 type RunDeps struct {
-	Origin
+	approval.Origin
 
 	mu     sync.Mutex
 	tokens []string
@@ -42,8 +43,8 @@ func (d *RunDeps) Waits(until time.Time) {
 	}
 }
 
-// RunOrigin implements OriginCarrier.
-func (d *RunDeps) RunOrigin() *Origin { return &d.Origin }
+// RunOrigin implements approval.OriginCarrier.
+func (d *RunDeps) RunOrigin() *approval.Origin { return &d.Origin }
 
 // Asked records a token handed to people during the run.
 func (d *RunDeps) Asked(token string) {
@@ -135,7 +136,7 @@ func (rs *Runs) runContext() (context.Context, context.CancelFunc) {
 
 // Start runs the agent on prompt in the background, as a new message
 // that starts its thread.
-func (rs *Runs) Start(prompt string, origin Origin) {
+func (rs *Runs) Start(prompt string, origin approval.Origin) {
 	rs.StartTurn(Turn{Prompt: prompt, Origin: origin})
 }
 
@@ -182,7 +183,7 @@ func (rs *Runs) runTurn(ctx context.Context, th ThreadRef, t Turn) {
 	rs.Resume(in, &RunDeps{Origin: t.Origin}, nil)
 }
 
-func (rs *Runs) postNote(ctx context.Context, o Origin, text string) {
+func (rs *Runs) postNote(ctx context.Context, o approval.Origin, text string) {
 	if err := rs.Bot.PostInThread(ctx, o.Channel, o.ThreadTS, text); err != nil {
 		rs.log().ErrorContext(ctx, "post in thread", "err", err, "channel", o.Channel)
 	}

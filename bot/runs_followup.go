@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // followUp hands what must follow a run's end to the durable Followups,
@@ -26,7 +27,7 @@ func (rs *Runs) followUp(ctx, runCtx context.Context, deps *RunDeps, res *agentr
 			// A decided token's cards are updated once more, with the
 			// outcomes, even if the click's own update died with its
 			// process; an expired token's cards have their own job.
-			if len(calls) > 0 || (a != nil && a.State == ApprovalResolved) {
+			if len(calls) > 0 || (a != nil && a.State == approval.StateResolved) {
 				cards = append(cards, token)
 			}
 		}

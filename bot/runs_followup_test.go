@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // recordingFollowups records what Runs.Finish hands to the durable queue,
@@ -55,8 +56,8 @@ func (q queuedFunc) Do(ctx context.Context) { q(ctx) }
 func TestFinishQueuesFollowups(t *testing.T) {
 	slackAPI := &recordingSlack{}
 	approvals := newRecordingApprovals()
-	approvals.a.State = ApprovalResolved
-	approvals.a.Calls[0].State = StateApproved
+	approvals.a.State = approval.StateResolved
+	approvals.a.Calls[0].Status = approval.CallApproved
 	b := newSocketTestBot(t, slackAPI, approvals, nil, nil)
 	f := &recordingFollowups{slack: slackAPI}
 	rs := &Runs{Bot: b, Followups: f}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Stop cancels the runs in flight and those started after it: they end
@@ -26,7 +27,7 @@ func TestRunsStopCancelsRuns(t *testing.T) {
 	}
 	var finished atomic.Int32
 	rs := &Runs{Runner: runner, Finished: func(string) { finished.Add(1) }}
-	rs.Start("first", Origin{})
+	rs.Start("first", approval.Origin{})
 	select {
 	case <-entered:
 	case <-time.After(10 * time.Second):
@@ -34,7 +35,7 @@ func TestRunsStopCancelsRuns(t *testing.T) {
 	}
 	rs.Stop()
 	rs.Stop() // idempotent
-	rs.Start("after stop", Origin{})
+	rs.Start("after stop", approval.Origin{})
 	waited := make(chan struct{})
 	go func() { rs.Wait(); close(waited) }()
 	select {

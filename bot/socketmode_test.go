@@ -23,6 +23,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Secrets the Socket Mode tests hand out; no log line may contain them.
@@ -224,7 +225,7 @@ func clickPayload(user, actionID, value string) json.RawMessage {
 // callbackID, opened from the approval card of token, with input typed
 // into its blockID/actionID.
 func submitPayload(token, user, callbackID, blockID, actionID, input string) json.RawMessage {
-	metadata := encodeModalMetadata(Card{Token: token, ToolCallID: smCallID}, MessageRef{Channel: smCardChan, TS: smCardTS})
+	metadata := encodeModalMetadata(Card{Token: token, ToolCallID: smCallID}, approval.MessageRef{Channel: smCardChan, TS: smCardTS})
 	return mustJSON(map[string]any{
 		"type": "view_submission", "user": map[string]any{"id": user}, "team": map[string]any{"id": smTeam},
 		"view": map[string]any{
@@ -415,60 +416,49 @@ func (s *recordingSlack) GetConversationHistoryContext(context.Context, *slack.G
 // recordingApprovals holds one pending approval; it records decisions
 // and refusals and applies decisions as the store would (first wins).
 type recordingApprovals struct {
+	stubStore
 	mu        sync.Mutex
-	a         *Approval
-	decisions []Decision // as decided, NotAfter left out (it is a clock reading)
-	refusals  []Refusal
+	a         *approval.Request
+	decisions []approval.Decision // as decided, NotAfter left out (it is a clock reading)
+	refusals  []clickRefusal
 	// withoutDeadline counts the decisions that had no NotAfter.
 	withoutDeadline int
 }
 
 func newRecordingApprovals() *recordingApprovals {
-	return &recordingApprovals{a: &Approval{
+	return &recordingApprovals{a: &approval.Request{
 		Token: agentrunner.NewToken(),
 		RunID: "run_1",
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			{ToolName: "issue_refund", Args: json.RawMessage(`{"order_id":"42","amount":50}`), ToolCallID: smCallID},
 		}},
-		Origin:    Origin{TeamID: smTeam, Channel: "C0SUPPORT", ThreadTS: "1699999999.000100", User: smRequester},
+		Origin:    approval.Origin{Team: smTeam, Channel: "C0SUPPORT", ThreadTS: "1699999999.000100", User: smRequester},
 		CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		ExpiresAt: time.Date(2026, 1, 2, 4, 4, 5, 0, time.UTC),
-		State:     ApprovalPending,
-		Calls: []*CallStatus{{
-			ID: smCallID, Kind: agentrunner.KindApproval, Route: smRoute, Required: 1, State: StatePending,
-			Message: MessageRef{Channel: smCardChan, TS: smCardTS},
+		State:     approval.StatePending,
+		Calls: []approval.Call{{
+			ID: smCallID, Kind: agentrunner.KindApproval, Route: smRoute, Required: 1, Status: approval.CallPending,
+			Message: approval.MessageRef{Channel: smCardChan, TS: smCardTS},
 		}},
 	}}
 }
 
-func (r *recordingApprovals) snapshot() *Approval {
+func (r *recordingApprovals) snapshot() *approval.Request {
 	a := *r.a
-	a.Calls = nil
-	for _, c := range r.a.Calls {
-		cc := *c
-		a.Calls = append(a.Calls, &cc)
-	}
+	a.Calls = append([]approval.Call(nil), r.a.Calls...)
 	return &a
 }
 
-func (r *recordingApprovals) Create(context.Context, *Approval) error {
-	return errors.New("not supported")
-}
-
-func (r *recordingApprovals) Get(_ context.Context, token string) (*Approval, error) {
+func (r *recordingApprovals) Get(_ context.Context, token string) (*approval.Request, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if token != r.a.Token {
-		return nil, ErrNotFound
+		return nil, approval.ErrNotFound
 	}
 	return r.snapshot(), nil
 }
 
-func (r *recordingApprovals) SetMessage(context.Context, string, string, MessageRef) error {
-	return nil
-}
-
-func (r *recordingApprovals) Decide(_ context.Context, token string, d Decision) (*Decided, error) {
+func (r *recordingApprovals) Decide(_ context.Context, token string, d approval.Decision) (*approval.Decided, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if d.NotAfter.IsZero() {
@@ -479,27 +469,27 @@ func (r *recordingApprovals) Decide(_ context.Context, token string, d Decision)
 	r.decisions = append(r.decisions, recorded)
 	c := r.a.Call(d.CallID)
 	if token != r.a.Token || c == nil {
-		return nil, ErrNotFound
+		return nil, approval.ErrNotFound
 	}
-	if c.State != StatePending {
+	if c.Status != approval.CallPending {
 		a := r.snapshot()
-		return &Decided{Approval: a, Call: a.Call(d.CallID)}, ErrDecided
+		return &approval.Decided{Request: a, Call: a.Call(d.CallID)}, approval.ErrDecided
 	}
-	c.State = map[Action]CardState{ActionApprove: StateApproved, ActionDeny: StateDenied, ActionAnswer: StateAnswered, ActionFail: StateFailed}[d.Action]
-	c.DecidedBy, c.Reason, c.OverrideArgs, c.Answer = d.By, d.Reason, d.OverrideArgs, d.Answer
-	r.a.State = ApprovalResolved
+	applyDecision(c, d)
+	r.a.State = approval.StateResolved
 	a := r.snapshot()
-	return &Decided{Approval: a, Call: a.Call(d.CallID), Changed: true, Resolved: true}, nil
+	return &approval.Decided{Request: a, Call: a.Call(d.CallID), Changed: true, Resolved: true}, nil
 }
 
-func (r *recordingApprovals) Refused(_ context.Context, f Refusal) error {
+// clickRefusal is a refused click as recordingApprovals recorded it.
+type clickRefusal struct {
+	Token, CallID, User, Code, Reason string
+}
+
+func (r *recordingApprovals) Refused(_ context.Context, token, callID, by, code, reason string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.refusals = append(r.refusals, f)
-	return nil
-}
-
-func (r *recordingApprovals) Outcome(context.Context, string, string, ToolOutcome) error {
+	r.refusals = append(r.refusals, clickRefusal{Token: token, CallID: callID, User: by, Code: code, Reason: reason})
 	return nil
 }
 
@@ -535,10 +525,10 @@ func (d *memDedupe) Dedupe(_ context.Context, key string, _ time.Duration) (bool
 type startedRuns struct {
 	mu      sync.Mutex
 	prompts []string
-	origins []Origin
+	origins []approval.Origin
 }
 
-func (s *startedRuns) take() (prompts []string, origins []Origin) {
+func (s *startedRuns) take() (prompts []string, origins []approval.Origin) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prompts, origins = s.prompts, s.origins
@@ -557,7 +547,7 @@ func newSocketTestRunner(t testing.TB, runs *startedRuns) *agentrunner.Runner {
 	t.Helper()
 	whoami := agentrunner.NewTool("whoami", "Says who started the run.",
 		func(_ context.Context, tc *agentrunner.ToolContext, _ struct{}) (any, error) {
-			var o Origin
+			var o approval.Origin
 			if d, ok := tc.Deps.(*RunDeps); ok {
 				o = d.Origin
 			}
@@ -616,7 +606,7 @@ func newEventsWorld(t *testing.T) *eventsWorld {
 
 // newSocketTestBot returns a Bot over the given doubles, with one route
 // whose only approver is smApprover.
-func newSocketTestBot(t testing.TB, s SlackAPI, a Approvals, r *agentrunner.Runner, log *slog.Logger) *Bot {
+func newSocketTestBot(t testing.TB, s SlackAPI, a approval.Store, r *agentrunner.Runner, log *slog.Logger) *Bot {
 	t.Helper()
 	return New(Config{
 		Slack: s, Approvals: a, Runner: r, TeamID: smTeam, Log: log,
@@ -637,28 +627,28 @@ func TestSocketModeEvents(t *testing.T) {
 		name       string
 		event      map[string]any
 		wantPrompt string // "" when no run should start
-		wantOrigin Origin
+		wantOrigin approval.Origin
 		wantPost   string
 	}{
 		{
 			name:       "mention in a channel",
 			event:      mention(smRequester, "<@U0BOT> refund order 42", "1700000001.000200", ""),
 			wantPrompt: "refund order 42",
-			wantOrigin: Origin{TeamID: smTeam, Channel: "C0SUPPORT", ThreadTS: "1700000001.000200", User: smRequester},
+			wantOrigin: approval.Origin{Team: smTeam, Channel: "C0SUPPORT", ThreadTS: "1700000001.000200", User: smRequester},
 			wantPost:   "chat.postMessage C0SUPPORT thread=1700000001.000200 done",
 		},
 		{
 			name:       "mention in a thread",
 			event:      mention(smRequester, "and order 43 <@U0BOT|slackbot>", "1700000002.000300", "1700000001.000200"),
 			wantPrompt: "and order 43",
-			wantOrigin: Origin{TeamID: smTeam, Channel: "C0SUPPORT", ThreadTS: "1700000001.000200", User: smRequester},
+			wantOrigin: approval.Origin{Team: smTeam, Channel: "C0SUPPORT", ThreadTS: "1700000001.000200", User: smRequester},
 			wantPost:   "chat.postMessage C0SUPPORT thread=1700000001.000200 done",
 		},
 		{
 			name:       "mention without words",
 			event:      mention(smRequester, "<@U0BOT>", "1700000003.000100", ""),
 			wantPrompt: "Hello",
-			wantOrigin: Origin{TeamID: smTeam, Channel: "C0SUPPORT", ThreadTS: "1700000003.000100", User: smRequester},
+			wantOrigin: approval.Origin{Team: smTeam, Channel: "C0SUPPORT", ThreadTS: "1700000003.000100", User: smRequester},
 			wantPost:   "chat.postMessage C0SUPPORT thread=1700000003.000100 done",
 		},
 		{
@@ -666,7 +656,7 @@ func TestSocketModeEvents(t *testing.T) {
 			event: map[string]any{"type": "message", "channel_type": "im", "channel": "D0BOB", "user": smRequester,
 				"text": "what is pending?", "ts": "1700000004.000100"},
 			wantPrompt: "what is pending?",
-			wantOrigin: Origin{TeamID: smTeam, Channel: "D0BOB", ThreadTS: "1700000004.000100", User: smRequester},
+			wantOrigin: approval.Origin{Team: smTeam, Channel: "D0BOB", ThreadTS: "1700000004.000100", User: smRequester},
 			wantPost:   "chat.postMessage D0BOB thread=1700000004.000100 done",
 		},
 		{
@@ -704,9 +694,9 @@ func TestSocketModeEvents(t *testing.T) {
 			b.Close()
 			prompts, origins := started.take()
 			var wantPrompts []string
-			var wantOrigins []Origin
+			var wantOrigins []approval.Origin
 			if tt.wantPrompt != "" {
-				wantPrompts, wantOrigins = []string{tt.wantPrompt}, []Origin{tt.wantOrigin}
+				wantPrompts, wantOrigins = []string{tt.wantPrompt}, []approval.Origin{tt.wantOrigin}
 			}
 			if diff := cmp.Diff(wantPrompts, prompts); diff != "" {
 				t.Errorf("prompts of the runs started (-want +got):\n%s", diff)
@@ -795,27 +785,27 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 	tests := []struct {
 		name          string
 		payload       json.RawMessage
-		wantDecisions []Decision
-		wantRefusals  []Refusal
+		wantDecisions []approval.Decision
+		wantRefusals  []clickRefusal
 		wantErrorsOn  string   // block id of inline modal errors; "" for an empty ack
 		wantSlack     []string // prefixes of the Slack calls made, sorted
 	}{
 		{
 			name:          "approve",
 			payload:       clickPayload(smApprover, ActionIDApprove, value),
-			wantDecisions: []Decision{{CallID: smCallID, By: smApprover, Action: ActionApprove}},
+			wantDecisions: []approval.Decision{{CallID: smCallID, By: smApprover, Action: approval.ActionApprove}},
 			wantSlack:     []string{"chat.update C0APPROVALS " + smCardTS},
 		},
 		{
 			name:          "deny",
 			payload:       clickPayload(smApprover, ActionIDDeny, value),
-			wantDecisions: []Decision{{CallID: smCallID, By: smApprover, Action: ActionDeny}},
+			wantDecisions: []approval.Decision{{CallID: smCallID, By: smApprover, Action: approval.ActionDeny}},
 			wantSlack:     []string{"chat.update C0APPROVALS " + smCardTS},
 		},
 		{
 			name:         "approve by someone who is no approver",
 			payload:      clickPayload(smStranger, ActionIDApprove, value),
-			wantRefusals: []Refusal{{Token: token, CallID: smCallID, User: smStranger}},
+			wantRefusals: []clickRefusal{{Token: token, CallID: smCallID, User: smStranger, Code: approval.ENOTAPPROVER}},
 			wantSlack:    []string{"chat.postEphemeral C0APPROVALS U0MALLORY :no_entry: You are not an approver"},
 		},
 		{
@@ -841,20 +831,20 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 		{
 			name:    "edited arguments that fit",
 			payload: submit(smApprover, CallbackEditArgs, BlockIDEditArgs, ActionIDEditArgsInput, `{"order_id":"42","amount":20}`),
-			wantDecisions: []Decision{{CallID: smCallID, By: smApprover, Action: ActionApprove,
+			wantDecisions: []approval.Decision{{CallID: smCallID, By: smApprover, Action: approval.ActionApprove,
 				OverrideArgs: json.RawMessage(`{"order_id":"42","amount":20}`)}},
 			wantSlack: []string{"chat.update C0APPROVALS " + smCardTS},
 		},
 		{
 			name:          "deny with a reason",
 			payload:       submit(smApprover, CallbackDenyReason, BlockIDDenyReason, ActionIDDenyReasonInput, " duplicate refund "),
-			wantDecisions: []Decision{{CallID: smCallID, By: smApprover, Action: ActionDeny, Reason: "duplicate refund"}},
+			wantDecisions: []approval.Decision{{CallID: smCallID, By: smApprover, Action: approval.ActionDeny, Reason: "duplicate refund"}},
 			wantSlack:     []string{"chat.update C0APPROVALS " + smCardTS},
 		},
 		{
 			name:         "the requester approves their own edit",
 			payload:      submit(smRequester, CallbackEditArgs, BlockIDEditArgs, ActionIDEditArgsInput, `{"order_id":"42","amount":20}`),
-			wantRefusals: []Refusal{{Token: token, CallID: smCallID, User: smRequester}},
+			wantRefusals: []clickRefusal{{Token: token, CallID: smCallID, User: smRequester, Code: approval.ENOTAPPROVER}},
 			wantErrorsOn: BlockIDEditArgs,
 		},
 	}
@@ -862,9 +852,9 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 	// outcome is what one delivery did.
 	type outcome struct {
 		Ack             string
-		Decisions       []Decision
+		Decisions       []approval.Decision
 		WithoutDeadline int
-		Refusals        []Refusal
+		Refusals        []clickRefusal
 		Slack           []string
 	}
 	// world is a fresh Bot over fresh doubles holding the pending approval.

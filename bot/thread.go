@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // A Slack thread is one conversation with the agent. A message in a thread
@@ -28,11 +29,11 @@ type ThreadRef struct {
 // (Origin: the requester on its cards is its author), and the message's
 // own ts. InThread says the message was a reply in an existing thread.
 type Turn struct {
-	RunID     string `json:"run_id"`
-	Prompt    string `json:"prompt"`
-	Origin    Origin `json:"origin"`
-	MessageTS string `json:"message_ts,omitempty"`
-	InThread  bool   `json:"in_thread,omitempty"`
+	RunID     string          `json:"run_id"`
+	Prompt    string          `json:"prompt"`
+	Origin    approval.Origin `json:"origin"`
+	MessageTS string          `json:"message_ts,omitempty"`
+	InThread  bool            `json:"in_thread,omitempty"`
 }
 
 // Errors of a Threads implementation.
@@ -107,11 +108,11 @@ func (rs *Runs) lease() time.Duration {
 
 // threadOf returns the thread a run's origin is in, if the run takes
 // turns in it.
-func (rs *Runs) threadOf(o Origin) (ThreadRef, bool) {
+func (rs *Runs) threadOf(o approval.Origin) (ThreadRef, bool) {
 	if rs.Threads == nil || o.Channel == "" || o.ThreadTS == "" {
 		return ThreadRef{}, false
 	}
-	return ThreadRef{Team: o.TeamID, Channel: o.Channel, TS: o.ThreadTS}, true
+	return ThreadRef{Team: o.Team, Channel: o.Channel, TS: o.ThreadTS}, true
 }
 
 // history is where turn t's run starts: the thread's kept history, else

@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
@@ -109,7 +110,7 @@ func (h *holdRecorder) Hold(_ context.Context, _ ThreadRef, runID string, ttl ti
 func TestWaitingRunHoldsItsThread(t *testing.T) {
 	rec := &holdRecorder{}
 	rs := &Runs{Threads: rec}
-	deps := &RunDeps{Origin: Origin{TeamID: "T1", Channel: "C1", ThreadTS: "1.2", User: "U1"}}
+	deps := &RunDeps{Origin: approval.Origin{Team: "T1", Channel: "C1", ThreadTS: "1.2", User: "U1"}}
 	if _, ok := rs.bind(t.Context(), deps, "r1"); !ok {
 		t.Fatal("a run with a thread does not hold it")
 	}
@@ -118,7 +119,7 @@ func TestWaitingRunHoldsItsThread(t *testing.T) {
 		t.Errorf("holds: got %v, want one of about 1h + %v", rec.holds, threadWaitSlack)
 	}
 	// A run with no thread (an API run) holds none.
-	api := &RunDeps{Origin: Origin{Client: "billing"}}
+	api := &RunDeps{Origin: approval.Origin{Client: "billing"}}
 	if _, ok := rs.bind(t.Context(), api, "r2"); ok {
 		t.Error("a run with no thread holds one")
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // TestMCPToolLabel: an MCP server's tool is named one way on everything a
@@ -24,16 +25,16 @@ mcp_servers:
 	}
 	b := New(Config{Routes: routes})
 	call := agentrunner.ToolCallPart{ToolName: "fs__write_file", Args: json.RawMessage(`{"path":"a.txt","content":"hi"}`), ToolCallID: "c1"}
-	a := &Approval{Token: "tok", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call}}}
-	card := b.card(a, &CallStatus{ID: "c1", Kind: agentrunner.KindApproval, State: StatePending})
+	a := &approval.Request{Token: "tok", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call}}}
+	card := b.card(a, &approval.Call{ID: "c1", Kind: agentrunner.KindApproval, Status: approval.CallPending})
 
 	blocks, _ := json.Marshal(ApprovalBlocks(card))
 	shown := map[string]string{
 		"card":       string(blocks),
 		"text":       ApprovalText(card),
 		"arguments":  marshalText(t, ArgsModal(card)),
-		"deny modal": marshalText(t, DenyReasonModal(card, MessageRef{})),
-		"edit modal": marshalText(t, EditArgsModal(card, MessageRef{}, card.Args)),
+		"deny modal": marshalText(t, DenyReasonModal(card, approval.MessageRef{})),
+		"edit modal": marshalText(t, EditArgsModal(card, approval.MessageRef{}, card.Args)),
 	}
 	for what, s := range shown {
 		s = strings.ReplaceAll(s, "\u200b", "") // the zero-width spaces that keep _ from italicizing
@@ -64,7 +65,7 @@ func TestFailureWordedOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := agentrunner.ToolReturn(tt.tool, "c1", json.RawMessage(marshalText(t, tt.ret)), agentrunner.OutcomeFailed)
-		got := outcomeText(ToolOutcome{Status: OutcomeFailed, Summary: b.failureText(p)}, maxSectionText)
+		got := outcomeText(approval.Outcome{Status: OutcomeFailed, Summary: b.failureText(p)}, maxSectionText)
 		if got != tt.want {
 			t.Errorf("%s returning %q: got %q, want %q", tt.tool, tt.ret, got, tt.want)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
@@ -51,7 +52,7 @@ func TestConcurrentClicksOnAColdCacheMakeOneLookup(t *testing.T) {
 	if n := len(e.fake.Calls("usergroups.users.list")); n != 1 {
 		t.Errorf("usergroups.users.list calls: got %d, want 1", n)
 	}
-	if got := e.state(); got != StateApproved {
+	if got := e.state(); got != approval.CallApproved {
 		t.Errorf("call state: got %s, want approved (by the group's member)", got)
 	}
 	for _, user := range []string{smStranger, smRequester} {
@@ -207,7 +208,7 @@ func TestPostingACardWarmsItsUsergroups(t *testing.T) {
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			{ToolName: "issue_refund", Args: []byte(`{"amount":5}`), ToolCallID: "r1"},
 		}},
-		Create: func(context.Context, *Approval) error { return nil },
+		Create: func(context.Context, *approval.Request) error { return nil },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func TestPostingACardWarmsItsUsergroups(t *testing.T) {
 	if n := len(e.fake.Calls("usergroups.users.list")); n != 1 {
 		t.Errorf("usergroups.users.list calls after the click: got %d, want still 1", n)
 	}
-	if got := e.state(); got != StateApproved {
+	if got := e.state(); got != approval.CallApproved {
 		t.Errorf("call state: got %s, want approved", got)
 	}
 }

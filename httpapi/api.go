@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -35,22 +36,23 @@ const (
 )
 
 // Store is what the API needs from the store; *store.Store implements it.
+// Its errors are approval's (see approval.Store), except TakeQuota's.
 type Store interface {
-	// Create stores a new token's record (see store.Store.Create).
-	Create(ctx context.Context, a *store.Approval) error
-	// Get returns a token's record or store.ErrNotFound.
-	Get(ctx context.Context, token string) (*store.Approval, error)
+	// Create stores a new token's record (see approval.Store.Create).
+	Create(ctx context.Context, a *approval.Request) error
+	// Get returns a token's record or approval.ErrNotFound.
+	Get(ctx context.Context, token string) (*approval.Request, error)
 	// Owner returns the API client that owns a token, reading only that
-	// field; store.ErrNotFound if the token is unknown or no client owns it.
+	// field; approval.ErrNotFound if the token is unknown or no client owns it.
 	Owner(ctx context.Context, token string) (string, error)
 	// Answer records answers to pending calls, resolving the token when
-	// none is left; store.ErrNotPendingCall if an answer names a call that
-	// is not pending, store.ErrResolved and friends if the token ended.
-	Answer(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*store.Approval, error)
-	// Cancel ends an open token; store.ErrResolved and friends if it ended.
-	Cancel(ctx context.Context, token, by string) (*store.Approval, error)
+	// none is left; approval.ErrNotPending if an answer names a call that
+	// is not pending, approval.ErrResolved and friends if the token ended.
+	Answer(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*approval.Request, error)
+	// Cancel ends an open token; approval.ErrResolved and friends if it ended.
+	Cancel(ctx context.Context, token, by string) (*approval.Request, error)
 	// Fail ends an open token that could not be asked for.
-	Fail(ctx context.Context, token, by, reason string) (*store.Approval, error)
+	Fail(ctx context.Context, token, by, reason string) (*approval.Request, error)
 	// ClaimIdempotency makes a client's idempotency key stand for token,
 	// or returns what it already stands for (first false).
 	ClaimIdempotency(ctx context.Context, client, key, token, fingerprint string, ttl time.Duration) (store.Idempotency, bool, error)
@@ -68,16 +70,16 @@ type Store interface {
 // Waiter blocks until a token ends; *store.Events implements it with one
 // shared subscription per process, so long polls hold no Redis connection.
 type Waiter interface {
-	// Await returns the token's record once it ended, store.ErrNotFound
+	// Await returns the token's record once it ended, approval.ErrNotFound
 	// if it is unknown, or ctx's error.
-	Await(ctx context.Context, token string) (*store.Approval, error)
+	Await(ctx context.Context, token string) (*approval.Request, error)
 }
 
 // Bot is what the API needs from the Slack side; *bot.Bot implements it.
 type Bot interface {
 	// AskAPI routes the calls, applies policies, records the token
 	// (through req.Create) and posts the cards.
-	AskAPI(ctx context.Context, req bot.APIRequest) (*bot.Approval, error)
+	AskAPI(ctx context.Context, req bot.APIRequest) (*approval.Request, error)
 	// UpdateCards re-renders every card of a token from its record.
 	UpdateCards(ctx context.Context, token string) error
 	// CheckEdit checks arguments that replace a call's own (override_args)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/store"
@@ -53,7 +54,7 @@ type spyWaiter struct {
 	waiting chan string
 }
 
-func (s *spyWaiter) Await(ctx context.Context, token string) (*store.Approval, error) {
+func (s *spyWaiter) Await(ctx context.Context, token string) (*approval.Request, error) {
 	select {
 	case s.waiting <- token:
 	default:
@@ -395,7 +396,7 @@ func testForeignToken(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	mine := e.create(keyBilling, deletion("call_7", "/tmp/mine", nil))
 	// A token of a run started from Slack: no API client owns it.
-	slackRun := &store.Approval{Token: agentrunner.NewToken(), Requester: alice, Requests: agentrunner.DeferredToolRequests{
+	slackRun := &approval.Request{Token: agentrunner.NewToken(), Origin: approval.Origin{User: alice}, Requests: agentrunner.DeferredToolRequests{
 		Approvals: []agentrunner.ToolCallPart{{ToolName: "delete_file", ToolCallID: "s1"}}}}
 	if err := e.store.Create(t.Context(), slackRun); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -85,21 +86,21 @@ type callView struct {
 	Required   int                  `json:"required"`
 }
 
-// view maps a store record to the API's view of it.
-func view(rec *store.Approval) approvalView {
+// view maps a request to the API's view of it.
+func view(rec *approval.Request) approvalView {
 	v := approvalView{
 		Token: rec.Token, CreatedAt: rec.CreatedAt.UTC(), ExpiresAt: rec.ExpiresAt.UTC(),
-		Requester: strings.TrimPrefix(rec.Requester, "api:"), Context: rec.Context,
+		Requester: rec.Origin.Shown(), Context: rec.Context,
 		Calls: make([]callView, 0, len(rec.Calls)), Results: rec.Results,
 	}
 	switch rec.State {
-	case store.StateOpen:
+	case approval.StatePending:
 		v.Status = StatusPending
-	case store.StateResolved:
+	case approval.StateResolved:
 		v.Status = StatusResolved
-	case store.StateExpired:
+	case approval.StateExpired:
 		v.Status = StatusExpired
-	case store.StateCancelled:
+	case approval.StateCancelled:
 		v.Status = StatusCancelled
 	default:
 		v.Status = StatusFailed
@@ -113,8 +114,9 @@ func view(rec *store.Approval) approvalView {
 			ToolCallID: c.ID, ToolName: c.Tool, Kind: c.Kind, State: string(c.Status),
 			Route: c.Route, Votes: c.QuorumVotes(), Required: c.Required,
 		}
-		if c.Status == store.CallUndecided {
-			// Undecided calls take the token's end: expired, cancelled, failed.
+		if c.Status != approval.CallPending && !c.Decided() {
+			// Calls left undecided take the request's end: expired,
+			// cancelled, failed, or resolved (answered without them).
 			cv.State = v.Status
 		}
 		if c.DecidedBy != "" {
@@ -173,25 +175,17 @@ func (a *API) handleCreate(w http.ResponseWriter, r *http.Request, k *Key) error
 	_, err = a.bot.AskAPI(ctx, bot.APIRequest{
 		Token: token, Requests: reqs, Client: k.Name, Requester: req.Requester, Context: req.Context,
 		Route: req.Route, AllowedRoutes: k.Routes, Timeout: timeout,
-		Create: func(ctx context.Context, ap *bot.Approval) error {
-			rec := &store.Approval{
-				Token: ap.Token, Requester: "api:" + ap.Origin.Client, Requests: ap.Requests,
-				CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt,
-				Client: k.Name, Context: ap.Context, CallbackURL: req.CallbackURL,
-			}
-			for _, c := range ap.Calls {
-				rec.Calls = append(rec.Calls, store.CallState{ID: c.ID, Route: c.Route, Required: c.Required})
-			}
+		Create: func(ctx context.Context, ap *approval.Request) error {
+			ap.CallbackURL = req.CallbackURL
 			// The quota is taken last before the record, when nothing
 			// else can refuse the request.
 			if err := a.store.TakeQuota(ctx, k.Name, token, ap.ExpiresAt, a.quota); err != nil {
 				return err
 			}
-			if err := a.store.Create(ctx, rec); err != nil {
+			if err := a.store.Create(ctx, ap); err != nil {
 				return errors.Join(err, a.store.ReleaseQuota(ctx, k.Name, token))
 			}
 			created = true
-			ap.CreatedAt, ap.ExpiresAt = rec.CreatedAt, rec.ExpiresAt
 			if req.IdempotencyKey != "" {
 				return a.store.KeepIdempotency(ctx, k.Name, req.IdempotencyKey, token)
 			}
@@ -230,7 +224,7 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request, got store.Idempoten
 		return conflict("idempotency_key was already used with a different request body")
 	}
 	rec, err := a.store.Get(r.Context(), got.Token)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, approval.ErrNotFound) {
 		return conflict("a request with this idempotency_key is still being created; retry in a moment")
 	}
 	if err != nil {
@@ -252,7 +246,7 @@ func (a *API) handleGet(w http.ResponseWriter, r *http.Request, k *Key) error {
 	if err != nil {
 		return err
 	}
-	if wait > 0 && rec.State == store.StateOpen {
+	if wait > 0 && rec.State == approval.StatePending {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		unwatch := context.AfterFunc(a.stopping, cancel)
 		ended, err := a.events.Await(ctx, rec.Token)
@@ -290,7 +284,7 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request, k *Key) erro
 	if err != nil {
 		return err
 	}
-	if rec.State != store.StateOpen {
+	if rec.State != approval.StatePending {
 		return endedErr(rec.State)
 	}
 	if err := rec.Requests.Check(results); err != nil {
@@ -299,7 +293,7 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request, k *Key) erro
 	}
 	var decided []string
 	for _, id := range answeredIDs(results) {
-		if c, ok := rec.Call(id); ok && c.Status != store.CallPending {
+		if c := rec.Call(id); c != nil && c.Status != approval.CallPending {
 			decided = append(decided, fmt.Sprintf("%s (%s by %s)", id, c.Status, c.DecidedBy))
 		}
 	}
@@ -355,7 +349,7 @@ func (a *API) handleCancel(w http.ResponseWriter, r *http.Request, k *Key) error
 // not found, so tokens cannot be probed. Ownership is read from the
 // record's small owner field before the record is loaded, so that another
 // client's token answers as fast as an unknown one, whatever its size.
-func (a *API) owned(ctx context.Context, token string, k *Key) (*store.Approval, error) {
+func (a *API) owned(ctx context.Context, token string, k *Key) (*approval.Request, error) {
 	owner, err := a.store.Owner(ctx, token)
 	if err != nil {
 		return nil, err
@@ -367,27 +361,31 @@ func (a *API) owned(ctx context.Context, token string, k *Key) (*store.Approval,
 	if err != nil {
 		return nil, err
 	}
-	if rec.Client != k.Name {
+	if rec.Origin.Client != k.Name {
 		return nil, errNotFound // the token was recreated meanwhile: cannot happen, but never show it
 	}
 	return rec, nil
 }
 
-func endedErr(st store.State) error {
+func endedErr(st approval.State) error {
 	switch st {
-	case store.StateResolved:
-		return store.ErrResolved
-	case store.StateExpired:
-		return store.ErrExpired
-	case store.StateCancelled:
-		return store.ErrCancelled
+	case approval.StateResolved:
+		return approval.ErrResolved
+	case approval.StateExpired:
+		return approval.ErrExpired
+	case approval.StateCancelled:
+		return approval.ErrCancelled
 	}
-	return store.ErrFailed
+	return approval.ErrFailed
 }
 
+// isEnded reports whether err says the request already ended.
 func isEnded(err error) bool {
-	return errors.Is(err, store.ErrResolved) || errors.Is(err, store.ErrExpired) ||
-		errors.Is(err, store.ErrCancelled) || errors.Is(err, store.ErrFailed)
+	switch approval.ErrorCode(err) {
+	case approval.ERESOLVED, approval.EEXPIRED, approval.ECANCELLED, approval.EFAILED:
+		return true
+	}
+	return false
 }
 
 func answeredIDs(r *agentrunner.DeferredToolResults) []string {

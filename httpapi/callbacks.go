@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -57,7 +58,7 @@ type CallbackQueue interface {
 // implements it.
 type CallbackStore interface {
 	// Get returns a token's record.
-	Get(ctx context.Context, token string) (*store.Approval, error)
+	Get(ctx context.Context, token string) (*approval.Request, error)
 	// AuditCallback records an attempt in the audit stream.
 	AuditCallback(ctx context.Context, a store.CallbackAttempt) error
 }
@@ -230,20 +231,20 @@ func (c *Callbacks) Deliver(ctx context.Context, job store.CallbackJob) {
 		c.settle(ctx, job, "", 0, fmt.Errorf("read the token: %w", err), false)
 		return
 	}
-	key, ok := c.keys.byName(rec.Client)
+	key, ok := c.keys.byName(rec.Origin.Client)
 	if !ok || rec.CallbackURL == "" {
-		c.settle(ctx, job, rec.Client, 0, errors.New("the API client is no longer configured in API_KEYS; the callback cannot be signed"), false)
+		c.settle(ctx, job, rec.Origin.Client, 0, errors.New("the API client is no longer configured in API_KEYS; the callback cannot be signed"), false)
 		return
 	}
 	status, err := c.post(ctx, rec, key, job.Attempt)
 	if err != nil && ctx.Err() != nil {
 		return // shutting down: the job is reclaimed and attempted again
 	}
-	c.settle(ctx, job, rec.Client, status, err, true)
+	c.settle(ctx, job, rec.Origin.Client, status, err, true)
 }
 
 // post makes one signed request and returns the receiver's status.
-func (c *Callbacks) post(ctx context.Context, rec *store.Approval, key *Key, attempt int) (int, error) {
+func (c *Callbacks) post(ctx context.Context, rec *approval.Request, key *Key, attempt int) (int, error) {
 	body, err := json.Marshal(view(rec))
 	if err != nil {
 		return 0, fmt.Errorf("encode callback: %w", err)

@@ -200,7 +200,7 @@ func testCallbackRedirect(t *testing.T) {
 	same := e.create(keyBilling, deletion("r1", "/tmp/a", map[string]any{"callback_url": rc.srv.URL + "/same"}))
 	away := e.create(keyBilling, deletion("r2", "/tmp/b", map[string]any{"callback_url": rc.srv.URL + "/away"}))
 	refused := e.create(keyBilling, deletion("r3", "/tmp/c", map[string]any{"callback_url": downURL + "/cb?secret=s3cr3t"}))
-	for _, a := range []approval{same, away, refused} {
+	for _, a := range []approvalJSON{same, away, refused} {
 		if resp := e.do(request{key: keyBilling, method: http.MethodDelete, path: "/v1/approvals/" + a.Token}); resp.status != http.StatusOK {
 			t.Fatalf("cancel: %d %s", resp.status, resp.body)
 		}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -74,6 +76,33 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
+// errorMap maps errors to what the client sees, first match first:
+// approval's errors by code (ErrNotPending, which shares ENOTFOUND, is a
+// call decided meanwhile: it wraps agentrunner.ErrNotPending), and bot's refusals of a route.
+var errorMap = []struct {
+	code   string // an approval error code, or
+	target error  // an error to match with errors.Is
+	resp   *Error
+}{
+	{target: agentrunner.ErrNotPending, resp: errDecidedMeanwhile},
+	{code: approval.ENOTFOUND, resp: errNotFound},
+	{code: approval.EDECIDED, resp: errDecidedMeanwhile},
+	{code: approval.ERESOLVED, resp: conflict("the approval request was already resolved")},
+	{code: approval.EEXPIRED, resp: conflict("the approval request expired")},
+	{code: approval.ECANCELLED, resp: conflict("the approval request was cancelled")},
+	{code: approval.EFAILED, resp: conflict("the approval request ended: slackbot could not ask for it")},
+	{target: bot.ErrRouteNotForTool, resp: &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
+		Message: "the route the request names does not match the tool of every call (its when.tools); name no route, or one that matches"}},
+	{target: bot.ErrUnknownRoute, resp: errRouteForbidden},
+	{target: bot.ErrRouteForbidden, resp: errRouteForbidden},
+}
+
+var (
+	errDecidedMeanwhile = conflict("a call was decided meanwhile; read the request and answer what is still pending")
+	errRouteForbidden   = &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
+		Message: "this key may not send calls to the route the request names or its calls match"}
+)
+
 // toError maps any error to what the client sees. This is the one place
 // where errors become statuses; anything it does not know is internal.
 func toError(err error) *Error {
@@ -86,26 +115,14 @@ func toError(err error) *Error {
 	case errors.As(err, &tooLarge):
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodePayloadTooLarge,
 			Message: fmt.Sprintf("the body is larger than %d bytes", tooLarge.Limit)}
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, bot.ErrNotFound):
-		return errNotFound
 	case errors.As(err, &limited):
 		return rateLimited(limited)
-	case errors.Is(err, bot.ErrRouteNotForTool):
-		return &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
-			Message: "the route the request names does not match the tool of every call (its when.tools); name no route, or one that matches"}
-	case errors.Is(err, bot.ErrUnknownRoute), errors.Is(err, bot.ErrRouteForbidden):
-		return &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
-			Message: "this key may not send calls to the route the request names or its calls match"}
-	case errors.Is(err, store.ErrResolved):
-		return conflict("the approval request was already resolved")
-	case errors.Is(err, store.ErrExpired):
-		return conflict("the approval request expired")
-	case errors.Is(err, store.ErrCancelled):
-		return conflict("the approval request was cancelled")
-	case errors.Is(err, store.ErrFailed):
-		return conflict("the approval request ended: slackbot could not ask for it")
-	case errors.Is(err, store.ErrNotPendingCall), errors.Is(err, store.ErrDecided):
-		return conflict("a call was decided meanwhile; read the request and answer what is still pending")
+	}
+	code := approval.ErrorCode(err)
+	for _, m := range errorMap {
+		if (m.target != nil && errors.Is(err, m.target)) || (m.target == nil && m.code == code) {
+			return m.resp
+		}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
 		Message: "slackbot failed to handle the request; try again later"}

@@ -16,12 +16,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
-	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -131,11 +131,11 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	b := bot.New(bot.Config{
 		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv))),
-		Approvals: storeadapter.New(st), Routes: routes, TeamID: testTeam, Log: log, Now: clock.Now,
+		Approvals: st, Runs: st, Routes: routes, TeamID: testTeam, Log: log, Now: clock.Now,
 	})
 	ev := store.NewEvents(st, store.EventsOptions{
 		SweepEvery: 20 * time.Millisecond, Logger: log,
-		OnExpired: func(ctx context.Context, a *store.Approval) {
+		OnExpired: func(ctx context.Context, a *approval.Request) {
 			if err := b.UpdateCards(ctx, a.Token); err != nil {
 				log.ErrorContext(ctx, "update expired cards", "err", err)
 			}
@@ -217,8 +217,8 @@ type response struct {
 	body   []byte
 }
 
-// approval is the JSON of an approval request.
-type approval struct {
+// approvalJSON is the JSON of an approval request.
+type approvalJSON struct {
 	Token     string     `json:"token"`
 	Status    string     `json:"status"`
 	CreatedAt time.Time  `json:"created_at"`
@@ -246,9 +246,9 @@ type apiError struct {
 	} `json:"error"`
 }
 
-func (r response) approval(t *testing.T) approval {
+func (r response) approval(t *testing.T) approvalJSON {
 	t.Helper()
-	var a approval
+	var a approvalJSON
 	if err := json.Unmarshal(r.body, &a); err != nil {
 		t.Fatalf("decode approval: %v in %s", err, r.body)
 	}
@@ -321,7 +321,7 @@ func (e *env) do(req request) response {
 
 // create posts a create request for key and returns the approval, failing
 // the test unless the status is 201.
-func (e *env) create(key string, body any) approval {
+func (e *env) create(key string, body any) approvalJSON {
 	e.t.Helper()
 	resp := e.do(request{key: key, method: http.MethodPost, path: "/v1/approvals", body: body})
 	if resp.status != http.StatusCreated {
@@ -353,10 +353,11 @@ func (e *env) card(token, callID string) slackfake.Message {
 		if err != nil {
 			return false
 		}
-		c, ok := rec.Call(callID)
-		if !ok || c.Message.TS == "" {
+		c := rec.Call(callID)
+		if c == nil || c.Message.TS == "" {
 			return false
 		}
+		var ok bool
 		found, ok = e.slack.Message(c.Message.Channel, c.Message.TS)
 		return ok
 	})

@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/store"
 )
 
 // checkOverrides checks every approval that comes with override_args as
@@ -15,7 +15,7 @@ import (
 // known, the route's auto_deny; auto_approve never decides an edit), and
 // replaces the arguments with the checked form. The first refusal is
 // answered 400 invalid_request with its reason, and nothing is recorded.
-func (a *API) checkOverrides(ctx context.Context, rec *store.Approval, results *agentrunner.DeferredToolResults) error {
+func (a *API) checkOverrides(ctx context.Context, rec *approval.Request, results *agentrunner.DeferredToolResults) error {
 	ids := make([]string, 0, len(results.Approvals))
 	for id, ar := range results.Approvals {
 		if ar.Approved && len(ar.OverrideArgs) > 0 {
@@ -26,12 +26,12 @@ func (a *API) checkOverrides(ctx context.Context, rec *store.Approval, results *
 	for _, id := range ids {
 		ar := results.Approvals[id]
 		call, _ := rec.Requests.Call(id)
-		cs, ok := rec.Call(id)
-		if !ok {
+		cs := rec.Call(id)
+		if cs == nil {
 			return invalid("approvals[%q]: not a call of this request", id)
 		}
 		args, err := a.bot.CheckEdit(ctx, bot.EditedCall{
-			Call: call, Route: cs.Route, Requester: "api:" + rec.Client,
+			Call: call, Route: cs.Route, Requester: rec.Origin.Requester(),
 			Metadata: rec.Requests.Metadata[id], Args: ar.OverrideArgs,
 		})
 		var refused *bot.EditRefusedError

@@ -30,7 +30,7 @@ func wantRateLimited(t *testing.T, resp response, maxWait time.Duration) {
 // ends frees its place. Other keys have their own.
 func TestQuotaMaxOpen(t *testing.T) {
 	e := newEnv(t, envOptions{maxOpen: 3, rate: -1})
-	var open []approval
+	var open []approvalJSON
 	for i := range 3 {
 		open = append(open, e.create(keyBilling, deletions(i)))
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -92,11 +93,11 @@ func TestCallbackURLsToInternalAddressesAreRefused(t *testing.T) {
 // memCallbackStore is the one record a deliverer reads, and the attempts
 // it records.
 type memCallbackStore struct {
-	rec      *store.Approval
+	rec      *approval.Request
 	attempts []store.CallbackAttempt
 }
 
-func (m *memCallbackStore) Get(context.Context, string) (*store.Approval, error) { return m.rec, nil }
+func (m *memCallbackStore) Get(context.Context, string) (*approval.Request, error) { return m.rec, nil }
 func (m *memCallbackStore) AuditCallback(_ context.Context, a store.CallbackAttempt) error {
 	m.attempts = append(m.attempts, a)
 	return nil
@@ -152,7 +153,7 @@ func TestCallbackDialRefusesSpecialPurposeAddresses(t *testing.T) {
 	}
 	deliver := func(allowPrivate bool, host string) store.CallbackAttempt {
 		t.Helper()
-		st := &memCallbackStore{rec: &store.Approval{Token: "tok", Client: "billing", State: store.StateResolved,
+		st := &memCallbackStore{rec: &approval.Request{Token: "tok", Origin: approval.Origin{Client: "billing"}, State: approval.StateResolved,
 			CallbackURL: fmt.Sprintf("http://%s/cb", net.JoinHostPort(host, fmt.Sprint(port)))}}
 		cbs := httpapi.NewCallbacks(httpapi.CallbacksConfig{Keys: keys, Store: st, Queue: nopQueue{}, Consumer: "t",
 			AllowPrivate: allowPrivate, Resolver: dns, Attempts: 1})

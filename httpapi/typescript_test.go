@@ -154,8 +154,8 @@ func (e *env) waitCard(ctx context.Context, token, callID string) (slackfake.Mes
 		if err != nil {
 			return slackfake.Message{}, false
 		}
-		c, ok := rec.Call(callID)
-		if !ok || c.Message.TS == "" {
+		c := rec.Call(callID)
+		if c == nil || c.Message.TS == "" {
 			return slackfake.Message{}, false
 		}
 		return e.slack.Message(c.Message.Channel, c.Message.TS)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // This file holds what the HTTP API needs beyond the token lifecycle:
@@ -26,18 +27,18 @@ import (
 // otherwise. Answers are authoritative: an approval approves a call that
 // needs several approvers at once.
 //
-// Answer returns ErrInvalid for results that answer nothing or a token
-// that was opened but not created, ErrNotFound if the token is unknown,
-// ErrNotPendingCall (naming the offending ids) if an answer names a call
-// that is not pending, ErrExpired past the deadline, and ErrResolved,
-// ErrExpired, ErrCancelled or ErrFailed if the token already ended.
+// Answer returns approval.ErrInvalid for results that answer nothing or a token
+// that was opened but not created, approval.ErrNotFound if the token is unknown,
+// approval.ErrNotPending (naming the offending ids) if an answer names a call
+// that is not pending, approval.ErrExpired past the deadline, and approval.ErrResolved,
+// approval.ErrExpired, approval.ErrCancelled or approval.ErrFailed if the token already ended.
 // Nothing changes on error.
-func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*Approval, error) {
+func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*approval.Request, error) {
 	if !validToken(token) {
-		return nil, fmt.Errorf("answer %s: %w", short(token), ErrNotFound)
+		return nil, fmt.Errorf("answer %s: %w", short(token), approval.ErrNotFound)
 	}
 	if results.Len() == 0 {
-		return nil, fmt.Errorf("answer %s: %w: no answers", short(token), ErrInvalid)
+		return nil, fmt.Errorf("answer %s: %w: no answers", short(token), approval.ErrInvalid)
 	}
 	answers, n, err := answerArgs(by, results)
 	if err != nil {
@@ -50,7 +51,7 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 		return nil, fmt.Errorf("answer %s: %w", short(token), err)
 	}
 	if res[0] == "e:notpending" {
-		return nil, fmt.Errorf("answer %s: %w: %s", short(token), ErrNotPendingCall, strings.Join(res[1:], ", "))
+		return nil, fmt.Errorf("answer %s: %w: %s", short(token), approval.ErrNotPending, strings.Join(res[1:], ", "))
 	}
 	if err := codeErr(res[0]); err != nil {
 		return nil, fmt.Errorf("answer %s: %w", short(token), err)
@@ -86,16 +87,16 @@ return reply('answered')
 // Owner returns the API client that owns token (Approval.Client), reading
 // that one field and not the record: the HTTP API checks ownership with it
 // before loading anything, so another client's token, however large its
-// record, costs what an unknown one does. It returns ErrNotFound if the
+// record, costs what an unknown one does. It returns approval.ErrNotFound if the
 // token is unknown, its record is gone, or no API client owns it (a run
 // started from Slack).
 func (s *Store) Owner(ctx context.Context, token string) (string, error) {
 	if !validToken(token) {
-		return "", fmt.Errorf("owner %s: %w", short(token), ErrNotFound)
+		return "", fmt.Errorf("owner %s: %w", short(token), approval.ErrNotFound)
 	}
 	client, err := s.rdb.HGet(ctx, s.recKey(token), "client").Result()
 	if isRedisNil(err) || (err == nil && client == "") {
-		return "", fmt.Errorf("owner %s: %w", short(token), ErrNotFound)
+		return "", fmt.Errorf("owner %s: %w", short(token), approval.ErrNotFound)
 	}
 	if err != nil {
 		return "", fmt.Errorf("owner %s: %w", short(token), err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -19,14 +20,13 @@ func apiRequests() agentrunner.DeferredToolRequests {
 	return r
 }
 
-func createAPI(t *testing.T, e *env, s *store.Store, reqs agentrunner.DeferredToolRequests, callback string) *store.Approval {
+func createAPI(t *testing.T, e *env, s *store.Store, reqs agentrunner.DeferredToolRequests, callback string) *approval.Request {
 	t.Helper()
-	a := &store.Approval{
+	a := &approval.Request{
 		Token:       agentrunner.NewToken(),
-		Requester:   "api:Billing bot",
+		Origin:      approval.Origin{Client: "billing", Name: "Billing bot"},
 		Requests:    reqs,
 		ExpiresAt:   e.clock.Now().Add(time.Hour),
-		Client:      "billing",
 		Context:     "Customer asked for a refund in ticket #42.",
 		CallbackURL: callback,
 	}
@@ -44,13 +44,17 @@ func TestCreateKeepsAPIFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Client != "billing" || got.Context != a.Context || got.CallbackURL != "https://agent.example/cb" || got.Requester != "api:Billing bot" {
-		t.Errorf("got client %q, context %q, callback %q, requester %q; want what was created",
-			got.Client, got.Context, got.CallbackURL, got.Requester)
+	if got.Origin.Client != "billing" || got.Context != a.Context || got.CallbackURL != "https://agent.example/cb" || got.Origin.Name != "Billing bot" {
+		t.Errorf("got client %q, context %q, callback %q, name %q; want what was created",
+			got.Origin.Client, got.Context, got.CallbackURL, got.Origin.Name)
+	}
+	// The record keeps the encoding of the previous version.
+	if f, _ := e.rdb.HMGet(t.Context(), e.prefix+"a:"+a.Token, "requester", "client").Result(); f[0] != "api:Billing bot" || f[1] != "billing" {
+		t.Errorf("record fields requester, client: got %v, want api:Billing bot, billing", f)
 	}
 	slack := e.create(t, s, requests("c1"), 1)
-	if got, _ := s.Get(t.Context(), slack.Token); got.Client != "" || got.CallbackURL != "" || got.Context != "" {
-		t.Errorf("a Slack run's token: got client %q, callback %q, context %q; want none", got.Client, got.CallbackURL, got.Context)
+	if got, _ := s.Get(t.Context(), slack.Token); got.Origin.Client != "" || got.CallbackURL != "" || got.Context != "" {
+		t.Errorf("a Slack run's token: got client %q, callback %q, context %q; want none", got.Origin.Client, got.CallbackURL, got.Context)
 	}
 }
 
@@ -66,13 +70,13 @@ func TestAnswerPartialThenRest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("partial answer: %v", err)
 	}
-	if got.State != store.StateOpen || got.Results != nil {
+	if got.State != approval.StatePending || got.Results != nil {
 		t.Fatalf("after a partial answer: got state %s, results %v; want open, none", got.State, got.Results)
 	}
-	if c, _ := got.Call("a1"); c.Status != store.CallApproved || c.DecidedBy != "billing" {
+	if c := got.Call("a1"); c.Status != approval.CallApproved || c.DecidedBy != "billing" {
 		t.Errorf("a1: got %s by %q, want approved by billing", c.Status, c.DecidedBy)
 	}
-	if c, _ := got.Call("a2"); c.Status != store.CallPending {
+	if c := got.Call("a2"); c.Status != approval.CallPending {
 		t.Errorf("a2: got %s, want pending", c.Status)
 	}
 
@@ -80,15 +84,15 @@ func TestAnswerPartialThenRest(t *testing.T) {
 	again := agentrunner.NewDeferredToolResults()
 	again.Approvals["a1"] = agentrunner.Approve()
 	again.Approvals["a2"] = agentrunner.Approve()
-	if _, err := s.Answer(ctx, a.Token, "billing", again); !errors.Is(err, store.ErrNotPendingCall) {
+	if _, err := s.Answer(ctx, a.Token, "billing", again); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("answer a decided call: got %v, want ErrNotPendingCall", err)
 	}
 	wrongKind := agentrunner.NewDeferredToolResults()
 	wrongKind.Calls["a2"] = agentrunner.CallResult{Value: json.RawMessage(`1`)}
-	if _, err := s.Answer(ctx, a.Token, "billing", wrongKind); !errors.Is(err, store.ErrNotPendingCall) {
+	if _, err := s.Answer(ctx, a.Token, "billing", wrongKind); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("answer an approval as a call: got %v, want ErrNotPendingCall", err)
 	}
-	if got, _ := s.Get(ctx, a.Token); got.Calls[1].Status != store.CallPending {
+	if got, _ := s.Get(ctx, a.Token); got.Calls[1].Status != approval.CallPending {
 		t.Errorf("a refused answer changed a2 to %s", got.Calls[1].Status)
 	}
 
@@ -100,7 +104,7 @@ func TestAnswerPartialThenRest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("answer the rest: %v", err)
 	}
-	if got.State != store.StateResolved {
+	if got.State != approval.StateResolved {
 		t.Fatalf("after answering every call: got state %s, want resolved", got.State)
 	}
 	jsonEqual(t, "results", mustJSON(t, got.Results), `{
@@ -109,7 +113,7 @@ func TestAnswerPartialThenRest(t *testing.T) {
 		              "a2": {"message":"Not this one.","kind":"tool-denied"}},
 		"metadata": {},
 		"answered_by": {"a1":"billing","a2":"billing","x1":"report-service"}}`)
-	if _, err := s.Answer(ctx, a.Token, "billing", part); !errors.Is(err, store.ErrResolved) {
+	if _, err := s.Answer(ctx, a.Token, "billing", part); !errors.Is(err, approval.ErrResolved) {
 		t.Errorf("answer a resolved token: got %v, want ErrResolved", err)
 	}
 }
@@ -134,11 +138,11 @@ func TestAnswerErrors(t *testing.T) {
 		advance time.Duration
 		want    error
 	}{
-		{"unknown token", agentrunner.NewToken(), one, 0, store.ErrNotFound},
-		{"malformed token", "x", one, 0, store.ErrNotFound},
-		{"no answers", open.Token, agentrunner.NewDeferredToolResults(), 0, store.ErrInvalid},
-		{"cancelled", cancelled.Token, one, 0, store.ErrCancelled},
-		{"past the deadline", expired.Token, one, 2 * time.Hour, store.ErrExpired},
+		{"unknown token", agentrunner.NewToken(), one, 0, approval.ErrNotFound},
+		{"malformed token", "x", one, 0, approval.ErrNotFound},
+		{"no answers", open.Token, agentrunner.NewDeferredToolResults(), 0, approval.ErrInvalid},
+		{"cancelled", cancelled.Token, one, 0, approval.ErrCancelled},
+		{"past the deadline", expired.Token, one, 2 * time.Hour, approval.ErrExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,7 +222,7 @@ func TestOwner(t *testing.T) {
 		"an unknown token":    agentrunner.NewToken(),
 		"a malformed token":   "x",
 	} {
-		if got, err := s.Owner(t.Context(), token); !errors.Is(err, store.ErrNotFound) {
+		if got, err := s.Owner(t.Context(), token); !errors.Is(err, approval.ErrNotFound) {
 			t.Errorf("Owner(%s) = %q, %v; want ErrNotFound", name, got, err)
 		}
 	}
@@ -231,7 +235,7 @@ func bigAPIApproval(t testing.TB, s *store.Store) string {
 	t.Helper()
 	reqs := requests("c1")
 	reqs.Approvals[0].Args = json.RawMessage(`{"blob":"` + strings.Repeat("x", 900<<10) + `"}`)
-	a := &store.Approval{Token: agentrunner.NewToken(), Requester: "api:billing", Requests: reqs, Client: "billing"}
+	a := &approval.Request{Token: agentrunner.NewToken(), Origin: approval.Origin{Client: "billing"}, Requests: reqs}
 	if err := s.Create(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +252,7 @@ func TestOwnerReadsOneField(t *testing.T) {
 	read := func(f func() error) int64 {
 		t.Helper()
 		m.reset()
-		if err := f(); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := f(); err != nil && !errors.Is(err, approval.ErrNotFound) {
 			t.Fatal(err)
 		}
 		return m.read.Load()

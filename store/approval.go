@@ -9,167 +9,23 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
-// State is the lifecycle state of a token.
-type State string
+var _ approval.Store = (*Store)(nil)
 
-// Token states. A token is open until it is resolved (every call decided,
-// or answered at once through Resolve), expires, is cancelled, or fails.
+// Call statuses and token states as the scripts write them in Redis, where
+// they differ from package approval's: a pending token is "open", and a
+// call still pending when its token ended otherwise is "undecided" (it
+// comes out of the store as the token's end, see callEnd).
 const (
-	StateOpen      State = "open"
-	StateResolved  State = "resolved"
-	StateExpired   State = "expired"
-	StateCancelled State = "cancelled"
-	StateFailed    State = "failed"
+	redisOpen      = "open"
+	redisUndecided = "undecided"
 )
-
-// CallStatus is the state of one pending call.
-type CallStatus string
-
-// Call statuses. CallUndecided marks a call that was still pending when
-// its token ended some other way (expiry, cancellation, failure, or a
-// Resolve that did not answer it); Approval.State says which.
-const (
-	CallPending   CallStatus = "pending"
-	CallApproved  CallStatus = "approved"
-	CallDenied    CallStatus = "denied"
-	CallAnswered  CallStatus = "answered"
-	CallFailed    CallStatus = "failed"
-	CallUndecided CallStatus = "undecided"
-)
-
-// Source is where the run that asked was started.
-type Source struct {
-	Team     string `json:"team,omitempty"`
-	Channel  string `json:"channel,omitempty"`
-	ThreadTS string `json:"thread_ts,omitempty"`
-}
-
-// MessageRef locates the Slack message that shows a call.
-type MessageRef struct {
-	Channel string `json:"channel,omitempty"`
-	TS      string `json:"ts,omitempty"`
-}
-
-// Vote is one approver's approval of a call that needs several.
-type Vote struct {
-	By string    `json:"by"`
-	At time.Time `json:"at"`
-	// Key identifies the arguments approved: "-" for the call's own, a
-	// digest of the override arguments otherwise. Only votes with the same
-	// key count toward one quorum, so no call runs with arguments fewer
-	// than Required people saw.
-	Key string `json:"key"`
-}
-
-// CallState is the state of one pending call of a token.
-type CallState struct {
-	ID   string               `json:"id"`
-	Tool string               `json:"tool"`
-	Kind agentrunner.CallKind `json:"kind"`
-	// Route names the routing rule that sent the call to its approvers.
-	Route string `json:"route,omitempty"`
-	// Required is how many distinct approvers must approve; at least 1.
-	Required  int        `json:"required"`
-	Status    CallStatus `json:"status"`
-	Votes     []Vote     `json:"votes,omitempty"`
-	DecidedBy string     `json:"decided_by,omitempty"`
-	DecidedAt time.Time  `json:"decided_at,omitzero"`
-	// Result is the decision in the wire format: an ApprovalResult for
-	// approvals, a CallResult for questions and external calls.
-	Result  json.RawMessage `json:"result,omitempty"`
-	Message MessageRef      `json:"message,omitzero"`
-
-	// Outcome is what the call's tool did once it ran (SetOutcome), so
-	// whoever re-renders the call's message shows it.
-	Outcome *ToolOutcome `json:"outcome,omitempty"`
-
-	key string // key of the decision, see Vote.Key
-	md  string // results metadata (JSON) given with the decision
-}
-
-// ToolOutcome is what a decided call's tool did: Status "ran" or "failed",
-// and a short summary of its result or error.
-type ToolOutcome struct {
-	Status  string `json:"status"`
-	Summary string `json:"summary,omitempty"`
-}
-
-// Approval is the record of a resume token: the calls a run waits on, who
-// asked and where, the decisions so far, and how it ended.
-type Approval struct {
-	Token string `json:"token"`
-	// RunID is the run that waits on the token; empty for requests made
-	// through the HTTP API.
-	RunID string `json:"run_id,omitempty"`
-	// Requester is the Slack user or API client the run acts for.
-	Requester string                           `json:"requester,omitempty"`
-	Source    Source                           `json:"source,omitzero"`
-	Requests  agentrunner.DeferredToolRequests `json:"requests"`
-	// Calls has one entry per pending call, in Requests.IDs order. On
-	// Create only ID, Route, Required and Message are read; the rest is
-	// derived.
-	Calls     []CallState `json:"calls"`
-	CreatedAt time.Time   `json:"created_at,omitzero"`
-	ExpiresAt time.Time   `json:"expires_at,omitzero"`
-	State     State       `json:"state"`
-	EndedAt   time.Time   `json:"ended_at,omitzero"`
-	EndedBy   string      `json:"ended_by,omitempty"`
-	// Reason is what the model is told after agentrunner.NoDecisionPrefix
-	// when the token expired, was cancelled or failed.
-	Reason string `json:"reason,omitempty"`
-	// Results is what the waiting run receives, set once the token ended:
-	// the decisions when resolved, agentrunner.NoDecision otherwise.
-	Results *agentrunner.DeferredToolResults `json:"results,omitempty"`
-
-	// Client is the HTTP API client that created the token, its owner:
-	// only that client may see, answer or cancel it through the API.
-	// Empty for tokens of runs started from Slack.
-	Client string `json:"client,omitempty"`
-	// Context is the free text an API client gave to show on the cards.
-	Context string `json:"context,omitempty"`
-	// CallbackURL, when set, is told the outcome when the token ends: the
-	// script that ends it queues a job on the callback queue
-	// (Store.CallbackQueue).
-	CallbackURL string `json:"callback_url,omitempty"`
-}
-
-// Call returns the state of the call with the given id.
-func (a *Approval) Call(id string) (*CallState, bool) {
-	for i := range a.Calls {
-		if a.Calls[i].ID == id {
-			return &a.Calls[i], true
-		}
-	}
-	return nil, false
-}
-
-// NoDecision returns the error a waiter of an expired, cancelled or failed
-// token receives, or nil for an open or resolved token.
-func (a *Approval) NoDecision() *agentrunner.NoDecisionError {
-	switch a.State {
-	case StateExpired:
-		return &agentrunner.NoDecisionError{Reason: a.reason(agentrunner.ReasonExpired), Cause: agentrunner.ErrTokenExpired}
-	case StateCancelled:
-		return &agentrunner.NoDecisionError{Reason: a.reason(agentrunner.ReasonCancelled), Cause: agentrunner.ErrTokenCancelled}
-	case StateFailed:
-		return &agentrunner.NoDecisionError{Reason: a.reason("failed"), Cause: agentrunner.ErrTokenFailed}
-	}
-	return nil
-}
-
-func (a *Approval) reason(def string) string {
-	if a.Reason == "" {
-		return def
-	}
-	return a.Reason
-}
 
 // Create stores the record of a token, puts its deadline in the expiry set
 // and writes a "requested" audit event per call. Create the record before
@@ -179,24 +35,26 @@ func (a *Approval) reason(def string) string {
 // Open and Create compose: when Events.Open announced the token first (as
 // agentrunner.AskHandler does before calling ask), Create fills in that
 // record and keeps its waiter; a zero ExpiresAt then keeps Open's deadline.
-// Without Open, a zero ExpiresAt means DefaultTimeout from now. On success
+// Without Open, a zero ExpiresAt means DefaultTimeout from now. On Create
+// only ID, Route, Required and Message of a.Calls are read; on success
 // a.CreatedAt, a.ExpiresAt, a.State and a.Calls are filled in.
 //
-// Create returns ErrInvalid for a malformed token or request, ErrDuplicate
-// if the token was already created, and ErrResolved, ErrExpired,
-// ErrCancelled or ErrFailed if it was opened and has ended since.
-func (s *Store) Create(ctx context.Context, a *Approval) error {
+// Create returns approval.ErrInvalid for a malformed token or request, an
+// ECONFLICT error if the token was already created, and
+// approval.ErrResolved, ErrExpired, ErrCancelled or ErrFailed if it was
+// opened and has ended since.
+func (s *Store) Create(ctx context.Context, a *approval.Request) error {
 	if !validToken(a.Token) {
-		return fmt.Errorf("create: %w: malformed token", ErrInvalid)
+		return fmt.Errorf("create: %w: malformed token", approval.ErrInvalid)
 	}
 	ids := a.Requests.IDs()
 	if len(ids) == 0 {
-		return fmt.Errorf("create %s: %w: no pending calls", short(a.Token), ErrInvalid)
+		return fmt.Errorf("create %s: %w: no pending calls", short(a.Token), approval.ErrInvalid)
 	}
-	specs := map[string]CallState{}
+	specs := map[string]approval.Call{}
 	for _, c := range a.Calls {
 		if a.Requests.Kind(c.ID) == "" {
-			return fmt.Errorf("create %s: %w: call %q is not in the requests", short(a.Token), ErrInvalid, c.ID)
+			return fmt.Errorf("create %s: %w: call %q is not in the requests", short(a.Token), approval.ErrInvalid, c.ID)
 		}
 		specs[c.ID] = c
 	}
@@ -204,66 +62,31 @@ func (s *Store) Create(ctx context.Context, a *Approval) error {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = now
 	}
-	fields := []any{
-		"created", ms(a.CreatedAt),
-		"run", a.RunID,
-		"requester", a.Requester,
-		"team", a.Source.Team,
-		"channel", a.Source.Channel,
-		"thread", a.Source.ThreadTS,
-		"n", len(ids),
-		"left", len(ids),
-	}
-	for _, f := range []struct{ k, v string }{{"client", a.Client}, {"ctx", a.Context}, {"cb", a.CallbackURL}} {
-		if f.v != "" {
-			fields = append(fields, f.k, f.v)
-		}
-	}
-	calls := make([]CallState, 0, len(ids))
+	fields := recordFields(a, len(ids))
+	calls := make([]approval.Call, 0, len(ids))
 	seen := map[string]bool{}
 	for n, id := range ids {
 		if id == "" || seen[id] {
-			return fmt.Errorf("create %s: %w: empty or repeated tool_call_id %q", short(a.Token), ErrInvalid, id)
+			return fmt.Errorf("create %s: %w: empty or repeated tool_call_id %q", short(a.Token), approval.ErrInvalid, id)
 		}
 		seen[id] = true
 		call, _ := a.Requests.Call(id)
 		spec := specs[id]
-		cs := CallState{
+		cs := approval.Call{
 			ID:       id,
 			Tool:     call.ToolName,
 			Kind:     a.Requests.Kind(id),
 			Route:    spec.Route,
 			Required: max(spec.Required, 1),
-			Status:   CallPending,
+			Status:   approval.CallPending,
 			Message:  spec.Message,
 		}
 		calls = append(calls, cs)
-		p := "c" + strconv.Itoa(n+1) + "."
-		fields = append(fields,
-			"i:"+id, n+1,
-			p+"id", id,
-			p+"tool", cs.Tool,
-			p+"kind", string(cs.Kind),
-			p+"route", cs.Route,
-			p+"need", cs.Required,
-			p+"st", string(CallPending),
-		)
-		if call.Args != nil {
-			fields = append(fields, p+"args", string(call.Args))
+		cf, err := callFields(n, &cs, call, a.Requests.Metadata)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", short(a.Token), err)
 		}
-		if key, ok := argsKey(call); ok {
-			fields = append(fields, p+"ak", key)
-		}
-		if md, ok := a.Requests.Metadata[id]; ok {
-			b, err := json.Marshal(md)
-			if err != nil {
-				return fmt.Errorf("create %s: metadata of %s: %w", short(a.Token), id, err)
-			}
-			fields = append(fields, p+"rq", string(b))
-		}
-		if cs.Message.Channel != "" || cs.Message.TS != "" {
-			fields = append(fields, p+"ch", cs.Message.Channel, p+"ts", cs.Message.TS)
-		}
+		fields = append(fields, cf...)
 	}
 	exp := ""
 	if !a.ExpiresAt.IsZero() {
@@ -279,23 +102,82 @@ func (s *Store) Create(ctx context.Context, a *Approval) error {
 		return fmt.Errorf("create %s: %w", short(a.Token), err)
 	}
 	a.ExpiresAt = fromMS(res[1])
-	a.State = StateOpen
+	a.State = approval.StatePending
 	a.Calls = calls
 	return nil
 }
 
-// Get returns the record of token. It returns ErrNotFound if the token is
-// unknown or its record is gone.
-func (s *Store) Get(ctx context.Context, token string) (*Approval, error) {
+// recordFields are the hash fields of a new record's request as a whole.
+// The requester field is what records always held: the Slack user id, or
+// "api:" and the name an API client gave (else the client), which
+// parseOrigin reads back.
+func recordFields(a *approval.Request, n int) []any {
+	o := a.Origin
+	requester := o.User
+	if requester == "" && (o.Name != "" || o.Client != "") {
+		requester = approval.APIClientPrefix + cmp.Or(o.Name, o.Client)
+	}
+	fields := []any{
+		"created", ms(a.CreatedAt),
+		"run", a.RunID,
+		"requester", requester,
+		"team", o.Team,
+		"channel", o.Channel,
+		"thread", o.ThreadTS,
+		"n", n,
+		"left", n,
+	}
+	for _, f := range []struct{ k, v string }{{"client", o.Client}, {"ctx", a.Context}, {"cb", a.CallbackURL}} {
+		if f.v != "" {
+			fields = append(fields, f.k, f.v)
+		}
+	}
+	return fields
+}
+
+// callFields are the hash fields of the n-th (from 0) call of a new record.
+func callFields(n int, cs *approval.Call, call agentrunner.ToolCallPart, metadata map[string]map[string]any) ([]any, error) {
+	p := "c" + strconv.Itoa(n+1) + "."
+	fields := []any{
+		"i:" + cs.ID, n + 1,
+		p + "id", cs.ID,
+		p + "tool", cs.Tool,
+		p + "kind", string(cs.Kind),
+		p + "route", cs.Route,
+		p + "need", cs.Required,
+		p + "st", string(approval.CallPending),
+	}
+	if call.Args != nil {
+		fields = append(fields, p+"args", string(call.Args))
+	}
+	if key, ok := argsKey(call); ok {
+		fields = append(fields, p+"ak", key)
+	}
+	if md, ok := metadata[cs.ID]; ok {
+		b, err := json.Marshal(md)
+		if err != nil {
+			return nil, fmt.Errorf("metadata of %s: %w", cs.ID, err)
+		}
+		fields = append(fields, p+"rq", string(b))
+	}
+	if cs.Message.Channel != "" || cs.Message.TS != "" {
+		fields = append(fields, p+"ch", cs.Message.Channel, p+"ts", cs.Message.TS)
+	}
+	return fields, nil
+}
+
+// Get returns the record of token. It returns approval.ErrNotFound if the
+// token is unknown or its record is gone.
+func (s *Store) Get(ctx context.Context, token string) (*approval.Request, error) {
 	if !validToken(token) {
-		return nil, fmt.Errorf("get %s: %w", short(token), ErrNotFound)
+		return nil, fmt.Errorf("get %s: %w", short(token), approval.ErrNotFound)
 	}
 	m, err := s.rdb.HGetAll(ctx, s.recKey(token)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", short(token), err)
 	}
 	if len(m) == 0 {
-		return nil, fmt.Errorf("get %s: %w", short(token), ErrNotFound)
+		return nil, fmt.Errorf("get %s: %w", short(token), approval.ErrNotFound)
 	}
 	a, err := parseApproval(token, m)
 	if err != nil {
@@ -305,13 +187,14 @@ func (s *Store) Get(ctx context.Context, token string) (*Approval, error) {
 }
 
 // SetMessage records the Slack message that shows a call, so that whoever
-// ends the token can update it. It returns ErrNotFound if the token is
-// unknown and ErrNotPendingCall if callID is not one of its calls.
-func (s *Store) SetMessage(ctx context.Context, token, callID, channel, ts string) error {
+// ends the token can update it. It returns approval.ErrNotFound if the
+// token is unknown and approval.ErrNotPending if callID is not one of its
+// calls.
+func (s *Store) SetMessage(ctx context.Context, token, callID string, ref approval.MessageRef) error {
 	if !validToken(token) {
-		return fmt.Errorf("set message %s: %w", short(token), ErrNotFound)
+		return fmt.Errorf("set message %s: %w", short(token), approval.ErrNotFound)
 	}
-	code, err := messageScript.Run(ctx, s.rdb, []string{s.recKey(token)}, callID, channel, ts).Text()
+	code, err := messageScript.Run(ctx, s.rdb, []string{s.recKey(token)}, callID, ref.Channel, ref.TS).Text()
 	if err != nil {
 		return fmt.Errorf("set message %s: %w", short(token), err)
 	}
@@ -321,32 +204,35 @@ func (s *Store) SetMessage(ctx context.Context, token, callID, channel, ts strin
 	return nil
 }
 
-// codeErr maps the error codes of the scripts to the store's errors.
+// errDuplicate is Create's and Open's error for a token that exists.
+var errDuplicate = &approval.Error{Code: approval.ECONFLICT, Message: "resume token already exists"}
+
+// codeErr maps the error codes of the scripts to approval's errors.
 func codeErr(code string) error {
 	if !strings.HasPrefix(code, "e:") {
 		return nil
 	}
 	switch code {
 	case "e:notfound":
-		return ErrNotFound
+		return approval.ErrNotFound
 	case "e:notpending":
-		return ErrNotPendingCall
+		return approval.ErrNotPending
 	case "e:duplicate":
-		return ErrDuplicate
+		return errDuplicate
 	case "e:decided":
-		return ErrDecided
+		return approval.ErrDecided
 	case "e:invalid":
-		return ErrInvalid
+		return approval.ErrInvalid
 	case "e:resolved":
-		return ErrResolved
+		return approval.ErrResolved
 	case "e:expired":
-		return ErrExpired
+		return approval.ErrExpired
 	case "e:cancelled":
-		return ErrCancelled
+		return approval.ErrCancelled
 	case "e:failed":
-		return ErrFailed
+		return approval.ErrFailed
 	case "e:late":
-		return ErrTooLate
+		return approval.ErrTooLate
 	}
 	return fmt.Errorf("unexpected script reply %q", code)
 }
@@ -361,73 +247,137 @@ func flatMap(kv []string) map[string]string {
 	return m
 }
 
+// parseState reads a token's state: "open" in Redis is pending.
+func parseState(v string) approval.State {
+	if v == redisOpen {
+		return approval.StatePending
+	}
+	return approval.State(v)
+}
+
+// parseOrigin reads who asked and where from a record (see recordFields):
+// a requester "api:<name>" is an API client's, whose client field names it
+// (records of runs with an API origin had none: the name is the client).
+func parseOrigin(m map[string]string) approval.Origin {
+	o := approval.Origin{Team: m["team"], Channel: m["channel"], ThreadTS: m["thread"], Client: m["client"]}
+	name, api := strings.CutPrefix(m["requester"], approval.APIClientPrefix)
+	switch {
+	case !api:
+		o.User = m["requester"]
+	case o.Client == "":
+		o.Client = name
+	case name != o.Client:
+		o.Name = name
+	}
+	return o
+}
+
+// callEnd is the status a call still pending ("undecided") when its token
+// ended takes: the token's end, with the token's reason for a failure.
+func callEnd(c *approval.Call, a *approval.Request) {
+	switch a.State {
+	case approval.StateExpired:
+		c.Status = approval.CallExpired
+	case approval.StateCancelled:
+		c.Status = approval.CallCancelled
+	default:
+		c.Status = approval.CallFailed
+		c.Reason = a.Reason
+	}
+}
+
 // parseApproval reads a record written by the scripts.
-func parseApproval(token string, m map[string]string) (*Approval, error) {
-	a := &Approval{
+func parseApproval(token string, m map[string]string) (*approval.Request, error) {
+	a := &approval.Request{
 		Token:       token,
 		RunID:       m["run"],
-		Requester:   m["requester"],
-		Source:      Source{Team: m["team"], Channel: m["channel"], ThreadTS: m["thread"]},
+		Origin:      parseOrigin(m),
 		CreatedAt:   fromMS(m["created"]),
 		ExpiresAt:   fromMS(m["exp"]),
-		State:       State(m["state"]),
+		State:       parseState(m["state"]),
 		EndedAt:     fromMS(m["ended"]),
 		EndedBy:     m["endby"],
 		Reason:      m["reason"],
-		Client:      m["client"],
 		Context:     m["ctx"],
 		CallbackURL: m["cb"],
 	}
 	n, _ := strconv.Atoi(m["n"])
-	a.Calls = make([]CallState, n)
+	a.Calls = make([]approval.Call, n)
+	mds := make([]string, n) // the results metadata given with each decision
 	for i := range n {
-		p := "c" + strconv.Itoa(i+1) + "."
-		need, _ := strconv.Atoi(m[p+"need"])
-		cs := CallState{
-			ID:        m[p+"id"],
-			Tool:      m[p+"tool"],
-			Kind:      agentrunner.CallKind(m[p+"kind"]),
-			Route:     m[p+"route"],
-			Required:  max(need, 1),
-			Status:    CallStatus(m[p+"st"]),
-			DecidedBy: m[p+"by"],
-			DecidedAt: fromMS(m[p+"at"]),
-			Message:   MessageRef{Channel: m[p+"ch"], TS: m[p+"ts"]},
-			key:       m[p+"key"],
-			md:        m[p+"md"],
+		cs, md, err := parseCall(m, i, a)
+		if err != nil {
+			return nil, err
 		}
-		if r := m[p+"res"]; r != "" {
-			cs.Result = json.RawMessage(r)
-		}
-		part := agentrunner.ToolCallPart{ToolName: cs.Tool, ToolCallID: cs.ID}
-		if args, ok := m[p+"args"]; ok {
-			part.Args = json.RawMessage(args)
-		}
-		if cs.Kind == agentrunner.KindApproval {
-			a.Requests.Approvals = append(a.Requests.Approvals, part)
-		} else {
-			a.Requests.Calls = append(a.Requests.Calls, part)
-		}
-		if out, ok := m[p+"out"]; ok {
-			var o ToolOutcome
-			if err := json.Unmarshal([]byte(out), &o); err != nil {
-				return nil, fmt.Errorf("outcome of %s: %w", cs.ID, err)
-			}
-			cs.Outcome = &o
-		}
-		if rq, ok := m[p+"rq"]; ok {
-			var md map[string]any
-			if err := json.Unmarshal([]byte(rq), &md); err != nil {
-				return nil, fmt.Errorf("metadata of %s: %w", cs.ID, err)
-			}
-			if a.Requests.Metadata == nil {
-				a.Requests.Metadata = map[string]map[string]any{}
-			}
-			a.Requests.Metadata[cs.ID] = md
-		}
-		a.Calls[i] = cs
+		a.Calls[i], mds[i] = cs, md
 	}
-	// Votes are fields "c<i>.v:<user>" = "<key> <ms>".
+	parseVotes(m, a.Calls)
+	res, err := results(a, m["raw"], mds)
+	if err != nil {
+		return nil, err
+	}
+	a.Results = res
+	return a, nil
+}
+
+// parseCall reads the i-th (from 0) call of a record, adding it to
+// a.Requests, and returns with it the results metadata of its decision.
+func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, string, error) {
+	p := "c" + strconv.Itoa(i+1) + "."
+	need, _ := strconv.Atoi(m[p+"need"])
+	cs := approval.Call{
+		ID:        m[p+"id"],
+		Tool:      m[p+"tool"],
+		Kind:      agentrunner.CallKind(m[p+"kind"]),
+		Route:     m[p+"route"],
+		Required:  max(need, 1),
+		Status:    approval.CallStatus(m[p+"st"]),
+		DecidedBy: m[p+"by"],
+		DecidedAt: fromMS(m[p+"at"]),
+		Message:   approval.MessageRef{Channel: m[p+"ch"], TS: m[p+"ts"]},
+	}
+	switch cs.Status {
+	case redisUndecided:
+		callEnd(&cs, a)
+	case approval.CallApproved:
+		cs.ApprovedKey = m[p+"key"]
+	}
+	if r := m[p+"res"]; r != "" {
+		cs.Result = json.RawMessage(r)
+	}
+	part := agentrunner.ToolCallPart{ToolName: cs.Tool, ToolCallID: cs.ID}
+	if args, ok := m[p+"args"]; ok {
+		part.Args = json.RawMessage(args)
+	}
+	if cs.Kind == agentrunner.KindApproval {
+		a.Requests.Approvals = append(a.Requests.Approvals, part)
+	} else {
+		a.Requests.Calls = append(a.Requests.Calls, part)
+	}
+	if out, ok := m[p+"out"]; ok {
+		var o approval.Outcome
+		if err := json.Unmarshal([]byte(out), &o); err != nil {
+			return cs, "", fmt.Errorf("outcome of %s: %w", cs.ID, err)
+		}
+		cs.Outcome = &o
+	}
+	if rq, ok := m[p+"rq"]; ok {
+		var md map[string]any
+		if err := json.Unmarshal([]byte(rq), &md); err != nil {
+			return cs, "", fmt.Errorf("metadata of %s: %w", cs.ID, err)
+		}
+		if a.Requests.Metadata == nil {
+			a.Requests.Metadata = map[string]map[string]any{}
+		}
+		a.Requests.Metadata[cs.ID] = md
+	}
+	return cs, m[p+"md"], nil
+}
+
+// parseVotes reads the votes of a record's calls: fields
+// "c<i>.v:<user>" = "<key> <ms>", oldest first.
+func parseVotes(m map[string]string, calls []approval.Call) {
+	n := len(calls)
 	for k, v := range m {
 		if !strings.HasPrefix(k, "c") {
 			continue
@@ -441,42 +391,35 @@ func parseApproval(token string, m map[string]string) (*Approval, error) {
 			continue
 		}
 		key, at, _ := strings.Cut(v, " ")
-		a.Calls[i-1].Votes = append(a.Calls[i-1].Votes, Vote{By: k[dot+3:], Key: key, At: fromMS(at)})
+		calls[i-1].Votes = append(calls[i-1].Votes, approval.Vote{By: k[dot+3:], Key: key, At: fromMS(at)})
 	}
-	for i := range a.Calls {
-		slices.SortFunc(a.Calls[i].Votes, func(x, y Vote) int {
+	for i := range calls {
+		slices.SortFunc(calls[i].Votes, func(x, y approval.Vote) int {
 			return cmp.Or(x.At.Compare(y.At), cmp.Compare(x.By, y.By))
 		})
 	}
-	res, err := a.results(m["raw"])
-	if err != nil {
-		return nil, err
-	}
-	a.Results = res
-	return a, nil
 }
 
-// results derives what the waiting run receives from the record.
-func (a *Approval) results(raw string) (*agentrunner.DeferredToolResults, error) {
+// results derives what the waiting run receives from the record; mds are
+// the results metadata of the calls' decisions.
+func results(a *approval.Request, raw string, mds []string) (*agentrunner.DeferredToolResults, error) {
 	switch a.State {
-	case StateResolved:
-	case StateExpired, StateCancelled, StateFailed:
+	case approval.StateResolved:
+	case approval.StateExpired, approval.StateCancelled, approval.StateFailed:
 		return agentrunner.NoDecision(a.Requests, a.NoDecision().Reason), nil
 	default:
 		return nil, nil
 	}
+	res := agentrunner.NewDeferredToolResults()
 	if raw != "" && len(a.Calls) == 0 {
-		res := agentrunner.NewDeferredToolResults()
 		if err := json.Unmarshal([]byte(raw), res); err != nil {
 			return nil, fmt.Errorf("results: %w", err)
 		}
 		return res, nil
 	}
-	res := agentrunner.NewDeferredToolResults()
-	for _, c := range a.Calls {
-		switch c.Status {
-		case CallApproved, CallDenied, CallAnswered, CallFailed:
-		default:
+	for i := range a.Calls {
+		c := &a.Calls[i]
+		if !c.Decided() {
 			continue
 		}
 		if c.Kind == agentrunner.KindApproval {
@@ -492,58 +435,18 @@ func (a *Approval) results(raw string) (*agentrunner.DeferredToolResults, error)
 			}
 			res.Calls[c.ID] = r
 		}
-		if by := c.answeredBy(); by != "" {
+		if by := c.AnsweredBy(); by != "" {
 			res.AnsweredBy[c.ID] = by
 		}
-		if c.md != "" {
+		if mds[i] != "" {
 			var md map[string]any
-			if err := json.Unmarshal([]byte(c.md), &md); err != nil {
+			if err := json.Unmarshal([]byte(mds[i]), &md); err != nil {
 				return nil, fmt.Errorf("results metadata of %s: %w", c.ID, err)
 			}
 			res.Metadata[c.ID] = md
 		}
 	}
 	return res, nil
-}
-
-// answeredBy names who decided a call: every approver of the approved
-// arguments for a quorum, the decider otherwise.
-func (c *CallState) answeredBy() string {
-	if c.Status != CallApproved || c.Required < 2 {
-		return c.DecidedBy
-	}
-	var by []string
-	for _, v := range c.Votes {
-		if v.Key == c.key {
-			by = append(by, v.By)
-		}
-	}
-	return strings.Join(by, ",")
-}
-
-// QuorumVotes is how many approvals count toward the call's quorum: the
-// most any one set of arguments has (votes for different arguments never
-// add up), or the approved set's once the call is approved.
-func (c *CallState) QuorumVotes() int {
-	if c.Status == CallApproved && c.key != "" {
-		return c.votesFor(c.key)
-	}
-	most := 0
-	for _, v := range c.Votes {
-		most = max(most, c.votesFor(v.Key))
-	}
-	return most
-}
-
-// votesFor counts the votes for the arguments with the given key.
-func (c *CallState) votesFor(key string) int {
-	n := 0
-	for _, v := range c.Votes {
-		if v.Key == key {
-			n++
-		}
-	}
-	return n
 }
 
 // isRedisNil reports whether err is go-redis's "no such key" reply.

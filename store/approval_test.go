@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -26,14 +27,13 @@ func TestCreateGetRoundTrip(t *testing.T) {
 		},
 		Metadata: map[string]map[string]any{"q1": {"question": "Which account?"}, "x1": {"job": "j-1"}},
 	}
-	a := &store.Approval{
-		Token:     agentrunner.NewToken(),
-		RunID:     "run-1",
-		Requester: "U0ALICE",
-		Source:    store.Source{Team: "T1", Channel: "C1", ThreadTS: "171.1"},
-		Requests:  reqs,
-		Calls: []store.CallState{
-			{ID: "a1", Route: "refunds", Required: 2, Message: store.MessageRef{Channel: "C0APPROVALS", TS: "1.1"}},
+	a := &approval.Request{
+		Token:    agentrunner.NewToken(),
+		RunID:    "run-1",
+		Origin:   approval.Origin{Team: "T1", Channel: "C1", ThreadTS: "171.1", User: "U0ALICE"},
+		Requests: reqs,
+		Calls: []approval.Call{
+			{ID: "a1", Route: "refunds", Required: 2, Message: approval.MessageRef{Channel: "C0APPROVALS", TS: "1.1"}},
 			{ID: "q1", Route: "questions"},
 		},
 		ExpiresAt: e.clock.Now().Add(30 * time.Minute),
@@ -50,37 +50,36 @@ func TestCreateGetRoundTrip(t *testing.T) {
 	if g, w := mustJSON(t, got.Requests), mustJSON(t, reqs); g != w {
 		t.Errorf("requests:\n got %s\nwant %s", g, w)
 	}
-	want := &store.Approval{
+	want := &approval.Request{
 		Token:     a.Token,
 		RunID:     "run-1",
-		Requester: "U0ALICE",
-		Source:    a.Source,
+		Origin:    a.Origin,
 		Requests:  got.Requests,
 		CreatedAt: e.clock.Now(),
 		ExpiresAt: a.ExpiresAt,
-		State:     store.StateOpen,
-		Calls: []store.CallState{
-			{ID: "a1", Tool: "issue_refund", Kind: agentrunner.KindApproval, Route: "refunds", Required: 2, Status: store.CallPending, Message: store.MessageRef{Channel: "C0APPROVALS", TS: "1.1"}},
-			{ID: "a2", Tool: "noop", Kind: agentrunner.KindApproval, Required: 1, Status: store.CallPending},
-			{ID: "q1", Tool: "ask_user", Kind: agentrunner.KindQuestion, Route: "questions", Required: 1, Status: store.CallPending},
-			{ID: "x1", Tool: "fetch", Kind: agentrunner.KindExternal, Required: 1, Status: store.CallPending},
+		State:     approval.StatePending,
+		Calls: []approval.Call{
+			{ID: "a1", Tool: "issue_refund", Kind: agentrunner.KindApproval, Route: "refunds", Required: 2, Status: approval.CallPending, Message: approval.MessageRef{Channel: "C0APPROVALS", TS: "1.1"}},
+			{ID: "a2", Tool: "noop", Kind: agentrunner.KindApproval, Required: 1, Status: approval.CallPending},
+			{ID: "q1", Tool: "ask_user", Kind: agentrunner.KindQuestion, Route: "questions", Required: 1, Status: approval.CallPending},
+			{ID: "x1", Tool: "fetch", Kind: agentrunner.KindExternal, Required: 1, Status: approval.CallPending},
 		},
 	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(store.CallState{}), cmpopts.EquateApproxTime(0)); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(approval.Call{}), cmpopts.EquateApproxTime(0)); diff != "" {
 		t.Errorf("get (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want.Calls, a.Calls, cmpopts.IgnoreUnexported(store.CallState{})); diff != "" {
+	if diff := cmp.Diff(want.Calls, a.Calls, cmpopts.IgnoreUnexported(approval.Call{})); diff != "" {
 		t.Errorf("create fills in calls (-want +got):\n%s", diff)
 	}
 
-	if err := s.SetMessage(t.Context(), a.Token, "x1", "C2", "2.2"); err != nil {
+	if err := s.SetMessage(t.Context(), a.Token, "x1", approval.MessageRef{Channel: "C2", TS: "2.2"}); err != nil {
 		t.Fatalf("set message: %v", err)
 	}
 	got, err = s.Get(t.Context(), a.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := got.Call("x1"); c.Message != (store.MessageRef{Channel: "C2", TS: "2.2"}) {
+	if c := got.Call("x1"); c.Message != (approval.MessageRef{Channel: "C2", TS: "2.2"}) {
 		t.Errorf("message of x1: got %+v, want C2/2.2", c.Message)
 	}
 }
@@ -91,15 +90,15 @@ func TestCreateErrors(t *testing.T) {
 	existing := e.create(t, s, requests("c1"), 1)
 	tests := []struct {
 		name string
-		a    store.Approval
+		a    approval.Request
 		want error
 	}{
-		{"duplicate token", store.Approval{Token: existing.Token, Requests: requests("c1")}, store.ErrDuplicate},
-		{"short token", store.Approval{Token: "abc", Requests: requests("c1")}, store.ErrInvalid},
-		{"token with bad characters", store.Approval{Token: "abcdefghijklmnopqrstuvwxyz+/", Requests: requests("c1")}, store.ErrInvalid},
-		{"no calls", store.Approval{Token: agentrunner.NewToken()}, store.ErrInvalid},
-		{"repeated call id", store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1", "c1")}, store.ErrInvalid},
-		{"spec for unknown call", store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1"), Calls: []store.CallState{{ID: "zz"}}}, store.ErrInvalid},
+		{"duplicate token", approval.Request{Token: existing.Token, Requests: requests("c1")}, approval.ErrConflict},
+		{"short token", approval.Request{Token: "abc", Requests: requests("c1")}, approval.ErrInvalid},
+		{"token with bad characters", approval.Request{Token: "abcdefghijklmnopqrstuvwxyz+/", Requests: requests("c1")}, approval.ErrInvalid},
+		{"no calls", approval.Request{Token: agentrunner.NewToken()}, approval.ErrInvalid},
+		{"repeated call id", approval.Request{Token: agentrunner.NewToken(), Requests: requests("c1", "c1")}, approval.ErrInvalid},
+		{"spec for unknown call", approval.Request{Token: agentrunner.NewToken(), Requests: requests("c1"), Calls: []approval.Call{{ID: "zz"}}}, approval.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,9 +106,9 @@ func TestCreateErrors(t *testing.T) {
 		})
 	}
 	_, err := s.Get(t.Context(), agentrunner.NewToken())
-	wantErr(t, "get unknown token", err, store.ErrNotFound)
-	wantErr(t, "set message of unknown call", s.SetMessage(t.Context(), existing.Token, "nope", "C", "1"), store.ErrNotPendingCall)
-	wantErr(t, "set message of unknown token", s.SetMessage(t.Context(), agentrunner.NewToken(), "c1", "C", "1"), store.ErrNotFound)
+	wantErr(t, "get unknown token", err, approval.ErrNotFound)
+	wantErr(t, "set message of unknown call", s.SetMessage(t.Context(), existing.Token, "nope", approval.MessageRef{Channel: "C", TS: "1"}), approval.ErrNotPending)
+	wantErr(t, "set message of unknown token", s.SetMessage(t.Context(), agentrunner.NewToken(), "c1", approval.MessageRef{Channel: "C", TS: "1"}), approval.ErrNotFound)
 }
 
 // Open (agentrunner.AskHandler, before ask) and Create (inside ask)
@@ -124,15 +123,15 @@ func TestOpenThenCreate(t *testing.T) {
 	if err := ev.Open(t.Context(), token, deadline); err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	wantErr(t, "open twice", ev.Open(t.Context(), token, deadline), store.ErrDuplicate)
-	a := &store.Approval{Token: token, RunID: "run-x", Requests: requests("c1")}
+	wantErr(t, "open twice", ev.Open(t.Context(), token, deadline), approval.ErrConflict)
+	a := &approval.Request{Token: token, RunID: "run-x", Requests: requests("c1")}
 	if err := s.Create(t.Context(), a); err != nil {
 		t.Fatalf("create after open: %v", err)
 	}
 	if !a.ExpiresAt.Equal(deadline) {
 		t.Errorf("create after open: got deadline %v, want Open's %v", a.ExpiresAt, deadline)
 	}
-	wantErr(t, "create twice", s.Create(t.Context(), &store.Approval{Token: token, Requests: requests("c1")}), store.ErrDuplicate)
+	wantErr(t, "create twice", s.Create(t.Context(), &approval.Request{Token: token, Requests: requests("c1")}), approval.ErrConflict)
 
 	// A token that failed between Open and Create cannot be created.
 	failed := agentrunner.NewToken()
@@ -142,10 +141,10 @@ func TestOpenThenCreate(t *testing.T) {
 	if err := ev.Fail(t.Context(), failed, &agentrunner.NoDecisionError{Reason: "asking failed", Cause: agentrunner.ErrTokenFailed}); err != nil {
 		t.Fatalf("fail: %v", err)
 	}
-	wantErr(t, "create after fail", s.Create(t.Context(), &store.Approval{Token: failed, Requests: requests("c1")}), store.ErrFailed)
+	wantErr(t, "create after fail", s.Create(t.Context(), &approval.Request{Token: failed, Requests: requests("c1")}), approval.ErrFailed)
 
 	// Without Open, a zero deadline means DefaultTimeout.
-	b := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1")}
+	b := &approval.Request{Token: agentrunner.NewToken(), Requests: requests("c1")}
 	if err := s.Create(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}

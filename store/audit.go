@@ -16,7 +16,7 @@ type AuditType string
 // refused (for clicks the store itself refuses), resolved, expired,
 // cancelled and failed atomically with the change they record; the bot
 // writes refused (for clicks it refuses, e.g. unauthorized) with
-// AuditRefused and tool outcomes with AuditToolOutcome.
+// Refused and tool outcomes with AuditToolOutcome.
 const (
 	AuditRequested   AuditType = "requested"
 	AuditVoted       AuditType = "voted"
@@ -57,6 +57,9 @@ type AuditEvent struct {
 	// Reason says why: a denial message, a refusal's cause, why a token
 	// ended.
 	Reason string
+	// Code is the approval error code of a refusal the bot wrote
+	// (approval.ENOTAPPROVER, ...).
+	Code string
 	// Detail holds an answer, a result, or a tool's output.
 	Detail string
 }
@@ -91,7 +94,7 @@ func (s *Store) Audit(ctx context.Context, ev AuditEvent) error {
 	for _, f := range []struct{ k, v string }{
 		{"token", ev.Token}, {"run", ev.RunID}, {"call", ev.CallID}, {"tool", ev.Tool},
 		{"by", ev.By}, {"decision", ev.Decision}, {"args", ev.Args}, {"override", ev.Override},
-		{"route", ev.Route}, {"reason", ev.Reason}, {"detail", ev.Detail},
+		{"route", ev.Route}, {"reason", ev.Reason}, {"code", ev.Code}, {"detail", ev.Detail},
 	} {
 		if f.v != "" {
 			values = append(values, f.k, capAudit(f.v))
@@ -108,10 +111,11 @@ func (s *Store) Audit(ctx context.Context, ev AuditEvent) error {
 	return nil
 }
 
-// AuditRefused records a click that was refused (e.g. the user may not
-// approve) and changed nothing.
-func (s *Store) AuditRefused(ctx context.Context, token, callID, by, reason string) error {
-	return s.Audit(ctx, AuditEvent{Type: AuditRefused, Token: token, CallID: callID, By: by, Reason: reason})
+// Refused records an attempt to decide that was refused (e.g. the user
+// may not approve) and changed nothing: code is its approval error code,
+// reason what the person was told.
+func (s *Store) Refused(ctx context.Context, token, callID, by, code, reason string) error {
+	return s.Audit(ctx, AuditEvent{Type: AuditRefused, Token: token, CallID: callID, By: by, Code: code, Reason: reason})
 }
 
 // AuditToolOutcome records what a call did once it ran (or why it did
@@ -157,6 +161,7 @@ func (s *Store) ReadAudit(ctx context.Context, after string, count int64) ([]Aud
 			Override: str("override"),
 			Route:    str("route"),
 			Reason:   str("reason"),
+			Code:     str("code"),
 			Detail:   str("detail"),
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -18,10 +19,10 @@ func TestAuditContent(t *testing.T) {
 	s := e.store()
 	ctx := t.Context()
 	a := e.create(t, s, requests("c1", "c2"), 1)
-	if err := s.AuditRefused(ctx, a.Token, "c1", "U0MALLORY", "not an approver of route files"); err != nil {
+	if err := s.Refused(ctx, a.Token, "c1", "U0MALLORY", approval.ENOTAPPROVER, "not an approver of route files"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Decide(ctx, a.Token, store.Decision{CallID: "c1", By: "U0ALICE", Approve: true, OverrideArgs: json.RawMessage(`{"path": "safe.txt"}`)}); err != nil {
+	if _, err := s.Decide(ctx, a.Token, approval.Decision{CallID: "c1", By: "U0ALICE", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"path": "safe.txt"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Decide(ctx, a.Token, deny("c2", "U0BOB", "keep it")); err != nil {
@@ -42,7 +43,7 @@ func TestAuditContent(t *testing.T) {
 	want := []store.AuditEvent{
 		ev(store.AuditEvent{Type: store.AuditRequested, RunID: a.RunID, CallID: "c1", Tool: "delete_file", By: "U0REQUESTER", Decision: "approval", Args: `{"path":"c1.txt"}`, Route: "files"}),
 		ev(store.AuditEvent{Type: store.AuditRequested, RunID: a.RunID, CallID: "c2", Tool: "delete_file", By: "U0REQUESTER", Decision: "approval", Args: `{"path":"c2.txt"}`, Route: "files"}),
-		ev(store.AuditEvent{Type: store.AuditRefused, CallID: "c1", By: "U0MALLORY", Reason: "not an approver of route files"}),
+		ev(store.AuditEvent{Type: store.AuditRefused, CallID: "c1", By: "U0MALLORY", Code: approval.ENOTAPPROVER, Reason: "not an approver of route files"}),
 		ev(store.AuditEvent{Type: store.AuditDecided, RunID: a.RunID, CallID: "c1", Tool: "delete_file", By: "U0ALICE", Decision: "approved", Args: `{"path":"c1.txt"}`, Override: `{"path":"safe.txt"}`}),
 		ev(store.AuditEvent{Type: store.AuditDecided, RunID: a.RunID, CallID: "c2", Tool: "delete_file", By: "U0BOB", Decision: "denied", Args: `{"path":"c2.txt"}`, Reason: "keep it"}),
 		ev(store.AuditEvent{Type: store.AuditResolved, RunID: a.RunID, By: "U0BOB"}),
@@ -69,7 +70,7 @@ func TestAuditTrim(t *testing.T) {
 	e.opts.AuditMaxLen = maxLen
 	s := e.store()
 	for i := range n {
-		if err := s.AuditRefused(t.Context(), "tok", "c1", fmt.Sprint("U", i), "spam"); err != nil {
+		if err := s.Refused(t.Context(), "tok", "c1", fmt.Sprint("U", i), approval.ENOTAPPROVER, "spam"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +102,7 @@ func TestAuditCapsValues(t *testing.T) {
 	reqs := requests("c1")
 	reqs.Approvals[0].Args = json.RawMessage(big)
 	a := e.create(t, s, reqs, 1)
-	if _, err := s.Decide(ctx, a.Token, store.Decision{CallID: "c1", By: "U0ALICE", Approve: true, OverrideArgs: json.RawMessage(big)}); err != nil {
+	if _, err := s.Decide(ctx, a.Token, approval.Decision{CallID: "c1", By: "U0ALICE", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(big)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AuditToolOutcome(ctx, a.Token, a.RunID, "c1", "delete_file", "success", big); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -110,7 +111,7 @@ func createTokens(b *testing.B, s *store.Store, n int) []string {
 	b.Helper()
 	tokens := make([]string, n)
 	for i := range tokens {
-		a := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1")}
+		a := &approval.Request{Token: agentrunner.NewToken(), Requests: requests("c1")}
 		if err := s.Create(b.Context(), a); err != nil {
 			b.Fatal(err)
 		}
@@ -154,16 +155,16 @@ func BenchmarkLifecycle(b *testing.B) {
 		if err := ev.Open(ctx, token, time.Now().Add(time.Hour)); err != nil {
 			b.Fatal(err)
 		}
-		a := &store.Approval{Token: token, RunID: runID, Requester: "U0ALICE",
-			Source: store.Source{Team: "T0", Channel: "C0SUPPORT", ThreadTS: "1700000000.000100"}, Requests: requests("c1"),
-			Calls: []store.CallState{{ID: "c1", Route: "files"}}}
+		a := &approval.Request{Token: token, RunID: runID,
+			Origin: approval.Origin{Team: "T0", Channel: "C0SUPPORT", ThreadTS: "1700000000.000100", User: "U0ALICE"}, Requests: requests("c1"),
+			Calls: []approval.Call{{ID: "c1", Route: "files"}}}
 		if err := sA.Create(ctx, a); err != nil {
 			b.Fatal(err)
 		}
 		if err := sA.SaveRun(ctx, store.RunState{RunID: runID, Token: token, Messages: benchHistory, Pending: a.Requests, ExpiresAt: a.ExpiresAt}); err != nil {
 			b.Fatal(err)
 		}
-		if err := sA.SetMessage(ctx, token, "c1", "C0APPROVALS", "1700000001.000200"); err != nil {
+		if err := sA.SetMessage(ctx, token, "c1", approval.MessageRef{Channel: "C0APPROVALS", TS: "1700000001.000200"}); err != nil {
 			b.Fatal(err)
 		}
 		waited := parkWaiter(ctx, ev, token)
@@ -201,9 +202,9 @@ func BenchmarkRecordMemory(b *testing.B) {
 	ctx := context.Background()
 	var token string
 	for b.Loop() {
-		a := &store.Approval{Token: agentrunner.NewToken(), RunID: "run-1", Requester: "U0ALICE",
-			Source: store.Source{Team: "T0", Channel: "C0SUPPORT", ThreadTS: "1700000000.000100"}, Requests: requests("c1"),
-			Calls: []store.CallState{{ID: "c1", Route: "files", Message: store.MessageRef{Channel: "C0APPROVALS", TS: "1700000001.000200"}}}}
+		a := &approval.Request{Token: agentrunner.NewToken(), RunID: "run-1",
+			Origin: approval.Origin{Team: "T0", Channel: "C0SUPPORT", ThreadTS: "1700000000.000100", User: "U0ALICE"}, Requests: requests("c1"),
+			Calls: []approval.Call{{ID: "c1", Route: "files", Message: approval.MessageRef{Channel: "C0APPROVALS", TS: "1700000001.000200"}}}}
 		if err := s.Create(ctx, a); err != nil {
 			b.Fatal(err)
 		}
@@ -323,7 +324,7 @@ func BenchmarkOwnership(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			m.reset()
 			for b.Loop() {
-				if err := bc.f(); err != nil && !errors.Is(err, store.ErrNotFound) {
+				if err := bc.f(); err != nil && !errors.Is(err, approval.ErrNotFound) {
 					b.Fatal(err)
 				}
 			}

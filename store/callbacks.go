@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // callbackGroup is the consumer group of the callback stream.
@@ -30,7 +32,7 @@ type CallbackJob struct {
 	ID    string
 	Token string
 	// State is how the token ended.
-	State State
+	State approval.State
 	// Attempt counts the attempts of this delivery, from 1.
 	Attempt int
 }
@@ -116,7 +118,7 @@ func callbackJobs(msgs []redis.XMessage) []CallbackJob {
 func callbackJob(m redis.XMessage) CallbackJob {
 	str := func(k string) string { v, _ := m.Values[k].(string); return v }
 	attempt, _ := strconv.Atoi(str("attempt"))
-	return CallbackJob{ID: m.ID, Token: str("token"), State: State(str("state")), Attempt: max(attempt, 1)}
+	return CallbackJob{ID: m.ID, Token: str("token"), State: parseState(str("state")), Attempt: max(attempt, 1)}
 }
 
 // Ack removes jobs from the queue once handled: delivered, or given up.

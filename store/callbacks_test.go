@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -58,11 +59,11 @@ func TestCallbackQueuedOnEveryEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []store.CallbackJob{
-		{Token: resolved.Token, State: store.StateResolved, Attempt: 1},
-		{Token: answered.Token, State: store.StateResolved, Attempt: 1},
-		{Token: cancelled.Token, State: store.StateCancelled, Attempt: 1},
-		{Token: failed.Token, State: store.StateFailed, Attempt: 1},
-		{Token: expired.Token, State: store.StateExpired, Attempt: 1},
+		{Token: resolved.Token, State: approval.StateResolved, Attempt: 1},
+		{Token: answered.Token, State: approval.StateResolved, Attempt: 1},
+		{Token: cancelled.Token, State: approval.StateCancelled, Attempt: 1},
+		{Token: failed.Token, State: approval.StateFailed, Attempt: 1},
+		{Token: expired.Token, State: approval.StateExpired, Attempt: 1},
 	}
 	if diff := cmp.Diff(want, jobs, cmpopts.IgnoreFields(store.CallbackJob{}, "ID")); diff != "" {
 		t.Errorf("callback jobs (-want +got):\n%s", diff)
@@ -118,7 +119,7 @@ func TestCallbackRetryAndReclaim(t *testing.T) {
 
 	// replica-2 takes attempt 2 and dies without acknowledging it.
 	jobs, err = q2.Read(ctx, "replica-2", 0)
-	if err != nil || len(jobs) != 1 || jobs[0].Attempt != 2 || jobs[0].State != store.StateCancelled || jobs[0].Token != a.Token {
+	if err != nil || len(jobs) != 1 || jobs[0].Attempt != 2 || jobs[0].State != approval.StateCancelled || jobs[0].Token != a.Token {
 		t.Fatalf("read attempt 2: got %+v, %v", jobs, err)
 	}
 	stale, err := q1.Reclaim(ctx, "replica-1", 0)
@@ -206,7 +207,7 @@ func TestCallbackQueueMiniredis(t *testing.T) {
 	ctx := t.Context()
 	c := newClock()
 	s := store.New(rdb, store.Options{Now: c.Now})
-	a := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("a1"), Client: "billing", CallbackURL: "http://127.0.0.1:1/cb"}
+	a := &approval.Request{Token: agentrunner.NewToken(), Requests: requests("a1"), Origin: approval.Origin{Client: "billing"}, CallbackURL: "http://127.0.0.1:1/cb"}
 	if err := s.Create(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestCallbackQueueMiniredis(t *testing.T) {
 	}
 	q := s.CallbackQueue(0)
 	jobs, err := q.Read(ctx, "r1", 0)
-	if err != nil || len(jobs) != 1 || jobs[0].State != store.StateResolved {
+	if err != nil || len(jobs) != 1 || jobs[0].State != approval.StateResolved {
 		t.Fatalf("read: got %+v, %v", jobs, err)
 	}
 	if err := q.Retry(ctx, jobs[0], c.Now()); err != nil {

@@ -11,60 +11,12 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
-
-// Decision is one person's (or policy's, or API client's) decision on one
-// call. Exactly one of Approve, Deny, Answer and Fail is set: Approve and
-// Deny for approvals, Answer and Fail for questions and external calls
-// (Deny on those fails the call with Message).
-type Decision struct {
-	CallID string
-	// By is who decided: a Slack user id, "policy:<route>", an API client.
-	By      string
-	Approve bool
-	Deny    bool
-	// Message is the denial reason, or the failure message with Fail.
-	Message string
-	// OverrideArgs, with Approve, runs the call with these arguments
-	// instead (a JSON object, or a JSON string holding one).
-	OverrideArgs json.RawMessage
-	// Answer is the answer to a question or the result of an external call.
-	Answer json.RawMessage
-	Fail   bool
-	// Metadata goes into the results' metadata for the call.
-	Metadata map[string]any
-	// NotAfter, when set, is the last instant, by Redis's clock, at which
-	// the decision may be recorded: a decision that reaches Redis later
-	// (a frozen Redis, a stalled network) records nothing and returns
-	// ErrTooLate. A caller that gave up waiting at NotAfter therefore
-	// knows the decision is either recorded already or never will be.
-	NotAfter time.Time
-}
-
-// Outcome says what a decision did.
-type Outcome struct {
-	// Call is the call after the request: with ErrDecided, the decision
-	// already made.
-	Call CallState
-	// Changed is false for an idempotent repeat and with every error.
-	Changed bool
-	// Votes counts the distinct approvers of the arguments this decision
-	// (or, when the call is decided, the decision made) concerns; Required
-	// is how many the call needs.
-	Votes    int
-	Required int
-	// Resolved reports that this request resolved the token.
-	Resolved bool
-	// Approval is the whole record after the request.
-	Approval *Approval
-	// Results is what the run receives, set once the token is resolved.
-	Results *agentrunner.DeferredToolResults
-}
 
 // Decide records a decision on one call atomically (one round trip). The
 // first valid decision wins: an approval counts as one vote, and the call
@@ -75,18 +27,19 @@ type Outcome struct {
 // is resolved, exactly once: its run is queued for resumption and waiters
 // in every process are woken. Refusals are written to the audit stream.
 //
-// Decide returns ErrInvalid for a malformed decision (nothing set, several
-// set, override arguments that are not a JSON object, an answer to an
-// approval), ErrNotFound if the token is unknown or gone,
-// ErrNotPendingCall if the call is not one of the token's, ErrExpired past
-// the deadline, ErrCancelled or ErrFailed after the token ended so,
-// ErrDecided (with the Outcome describing the decision already made) if
-// the call was decided differently, ErrResolved if the token was
-// resolved while the call was undecided, and ErrTooLate if the decision
-// reached Redis after d.NotAfter.
-func (s *Store) Decide(ctx context.Context, token string, d Decision) (*Outcome, error) {
+// Decide returns approval.ErrInvalid for a malformed decision (an unknown
+// action, override arguments that are not a JSON object or come without an
+// approval, an answer to an approval), approval.ErrNotFound if the token is
+// unknown or gone, approval.ErrNotPending if the call is not one of the
+// token's, approval.ErrExpired past the deadline, approval.ErrCancelled or
+// approval.ErrFailed after the token ended so, approval.ErrDecided (with the
+// Decided describing the decision already made) if the call was decided
+// differently, approval.ErrResolved if the token was resolved while the call was
+// undecided, and approval.ErrTooLate if the decision reached Redis after
+// d.NotAfter.
+func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (*approval.Decided, error) {
 	if !validToken(token) {
-		return nil, fmt.Errorf("decide %s: %w", short(token), ErrNotFound)
+		return nil, fmt.Errorf("decide %s: %w", short(token), approval.ErrNotFound)
 	}
 	p, err := prepare(d)
 	if err != nil {
@@ -96,48 +49,51 @@ func (s *Store) Decide(ctx context.Context, token string, d Decision) (*Outcome,
 	if !d.NotAfter.IsZero() {
 		notAfter = strconv.FormatInt(d.NotAfter.UnixMicro(), 10)
 	}
-	args := s.tokenArgs(token, s.now(), d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Message, p.answer, notAfter)
+	args := s.tokenArgs(token, s.now(), d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Reason, p.answer, notAfter)
 	res, err := decideScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
 	code := res[0]
-	var out *Outcome
+	var out *approval.Decided
 	if len(res) > 1 {
 		a, err := parseApproval(token, flatMap(res[1:]))
 		if err != nil {
 			return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 		}
-		c, _ := a.Call(d.CallID)
-		out = &Outcome{
-			Call:     *c,
-			Changed:  code == "voted" || code == "decided" || code == "resolved",
-			Required: c.Required,
-			Resolved: code == "resolved",
-			Approval: a,
-		}
-		if a.State == StateResolved {
-			out.Results = a.Results
-		}
-		switch {
-		case c.Status == CallApproved:
-			out.Votes = c.votesFor(c.key)
-		case p.action == "approve":
-			// The script may have stored the vote under another key (an
-			// edit equal to the call's own arguments): count the stored one.
-			key := p.key
-			for _, v := range c.Votes {
-				if v.By == d.By {
-					key = v.Key
-				}
-			}
-			out.Votes = c.votesFor(key)
-		}
+		out = decided(a, code, d, p.key)
 	}
 	if err := codeErr(code); err != nil {
 		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
 	return out, nil
+}
+
+// decided describes what the decide script did, from its reply code and
+// the record after it; key is the vote key of the decision asked for.
+func decided(a *approval.Request, code string, d approval.Decision, key string) *approval.Decided {
+	c := a.Call(d.CallID)
+	out := &approval.Decided{
+		Request:  a,
+		Call:     c,
+		Changed:  code == "voted" || code == "decided" || code == "resolved",
+		Required: c.Required,
+		Resolved: code == "resolved",
+	}
+	switch {
+	case c.Status == approval.CallApproved:
+		out.Votes = c.VotesFor(c.ApprovedKey)
+	case d.Action == approval.ActionApprove:
+		// The script may have stored the vote under another key (an
+		// edit equal to the call's own arguments): count the stored one.
+		for _, v := range c.Votes {
+			if v.By == d.By {
+				key = v.Key
+			}
+		}
+		out.Votes = c.VotesFor(key)
+	}
+	return out
 }
 
 // prepared is a Decision in the form the decide script takes.
@@ -151,100 +107,114 @@ type prepared struct {
 	answer      string
 }
 
-func prepare(d Decision) (prepared, error) {
+func prepare(d approval.Decision) (prepared, error) {
 	if d.CallID == "" || d.By == "" {
-		return prepared{}, fmt.Errorf("%w: a decision needs a call id and who decided", ErrInvalid)
+		return prepared{}, fmt.Errorf("%w: a decision needs a call id and who decided", approval.ErrInvalid)
 	}
-	set := 0
-	for _, b := range []bool{d.Approve, d.Deny, d.Answer != nil, d.Fail} {
-		if b {
-			set++
+	switch d.Action {
+	case approval.ActionApprove, approval.ActionDeny, approval.ActionFail:
+	case approval.ActionAnswer:
+		if d.Answer == nil {
+			return prepared{}, fmt.Errorf("%w: an answer needs a value", approval.ErrInvalid)
 		}
+	default:
+		return prepared{}, fmt.Errorf("%w: unknown action %q: set one of approve, deny, answer, fail", approval.ErrInvalid, d.Action)
 	}
-	if set != 1 {
-		return prepared{}, fmt.Errorf("%w: set exactly one of approve, deny, answer, fail", ErrInvalid)
+	if d.OverrideArgs != nil && d.Action != approval.ActionApprove {
+		return prepared{}, fmt.Errorf("%w: override arguments come only with an approval", approval.ErrInvalid)
 	}
-	if d.OverrideArgs != nil && !d.Approve {
-		return prepared{}, fmt.Errorf("%w: override arguments come only with an approval", ErrInvalid)
+	if d.Answer != nil && d.Action != approval.ActionAnswer {
+		return prepared{}, fmt.Errorf("%w: an answer comes only with the answer action", approval.ErrInvalid)
 	}
-	p := prepared{key: "-"}
+	p := prepared{key: "-", action: string(d.Action)}
 	if d.Metadata != nil {
 		b, err := json.Marshal(d.Metadata)
 		if err != nil {
-			return prepared{}, fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
+			return prepared{}, fmt.Errorf("%w: metadata: %v", approval.ErrInvalid, err)
 		}
 		p.md = string(b)
 	}
-	failMsg := d.Message
-	switch {
-	case d.Approve:
-		p.action = "approve"
-		r := agentrunner.Approve()
-		if d.OverrideArgs != nil {
-			// Decoding the wire form normalizes the arguments exactly as
-			// an override arriving over the HTTP API would be.
-			wire, err := json.Marshal(map[string]json.RawMessage{"kind": json.RawMessage(`"tool-approved"`), "override_args": d.OverrideArgs})
-			if err != nil {
-				return prepared{}, fmt.Errorf("%w: override args: %v", ErrInvalid, err)
-			}
-			if err := json.Unmarshal(wire, &r); err != nil {
-				return prepared{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-			}
-			if r.OverrideArgs != nil {
-				var buf bytes.Buffer
-				if err := json.Compact(&buf, r.OverrideArgs); err != nil {
-					return prepared{}, fmt.Errorf("%w: override args: %v", ErrInvalid, err)
-				}
-				r.OverrideArgs = buf.Bytes()
-				p.override = buf.String()
-				p.key = digest(buf.Bytes())
-			}
+	var err error
+	switch d.Action {
+	case approval.ActionApprove:
+		err = p.approve(d.OverrideArgs)
+	case approval.ActionDeny:
+		err = p.deny(d.Reason)
+	case approval.ActionAnswer:
+		err = p.answerWith(d.Answer)
+	case approval.ActionFail:
+		msg := d.Reason
+		if msg == "" {
+			msg = "The tool call failed."
 		}
-		b, err := json.Marshal(r)
+		p.resCall, err = marshalCall(agentrunner.Fail(msg))
+	}
+	return p, err
+}
+
+// approve prepares an approval, with override arguments when not nil.
+func (p *prepared) approve(override json.RawMessage) error {
+	r := agentrunner.Approve()
+	if override != nil {
+		// Decoding the wire form normalizes the arguments exactly as an
+		// override arriving over the HTTP API would be.
+		wire, err := json.Marshal(map[string]json.RawMessage{"kind": json.RawMessage(`"tool-approved"`), "override_args": override})
 		if err != nil {
-			return prepared{}, fmt.Errorf("approval: %w", err)
+			return fmt.Errorf("%w: override args: %v", approval.ErrInvalid, err)
 		}
-		p.resApproval = string(b)
-	case d.Deny:
-		p.action = "deny"
-		b, err := json.Marshal(agentrunner.Deny(d.Message))
-		if err != nil {
-			return prepared{}, fmt.Errorf("denial: %w", err)
+		if err := json.Unmarshal(wire, &r); err != nil {
+			return fmt.Errorf("%w: %v", approval.ErrInvalid, err)
 		}
-		p.resApproval = string(b)
-		if failMsg == "" {
-			failMsg = agentrunner.DefaultDenialMessage
-		}
-		if p.resCall, err = marshalCall(agentrunner.Fail(failMsg)); err != nil {
-			return prepared{}, err
-		}
-	case d.Answer != nil:
-		p.action = "answer"
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, d.Answer); err != nil {
-			return prepared{}, fmt.Errorf("%w: answer is not JSON: %v", ErrInvalid, err)
-		}
-		var r agentrunner.CallResult
-		if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
-			return prepared{}, fmt.Errorf("%w: answer: %v", ErrInvalid, err)
-		}
-		var err error
-		if p.resCall, err = marshalCall(r); err != nil {
-			return prepared{}, err
-		}
-		p.answer = buf.String()
-		p.key = digest(buf.Bytes())
-	case d.Fail:
-		p.action = "fail"
-		if failMsg == "" {
-			failMsg = "The tool call failed."
-		}
-		var err error
-		if p.resCall, err = marshalCall(agentrunner.Fail(failMsg)); err != nil {
-			return prepared{}, err
+		if r.OverrideArgs != nil {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, r.OverrideArgs); err != nil {
+				return fmt.Errorf("%w: override args: %v", approval.ErrInvalid, err)
+			}
+			r.OverrideArgs = buf.Bytes()
+			p.override = buf.String()
+			p.key = digest(buf.Bytes())
 		}
 	}
-	return p, nil
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("approval: %w", err)
+	}
+	p.resApproval = string(b)
+	return nil
+}
+
+// deny prepares a denial: of an approval with reason, or, on a question or
+// external call, a failure with reason (or the default denial message).
+func (p *prepared) deny(reason string) error {
+	b, err := json.Marshal(agentrunner.Deny(reason))
+	if err != nil {
+		return fmt.Errorf("denial: %w", err)
+	}
+	p.resApproval = string(b)
+	if reason == "" {
+		reason = agentrunner.DefaultDenialMessage
+	}
+	p.resCall, err = marshalCall(agentrunner.Fail(reason))
+	return err
+}
+
+// answerWith prepares the answer to a question or external call.
+func (p *prepared) answerWith(answer json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, answer); err != nil {
+		return fmt.Errorf("%w: answer is not JSON: %v", approval.ErrInvalid, err)
+	}
+	var r agentrunner.CallResult
+	if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
+		return fmt.Errorf("%w: answer: %v", approval.ErrInvalid, err)
+	}
+	var err error
+	if p.resCall, err = marshalCall(r); err != nil {
+		return err
+	}
+	p.answer = buf.String()
+	p.key = digest(buf.Bytes())
+	return nil
 }
 
 func marshalCall(r agentrunner.CallResult) (string, error) {
@@ -285,14 +255,14 @@ func digest(b []byte) string {
 // otherwise. A token opened but not yet created has no calls to check the
 // answers against: they are stored as given.
 //
-// Resolve returns ErrNotFound if the token is unknown, ErrNotPendingCall
+// Resolve returns approval.ErrNotFound if the token is unknown, approval.ErrNotPending
 // (naming the offending ids) if an answer names a call that is not
-// pending, ErrExpired past the deadline, and ErrResolved, ErrExpired,
-// ErrCancelled or ErrFailed if the token already ended. Nothing changes
+// pending, approval.ErrExpired past the deadline, and approval.ErrResolved, approval.ErrExpired,
+// approval.ErrCancelled or approval.ErrFailed if the token already ended. Nothing changes
 // on error.
-func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*Approval, error) {
+func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*approval.Request, error) {
 	if !validToken(token) {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), ErrNotFound)
+		return nil, fmt.Errorf("resolve %s: %w", short(token), approval.ErrNotFound)
 	}
 	if results == nil {
 		results = agentrunner.NewDeferredToolResults()
@@ -312,7 +282,7 @@ func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrun
 		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
 	}
 	if res[0] == "e:notpending" {
-		return nil, fmt.Errorf("resolve %s: %w: %v", short(token), ErrNotPendingCall, res[1:])
+		return nil, fmt.Errorf("resolve %s: %w: %v", short(token), approval.ErrNotPending, res[1:])
 	}
 	if err := codeErr(res[0]); err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
@@ -353,9 +323,9 @@ func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int
 		if err != nil {
 			return nil, 0, fmt.Errorf("approval %s: %w", id, err)
 		}
-		state := CallDenied
+		state := approval.CallDenied
 		if r.Approved {
-			state = CallApproved
+			state = approval.CallApproved
 		}
 		if err := add(id, "approval", string(b), string(state)); err != nil {
 			return nil, 0, err
@@ -367,9 +337,9 @@ func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int
 		if err != nil {
 			return nil, 0, fmt.Errorf("call %s: %w", id, err)
 		}
-		state := CallAnswered
+		state := approval.CallAnswered
 		if r.Failed || r.Retry {
-			state = CallFailed
+			state = approval.CallFailed
 		}
 		if err := add(id, "call", string(b), string(state)); err != nil {
 			return nil, 0, err
@@ -382,25 +352,25 @@ func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int
 // reason agentrunner.ReasonCancelled, the run is queued for resumption,
 // and waiters receive a NoDecisionError whose Cause is ErrTokenCancelled.
 // by says who cancelled (for the audit stream). It returns the ended
-// record, or ErrNotFound if the token is unknown, or ErrResolved,
-// ErrExpired, ErrCancelled or ErrFailed if it already ended.
-func (s *Store) Cancel(ctx context.Context, token, by string) (*Approval, error) {
-	return s.end(ctx, "cancel", token, StateCancelled, by, agentrunner.ReasonCancelled)
+// record, or approval.ErrNotFound if the token is unknown, or approval.ErrResolved,
+// approval.ErrExpired, approval.ErrCancelled or approval.ErrFailed if it already ended.
+func (s *Store) Cancel(ctx context.Context, token, by string) (*approval.Request, error) {
+	return s.end(ctx, "cancel", token, approval.StateCancelled, by, agentrunner.ReasonCancelled)
 }
 
 // Fail ends an open token without a decision, with reason for the model
 // (e.g. "asking failed"); waiters receive a NoDecisionError whose Cause is
 // ErrTokenFailed. Its errors are those of Cancel.
-func (s *Store) Fail(ctx context.Context, token, by, reason string) (*Approval, error) {
+func (s *Store) Fail(ctx context.Context, token, by, reason string) (*approval.Request, error) {
 	if reason == "" {
 		reason = "failed"
 	}
-	return s.end(ctx, "fail", token, StateFailed, by, reason)
+	return s.end(ctx, "fail", token, approval.StateFailed, by, reason)
 }
 
-func (s *Store) end(ctx context.Context, op, token string, state State, by, reason string) (*Approval, error) {
+func (s *Store) end(ctx context.Context, op, token string, state approval.State, by, reason string) (*approval.Request, error) {
 	if !validToken(token) {
-		return nil, fmt.Errorf("%s %s: %w", op, short(token), ErrNotFound)
+		return nil, fmt.Errorf("%s %s: %w", op, short(token), approval.ErrNotFound)
 	}
 	args := s.tokenArgs(token, s.now(), string(state), by, reason)
 	res, err := endScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
@@ -431,8 +401,8 @@ const sweepBatch = 256
 // process dies now) and wakes its waiters (who get a NoDecisionError with
 // Cause ErrTokenExpired).
 // Events.Run sweeps periodically; call Sweep directly in tests.
-func (s *Store) Sweep(ctx context.Context) ([]*Approval, error) {
-	var out []*Approval
+func (s *Store) Sweep(ctx context.Context) ([]*approval.Request, error) {
+	var out []*approval.Request
 	for {
 		now := s.now()
 		tokens, err := s.rdb.ZRangeByScore(ctx, s.deadlinesKey(), &redis.ZRangeBy{Min: "-inf", Max: ms(now), Count: sweepBatch}).Result()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -22,12 +23,12 @@ func TestDecideNotAfter(t *testing.T) {
 	late := approve("c1", "U0ALICE")
 	late.NotAfter = time.Now().Add(-time.Millisecond)
 	_, err := s.Decide(t.Context(), a.Token, late)
-	wantErr(t, "decide after NotAfter", err, store.ErrTooLate)
+	wantErr(t, "decide after NotAfter", err, approval.ErrTooLate)
 	got, err := s.Get(t.Context(), a.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := got.Call("c1"); c.Status != store.CallPending {
+	if c := got.Call("c1"); c.Status != approval.CallPending {
 		t.Fatalf("call after a late decision: %s, want pending", c.Status)
 	}
 	events, err := s.ReadAudit(t.Context(), "", 0)
@@ -41,7 +42,7 @@ func TestDecideNotAfter(t *testing.T) {
 	inTime := approve("c1", "U0ALICE")
 	inTime.NotAfter = time.Now().Add(time.Minute)
 	out, err := s.Decide(t.Context(), a.Token, inTime)
-	if err != nil || !out.Changed || out.Call.Status != store.CallApproved {
+	if err != nil || !out.Changed || out.Call.Status != approval.CallApproved {
 		t.Fatalf("decide in time: got %+v, %v; want approved", out, err)
 	}
 }
@@ -88,7 +89,7 @@ func TestDecideThatArrivesLateDecidesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if call, _ := got.Call("c1"); call.Status != store.CallPending {
+	if call := got.Call("c1"); call.Status != approval.CallPending {
 		t.Errorf("call after a decision that arrived late: %s, want pending (nothing decided)", call.Status)
 	}
 }

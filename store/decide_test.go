@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -23,7 +24,7 @@ func TestDecideRace(t *testing.T) {
 
 	const n = 200
 	type result struct {
-		out *store.Outcome
+		out *approval.Decided
 		err error
 	}
 	results := make([]result, n)
@@ -44,7 +45,7 @@ func TestDecideRace(t *testing.T) {
 	wg.Wait()
 
 	changed, resolved := 0, 0
-	var winner *store.Outcome
+	var winner *approval.Decided
 	for i, r := range results {
 		switch {
 		case r.err == nil && r.out.Changed:
@@ -53,8 +54,8 @@ func TestDecideRace(t *testing.T) {
 			if r.out.Resolved {
 				resolved++
 			}
-		case errors.Is(r.err, store.ErrDecided):
-			if r.out == nil || r.out.Call.Status == store.CallPending {
+		case errors.Is(r.err, approval.ErrDecided):
+			if r.out == nil || r.out.Call.Status == approval.CallPending {
 				t.Errorf("goroutine %d: ErrDecided without the decision made: %+v", i, r.out)
 			}
 		default:
@@ -94,8 +95,8 @@ func auditCounts(t *testing.T, s *store.Store) map[store.AuditType]int {
 func TestQuorum(t *testing.T) {
 	override := json.RawMessage(`{"path":"other.txt"}`)
 	type step struct {
-		d           store.Decision
-		wantStatus  store.CallStatus
+		d           approval.Decision
+		wantStatus  approval.CallStatus
 		wantChanged bool
 		wantVotes   int
 		wantErr     error
@@ -109,38 +110,38 @@ func TestQuorum(t *testing.T) {
 		{
 			name: "2 of 3 approve", required: 2,
 			steps: []step{
-				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
-				{d: approve("c1", "UB"), wantStatus: store.CallApproved, wantChanged: true, wantVotes: 2},
-				{d: approve("c1", "UC"), wantStatus: store.CallApproved, wantVotes: 2, wantErr: store.ErrDecided},
+				{d: approve("c1", "UA"), wantStatus: approval.CallPending, wantChanged: true, wantVotes: 1},
+				{d: approve("c1", "UB"), wantStatus: approval.CallApproved, wantChanged: true, wantVotes: 2},
+				{d: approve("c1", "UC"), wantStatus: approval.CallApproved, wantVotes: 2, wantErr: approval.ErrDecided},
 			},
 			wantBy: "UA,UB",
 		},
 		{
 			name: "same approver twice counts once", required: 2,
 			steps: []step{
-				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
-				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantVotes: 1},
-				{d: approve("c1", "UB"), wantStatus: store.CallApproved, wantChanged: true, wantVotes: 2},
-				{d: approve("c1", "UA"), wantStatus: store.CallApproved, wantVotes: 2},
+				{d: approve("c1", "UA"), wantStatus: approval.CallPending, wantChanged: true, wantVotes: 1},
+				{d: approve("c1", "UA"), wantStatus: approval.CallPending, wantVotes: 1},
+				{d: approve("c1", "UB"), wantStatus: approval.CallApproved, wantChanged: true, wantVotes: 2},
+				{d: approve("c1", "UA"), wantStatus: approval.CallApproved, wantVotes: 2},
 			},
 			wantBy: "UA,UB",
 		},
 		{
 			name: "one denial denies a quorum call", required: 2,
 			steps: []step{
-				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
-				{d: deny("c1", "UB", "not today"), wantStatus: store.CallDenied, wantChanged: true},
-				{d: deny("c1", "UB", "not today"), wantStatus: store.CallDenied},
-				{d: approve("c1", "UC"), wantStatus: store.CallDenied, wantVotes: 1, wantErr: store.ErrDecided},
+				{d: approve("c1", "UA"), wantStatus: approval.CallPending, wantChanged: true, wantVotes: 1},
+				{d: deny("c1", "UB", "not today"), wantStatus: approval.CallDenied, wantChanged: true},
+				{d: deny("c1", "UB", "not today"), wantStatus: approval.CallDenied},
+				{d: approve("c1", "UC"), wantStatus: approval.CallDenied, wantVotes: 1, wantErr: approval.ErrDecided},
 			},
 			wantBy: "UB",
 		},
 		{
 			name: "votes for different arguments do not add up", required: 2,
 			steps: []step{
-				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
-				{d: store.Decision{CallID: "c1", By: "UB", Approve: true, OverrideArgs: override}, wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
-				{d: store.Decision{CallID: "c1", By: "UA", Approve: true, OverrideArgs: override}, wantStatus: store.CallApproved, wantChanged: true, wantVotes: 2},
+				{d: approve("c1", "UA"), wantStatus: approval.CallPending, wantChanged: true, wantVotes: 1},
+				{d: approval.Decision{CallID: "c1", By: "UB", Action: approval.ActionApprove, OverrideArgs: override}, wantStatus: approval.CallPending, wantChanged: true, wantVotes: 1},
+				{d: approval.Decision{CallID: "c1", By: "UA", Action: approval.ActionApprove, OverrideArgs: override}, wantStatus: approval.CallApproved, wantChanged: true, wantVotes: 2},
 			},
 			wantBy: "UA,UB",
 		},
@@ -148,9 +149,9 @@ func TestQuorum(t *testing.T) {
 			// An edit that changes nothing is the same set of arguments.
 			name: "edited arguments equal to the call's own add up with it", required: 3,
 			steps: []step{
-				{d: approve("c1", "UA"), wantStatus: store.CallPending, wantChanged: true, wantVotes: 1},
-				{d: store.Decision{CallID: "c1", By: "UB", Approve: true, OverrideArgs: json.RawMessage("{\n  \"path\": \"c1.txt\"\n}")}, wantStatus: store.CallPending, wantChanged: true, wantVotes: 2},
-				{d: store.Decision{CallID: "c1", By: "UC", Approve: true, OverrideArgs: json.RawMessage(`"{\"path\":\"c1.txt\"}"`)}, wantStatus: store.CallApproved, wantChanged: true, wantVotes: 3},
+				{d: approve("c1", "UA"), wantStatus: approval.CallPending, wantChanged: true, wantVotes: 1},
+				{d: approval.Decision{CallID: "c1", By: "UB", Action: approval.ActionApprove, OverrideArgs: json.RawMessage("{\n  \"path\": \"c1.txt\"\n}")}, wantStatus: approval.CallPending, wantChanged: true, wantVotes: 2},
+				{d: approval.Decision{CallID: "c1", By: "UC", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`"{\"path\":\"c1.txt\"}"`)}, wantStatus: approval.CallApproved, wantChanged: true, wantVotes: 3},
 			},
 			wantBy: "UA,UB,UC",
 		},
@@ -160,7 +161,7 @@ func TestQuorum(t *testing.T) {
 			e := newEnv(t)
 			s := e.store()
 			a := e.create(t, s, requests("c1"), tt.required)
-			var last *store.Outcome
+			var last *approval.Decided
 			for i, st := range tt.steps {
 				out, err := s.Decide(t.Context(), a.Token, st.d)
 				wantErr(t, fmt.Sprintf("step %d", i), err, st.wantErr)
@@ -175,10 +176,10 @@ func TestQuorum(t *testing.T) {
 					last = out
 				}
 			}
-			if last.Results == nil {
+			if last.Request.Results == nil {
 				t.Fatal("token not resolved")
 			}
-			if got := last.Results.AnsweredBy["c1"]; got != tt.wantBy {
+			if got := last.Request.Results.AnsweredBy["c1"]; got != tt.wantBy {
 				t.Errorf("answered_by: got %q, want %q", got, tt.wantBy)
 			}
 		})
@@ -195,13 +196,13 @@ func TestDecideResults(t *testing.T) {
 	}
 	reqs.Metadata = map[string]map[string]any{"q1": {"question": "Why?"}}
 	a := e.create(t, s, reqs, 1)
-	steps := []store.Decision{
-		{CallID: "a1", By: "UA", Approve: true, OverrideArgs: json.RawMessage(`"{\"path\": \"b.txt\"}"`), Metadata: map[string]any{"note": "edited"}},
+	steps := []approval.Decision{
+		{CallID: "a1", By: "UA", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`"{\"path\": \"b.txt\"}"`), Metadata: map[string]any{"note": "edited"}},
 		deny("a2", "UB", ""),
-		{CallID: "q1", By: "UC", Answer: json.RawMessage(`{"n": 12345678901234567890, "l": []}`)},
-		{CallID: "x1", By: "api:ci", Fail: true, Message: "job crashed"},
+		{CallID: "q1", By: "UC", Action: approval.ActionAnswer, Answer: json.RawMessage(`{"n": 12345678901234567890, "l": []}`)},
+		{CallID: "x1", By: "api:ci", Action: approval.ActionFail, Reason: "job crashed"},
 	}
-	var out *store.Outcome
+	var out *approval.Decided
 	for i, d := range steps {
 		var err error
 		out, err = s.Decide(t.Context(), a.Token, d)
@@ -215,9 +216,9 @@ func TestDecideResults(t *testing.T) {
 	want := `{"approvals":{"a1":{"kind":"tool-approved","override_args":{"path":"b.txt"}},"a2":{"kind":"tool-denied","message":"The tool call was denied."}},` +
 		`"calls":{"q1":{"n":12345678901234567890,"l":[]},"x1":{"kind":"tool-failed","message":"job crashed"}},` +
 		`"metadata":{"a1":{"note":"edited"}},"answered_by":{"a1":"UA","a2":"UB","q1":"UC","x1":"api:ci"}}`
-	jsonEqual(t, "results", mustJSON(t, out.Results), want)
-	if out.Approval.State != store.StateResolved || out.Approval.EndedBy != "api:ci" {
-		t.Errorf("record: got state %s ended by %s, want resolved by api:ci", out.Approval.State, out.Approval.EndedBy)
+	jsonEqual(t, "results", mustJSON(t, out.Request.Results), want)
+	if out.Request.State != approval.StateResolved || out.Request.EndedBy != "api:ci" {
+		t.Errorf("record: got state %s ended by %s, want resolved by api:ci", out.Request.State, out.Request.EndedBy)
 	}
 }
 
@@ -227,46 +228,48 @@ func TestDecideRefusals(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, e *env, s *store.Store, token string)
-		d     store.Decision
+		d     approval.Decision
 		want  error
 	}{
-		{"unknown call", nil, approve("nope", "UA"), store.ErrNotPendingCall},
+		{"unknown call", nil, approve("nope", "UA"), approval.ErrNotPending},
 		{"past the deadline, not yet swept", func(t *testing.T, e *env, s *store.Store, token string) {
 			e.clock.Advance(time.Hour)
-		}, approve("c1", "UA"), store.ErrExpired},
+		}, approve("c1", "UA"), approval.ErrExpired},
 		{"expired", func(t *testing.T, e *env, s *store.Store, token string) {
 			e.clock.Advance(time.Hour)
 			if _, err := s.Sweep(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-		}, approve("c1", "UA"), store.ErrExpired},
+		}, approve("c1", "UA"), approval.ErrExpired},
 		{"cancelled", func(t *testing.T, e *env, s *store.Store, token string) {
 			if _, err := s.Cancel(t.Context(), token, "UREQ"); err != nil {
 				t.Fatal(err)
 			}
-		}, approve("c1", "UA"), store.ErrCancelled},
+		}, approve("c1", "UA"), approval.ErrCancelled},
 		{"failed", func(t *testing.T, e *env, s *store.Store, token string) {
 			if _, err := s.Fail(t.Context(), token, "", "asking failed"); err != nil {
 				t.Fatal(err)
 			}
-		}, deny("c1", "UA", ""), store.ErrFailed},
+		}, deny("c1", "UA", ""), approval.ErrFailed},
 		{"resolved without this call", func(t *testing.T, e *env, s *store.Store, token string) {
 			res := agentrunner.NewDeferredToolResults()
 			res.Approvals["c2"] = agentrunner.Approve()
 			if _, err := s.Resolve(t.Context(), token, "api:x", res); err != nil {
 				t.Fatal(err)
 			}
-		}, approve("c1", "UA"), store.ErrResolved},
+		}, approve("c1", "UA"), approval.ErrResolved},
 		{"decided by someone else", func(t *testing.T, e *env, s *store.Store, token string) {
 			if _, err := s.Decide(t.Context(), token, deny("c1", "UB", "")); err != nil {
 				t.Fatal(err)
 			}
-		}, approve("c1", "UA"), store.ErrDecided},
-		{"nothing decided", nil, store.Decision{CallID: "c1", By: "UA"}, store.ErrInvalid},
-		{"approve and deny", nil, store.Decision{CallID: "c1", By: "UA", Approve: true, Deny: true}, store.ErrInvalid},
-		{"no one decided", nil, store.Decision{CallID: "c1", Approve: true}, store.ErrInvalid},
-		{"override args not an object", nil, store.Decision{CallID: "c1", By: "UA", Approve: true, OverrideArgs: json.RawMessage(`[1]`)}, store.ErrInvalid},
-		{"answer to an approval", nil, store.Decision{CallID: "c1", By: "UA", Answer: json.RawMessage(`"yes"`)}, store.ErrInvalid},
+		}, approve("c1", "UA"), approval.ErrDecided},
+		{"nothing decided", nil, approval.Decision{CallID: "c1", By: "UA"}, approval.ErrInvalid},
+		{"unknown action", nil, approval.Decision{CallID: "c1", By: "UA", Action: "approve-and-deny"}, approval.ErrInvalid},
+		{"answer without a value", nil, approval.Decision{CallID: "c1", By: "UA", Action: approval.ActionAnswer}, approval.ErrInvalid},
+		{"answer with an approval", nil, approval.Decision{CallID: "c1", By: "UA", Action: approval.ActionApprove, Answer: json.RawMessage(`"yes"`)}, approval.ErrInvalid},
+		{"no one decided", nil, approval.Decision{CallID: "c1", Action: approval.ActionApprove}, approval.ErrInvalid},
+		{"override args not an object", nil, approval.Decision{CallID: "c1", By: "UA", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`[1]`)}, approval.ErrInvalid},
+		{"answer to an approval", nil, approval.Decision{CallID: "c1", By: "UA", Action: approval.ActionAnswer, Answer: json.RawMessage(`"yes"`)}, approval.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,7 +286,7 @@ func TestDecideRefusals(t *testing.T) {
 	t.Run("unknown token", func(t *testing.T) {
 		e := newEnv(t)
 		_, err := e.store().Decide(t.Context(), agentrunner.NewToken(), approve("c1", "UA"))
-		wantErr(t, "decide", err, store.ErrNotFound)
+		wantErr(t, "decide", err, approval.ErrNotFound)
 	})
 }
 
@@ -302,7 +305,7 @@ func TestDecideIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("repeat: %v", err)
 	}
-	if again.Changed || again.Resolved || again.Call.Status != store.CallDenied || again.Call.DecidedBy != "UA" {
+	if again.Changed || again.Resolved || again.Call.Status != approval.CallDenied || again.Call.DecidedBy != "UA" {
 		t.Errorf("repeat: got changed %v resolved %v status %s by %s, want the first decision unchanged",
 			again.Changed, again.Resolved, again.Call.Status, again.Call.DecidedBy)
 	}
@@ -323,10 +326,10 @@ func TestResolveValidation(t *testing.T) {
 	bad.Approvals["x1"] = agentrunner.Approve() // a call, not an approval
 	bad.Calls["zz"] = agentrunner.Fail("?")
 	_, err := s.Resolve(t.Context(), a.Token, "api:x", bad)
-	wantErr(t, "resolve with ids not pending", err, store.ErrNotPendingCall)
+	wantErr(t, "resolve with ids not pending", err, approval.ErrNotPending)
 	wantErr(t, "resolve with ids not pending", err, agentrunner.ErrNotPending)
 	got, err := s.Get(t.Context(), a.Token)
-	if err != nil || got.State != store.StateOpen || got.Calls[0].Status != store.CallPending {
+	if err != nil || got.State != approval.StatePending || got.Calls[0].Status != approval.CallPending {
 		t.Fatalf("after a refused resolve: got %+v, %v; want nothing changed", got, err)
 	}
 
@@ -341,7 +344,7 @@ func TestResolveValidation(t *testing.T) {
 	want := `{"approvals":{"a1":{"kind":"tool-denied","message":"no"}},"calls":{"x1":{"ok":true}},"metadata":{},"answered_by":{"a1":"api:x","x1":"ci-bot"}}`
 	jsonEqual(t, "results", mustJSON(t, res.Results), want)
 	_, err = s.Resolve(t.Context(), a.Token, "api:x", good)
-	wantErr(t, "resolve twice", err, store.ErrResolved)
+	wantErr(t, "resolve twice", err, approval.ErrResolved)
 }
 
 // Every key the store creates has a TTL.
@@ -382,7 +385,7 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	if _, err := s.Dedupe(ctx, "evt-1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AuditRefused(ctx, a.Token, "c1", "UX", "not an approver"); err != nil {
+	if err := s.Refused(ctx, a.Token, "c1", "UX", approval.ENOTAPPROVER, "not an approver"); err != nil {
 		t.Fatal(err)
 	}
 	e.create(t, s, requests("c9"), 1) // one still open, with a deadline
@@ -449,14 +452,14 @@ func TestQuorumVotes(t *testing.T) {
 	a := e.create(t, s, requests("c1"), 3)
 	override := json.RawMessage(`{"path":"other.txt"}`)
 	steps := []struct {
-		d    store.Decision
+		d    approval.Decision
 		want int
 	}{
 		{approve("c1", "UA"), 1},
-		{store.Decision{CallID: "c1", By: "UB", Approve: true, OverrideArgs: override}, 1},
-		{store.Decision{CallID: "c1", By: "UC", Approve: true, OverrideArgs: override}, 2},
+		{approval.Decision{CallID: "c1", By: "UB", Action: approval.ActionApprove, OverrideArgs: override}, 1},
+		{approval.Decision{CallID: "c1", By: "UC", Action: approval.ActionApprove, OverrideArgs: override}, 2},
 		{approve("c1", "UD"), 2},
-		{store.Decision{CallID: "c1", By: "UE", Approve: true, OverrideArgs: override}, 3},
+		{approval.Decision{CallID: "c1", By: "UE", Action: approval.ActionApprove, OverrideArgs: override}, 3},
 	}
 	for i, st := range steps {
 		out, err := s.Decide(t.Context(), a.Token, st.d)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // EventsOptions configures Events. The zero value is usable.
@@ -34,7 +35,7 @@ type EventsOptions struct {
 	// OnExpired, when set, is called by Run with each token it expired, so
 	// the bot can update the Slack messages. Every expiry reaches exactly
 	// one OnExpired across all processes.
-	OnExpired func(ctx context.Context, a *Approval)
+	OnExpired func(ctx context.Context, a *approval.Request)
 	// Logger logs errors of Run's background work; default slog.Default().
 	Logger *slog.Logger
 }
@@ -120,11 +121,11 @@ func (e *Events) Ready() <-chan struct{} { return e.ready }
 // Open implements agentrunner.ExternalEvents: it creates a minimal record
 // for token with the given deadline (zero means the store's Grace from
 // now) and registers this process as its waiter. Store.Create then fills
-// the record in. Open returns ErrInvalid for a malformed token and
-// ErrDuplicate if the token exists.
+// the record in. Open returns approval.ErrInvalid for a malformed token and
+// errDuplicate if the token exists.
 func (e *Events) Open(ctx context.Context, token string, deadline time.Time) error {
 	if !validToken(token) {
-		return fmt.Errorf("open: %w: malformed token", ErrInvalid)
+		return fmt.Errorf("open: %w: malformed token", approval.ErrInvalid)
 	}
 	now := e.s.now()
 	if deadline.IsZero() {
@@ -147,7 +148,7 @@ func (e *Events) Open(ctx context.Context, token string, deadline time.Time) err
 // Wait implements agentrunner.ExternalEvents. It blocks until token ends,
 // then claims the resumption of its run for this process and returns the
 // results, or a *agentrunner.NoDecisionError if the token expired, was
-// cancelled or failed. It returns ErrNotFound if the token is unknown or
+// cancelled or failed. It returns approval.ErrNotFound if the token is unknown or
 // gone, ErrClaimed if another process resumed the run, and ctx's error
 // when ctx ends first (the token stays open, and the resume queue takes
 // over its run). Waiters are woken by Run.
@@ -164,15 +165,15 @@ func (e *Events) Wait(ctx context.Context, token string) (*agentrunner.DeferredT
 
 // Await blocks until token ends and returns its record, without claiming
 // anything: for observers such as the HTTP API's long poll. It returns
-// ErrNotFound if the token is unknown or gone, and ctx's error when ctx
+// approval.ErrNotFound if the token is unknown or gone, and ctx's error when ctx
 // ends first.
-func (e *Events) Await(ctx context.Context, token string) (*Approval, error) {
+func (e *Events) Await(ctx context.Context, token string) (*approval.Request, error) {
 	return e.wait(ctx, token, false)
 }
 
-func (e *Events) wait(ctx context.Context, token string, claim bool) (*Approval, error) {
+func (e *Events) wait(ctx context.Context, token string, claim bool) (*approval.Request, error) {
 	if !validToken(token) {
-		return nil, fmt.Errorf("wait %s: %w", short(token), ErrNotFound)
+		return nil, fmt.Errorf("wait %s: %w", short(token), approval.ErrNotFound)
 	}
 	w := &waiter{wake: make(chan struct{}, 1)}
 	e.add(token, w)
@@ -212,7 +213,7 @@ func (e *Events) wait(ctx context.Context, token string, claim bool) (*Approval,
 // look runs waitScript: it returns a nil record while the token is open,
 // the ended record (claimed for this process if claim is set), or an
 // error.
-func (e *Events) look(ctx context.Context, token string, register, claim bool) (*Approval, error) {
+func (e *Events) look(ctx context.Context, token string, register, claim bool) (*approval.Request, error) {
 	keys := []string{e.s.recKey(token), e.s.claimKey(token), e.s.resumeKey()}
 	res, err := waitScript.Run(ctx, e.s.rdb, keys, e.opts.Owner, e.opts.ClaimTTL.Milliseconds(), resumeGroup, flag(register), flag(claim), e.s.procKey("")).StringSlice()
 	if err != nil {
@@ -222,7 +223,7 @@ func (e *Events) look(ctx context.Context, token string, register, claim bool) (
 	case "open":
 		return nil, nil
 	case "gone":
-		return nil, fmt.Errorf("wait %s: %w", short(token), ErrNotFound)
+		return nil, fmt.Errorf("wait %s: %w", short(token), approval.ErrNotFound)
 	case "lost":
 		return nil, fmt.Errorf("wait %s: %w", short(token), ErrClaimed)
 	}
@@ -278,7 +279,7 @@ func (e *Events) Fail(ctx context.Context, token string, nd *agentrunner.NoDecis
 	}
 	var err error
 	if errors.Is(nd.Cause, agentrunner.ErrTokenCancelled) {
-		_, err = e.s.end(ctx, "cancel", token, StateCancelled, "", nd.Reason)
+		_, err = e.s.end(ctx, "cancel", token, approval.StateCancelled, "", nd.Reason)
 	} else {
 		_, err = e.s.Fail(ctx, token, "", nd.Reason)
 	}
@@ -474,7 +475,7 @@ func (e *Events) recheck(ctx context.Context) {
 			return
 		}
 		for i, cmd := range cmds {
-			if st, err := cmd.Result(); isRedisNil(err) || (err == nil && State(st) != StateOpen) {
+			if st, err := cmd.Result(); isRedisNil(err) || (err == nil && st != redisOpen) {
 				e.notify(batch[i])
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -57,7 +58,7 @@ func TestEventsAcrossProcesses(t *testing.T) {
 		if err := evA.Open(t.Context(), token, e.clock.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if err := sA.Create(t.Context(), &store.Approval{Token: token, RunID: "r1", Requests: requests("c1")}); err != nil {
+		if err := sA.Create(t.Context(), &approval.Request{Token: token, RunID: "r1", Requests: requests("c1")}); err != nil {
 			t.Fatal(err)
 		}
 		got := waitAsync(t.Context(), evA, token)
@@ -76,7 +77,7 @@ func TestEventsAcrossProcesses(t *testing.T) {
 
 	t.Run("resolve in B wakes A", func(t *testing.T) {
 		token := agentrunner.NewToken()
-		if err := sA.Create(t.Context(), &store.Approval{Token: token, Requests: requests("c1")}); err != nil {
+		if err := sA.Create(t.Context(), &approval.Request{Token: token, Requests: requests("c1")}); err != nil {
 			t.Fatal(err)
 		}
 		got := waitAsync(t.Context(), evA, token)
@@ -94,7 +95,7 @@ func TestEventsAcrossProcesses(t *testing.T) {
 
 	t.Run("cancel in B ends the wait in A", func(t *testing.T) {
 		token := agentrunner.NewToken()
-		if err := sA.Create(t.Context(), &store.Approval{Token: token, Requests: requests("c1")}); err != nil {
+		if err := sA.Create(t.Context(), &approval.Request{Token: token, Requests: requests("c1")}); err != nil {
 			t.Fatal(err)
 		}
 		got := waitAsync(t.Context(), evA, token)
@@ -136,7 +137,7 @@ func TestWaitEdges(t *testing.T) {
 	untilWaiting(t, ev, 1)
 	cancel()
 	wantErr(t, "wait with cancelled context", (<-got).err, context.Canceled)
-	if g, err := s.Get(t.Context(), b.Token); err != nil || g.State != store.StateOpen {
+	if g, err := s.Get(t.Context(), b.Token); err != nil || g.State != approval.StatePending {
 		t.Errorf("after the wait ended: got %v, %v; want the token open", g.State, err)
 	}
 }
@@ -154,7 +155,7 @@ func TestExpiry(t *testing.T) {
 	tokens := make([]string, n)
 	waits := make([]<-chan waitResult, n)
 	for i := range n {
-		a := &store.Approval{Token: agentrunner.NewToken(), RunID: fmt.Sprint("run-", i), Requests: requests("c1", "c2"), ExpiresAt: e.clock.Now().Add(time.Second)}
+		a := &approval.Request{Token: agentrunner.NewToken(), RunID: fmt.Sprint("run-", i), Requests: requests("c1", "c2"), ExpiresAt: e.clock.Now().Add(time.Second)}
 		if err := s.Create(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +183,7 @@ func TestExpiry(t *testing.T) {
 			defer mu.Unlock()
 			for _, a := range got {
 				claimed[a.Token]++
-				if a.State != store.StateExpired {
+				if a.State != approval.StateExpired {
 					t.Errorf("swept %s: state %s, want expired", a.Token, a.State)
 				}
 			}
@@ -207,8 +208,8 @@ func TestExpiry(t *testing.T) {
 	}
 	want := agentrunner.NoDecision(requests("c1", "c2"), agentrunner.ReasonExpired)
 	jsonEqual(t, "expired results", mustJSON(t, a.Results), mustJSON(t, want))
-	if c, _ := a.Call("c1"); c.Status != store.CallUndecided {
-		t.Errorf("call of an expired token: status %s, want undecided", c.Status)
+	if c := a.Call("c1"); c.Status != approval.CallExpired {
+		t.Errorf("call of an expired token: status %s, want expired", c.Status)
 	}
 	if got := auditCounts(t, s)[store.AuditExpired]; got != n {
 		t.Errorf("expired audit events: got %d, want %d", got, n)
@@ -222,15 +223,15 @@ func TestExpiry(t *testing.T) {
 func TestRunSweeps(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	expired := make(chan *store.Approval, 1)
+	expired := make(chan *approval.Request, 1)
 	ev := store.NewEvents(s, store.EventsOptions{
 		SweepEvery: time.Millisecond,
-		OnExpired:  func(_ context.Context, a *store.Approval) { expired <- a },
+		OnExpired:  func(_ context.Context, a *approval.Request) { expired <- a },
 	})
 	a := e.create(t, s, requests("c1"), 1)
 	e.clock.Advance(2 * time.Hour)
 	runEvents(t, ev)
-	if got := <-expired; got.Token != a.Token || got.State != store.StateExpired {
+	if got := <-expired; got.Token != a.Token || got.State != approval.StateExpired {
 		t.Errorf("OnExpired: got %s %s, want %s expired", got.Token, got.State, a.Token)
 	}
 }
@@ -252,7 +253,7 @@ func TestManyWaitersOneConnection(t *testing.T) {
 		tokens[i] = agentrunner.NewToken()
 	}
 	parallel(t, tokens, func(tok string) error {
-		return s.Create(t.Context(), &store.Approval{Token: tok, Requests: requests("c1")})
+		return s.Create(t.Context(), &approval.Request{Token: tok, Requests: requests("c1")})
 	})
 	var wg sync.WaitGroup
 	var failed sync.Map

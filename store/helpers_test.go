@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -107,18 +108,17 @@ func requests(ids ...string) agentrunner.DeferredToolRequests {
 
 // create stores an approval for reqs with deadline one hour from the
 // env's clock, needing required approvals per call, and returns it.
-func (e *env) create(t *testing.T, s *store.Store, reqs agentrunner.DeferredToolRequests, required int) *store.Approval {
+func (e *env) create(t *testing.T, s *store.Store, reqs agentrunner.DeferredToolRequests, required int) *approval.Request {
 	t.Helper()
-	a := &store.Approval{
+	a := &approval.Request{
 		Token:     agentrunner.NewToken(),
 		RunID:     "run-" + agentrunner.NewToken()[:8],
-		Requester: "U0REQUESTER",
-		Source:    store.Source{Team: "T0", Channel: "C0SUPPORT", ThreadTS: "1700000000.000100"},
+		Origin:    approval.Origin{Team: "T0", Channel: "C0SUPPORT", ThreadTS: "1700000000.000100", User: "U0REQUESTER"},
 		Requests:  reqs,
 		ExpiresAt: e.clock.Now().Add(time.Hour),
 	}
 	for _, id := range reqs.IDs() {
-		a.Calls = append(a.Calls, store.CallState{ID: id, Route: "files", Required: required})
+		a.Calls = append(a.Calls, approval.Call{ID: id, Route: "files", Required: required})
 	}
 	if err := s.Create(t.Context(), a); err != nil {
 		t.Fatalf("create: %v", err)
@@ -126,12 +126,12 @@ func (e *env) create(t *testing.T, s *store.Store, reqs agentrunner.DeferredTool
 	return a
 }
 
-func approve(callID, by string) store.Decision {
-	return store.Decision{CallID: callID, By: by, Approve: true}
+func approve(callID, by string) approval.Decision {
+	return approval.Decision{CallID: callID, By: by, Action: approval.ActionApprove}
 }
 
-func deny(callID, by, msg string) store.Decision {
-	return store.Decision{CallID: callID, By: by, Deny: true, Message: msg}
+func deny(callID, by, msg string) approval.Decision {
+	return approval.Decision{CallID: callID, By: by, Action: approval.ActionDeny, Reason: msg}
 }
 
 // wantErr fails t unless errors.Is(err, want) (or both are nil).

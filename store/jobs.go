@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // jobsGroup is the consumer group of the job stream.
@@ -92,10 +94,10 @@ func (s *Store) jobsRetryKey() string { return s.key("jobs:retry") }
 
 // Add queues a job of kind about token with payload data and returns its
 // id. Kind must be a single word of letters, digits, '.', '_' or '-', and
-// token a valid token or empty; otherwise Add returns ErrInvalid.
+// token a valid token or empty; otherwise Add returns approval.ErrInvalid.
 func (q *JobQueue) Add(ctx context.Context, kind JobKind, token, data string) (string, error) {
 	if !validKind(kind) || (token != "" && !validToken(token)) {
-		return "", fmt.Errorf("add job: %w: bad kind or token", ErrInvalid)
+		return "", fmt.Errorf("add job: %w: bad kind or token", approval.ErrInvalid)
 	}
 	id, err := jobAddScript.Run(ctx, q.s.rdb, []string{q.key}, string(kind), token, data, q.s.opts.Retention.Milliseconds()).Text()
 	if err != nil {

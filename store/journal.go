@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // CallJournal is the store's agentrunner.Journal: for each approved call
@@ -28,7 +29,7 @@ func (s *Store) execKey(runID string) string { return s.key("exec:" + runID) }
 // recorded, or nil after marking the call started.
 func (j CallJournal) Begin(ctx context.Context, runID string, c agentrunner.ToolCallPart) (*agentrunner.Part, error) {
 	if runID == "" || c.ToolCallID == "" {
-		return nil, fmt.Errorf("begin call: %w: no run or call id", ErrInvalid)
+		return nil, fmt.Errorf("begin call: %w: no run or call id", approval.ErrInvalid)
 	}
 	res, err := journalBeginScript.Run(ctx, j.s.rdb, []string{j.s.execKey(runID)}, c.ToolCallID, ms(j.s.now()), j.s.opts.Grace.Milliseconds()).Text()
 	if err != nil {
@@ -94,7 +95,7 @@ return 'new'
 // the store's Grace.
 func (s *Store) BeginAnswer(ctx context.Context, key, owner string) (string, error) {
 	if key == "" || owner == "" {
-		return "", fmt.Errorf("begin answer: %w: no key or owner", ErrInvalid)
+		return "", fmt.Errorf("begin answer: %w: no key or owner", approval.ErrInvalid)
 	}
 	prev, err := answerBeginScript.Run(ctx, s.rdb, []string{s.key("answer:" + key)}, owner, s.opts.Grace.Milliseconds(), s.procKey("")).Text()
 	if err != nil {

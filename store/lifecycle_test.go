@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -51,13 +52,13 @@ func lifecycle(t *testing.T, rdbA, rdbB redis.UniversalClient, prefix string) {
 	if err := evA.Open(ctx, token, c.Now().Add(time.Hour)); err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	if err := sA.Create(ctx, &store.Approval{Token: token, RunID: "run-1", Requests: requests("c1", "c2")}); err != nil {
+	if err := sA.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1", "c2")}); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	if err := sA.SaveRun(ctx, store.RunState{RunID: "run-1", Token: token}); err != nil {
 		t.Fatalf("save run: %v", err)
 	}
-	if err := sA.SetMessage(ctx, token, "c1", "C1", "1.1"); err != nil {
+	if err := sA.SetMessage(ctx, token, "c1", approval.MessageRef{Channel: "C1", TS: "1.1"}); err != nil {
 		t.Fatalf("set message: %v", err)
 	}
 	waited := waitAsync(ctx, evA, token)
@@ -73,7 +74,7 @@ func lifecycle(t *testing.T, rdbA, rdbB redis.UniversalClient, prefix string) {
 	if r.err != nil || !r.res.Approvals["c1"].Approved || r.res.Approvals["c2"].Approved {
 		t.Fatalf("wait: got %+v, %v", r.res, r.err)
 	}
-	if _, err := sB.Decide(ctx, token, approve("c1", "UZ")); !errors.Is(err, store.ErrDecided) {
+	if _, err := sB.Decide(ctx, token, approve("c1", "UZ")); !errors.Is(err, approval.ErrDecided) {
 		t.Errorf("late click: got %v, want ErrDecided", err)
 	}
 
@@ -84,7 +85,7 @@ func lifecycle(t *testing.T, rdbA, rdbB redis.UniversalClient, prefix string) {
 		t.Fatalf("read: %v", err)
 	}
 	orphan := agentrunner.NewToken()
-	if err := sA.Create(ctx, &store.Approval{Token: orphan, RunID: "run-2", Requests: requests("c1")}); err != nil {
+	if err := sA.Create(ctx, &approval.Request{Token: orphan, RunID: "run-2", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
 	read := make(chan []store.ResumeJob, 1)
@@ -117,7 +118,7 @@ func lifecycle(t *testing.T, rdbA, rdbB redis.UniversalClient, prefix string) {
 
 	// 3. Expiry: the waiter gets the timeout denial, once.
 	late := agentrunner.NewToken()
-	if err := sA.Create(ctx, &store.Approval{Token: late, Requests: requests("c1"), ExpiresAt: c.Now().Add(time.Minute)}); err != nil {
+	if err := sA.Create(ctx, &approval.Request{Token: late, Requests: requests("c1"), ExpiresAt: c.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	waited = waitAsync(ctx, evA, late)
@@ -130,7 +131,7 @@ func lifecycle(t *testing.T, rdbA, rdbB redis.UniversalClient, prefix string) {
 	if r := <-waited; !errors.Is(r.err, agentrunner.ErrTokenExpired) {
 		t.Errorf("wait on expired token: got %v, want ErrTokenExpired", r.err)
 	}
-	if _, err := sB.Decide(ctx, late, approve("c1", "UA")); !errors.Is(err, store.ErrExpired) {
+	if _, err := sB.Decide(ctx, late, approve("c1", "UA")); !errors.Is(err, approval.ErrExpired) {
 		t.Errorf("decide after expiry: got %v, want ErrExpired", err)
 	}
 

@@ -3,6 +3,7 @@ package store_test
 import (
 	"testing"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -15,8 +16,8 @@ func TestSetOutcome(t *testing.T) {
 	if _, err := s.Decide(t.Context(), a.Token, approve("call_1", "U1")); err != nil {
 		t.Fatal(err)
 	}
-	want := store.ToolOutcome{Status: "ran", Summary: "deleted a"}
-	if err := s.SetOutcome(t.Context(), a.Token, "run1", "call_1", "delete_customer", want); err != nil {
+	want := approval.Outcome{Status: "ran", Summary: "deleted a"}
+	if err := s.SetOutcome(t.Context(), a.Token, "call_1", want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.otherProcess(t).Get(t.Context(), a.Token)
@@ -29,14 +30,14 @@ func TestSetOutcome(t *testing.T) {
 	if got.Calls[1].Outcome != nil {
 		t.Errorf("call_2 has an outcome %+v", got.Calls[1].Outcome)
 	}
-	wantErr(t, "unknown call", s.SetOutcome(t.Context(), a.Token, "", "call_9", "x", want), store.ErrNotPendingCall)
-	wantErr(t, "unknown token", s.SetOutcome(t.Context(), "tok_unknown_0123456789abcdefghijklmnopqrstu", "", "call_1", "x", want), store.ErrNotFound)
+	wantErr(t, "unknown call", s.SetOutcome(t.Context(), a.Token, "call_9", want), approval.ErrNotPending)
+	wantErr(t, "unknown token", s.SetOutcome(t.Context(), "tok_unknown_0123456789abcdefghijklmnopqrstu", "call_1", want), approval.ErrNotFound)
 	events, err := s.ReadAudit(t.Context(), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	last := events[len(events)-1]
-	if last.Type != store.AuditToolOutcome || last.CallID != "call_1" || last.Decision != "ran" || last.Detail != "deleted a" {
+	if last.Type != store.AuditToolOutcome || last.CallID != "call_1" || last.RunID != a.RunID || last.Tool != "delete_file" || last.Decision != "ran" || last.Detail != "deleted a" {
 		t.Errorf("last audit event %+v, want the tool outcome", last)
 	}
 }

@@ -4,17 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// ErrRateLimited is wrapped by every *RateLimitError.
-var ErrRateLimited = errors.New("rate limited")
+	"github.com/slackapprove/slackbot/approval"
+)
 
 // Quota bounds what one API client may open. Zero fields do not limit.
 type Quota struct {
@@ -40,8 +38,10 @@ func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("rate limited (%s); retry after %s", e.Limit, e.RetryAfter)
 }
 
-// Unwrap lets callers test for ErrRateLimited.
-func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
+// Unwrap makes every *RateLimitError an approval.ErrRateLimit: its
+// approval.ErrorCode is ERATELIMITED, and errors.As still finds it (and
+// its RetryAfter) in a chain.
+func (e *RateLimitError) Unwrap() error { return approval.ErrRateLimit }
 
 // openRetryAfter is the Retry-After hint when a client has too many open
 // requests: they end when people decide, which no clock predicts.

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
 func wantLimited(t *testing.T, err error, limit string) *store.RateLimitError {
 	t.Helper()
 	var rl *store.RateLimitError
-	if !errors.As(err, &rl) || !errors.Is(err, store.ErrRateLimited) || rl.Limit != limit {
+	if !errors.As(err, &rl) || !errors.Is(err, approval.ErrRateLimit) || rl.Limit != limit {
 		t.Fatalf("got %v, want rate limited by %s", err, limit)
 	}
 	if rl.RetryAfter <= 0 {
@@ -28,8 +29,8 @@ func TestQuotaMaxOpen(t *testing.T) {
 	s, other := e.store(), e.otherProcess(t)
 	q := store.Quota{MaxOpen: 2}
 	exp := e.clock.Now().Add(time.Hour)
-	take := func(s *store.Store, client string) (*store.Approval, error) {
-		a := &store.Approval{Token: agentrunner.NewToken(), Requester: "api:" + client, Requests: requests("c1"), ExpiresAt: exp, Client: client}
+	take := func(s *store.Store, client string) (*approval.Request, error) {
+		a := &approval.Request{Token: agentrunner.NewToken(), Origin: approval.Origin{Client: client}, Requests: requests("c1"), ExpiresAt: exp}
 		if err := s.TakeQuota(t.Context(), client, a.Token, exp, q); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -46,7 +47,7 @@ func TestSubscriberReconnects(t *testing.T) {
 		if n := killPubSub(t, srv); n != 1 {
 			t.Fatalf("round %d: killed %d pub/sub connections, want 1", round, n)
 		}
-		a := &store.Approval{Token: agentrunner.NewToken(), Requests: requests("c1"), ExpiresAt: c.Now().Add(time.Hour)}
+		a := &approval.Request{Token: agentrunner.NewToken(), Requests: requests("c1"), ExpiresAt: c.Now().Add(time.Hour)}
 		if err := s.Create(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}

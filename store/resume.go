@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // RunState is what another process needs to resume a run that waits for a
@@ -34,10 +35,10 @@ type RunState struct {
 // SaveRun stores the state of a run that waits for a decision, replacing
 // any earlier state of the run. Save it before the token can be resolved
 // (before posting the messages), so the resume queue can always find it.
-// It returns ErrInvalid without a run id.
+// It returns approval.ErrInvalid without a run id.
 func (s *Store) SaveRun(ctx context.Context, rs RunState) error {
 	if rs.RunID == "" {
-		return fmt.Errorf("save run: %w: no run id", ErrInvalid)
+		return fmt.Errorf("save run: %w: no run id", approval.ErrInvalid)
 	}
 	now := s.now()
 	rs.SavedAt = now
@@ -95,7 +96,7 @@ func (s *Store) DeleteRun(ctx context.Context, runID string) error {
 // not run twice across a takeover: the runner's Journal (CallJournal)
 // records which calls started. A claim without a heartbeat lasts its ttl.
 // Call ReleaseResume when a resume fails before anything ran, so another
-// process may try. It returns ErrInvalid for an empty owner.
+// process may try. It returns approval.ErrInvalid for an empty owner.
 func (s *Store) ClaimResume(ctx context.Context, token, owner string, ttl time.Duration) (bool, error) {
 	return s.claim(ctx, token, owner, ttl, false)
 }
@@ -120,7 +121,7 @@ func (s *Store) FinishResume(ctx context.Context, token string) error {
 
 func (s *Store) claim(ctx context.Context, token, owner string, ttl time.Duration, local bool) (bool, error) {
 	if owner == "" {
-		return false, fmt.Errorf("claim resume %s: %w: no owner", short(token), ErrInvalid)
+		return false, fmt.Errorf("claim resume %s: %w: no owner", short(token), approval.ErrInvalid)
 	}
 	if ttl <= 0 {
 		ttl = s.opts.Grace
@@ -147,7 +148,7 @@ type ResumeJob struct {
 	ID    string
 	Token string
 	RunID string
-	State State
+	State approval.State
 }
 
 // ResumeQueueOptions configures a ResumeQueue. The zero value is usable.
@@ -261,7 +262,7 @@ func (q *ResumeQueue) filter(ctx context.Context, msgs []redis.XMessage) ([]Resu
 	jobs := make([]ResumeJob, 0, len(msgs))
 	for _, m := range msgs {
 		str := func(k string) string { v, _ := m.Values[k].(string); return v }
-		jobs = append(jobs, ResumeJob{ID: m.ID, Token: str("token"), RunID: str("run"), State: State(str("state"))})
+		jobs = append(jobs, ResumeJob{ID: m.ID, Token: str("token"), RunID: str("run"), State: parseState(str("state"))})
 	}
 	recs := make([]*redis.SliceCmd, len(jobs))
 	claims := make([]*redis.StringCmd, len(jobs))

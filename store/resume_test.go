@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -27,7 +28,7 @@ func TestResumeQueueDeadWaiter(t *testing.T) {
 	if err := dead.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	a := &store.Approval{Token: token, RunID: "run-1", Requests: requests("c1")}
+	a := &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}
 	if err := s.Create(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestResumeQueueDeadWaiter(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("consumer-1 read: got %v, %v; want one job", jobs, err)
 	}
-	want := store.ResumeJob{ID: jobs[0].ID, Token: token, RunID: "run-1", State: store.StateResolved}
+	want := store.ResumeJob{ID: jobs[0].ID, Token: token, RunID: "run-1", State: approval.StateResolved}
 	if jobs[0] != want {
 		t.Errorf("job: got %+v, want %+v", jobs[0], want)
 	}
@@ -124,7 +125,7 @@ func TestResumeQueueDefersToLiveWaiter(t *testing.T) {
 	if err := ev.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, &store.Approval{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
+	if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
 	q := e.otherProcess(t).ResumeQueue(store.ResumeQueueOptions{})
@@ -200,7 +201,7 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 	// stores the record and run state and reports each token.
 	newRunner := func(t *testing.T, s *store.Store, ev *store.Events, tokens chan<- string) *agentrunner.Runner {
 		ask := func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-			if err := s.Create(ctx, &store.Approval{Token: token, RunID: rc.RunID, Requester: "U0REQ", Requests: req}); err != nil {
+			if err := s.Create(ctx, &approval.Request{Token: token, RunID: rc.RunID, Origin: approval.Origin{User: "U0REQ"}, Requests: req}); err != nil {
 				return nil, err
 			}
 			if err := s.SaveRun(ctx, store.RunState{RunID: rc.RunID, Token: token, Messages: rc.Messages, Pending: req}); err != nil {
@@ -322,7 +323,7 @@ func TestInPlaceAnswerClaims(t *testing.T) {
 	ev := store.NewEvents(s, store.EventsOptions{Owner: "A"})
 	runEvents(t, ev)
 	h := &agentrunner.AskHandler{Events: ev, Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-		if err := s.Create(ctx, &store.Approval{Token: token, RunID: "run-1", Requests: req}); err != nil {
+		if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: req}); err != nil {
 			return nil, err
 		}
 		res := agentrunner.NewDeferredToolResults()
@@ -364,7 +365,7 @@ func TestCancelledWaitLeavesRunToQueue(t *testing.T) {
 	if err := ev.Open(t.Context(), token, e.clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(t.Context(), &store.Approval{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
+	if err := s.Create(t.Context(), &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

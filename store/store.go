@@ -9,45 +9,18 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/slackapprove/slackbot/agentrunner"
 )
 
-// Errors returned by the store. The token errors are agentrunner's, so
-// errors.Is matches a store error against either name and the bot maps one
-// vocabulary to Slack replies and HTTP statuses.
+// Errors of the store that have no meaning in package approval's
+// vocabulary. Every token error the store returns is approval's (an
+// *approval.Error sentinel, wrapped with the token), so errors.Is matches
+// it against approval's name and agentrunner's alike.
 var (
-	// ErrNotFound: the token was never created, or its record is gone.
-	ErrNotFound = agentrunner.ErrTokenNotFound
-	// ErrResolved: the token was already resolved.
-	ErrResolved = agentrunner.ErrTokenResolved
-	// ErrExpired: the token's deadline passed.
-	ErrExpired = agentrunner.ErrTokenExpired
-	// ErrCancelled: the token was cancelled.
-	ErrCancelled = agentrunner.ErrTokenCancelled
-	// ErrFailed: the token was ended by a failure (e.g. asking failed).
-	ErrFailed = agentrunner.ErrTokenFailed
-
-	// ErrDecided: the call already has a different decision. Decide
-	// returns the decision already made alongside it.
-	ErrDecided = errors.New("tool call already decided")
-	// ErrNotPendingCall: the call id is not one of the token's calls, or
-	// an answer's kind does not match the call's. It matches
-	// agentrunner.ErrNotPending.
-	ErrNotPendingCall = fmt.Errorf("tool call is not pending under this token: %w", agentrunner.ErrNotPending)
-	// ErrDuplicate: Create or Open with a token that already exists.
-	ErrDuplicate = errors.New("resume token already exists")
-	// ErrInvalid: the request is malformed (bad token, empty decision,
-	// override arguments that are not a JSON object, ...). Nothing changed.
-	ErrInvalid = errors.New("invalid request")
 	// ErrRunNotFound: no run state is saved under the run id.
 	ErrRunNotFound = errors.New("run state not found")
 	// ErrClaimed: another process claimed the resumption of the token's
 	// run; this process must not continue it.
 	ErrClaimed = errors.New("run is resumed by another process")
-	// ErrTooLate: a decision reached Redis after its NotAfter; nothing
-	// was recorded.
-	ErrTooLate = errors.New("decision arrived after its deadline")
 )
 
 // Defaults of Options.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -23,7 +24,7 @@ func (e *env) dies(t *testing.T, owner string) {
 func (e *env) decided(t *testing.T, s *store.Store, runID string) string {
 	t.Helper()
 	token := agentrunner.NewToken()
-	if err := s.Create(t.Context(), &store.Approval{Token: token, RunID: runID, Requests: requests("c1")}); err != nil {
+	if err := s.Create(t.Context(), &approval.Request{Token: token, RunID: runID, Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Decide(t.Context(), token, approve("c1", "UA")); err != nil {
@@ -99,7 +100,7 @@ func TestLocalResumeTakenOverAfterDeath(t *testing.T) {
 	if err := ev.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, &store.Approval{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
+	if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.otherProcess(t).Decide(ctx, token, approve("c1", "UA")); err != nil {
@@ -158,7 +159,7 @@ func TestCallJournal(t *testing.T) {
 	if p, err := other.Begin(ctx, "run-1", c2); p != nil || err != nil {
 		t.Errorf("begin after a deferral: %v, %v; want nil, nil", p, err)
 	}
-	if _, err := j.Begin(ctx, "", c); !errors.Is(err, store.ErrInvalid) {
+	if _, err := j.Begin(ctx, "", c); !errors.Is(err, approval.ErrInvalid) {
 		t.Errorf("begin without a run id: %v, want ErrInvalid", err)
 	}
 }
@@ -194,7 +195,7 @@ func TestBeginAnswer(t *testing.T) {
 	if got, err := s.BeginAnswer(ctx, "run-1/t", "A/4"); got != "posted" || err != nil {
 		t.Errorf("begin after posting: %q, %v; want posted", got, err)
 	}
-	if _, err := s.BeginAnswer(ctx, "", "A"); !errors.Is(err, store.ErrInvalid) {
+	if _, err := s.BeginAnswer(ctx, "", "A"); !errors.Is(err, approval.ErrInvalid) {
 		t.Errorf("begin without key: %v, want ErrInvalid", err)
 	}
 }

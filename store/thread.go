@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // A Slack thread is one conversation with the agent: the message history
@@ -50,11 +51,11 @@ type Thread struct {
 
 func (th Thread) check() error {
 	if th.Channel == "" || th.TS == "" {
-		return fmt.Errorf("%w: a thread needs a channel and a ts", ErrInvalid)
+		return fmt.Errorf("%w: a thread needs a channel and a ts", approval.ErrInvalid)
 	}
 	for _, s := range []string{th.Team, th.Channel, th.TS} {
 		if len(s) > maxThreadID || strings.ContainsAny(s, "/|: \t\r\n") {
-			return fmt.Errorf("%w: bad thread id %q", ErrInvalid, s)
+			return fmt.Errorf("%w: bad thread id %q", approval.ErrInvalid, s)
 		}
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // The runs of one thread take turns: a lease (:l) names the run that holds
@@ -75,13 +77,13 @@ type ThreadTurn struct {
 // itself, or the oldest turn queued while the lease was lapsing (turn then
 // waits behind it). When another run holds the thread it queues turn and
 // returns nil. A full queue returns ErrThreadBusy; a run id that is empty
-// or holds '|' returns ErrInvalid.
+// or holds '|' returns approval.ErrInvalid.
 func (s *Store) EnterThread(ctx context.Context, th Thread, turn ThreadTurn, leaseTTL time.Duration) (*ThreadTurn, error) {
 	if err := th.check(); err != nil {
 		return nil, fmt.Errorf("enter thread: %w", err)
 	}
 	if turn.RunID == "" || strings.Contains(turn.RunID, "|") {
-		return nil, fmt.Errorf("enter thread %s: %w: bad run id %q", th, ErrInvalid, turn.RunID)
+		return nil, fmt.Errorf("enter thread %s: %w: bad run id %q", th, approval.ErrInvalid, turn.RunID)
 	}
 	keys := []string{s.threadKey(th, "l"), s.threadKey(th, "q")}
 	entry := turn.RunID + "|" + string(turn.Payload)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -72,14 +73,14 @@ func TestThreadHistoryThatNoLongerDecodes(t *testing.T) {
 func TestThreadBadIDs(t *testing.T) {
 	st := newEnv(t).store()
 	for _, th := range []store.Thread{{Channel: "C1"}, {TS: "1.2"}, {Channel: "C1|x", TS: "1.2"}, {Channel: "C1", TS: strings.Repeat("9", 65)}} {
-		if _, err := st.SaveThreadHistory(t.Context(), th, turn(1, "")); !errors.Is(err, store.ErrInvalid) {
+		if _, err := st.SaveThreadHistory(t.Context(), th, turn(1, "")); !errors.Is(err, approval.ErrInvalid) {
 			t.Errorf("save %+v: got %v, want ErrInvalid", th, err)
 		}
-		if _, err := st.EnterThread(t.Context(), th, store.ThreadTurn{RunID: "r"}, time.Second); !errors.Is(err, store.ErrInvalid) {
+		if _, err := st.EnterThread(t.Context(), th, store.ThreadTurn{RunID: "r"}, time.Second); !errors.Is(err, approval.ErrInvalid) {
 			t.Errorf("enter %+v: got %v, want ErrInvalid", th, err)
 		}
 	}
-	if _, err := st.EnterThread(t.Context(), testThread, store.ThreadTurn{RunID: "a|b"}, time.Second); !errors.Is(err, store.ErrInvalid) {
+	if _, err := st.EnterThread(t.Context(), testThread, store.ThreadTurn{RunID: "a|b"}, time.Second); !errors.Is(err, approval.ErrInvalid) {
 		t.Errorf("run id with '|': got %v, want ErrInvalid", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -38,7 +39,7 @@ const cardSlots = 512
 
 // slots are card messages the pre-created approvals point at, spread over
 // channels as a workspace with many approval channels would be.
-type slots []store.MessageRef
+type slots []approval.MessageRef
 
 func postSlots(ctx context.Context, api *slack.Client) (slots, error) {
 	out := make(slots, cardSlots)
@@ -47,14 +48,14 @@ func postSlots(ctx context.Context, api *slack.Client) (slots, error) {
 		card := bot.Card{
 			Token: agentrunner.NewToken(), ToolCallID: callID, Kind: agentrunner.KindApproval, ToolName: benchTool,
 			Args: json.RawMessage(`{"path":"slot"}`), Requester: carol, RequesterIsSlackUser: true, SourceChannel: general,
-			Route: "bench", CreatedAt: now, ExpiresAt: now.Add(time.Hour), RequiredApprovals: 1, State: bot.StatePending,
+			Route: "bench", CreatedAt: now, ExpiresAt: now.Add(time.Hour), RequiredApprovals: 1, State: approval.CallPending,
 		}
 		ch, ts, err := api.PostMessageContext(ctx, fmt.Sprintf("C0BENCH%03d", i%64),
 			slack.MsgOptionText(bot.ApprovalText(card), false), slack.MsgOptionBlocks(bot.ApprovalBlocks(card)...))
 		if err != nil {
 			return nil, fmt.Errorf("post card: %w", err)
 		}
-		out[i] = store.MessageRef{Channel: ch, TS: ts}
+		out[i] = approval.MessageRef{Channel: ch, TS: ts}
 	}
 	return out, nil
 }
@@ -92,23 +93,22 @@ func prepareClicks(ctx context.Context, st *store.Store, sl slots, n int, tag st
 	return bodies, ctx.Err()
 }
 
-func prepareClick(ctx context.Context, st *store.Store, name string, msg store.MessageRef) ([]byte, error) {
+func prepareClick(ctx context.Context, st *store.Store, name string, msg approval.MessageRef) ([]byte, error) {
 	token := agentrunner.NewToken()
 	args, _ := json.Marshal(map[string]string{"path": name})
 	now := time.Now()
 	card := bot.Card{
 		Token: token, ToolCallID: callID, Kind: agentrunner.KindApproval, ToolName: benchTool, Args: args,
 		Requester: carol, RequesterIsSlackUser: true, SourceChannel: general, Route: "bench",
-		CreatedAt: now, ExpiresAt: now.Add(time.Hour), RequiredApprovals: 1, State: bot.StatePending,
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour), RequiredApprovals: 1, State: approval.CallPending,
 		AllowDenyReason: true, AllowEdit: true,
 	}
-	rec := &store.Approval{
-		Token: token, Requester: carol,
-		Source: store.Source{Team: teamID, Channel: general},
+	rec := &approval.Request{
+		Token: token, Origin: approval.Origin{Team: teamID, Channel: general, User: carol},
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			{ToolName: benchTool, Args: args, ToolCallID: callID},
 		}},
-		Calls:     []store.CallState{{ID: callID, Route: "bench", Required: 1, Message: msg}},
+		Calls:     []approval.Call{{ID: callID, Route: "bench", Required: 1, Message: msg}},
 		CreatedAt: now, ExpiresAt: now.Add(time.Hour),
 	}
 	if err := st.Create(ctx, rec); err != nil {

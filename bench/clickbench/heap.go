@@ -20,8 +20,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -56,7 +56,7 @@ const heapWarmup = 256
 // heap-child) so the fake Slack, the load generator and the parent's
 // bookkeeping stay out of the heap it measures. It parks -n runs the way
 // slackbot does — agentrunner.Runner with the Slack ask (bot.Bot.Ask on the
-// store through internal/storeadapter, saving each run's state and posting
+// store (package store is its approval.Store and RunSaver), saving each run's state and posting
 // its card to the fake Slack at -slack) and store.Events on the Redis at
 // -redis — then prints a heapResult as JSON.
 func runHeapChild(args []string, stdout io.Writer) error {
@@ -91,7 +91,7 @@ func runHeapChild(args []string, stdout io.Writer) error {
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
 	api := slack.New(*token, slack.OptionAPIURL(*slackURL), slack.OptionHTTPClient(hc))
-	b := bot.New(bot.Config{Slack: api, Approvals: storeadapter.New(st), Routes: routes, TeamID: teamID})
+	b := bot.New(bot.Config{Slack: api, Approvals: st, Runs: st, Routes: routes, TeamID: teamID})
 
 	// At most 64 runs are between start and parked at once: each holds a
 	// Redis and an HTTP connection while it asks.
@@ -121,7 +121,7 @@ func runHeapChild(args []string, stdout io.Writer) error {
 		for range count {
 			sem <- struct{}{}
 			go func() {
-				deps := &bot.RunDeps{Origin: bot.Origin{TeamID: teamID, Channel: general, User: carol}}
+				deps := &bot.RunDeps{Origin: approval.Origin{Team: teamID, Channel: general, User: carol}}
 				_, _ = runner.Run(ctx, agentrunner.RunInput{Prompt: "delete it", Deps: deps})
 			}()
 		}

@@ -144,7 +144,7 @@ func waitCards(ctx context.Context, fake *slackfake.Server, st *store.Store, cha
 		if err != nil {
 			return nil, fmt.Errorf("card %s: %w", m.TS, err)
 		}
-		cards = append(cards, runCard{msg: m, token: token, thread: rec.Source.ThreadTS})
+		cards = append(cards, runCard{msg: m, token: token, thread: rec.Origin.ThreadTS})
 	}
 	return cards, nil
 }

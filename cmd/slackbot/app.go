@@ -14,7 +14,6 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
-	"github.com/slackapprove/slackbot/internal/storeadapter"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -117,9 +116,8 @@ func newApp(d appDeps) (*app, error) {
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
 	a.jobs = st.JobQueue(0)
 
-	approvals := storeadapter.New(st)
 	a.bot = bot.New(bot.Config{
-		Slack: d.Slack, Approvals: approvals, Routes: d.Routes, TeamID: d.TeamID, EnterpriseID: d.EnterpriseID,
+		Slack: d.Slack, Approvals: st, Runs: st, Routes: d.Routes, TeamID: d.TeamID, EnterpriseID: d.EnterpriseID,
 		Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
 	if len(d.APIKeys) > 0 {
@@ -153,7 +151,7 @@ func newApp(d appDeps) (*app, error) {
 	a.runs = &bot.Runs{
 		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
-		Threads:   storeadapter.NewThreads(st),
+		Threads:   threads{st},
 		Followups: followups{a},
 		Finished: func(result string) {
 			a.metrics.runs.WithLabelValues(result).Inc()

@@ -21,10 +21,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
-	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
@@ -105,7 +105,7 @@ func TestRedisCrashLosesNoAcknowledgedDecision(t *testing.T) {
 	}
 
 	rs.Restart(t)
-	var rec *store.Approval
+	var rec *approval.Request
 	waitUntil(t, 20*time.Second, "Redis to answer again", func() bool {
 		var err error
 		rec, err = e.app.store.Get(t.Context(), token)
@@ -113,13 +113,13 @@ func TestRedisCrashLosesNoAcknowledgedDecision(t *testing.T) {
 	})
 	for i, c := range cards {
 		_, id := cardCall(t, c)
-		cs, ok := rec.Call(id)
-		if !ok {
+		cs := rec.Call(id)
+		if cs == nil {
 			t.Fatalf("call %s of card %d is gone after the restart", id, i)
 		}
-		want := store.CallPending
+		want := approval.CallPending
 		if i < 5 {
-			want = store.CallApproved
+			want = approval.CallApproved
 		}
 		if cs.Status != want {
 			t.Errorf("after the restart, call %s (card %d) is %s, want %s", id, i, cs.Status, want)
@@ -467,12 +467,12 @@ func TestClicksRacingOnTwoReplicasDecideOnce(t *testing.T) {
 	want := map[string]int{}
 	for _, c := range rec.Calls {
 		switch {
-		case c.Status == store.CallApproved && c.DecidedBy == alice:
-		case c.Status == store.CallDenied && c.DecidedBy == bob:
+		case c.Status == approval.CallApproved && c.DecidedBy == alice:
+		case c.Status == approval.CallDenied && c.DecidedBy == bob:
 		default:
 			t.Errorf("call %s ended %s by %q", c.ID, c.Status, c.DecidedBy)
 		}
-		if c.Status == store.CallApproved {
+		if c.Status == approval.CallApproved {
 			var args customerArgs
 			call, _ := rec.Requests.Call(c.ID)
 			if err := json.Unmarshal(call.Args, &args); err != nil {

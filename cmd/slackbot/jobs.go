@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -36,7 +37,7 @@ func (a *app) doJob(ctx context.Context, j store.Job) error {
 	switch j.Kind {
 	case store.JobCardUpdate:
 		err := a.bot.UpdateCards(ctx, j.Token)
-		if errors.Is(err, bot.ErrNotFound) {
+		if errors.Is(err, approval.ErrNotFound) {
 			log.InfoContext(ctx, "token gone: no card to update")
 			return nil
 		}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -88,7 +88,7 @@ func (a *app) resumable(ctx context.Context, log *slog.Logger, j store.ResumeJob
 		return nil, nil, "", nil
 	}
 	rec, err := a.store.Get(ctx, j.Token)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Results == nil) {
+	if errors.Is(err, approval.ErrNotFound) || (err == nil && rec.Results == nil) {
 		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
 		_ = a.queue.Ack(ctx, j.ID)
 		return nil, nil, "", nil
@@ -102,7 +102,8 @@ func (a *app) resumable(ctx context.Context, log *slog.Logger, j store.ResumeJob
 // resumeRun continues the run of rs with results on bot.Runs.
 func (a *app) resumeRun(ctx context.Context, log *slog.Logger, j store.ResumeJob, rs *store.RunState, results *agentrunner.DeferredToolResults) {
 	deps := &bot.RunDeps{}
-	if err := json.Unmarshal(rs.Origin, &deps.Origin); err != nil {
+	var err error
+	if deps.Origin, err = rs.RunOrigin(); err != nil {
 		log.ErrorContext(ctx, "decode run origin", "err", err)
 	}
 	deps.Asked(j.Token)

@@ -19,6 +19,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/browsertest"
 	"github.com/slackapprove/slackbot/internal/devui"
@@ -42,8 +43,8 @@ type standIn struct {
 
 type standInRun struct {
 	card    bot.Card
-	origin  bot.MessageRef // the request, whose thread gets the answer
-	message bot.MessageRef // the card
+	origin  approval.MessageRef // the request, whose thread gets the answer
+	message approval.MessageRef // the card
 }
 
 func (s *standIn) handleEvents(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +85,7 @@ func (s *standIn) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.runs[card.Token] = &standInRun{card: card, origin: bot.MessageRef{Channel: mention.Channel, TS: mention.TimeStamp}, message: bot.MessageRef{Channel: ch, TS: ts}}
+	s.runs[card.Token] = &standInRun{card: card, origin: approval.MessageRef{Channel: mention.Channel, TS: mention.TimeStamp}, message: approval.MessageRef{Channel: ch, TS: ts}}
 	s.mu.Unlock()
 }
 
@@ -114,9 +115,9 @@ func (s *standIn) handleInteractivity(w http.ResponseWriter, r *http.Request) {
 		}
 		switch act.ActionID {
 		case bot.ActionIDApprove:
-			s.finish(ctx, run, cb.User.ID, bot.StateApproved, "", "Done: customer a and their 3 orders were deleted.")
+			s.finish(ctx, run, cb.User.ID, approval.CallApproved, "", "Done: customer a and their 3 orders were deleted.")
 		case bot.ActionIDDeny:
-			s.finish(ctx, run, cb.User.ID, bot.StateDenied, "", "I did not delete customer a: the request was denied.")
+			s.finish(ctx, run, cb.User.ID, approval.CallDenied, "", "I did not delete customer a: the request was denied.")
 		case bot.ActionIDDenyReason:
 			if _, err := s.api.OpenViewContext(ctx, cb.TriggerID, bot.DenyReasonModal(run.card, run.message)); err != nil {
 				s.log.Error("views.open", "err", err)
@@ -134,7 +135,7 @@ func (s *standIn) handleInteractivity(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(map[string]any{"response_action": "errors", "errors": map[string]string{bot.BlockIDDenyReason: "Say a little more: the agent passes this on."}})
 			return
 		}
-		s.finish(ctx, run, cb.User.ID, bot.StateDenied, reason, "I did not delete customer a: "+reason)
+		s.finish(ctx, run, cb.User.ID, approval.CallDenied, reason, "I did not delete customer a: "+reason)
 	}
 }
 
@@ -145,11 +146,11 @@ func (s *standIn) run(token string) *standInRun {
 }
 
 // finish updates the card in place and answers in the request's thread.
-func (s *standIn) finish(ctx context.Context, run *standInRun, by string, state bot.CardState, reason, answer string) {
+func (s *standIn) finish(ctx context.Context, run *standInRun, by string, state approval.CallStatus, reason, answer string) {
 	c := run.card
 	c.State, c.DecidedBy, c.DecidedAt, c.Reason = state, by, time.Now(), reason
-	if state == bot.StateApproved {
-		c.Outcome = &bot.ToolOutcome{Status: bot.OutcomeRan, Summary: "deleted customer a and 3 orders"}
+	if state == approval.CallApproved {
+		c.Outcome = &approval.Outcome{Status: bot.OutcomeRan, Summary: "deleted customer a and 3 orders"}
 	}
 	if _, _, _, err := s.api.UpdateMessageContext(ctx, run.message.Channel, run.message.TS,
 		slack.MsgOptionText(bot.ApprovalText(c), false), slack.MsgOptionBlocks(bot.ApprovalBlocks(c)...)); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/devui"
 	"github.com/slackapprove/slackbot/internal/slackfake"
@@ -390,7 +391,7 @@ func TestClickDeliversBlockActions(t *testing.T) {
 		t.Error("container.is_ephemeral = true, want false")
 	}
 	// The trigger_id is one the workspace issued: a modal opens with it.
-	if _, err := e.api.OpenViewContext(t.Context(), cb.TriggerID, bot.DenyReasonModal(card, bot.MessageRef{Channel: "C0APPROVALS", TS: ts})); err != nil {
+	if _, err := e.api.OpenViewContext(t.Context(), cb.TriggerID, bot.DenyReasonModal(card, approval.MessageRef{Channel: "C0APPROVALS", TS: ts})); err != nil {
 		t.Errorf("views.open with the payload's trigger_id %q: %v", cb.TriggerID, err)
 	}
 }
@@ -464,7 +465,7 @@ func openModal(t *testing.T, e *env, v slack.ModalViewRequest) string {
 func TestSubmitDeliversViewSubmission(t *testing.T) {
 	e := newEnv(t)
 	card := demoCard()
-	ref := bot.MessageRef{Channel: "C0APPROVALS", TS: e.postCard(t, card)}
+	ref := approval.MessageRef{Channel: "C0APPROVALS", TS: e.postCard(t, card)}
 	id := openModal(t, e, bot.DenyReasonModal(card, ref))
 
 	status, res := e.call(t, "submit", map[string]any{
@@ -522,7 +523,7 @@ func TestSubmitDeliversViewSubmission(t *testing.T) {
 func TestSubmitShowsErrors(t *testing.T) {
 	e := newEnv(t)
 	card := demoCard()
-	id := openModal(t, e, bot.DenyReasonModal(card, bot.MessageRef{Channel: "C0APPROVALS", TS: e.postCard(t, card)}))
+	id := openModal(t, e, bot.DenyReasonModal(card, approval.MessageRef{Channel: "C0APPROVALS", TS: e.postCard(t, card)}))
 	e.hook.setReply(func(w http.ResponseWriter, d delivery) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"response_action":"errors","errors":{"deny_reason":"Say more than that."}}`)
@@ -593,7 +594,7 @@ func TestState(t *testing.T) {
 	if _, err := e.api.PostEphemeralContext(t.Context(), "C0APPROVALS", "U0BOB", slack.MsgOptionText("You may not", false)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := e.api.UpdateMessageContext(t.Context(), "C0APPROVALS", ts, slack.MsgOptionBlocks(bot.ApprovalBlocks(bot.Card{State: bot.StateApproved, ToolName: "x"})...)); err != nil {
+	if _, _, _, err := e.api.UpdateMessageContext(t.Context(), "C0APPROVALS", ts, slack.MsgOptionBlocks(bot.ApprovalBlocks(bot.Card{State: approval.CallApproved, ToolName: "x"})...)); err != nil {
 		t.Fatal(err)
 	}
 	id := openModal(t, e, bot.ArgsModal(card))

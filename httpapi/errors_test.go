@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/store"
+)
+
+// toError maps approval's errors by code, wrapped as the store wraps them,
+// each to its status and message; a failed request is not a resolved one.
+func TestToErrorMapsApprovalCodes(t *testing.T) {
+	tests := []struct {
+		err    error
+		status int
+		code   string
+		msg    string
+	}{
+		{fmt.Errorf("get abc: %w", approval.ErrNotFound), http.StatusNotFound, CodeNotFound, "no approval request"},
+		{fmt.Errorf("wait abc: %w", agentrunner.ErrTokenNotFound), http.StatusNotFound, CodeNotFound, "no approval request"},
+		{fmt.Errorf("answer abc: %w: c1", approval.ErrNotPending), http.StatusConflict, CodeConflict, "decided meanwhile"},
+		{fmt.Errorf("decide abc c1: %w", approval.ErrDecided), http.StatusConflict, CodeConflict, "decided meanwhile"},
+		{fmt.Errorf("cancel abc: %w", approval.ErrResolved), http.StatusConflict, CodeConflict, "already resolved"},
+		{fmt.Errorf("cancel abc: %w", approval.ErrFailed), http.StatusConflict, CodeConflict, "could not ask"},
+		{fmt.Errorf("cancel abc: %w", approval.ErrExpired), http.StatusConflict, CodeConflict, "expired"},
+		{fmt.Errorf("cancel abc: %w", approval.ErrCancelled), http.StatusConflict, CodeConflict, "cancelled"},
+		{fmt.Errorf("record approval: %w", &store.RateLimitError{Limit: "rate", RetryAfter: 2 * time.Second}), http.StatusTooManyRequests, CodeRateLimited, "API_RATE"},
+		{fmt.Errorf("call x: %w: %w", bot.ErrRouteNotForTool, bot.ErrRouteForbidden), http.StatusForbidden, CodeRouteForbidden, "when.tools"},
+		{fmt.Errorf("route x: %w", bot.ErrUnknownRoute), http.StatusForbidden, CodeRouteForbidden, "may not send"},
+		{errors.New("dial tcp: connection refused"), http.StatusInternalServerError, CodeInternal, "try again later"},
+	}
+	for _, tt := range tests {
+		got := toError(tt.err)
+		if got.Status != tt.status || got.Code != tt.code || !strings.Contains(got.Message, tt.msg) {
+			t.Errorf("toError(%v) = %d %s %q; want %d %s with %q", tt.err, got.Status, got.Code, got.Message, tt.status, tt.code, tt.msg)
+		}
+	}
+	if got := toError(fmt.Errorf("x: %w", &store.RateLimitError{Limit: "rate", RetryAfter: 2 * time.Second})); got.RetryAfter != 2*time.Second {
+		t.Errorf("rate limited: RetryAfter %s, want 2s", got.RetryAfter)
+	}
+	if !isEnded(fmt.Errorf("fail abc: %w", approval.ErrFailed)) || isEnded(fmt.Errorf("fail abc: %w", approval.ErrNotFound)) {
+		t.Error("isEnded: a failed request has ended, an unknown one has not")
+	}
+}
