@@ -5,12 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -25,62 +22,6 @@ func parseRoutes(t *testing.T, src string) *bot.Routes {
 		t.Fatalf("ParseRoutes: %v", err)
 	}
 	return rs
-}
-
-func TestRouteEvaluate(t *testing.T) {
-	noon := time.Date(2025, 3, 14, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name    string
-		approve string
-		deny    string
-		in      bot.PolicyInput
-		want    bot.Verdict
-		wantErr string
-	}{
-		{"small refund", "args.amount <= 100", "", bot.PolicyInput{Args: map[string]any{"amount": json.Number("100")}}, bot.AutoApproved, ""},
-		{"fractional refund", "args.amount <= 100", "", bot.PolicyInput{Args: map[string]any{"amount": json.Number("99.5")}}, bot.AutoApproved, ""},
-		{"large refund", "args.amount <= 100", "", bot.PolicyInput{Args: map[string]any{"amount": json.Number("100.01")}}, bot.Undecided, ""},
-		{"whole numbers are ints", "args.count + 1 == 4", "", bot.PolicyInput{Args: map[string]any{"count": json.Number("3")}}, bot.AutoApproved, ""},
-		{"deny wins", "true", "args.amount > 1000", bot.PolicyInput{Args: map[string]any{"amount": json.Number("5000")}}, bot.AutoDenied, ""},
-		{"deny false, approve true", "true", "args.amount > 1000", bot.PolicyInput{Args: map[string]any{"amount": json.Number("5")}}, bot.AutoApproved, ""},
-		{"missing argument", "args.amount <= 100", "", bot.PolicyInput{Args: map[string]any{}}, bot.Undecided, "no such key: amount"},
-		// A deny policy that cannot be evaluated must not let approve run.
-		{"deny error stops approve", "true", "args.amount > 1000", bot.PolicyInput{}, bot.Undecided, "auto_deny"},
-		{"wrong type", "args.amount <= 100", "", bot.PolicyInput{Args: map[string]any{"amount": "lots"}}, bot.Undecided, "no such overload"},
-		{"tool and requester", `tool.startsWith("lookup_") && requester != "U0MALLORY"`, "", bot.PolicyInput{Tool: "lookup_order", Requester: "U0CAROL"}, bot.AutoApproved, ""},
-		{"channel", `channel == "C0SUPPORT"`, "", bot.PolicyInput{Channel: "C0GENERAL"}, bot.Undecided, ""},
-		{"metadata", `has(metadata.risk) && metadata.risk == "low"`, "", bot.PolicyInput{Metadata: map[string]any{"risk": "low"}}, bot.AutoApproved, ""},
-		{"nested args", `args.items.all(i, i.qty <= 2)`, "", bot.PolicyInput{Args: map[string]any{"items": []any{map[string]any{"qty": json.Number("1")}, map[string]any{"qty": json.Number("2")}}}}, bot.AutoApproved, ""},
-		{"now", `now.getHours("UTC") >= 9 && now.getHours("UTC") < 17`, "", bot.PolicyInput{Now: noon}, bot.AutoApproved, ""},
-		{"cost limit", `[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, a+b+c+d+e > 0)))))`, "", bot.PolicyInput{}, bot.Undecided, "cost limit"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			src := "routes:\n  - channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\n"
-			if tt.approve != "" {
-				src += "    auto_approve: " + quoteYAML(tt.approve) + "\n"
-			}
-			if tt.deny != "" {
-				src += "    auto_deny: " + quoteYAML(tt.deny) + "\n"
-			}
-			r := parseRoutes(t, src).Routes[0]
-			got, err := r.Evaluate(t.Context(), tt.in)
-			if got != tt.want {
-				t.Errorf("Evaluate: got %v, want %v (error %v)", got, tt.want, err)
-			}
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Errorf("Evaluate: unexpected error %v", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Errorf("Evaluate: got error %v, want one containing %q", err, tt.wantErr)
-			}
-		})
-	}
-}
-
-func quoteYAML(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 type refundArgs struct {
@@ -359,37 +300,5 @@ func TestOriginFrom(t *testing.T) {
 	}
 	if got := (&bot.Origin{Client: "billing"}).Requester(); got != "api:billing" {
 		t.Errorf("API client requester = %q, want api:billing", got)
-	}
-}
-
-func BenchmarkRouteEvaluate(b *testing.B) {
-	rs, err := bot.ParseRoutes([]byte(`
-routes:
-  - channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-    auto_deny: "args.amount > 10000 || requester == 'U0MALLORY'"
-    auto_approve: "args.amount <= 100 && tool.startsWith('issue_')"
-`), "bench.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := rs.Routes[0]
-	in := bot.PolicyInput{Tool: "issue_refund", Args: map[string]any{"amount": json.Number("40"), "order_id": "o-1"}, Requester: "U0CAROL"}
-	for b.Loop() {
-		if v, err := r.Evaluate(b.Context(), in); err != nil || v != bot.AutoApproved {
-			b.Fatalf("Evaluate = %v, %v", v, err)
-		}
-	}
-}
-
-func BenchmarkParseRoutes(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("testdata", "routes", "valid.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if _, err := bot.ParseRoutes(data, "valid.yaml"); err != nil {
-			b.Fatal(err)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package bot_test
+package routing_test
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 const mcpRoutes = `routes:
@@ -31,11 +31,11 @@ func TestParseRoutesMCPServers(t *testing.T) {
     timeout: 30s
 `
 	// The variables are not set: the loader only checks their form.
-	rs, err := bot.ParseRoutes([]byte(src), "r.yaml")
+	rs, err := routing.ParseRoutes([]byte(src), "r.yaml")
 	if err != nil {
 		t.Fatalf("ParseRoutes: %v", err)
 	}
-	want := []bot.MCPServer{{
+	want := []routing.MCPServer{{
 		Name:    "github",
 		Command: []string{"github-mcp-server", "stdio"},
 		Env:     map[string]string{"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
@@ -79,7 +79,7 @@ MCP servers (tools are <name>__<tool>; each needs approval unless read-only):
 // A file without mcp_servers, or with an empty list, has none.
 func TestParseRoutesNoMCPServers(t *testing.T) {
 	for _, src := range []string{mcpRoutes, mcpRoutes + "mcp_servers: []\n", mcpRoutes + "mcp_servers:\n"} {
-		rs, err := bot.ParseRoutes([]byte(src), "r.yaml")
+		rs, err := routing.ParseRoutes([]byte(src), "r.yaml")
 		if err != nil {
 			t.Fatalf("ParseRoutes(%q): %v", src, err)
 		}
@@ -172,8 +172,8 @@ mcp_server: []
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := bot.ParseRoutes([]byte(mcpRoutes+tt.src), "r.yaml")
-			var re *bot.RoutesError
+			_, err := routing.ParseRoutes([]byte(mcpRoutes+tt.src), "r.yaml")
+			var re *routing.RoutesError
 			if !errors.As(err, &re) {
 				t.Fatalf("ParseRoutes = %v, want a *RoutesError", err)
 			}

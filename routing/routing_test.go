@@ -1,4 +1,4 @@
-package bot_test
+package routing_test
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 )
 
-func loadFixture(t *testing.T, name string) (*bot.Routes, error) {
+func loadFixture(t *testing.T, name string) (*routing.Routes, error) {
 	t.Helper()
-	return bot.LoadRoutes(filepath.Join("testdata", "routes", name))
+	return routing.LoadRoutes(filepath.Join("testdata", "routes", name))
 }
 
 func TestLoadRoutesValid(t *testing.T) {
@@ -26,10 +26,10 @@ func TestLoadRoutesValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadRoutes: %v", err)
 	}
-	want := &bot.Routes{
+	want := &routing.Routes{
 		DefaultTimeout: 2 * time.Hour,
 		File:           filepath.Join("testdata", "routes", "valid.yaml"),
-		Routes: []*bot.Route{{
+		Routes: []*routing.Route{{
 			Name:              "refunds",
 			Line:              4,
 			Tools:             []string{"issue_refund", "refund_*"},
@@ -70,7 +70,7 @@ func TestLoadRoutesValid(t *testing.T) {
 			Timeout:           2 * time.Hour,
 		}},
 	}
-	if diff := cmp.Diff(want, rs, cmpopts.IgnoreUnexported(bot.Route{})); diff != "" {
+	if diff := cmp.Diff(want, rs, cmpopts.IgnoreUnexported(routing.Route{})); diff != "" {
 		t.Errorf("LoadRoutes(valid.yaml) mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -135,12 +135,12 @@ func TestLoadRoutesRefused(t *testing.T) {
 			if err == nil {
 				t.Fatalf("LoadRoutes(%s) = %d routes, want an error", tt.file, len(rs.Routes))
 			}
-			if !errors.Is(err, bot.ErrInvalidRoutes) {
+			if !errors.Is(err, routing.ErrInvalidRoutes) {
 				t.Errorf("LoadRoutes(%s) error %v does not wrap ErrInvalidRoutes", tt.file, err)
 			}
-			var re *bot.RoutesError
+			var re *routing.RoutesError
 			if !errors.As(err, &re) {
-				t.Fatalf("LoadRoutes(%s) error is %T, want *bot.RoutesError", tt.file, err)
+				t.Fatalf("LoadRoutes(%s) error is %T, want *routing.RoutesError", tt.file, err)
 			}
 			var got []string
 			for _, p := range re.Problems {
@@ -167,7 +167,7 @@ func TestLoadRoutesRefused(t *testing.T) {
 
 func TestParseRoutesEmpty(t *testing.T) {
 	for _, src := range []string{"", "# nothing\n", "default_timeout: 1h\n"} {
-		_, err := bot.ParseRoutes([]byte(src), "r.yaml")
+		_, err := routing.ParseRoutes([]byte(src), "r.yaml")
 		if err == nil || !strings.Contains(err.Error(), "routes") {
 			t.Errorf("ParseRoutes(%q): got %v, want an error about missing routes", src, err)
 		}
@@ -175,7 +175,7 @@ func TestParseRoutesEmpty(t *testing.T) {
 }
 
 func TestLoadRoutesMissingFile(t *testing.T) {
-	_, err := bot.LoadRoutes(filepath.Join(t.TempDir(), "absent.yaml"))
+	_, err := routing.LoadRoutes(filepath.Join(t.TempDir(), "absent.yaml"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("LoadRoutes(absent): got %v, want fs.ErrNotExist", err)
 	}
@@ -196,7 +196,7 @@ routes:
     when: {tools: ["*"], channels: ["*"]}
     required_approvals: 1
 `
-	rs, err := bot.ParseRoutes([]byte(src), "r.yaml")
+	rs, err := routing.ParseRoutes([]byte(src), "r.yaml")
 	if err != nil {
 		t.Fatalf("ParseRoutes: %v", err)
 	}
@@ -234,7 +234,7 @@ func TestRoutesMatch(t *testing.T) {
 		}
 	}
 
-	narrow, err := bot.ParseRoutes([]byte(`
+	narrow, err := routing.ParseRoutes([]byte(`
 routes:
   - when: {tools: ["issue_refund"]}
     channel: C0APPROVALS
@@ -246,7 +246,7 @@ routes:
 	if got := narrow.Match("delete_file", "C0SUPPORT"); got != nil {
 		t.Errorf("Match(delete_file) = route %s, want no route", got.Name)
 	}
-	var none *bot.Routes
+	var none *routing.Routes
 	if got := none.Match("x", ""); got != nil {
 		t.Errorf("nil Routes matched %s", got.Name)
 	}
@@ -280,7 +280,7 @@ First match wins. A call no route matches is denied.
 }
 
 func TestDemoRoutes(t *testing.T) {
-	rs := bot.DemoRoutes()
+	rs := routing.DemoRoutes()
 	tests := []struct {
 		tool      string
 		route     string
@@ -300,7 +300,7 @@ func TestDemoRoutes(t *testing.T) {
 }
 
 func TestIsApprover(t *testing.T) {
-	r := &bot.Route{Name: "refunds", Users: []string{"U0ALICE"}, Usergroups: []string{"S0BROKEN", "S0FINANCE"}}
+	r := &routing.Route{Name: "refunds", Users: []string{"U0ALICE"}, Usergroups: []string{"S0BROKEN", "S0FINANCE"}}
 	lookups := 0
 	members := func(_ context.Context, g string) ([]string, error) {
 		lookups++
@@ -348,7 +348,7 @@ func TestDurations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		src := fmt.Sprintf("default_timeout: %s\nroutes:\n  - channel: C0A1\n    approvers: {users: [U0A1]}\n", tt.in)
-		rs, err := bot.ParseRoutes([]byte(src), "d.yaml")
+		rs, err := routing.ParseRoutes([]byte(src), "d.yaml")
 		if err != nil {
 			t.Errorf("default_timeout %s: %v", tt.in, err)
 			continue
