@@ -54,7 +54,7 @@ func (s *Service) CheckEdit(ctx context.Context, r *Request, c *Call, edited jso
 		return nil, Errorf(EPOLICY, "The call's route %q is no longer in the routing file, so its policy cannot check the edit.", c.Route)
 	}
 	call.Args = args
-	parsed, err := routing.PolicyArgs(call)
+	parsed, err := routing.ArgsForPolicy(call)
 	if err != nil {
 		return nil, Errorf(EINVALID, "The arguments must be a JSON object.")
 	}
@@ -66,7 +66,7 @@ func (s *Service) CheckEdit(ctx context.Context, r *Request, c *Call, edited jso
 	case err != nil:
 		return nil, Errorf(EPOLICY, "The %q route's policy could not check these arguments, so they are refused: %s", route.Name, truncate(err.Error(), 1500))
 	case deny:
-		return nil, Errorf(EPOLICY, "The %q route's policy denies these arguments (auto_deny: %s).", route.Name, truncate(squashSpace(route.AutoDeny), 1500))
+		return nil, Errorf(EPOLICY, "The %q route's policy denies these arguments (auto_deny: %s).", route.Name, truncate(routing.OneLine(route.AutoDeny), 1500))
 	}
 	return args, nil
 }

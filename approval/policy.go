@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
@@ -67,7 +66,7 @@ func (p *Policy) decide(ctx context.Context, runID string, origin *Origin, reque
 		switch verdict {
 		case routing.AutoDenied:
 			res.Approvals[id] = agentrunner.Deny(fmt.Sprintf(
-				"The %q route's policy denied this call (auto_deny: %s).", route.Name, squashSpace(route.AutoDeny)))
+				"The %q route's policy denied this call (auto_deny: %s).", route.Name, routing.OneLine(route.AutoDeny)))
 			res.AnsweredBy[id] = ByPolicyPrefix + route.Name
 		case routing.AutoApproved:
 			res.Approvals[id] = agentrunner.Approve()
@@ -110,7 +109,7 @@ func (p *Policy) evaluate(ctx context.Context, route *routing.Route, call agentr
 	if !route.HasPolicy() {
 		return routing.Undecided, nil
 	}
-	args, err := routing.PolicyArgs(call)
+	args, err := routing.ArgsForPolicy(call)
 	if err != nil {
 		return routing.Undecided, fmt.Errorf("route %s: %w", route.Name, err)
 	}
@@ -164,4 +163,3 @@ func describeOrigin(o *Origin) string {
 	return "outside Slack"
 }
 
-func squashSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
