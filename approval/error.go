@@ -73,12 +73,10 @@ type Error struct {
 // Error implements error.
 func (e *Error) Error() string {
 	switch {
-	case e.Err != nil && e.Message != "":
-		return e.Message + ": " + e.Err.Error()
-	case e.Err != nil:
-		return e.Code + ": " + e.Err.Error()
 	case e.Message != "":
 		return e.Message
+	case e.Err != nil:
+		return e.Code + ": " + e.Err.Error()
 	}
 	return e.Code
 }
@@ -99,7 +97,7 @@ func (e *Error) Is(target error) bool {
 }
 
 // Errorf returns an *Error with code and a formatted message; a %w verb
-// sets Err.
+// sets Err (whose text is then part of the message).
 func Errorf(code, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
 	return &Error{Code: code, Message: err.Error(), Err: errors.Unwrap(err)}

@@ -64,4 +64,7 @@ type Directory interface {
 	// Members returns the user ids of usergroup. An error means the
 	// membership could not be learnt (not that the user is absent).
 	Members(ctx context.Context, usergroup string) ([]string, error)
+	// Warm looks the members of usergroups up in the background, so that
+	// the first click on a card just posted need not wait for a lookup.
+	Warm(usergroups ...string)
 }

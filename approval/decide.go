@@ -1,0 +1,246 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// Decider is who decides, as the door they came through vouches for them.
+// Exactly one of User and Client is set.
+type Decider struct {
+	// User is the Slack user who clicked a button or submitted a form.
+	User string
+	// Card is the message the click came from: it must be the call's card.
+	Card MessageRef
+	// Client is the authenticated HTTP API client answering for its own
+	// request. Its answers are authoritative: no approver check, and an
+	// approval meets a quorum at once.
+	Client string
+}
+
+// Decide is the one way a decision is made, whatever door it came through:
+// a button, a form, an answer of the HTTP API. It loads the request once,
+// authorizes by for every decision (a refusal is audited and counted),
+// checks edited arguments as every edit is checked (CheckEdit), records the
+// decisions atomically, and then, after returning, brings the cards of the
+// calls it changed up to date. The decision that decides the last pending
+// call resolves the request, and the store wakes its run.
+//
+// A person decides one call at a time: their approval is one vote toward
+// the call's quorum. An API client may answer several calls at once.
+//
+// Errors are *Error: ENOTFOUND (unknown token or call, or another client's
+// request), the request's end (EEXPIRED, ECANCELLED, ERESOLVED, EFAILED),
+// EDECIDED (with the Decided describing the decision already made),
+// ETOOLATE, a refusal (ENOTAPPROVER, ESELFAPPROVAL, EWRONGMESSAGE,
+// ENOROUTE), EINVALID or EPOLICY for edited arguments, ECONFLICT for API
+// answers to calls already decided; other errors when the store or the
+// directory cannot be reached.
+func (s *Service) Decide(ctx context.Context, token string, by Decider, ds ...Decision) (*Decided, error) {
+	if len(ds) == 0 || (by.User == "") == (by.Client == "") || (by.User != "" && len(ds) > 1) {
+		return nil, Errorf(EINVALID, "decide: a person makes one decision, an API client one or more")
+	}
+	r, err := s.store.Get(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if by.Client != "" {
+		return s.answer(ctx, r, by, ds)
+	}
+	d := ds[0]
+	c := r.Call(d.CallID)
+	if c == nil {
+		return nil, fmt.Errorf("decide %s: %w", d.CallID, ErrNotFound)
+	}
+	if err := s.Authorize(ctx, r, c, by, d.Action); err != nil {
+		return nil, err
+	}
+	if d.Action == ActionApprove && len(d.OverrideArgs) > 0 {
+		if d.OverrideArgs, err = s.CheckEdit(ctx, r, c, d.OverrideArgs); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.store.Decide(ctx, token, d)
+	if err != nil {
+		return res, err
+	}
+	if res.Changed {
+		s.metrics.Decision(string(res.Call.Status))
+		s.later(ctx, "update card", func(ctx context.Context) error {
+			return s.UpdateCard(ctx, token, res.Call.ID)
+		})
+	}
+	return res, nil
+}
+
+// Authorize reports whether by may decide call c of r with action, and
+// records a refusal in the audit stream. It is Decide's check, for the doors
+// that ask before they let a person decide (opening a form).
+func (s *Service) Authorize(ctx context.Context, r *Request, c *Call, by Decider, action Action) error {
+	err := s.authorize(ctx, r, c, by, action)
+	var refused *Error
+	if err == nil || !errors.As(err, &refused) {
+		return err
+	}
+	s.metrics.Refused(refused.Code)
+	who := by.User + by.Client
+	if aerr := s.store.Refused(ctx, r.Token, c.ID, who, refused.Code, refused.Message); aerr != nil {
+		s.log.ErrorContext(ctx, "audit a refused decision", "err", aerr, "code", refused.Code)
+	}
+	s.log.InfoContext(ctx, "decision refused", "by", who, "route", c.Route, "code", refused.Code)
+	return err
+}
+
+func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider, action Action) error {
+	if by.Client != "" {
+		if r.Origin.Client != by.Client {
+			return fmt.Errorf("decide: %w", ErrNotFound) // another client's request is none of its business
+		}
+		return nil
+	}
+	if c.Message.Channel != "" && by.Card != c.Message {
+		return Errorf(EWRONGMESSAGE, "This button does not belong to the message of this request.")
+	}
+	route := s.Route(c.Route)
+	if route == nil {
+		return Errorf(ENOROUTE, "The route %q that this request was sent through no longer exists, so nobody can decide it here.", c.Route)
+	}
+	ok, err := route.IsApprover(ctx, by.User, s.dir.Members)
+	if err != nil {
+		return fmt.Errorf("authorize %s: %w", by.User, err)
+	}
+	if !ok {
+		return Errorf(ENOTAPPROVER, "You are not an approver for %s requests.", route.Name)
+	}
+	if action != ActionDeny && by.User == r.Origin.User && !route.AllowSelfApproval {
+		return Errorf(ESELFAPPROVAL, "You asked for this call, so someone else must approve it.")
+	}
+	return nil
+}
+
+// answer records an API client's answers to calls of its own request, at
+// once: every answer must name a pending call under its kind, edits are
+// checked, and who answered is the client (a name it gives is kept after
+// it, so that the audit stream never shows an unverified name alone).
+func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decision) (*Decided, error) {
+	if err := s.authorize(ctx, r, nil, by, ""); err != nil {
+		return nil, err
+	}
+	if err := endErr(r); err != nil {
+		return nil, err
+	}
+	results, err := s.results(ctx, r, by.Client, ds)
+	if err != nil {
+		return nil, err
+	}
+	after, err := s.store.Answer(ctx, r.Token, by.Client, results)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if c := after.Call(d.CallID); c != nil {
+			s.metrics.Decision(string(c.Status))
+		}
+	}
+	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, r.Token) })
+	return &Decided{Request: after, Changed: true, Resolved: after.State == StateResolved}, nil
+}
+
+// results turns an API client's decisions into the results to record,
+// refusing the whole answer (nothing recorded) at the first problem.
+func (s *Service) results(ctx context.Context, r *Request, client string, ds []Decision) (*agentrunner.DeferredToolResults, error) {
+	res := agentrunner.NewDeferredToolResults()
+	var decided []string
+	for _, d := range ds {
+		c := r.Call(d.CallID)
+		if c == nil || !kindFits(c.Kind, d.Action) {
+			return nil, Errorf(EINVALID, "answers must name calls of this request under their kind (approvals answer approvals, calls answer the others): %s", d.CallID)
+		}
+		if c.Status != CallPending {
+			decided = append(decided, fmt.Sprintf("%s (%s by %s)", c.ID, c.Status, c.DecidedBy))
+			continue
+		}
+		if err := s.addResult(ctx, r, c, d, res); err != nil {
+			return nil, err
+		}
+		if d.By != "" && d.By != client {
+			res.AnsweredBy[c.ID] = client + "/" + d.By
+		}
+	}
+	if len(decided) > 0 {
+		slices.Sort(decided)
+		return nil, Errorf(ECONFLICT, "already decided: %s", strings.Join(decided, ", "))
+	}
+	return res, nil
+}
+
+func (s *Service) addResult(ctx context.Context, r *Request, c *Call, d Decision, res *agentrunner.DeferredToolResults) error {
+	if len(d.Metadata) > 0 {
+		res.Metadata[c.ID] = d.Metadata
+	}
+	switch d.Action {
+	case ActionApprove:
+		ar := agentrunner.Approve()
+		if len(d.OverrideArgs) > 0 {
+			args, err := s.CheckEdit(ctx, r, c, d.OverrideArgs)
+			if err != nil {
+				return Errorf(ErrorCode(err), "approvals[%q].override_args: %s", c.ID, ErrorMessage(err))
+			}
+			ar.OverrideArgs = args
+		}
+		res.Approvals[c.ID] = ar
+	case ActionDeny:
+		res.Approvals[c.ID] = agentrunner.Deny(d.Reason)
+	case ActionAnswer:
+		res.Calls[c.ID] = agentrunner.CallResult{Value: d.Answer}
+	case ActionFail:
+		res.Calls[c.ID] = agentrunner.Fail(d.Reason)
+	}
+	return nil
+}
+
+func kindFits(kind agentrunner.CallKind, a Action) bool {
+	if kind == agentrunner.KindApproval {
+		return a == ActionApprove || a == ActionDeny
+	}
+	return a == ActionAnswer || a == ActionFail
+}
+
+// endErr returns the error of deciding on a request that ended, or nil.
+func endErr(r *Request) error {
+	switch r.State {
+	case StatePending:
+		return nil
+	case StateExpired:
+		return ErrExpired
+	case StateCancelled:
+		return ErrCancelled
+	case StateFailed:
+		return ErrFailed
+	}
+	return ErrResolved
+}
+
+// Cancel ends by's pending request with no decision: the run is told so,
+// and the cards say it. Only the API client that owns a request may cancel
+// it (ENOTFOUND otherwise).
+func (s *Service) Cancel(ctx context.Context, token string, by Decider) (*Request, error) {
+	r, err := s.store.Get(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, r, nil, by, ""); err != nil {
+		return nil, err
+	}
+	after, err := s.store.Cancel(ctx, token, by.Client)
+	if err != nil {
+		return nil, err
+	}
+	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, token) })
+	return after, nil
+}

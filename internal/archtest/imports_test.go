@@ -1,0 +1,124 @@
+package archtest
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/slackapprove/slackbot"
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// packages lists the module's packages with their imports and
+// dependencies (production code only: test files are not listed).
+func packages(t *testing.T) map[string]pkg {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go tool to list packages: %v", err)
+	}
+	cmd := exec.Command(goTool, "list", "-json=ImportPath,Imports,Deps", module+"/...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs[strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")] = p
+	}
+	if _, ok := pkgs["approval"]; !ok {
+		t.Fatalf("go list found no approval package among %d", len(pkgs))
+	}
+	return pkgs
+}
+
+// ours returns the module's packages p imports, relative to the module.
+func ours(p pkg) []string {
+	var out []string
+	for _, imp := range p.Imports {
+		if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+func under(rel, root string) bool { return rel == root || strings.HasPrefix(rel, root+"/") }
+
+func TestImportRules(t *testing.T) {
+	pkgs := packages(t)
+	for rel, p := range pkgs {
+		for _, imp := range ours(p) {
+			switch {
+			case rel == "approval" && !under(imp, "agentrunner") && imp != "routing":
+				t.Errorf("approval imports %s: it may import only agentrunner and routing of ours", imp)
+			case rel == "store" && imp != "approval" && !under(imp, "agentrunner"):
+				t.Errorf("store imports %s: it may import only approval and agentrunner of ours", imp)
+			case rel == "routing" && !under(imp, "agentrunner"):
+				t.Errorf("routing imports %s: it knows only the agent's tool calls", imp)
+			case under(rel, "agentrunner") && !under(imp, "agentrunner"):
+				t.Errorf("%s imports %s: agentrunner knows nothing of slackbot", rel, imp)
+			}
+			for _, door := range []string{"bot", "httpapi", "mcpgateway"} {
+				if !under(rel, door) {
+					continue
+				}
+				if under(imp, "store") {
+					t.Errorf("%s imports %s: the doors reach Redis only through approval.Store", rel, imp)
+				}
+				for _, other := range []string{"bot", "httpapi", "mcpgateway"} {
+					if other != door && under(imp, other) {
+						t.Errorf("%s imports %s: the doors never import each other", rel, imp)
+					}
+				}
+			}
+		}
+		for _, dep := range p.Deps {
+			slack := strings.HasPrefix(dep, "github.com/slack-go/slack")
+			redis := strings.HasPrefix(dep, "github.com/redis/go-redis")
+			switch {
+			case (rel == "approval" || rel == "routing" || under(rel, "agentrunner")) && (slack || redis):
+				t.Errorf("%s depends on %s: it must know neither Slack nor Redis", rel, dep)
+			case under(rel, "store") && slack:
+				t.Errorf("%s depends on %s: store never speaks Slack", rel, dep)
+			}
+		}
+	}
+}
+
+func TestNoGrabBagPackages(t *testing.T) {
+	for rel := range packages(t) {
+		if slices.Contains([]string{"util", "utils", "common", "helpers", "models", "storeadapter"}, path.Base(rel)) {
+			t.Errorf("package %s: name packages for what they provide (DESIGN.md), and no adapter translates one model of an approval into another", rel)
+		}
+	}
+}
+
+func TestBinaryLinksNoTestCode(t *testing.T) {
+	p, ok := packages(t)["cmd/slackbot"]
+	if !ok {
+		t.Fatal("no cmd/slackbot package")
+	}
+	for _, dep := range p.Deps {
+		if dep == "testing" || strings.HasPrefix(dep, "testing/") || dep == "net/http/httptest" {
+			t.Errorf("the slackbot binary links %s; want no test packages", dep)
+		}
+	}
+}
