@@ -276,6 +276,11 @@ func (c *Call) AnsweredBy() string {
 			by = append(by, v.By)
 		}
 	}
+	if len(by) == 0 {
+		// Approved with no votes: an authoritative answer (an API client
+		// answering for its own request) met the quorum at once.
+		return c.DecidedBy
+	}
 	return strings.Join(by, ",")
 }
 
