@@ -40,7 +40,6 @@ func (s *Service) Deadline(rc *agentrunner.RunContext, req agentrunner.DeferredT
 	return s.now().Add(cmp.Or(timeout, DefaultTimeout))
 }
 
-
 // Ask is the pipeline's way in for runs in this process (an
 // agentrunner.AskFunc): it records the pending calls under token, saves
 // the run (saver, when set) before any card can be clicked, and posts one

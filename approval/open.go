@@ -158,7 +158,6 @@ func (s *Service) plan(o Opening, routes *routing.Routes) (*Request, error) {
 	return r, nil
 }
 
-
 // record stores r and lets o's Recorded hook run before any card exists.
 func (s *Service) record(ctx context.Context, r *Request, o Opening) error {
 	if err := s.store.Create(ctx, r); err != nil {

@@ -162,4 +162,3 @@ func describeOrigin(o *Origin) string {
 	}
 	return "outside Slack"
 }
-

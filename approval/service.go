@@ -150,4 +150,4 @@ func (noMetrics) Refused(string)  {}
 type noDirectory struct{}
 
 func (noDirectory) Members(context.Context, string) ([]string, error) { return nil, nil }
-func (noDirectory) Warm(...string)                                   {}
+func (noDirectory) Warm(...string)                                    {}

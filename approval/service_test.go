@@ -69,7 +69,7 @@ func (p *poster) Update(_ context.Context, r *approval.Request, c *approval.Call
 type directory map[string][]string
 
 func (d directory) Members(_ context.Context, g string) ([]string, error) { return d[g], nil }
-func (d directory) Warm(...string)                                       {}
+func (d directory) Warm(...string)                                        {}
 
 type metrics struct {
 	mu       sync.Mutex
