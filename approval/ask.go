@@ -13,7 +13,7 @@ import (
 // process can resume the run when the request ends (package store's run
 // state).
 type RunSaver interface {
-	SaveRun(ctx context.Context, rc *agentrunner.RunContext, token string, pending agentrunner.DeferredToolRequests, origin Origin, expires time.Time) error
+	SaveWaitingRun(ctx context.Context, rc *agentrunner.RunContext, token string, pending agentrunner.DeferredToolRequests, origin Origin, expires time.Time) error
 }
 
 // AskHooks is what a run's Deps may implement to be told that its calls
@@ -70,7 +70,7 @@ func (s *Service) Ask(saver RunSaver) agentrunner.AskFunc {
 		// Save the run before any card can be clicked, so that a decision
 		// always finds the run to resume, even if this process is gone.
 		if saver != nil && r.RunID != "" {
-			if err := saver.SaveRun(ctx, rc, token, req, *origin, r.ExpiresAt); err != nil {
+			if err := saver.SaveWaitingRun(ctx, rc, token, req, *origin, r.ExpiresAt); err != nil {
 				return nil, fmt.Errorf("save run state: %w", err)
 			}
 		}

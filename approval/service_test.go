@@ -309,3 +309,5 @@ func TestAskDeniesUnroutedAndFailsUnpostable(t *testing.T) {
 		t.Errorf("call whose card could not be posted: %s (%q), want denied with the reason", c.Status, c.Why())
 	}
 }
+
+var _ approval.RunSaver = (*store.Store)(nil)
