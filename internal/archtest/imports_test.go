@@ -62,30 +62,56 @@ func ours(p pkg) []string {
 
 func under(rel, root string) bool { return rel == root || strings.HasPrefix(rel, root+"/") }
 
+// pending are violations being removed, each with the work that removes
+// it. The test fails on any other violation, and on a pending one that is
+// gone (so the list only shrinks).
+var pending = map[string]string{
+	"httpapi imports bot":   "issue 12: httpapi over approval.Service",
+	"httpapi imports store": "issue 12: httpapi over approval.Service",
+}
+
 func TestImportRules(t *testing.T) {
-	pkgs := packages(t)
+	seen := map[string]bool{}
+	check(t, packages(t), func(rel, imp, why string) {
+		key := rel + " imports " + imp
+		if _, ok := pending[key]; ok {
+			seen[key] = true
+			return
+		}
+		t.Errorf("%s: %s", key, why)
+	})
+	for key, work := range pending {
+		if !seen[key] {
+			t.Errorf("%q no longer happens: remove it from pending (%s is done)", key, work)
+		}
+	}
+}
+
+// check calls bad for every import that breaks a rule.
+func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
+	t.Helper()
 	for rel, p := range pkgs {
 		for _, imp := range ours(p) {
 			switch {
 			case rel == "approval" && !under(imp, "agentrunner") && imp != "routing":
-				t.Errorf("approval imports %s: it may import only agentrunner and routing of ours", imp)
+				bad(rel, imp, "approval may import only agentrunner and routing of ours")
 			case rel == "store" && imp != "approval" && !under(imp, "agentrunner"):
-				t.Errorf("store imports %s: it may import only approval and agentrunner of ours", imp)
+				bad(rel, imp, "store may import only approval and agentrunner of ours")
 			case rel == "routing" && !under(imp, "agentrunner"):
-				t.Errorf("routing imports %s: it knows only the agent's tool calls", imp)
+				bad(rel, imp, "routing knows only the agent's tool calls")
 			case under(rel, "agentrunner") && !under(imp, "agentrunner"):
-				t.Errorf("%s imports %s: agentrunner knows nothing of slackbot", rel, imp)
+				bad(rel, imp, "agentrunner knows nothing of slackbot")
 			}
 			for _, door := range []string{"bot", "httpapi", "mcpgateway"} {
 				if !under(rel, door) {
 					continue
 				}
 				if under(imp, "store") {
-					t.Errorf("%s imports %s: the doors reach Redis only through approval.Store", rel, imp)
+					bad(rel, imp, "the doors reach Redis only through approval.Store")
 				}
 				for _, other := range []string{"bot", "httpapi", "mcpgateway"} {
 					if other != door && under(imp, other) {
-						t.Errorf("%s imports %s: the doors never import each other", rel, imp)
+						bad(rel, imp, "the doors never import each other")
 					}
 				}
 			}
@@ -95,9 +121,9 @@ func TestImportRules(t *testing.T) {
 			redis := strings.HasPrefix(dep, "github.com/redis/go-redis")
 			switch {
 			case (rel == "approval" || rel == "routing" || under(rel, "agentrunner")) && (slack || redis):
-				t.Errorf("%s depends on %s: it must know neither Slack nor Redis", rel, dep)
+				bad(rel, dep, "it must know neither Slack nor Redis")
 			case under(rel, "store") && slack:
-				t.Errorf("%s depends on %s: store never speaks Slack", rel, dep)
+				bad(rel, dep, "store never speaks Slack")
 			}
 		}
 	}
