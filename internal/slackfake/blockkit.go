@@ -167,69 +167,17 @@ func (v *bk) block(ptr string, b any) {
 		return
 	}
 	if id, ok := m["block_id"]; ok {
-		s, isStr := id.(string)
-		switch {
-		case !isStr || s == "":
-			v.fail(ptr+"/block_id", "must be a non-empty string")
-		case utf8.RuneCountInString(s) > maxBlockID:
-			v.fail(ptr+"/block_id", "must be less than %d characters", maxBlockID+1)
-		case v.blockIDs[s]:
-			v.fail(ptr+"/block_id", "duplicate block_id %q", s)
-		default:
-			v.blockIDs[s] = true
-		}
+		v.blockID(ptr+"/block_id", id)
 	}
 	switch typ {
 	case "section":
-		text, hasText := m["text"]
-		fields, hasFields := m["fields"]
-		if !hasText && !hasFields {
-			v.fail(ptr, "must have text or fields")
-		}
-		if hasText {
-			v.textObject(ptr+"/text", text, maxSectionText)
-		}
-		if hasFields {
-			list, ok := fields.([]any)
-			if !ok || len(list) == 0 {
-				v.fail(ptr+"/fields", "must be a non-empty array")
-			}
-			if len(list) > maxSectionFields {
-				v.fail(ptr+"/fields", "no more than %d items allowed", maxSectionFields)
-			}
-			for i, f := range list {
-				v.textObject(fmt.Sprintf("%s/fields/%d", ptr, i), f, maxFieldText)
-			}
-		}
-		if acc, ok := m["accessory"]; ok {
-			v.element(ptr+"/accessory", acc, nil)
-		}
+		v.section(ptr, m)
 	case "header":
 		v.plainText(ptr+"/text", m["text"], maxHeaderText, true)
 	case "context":
-		list, ok := m["elements"].([]any)
-		if !ok || len(list) == 0 {
-			v.fail(ptr+"/elements", "must be a non-empty array")
-		}
-		if len(list) > maxContextItems {
-			v.fail(ptr+"/elements", "no more than %d items allowed", maxContextItems)
-		}
-		for i, e := range list {
-			ep := fmt.Sprintf("%s/elements/%d", ptr, i)
-			if em, _ := e.(map[string]any); em["type"] == "image" {
-				v.element(ep, e, nil)
-				continue
-			}
-			v.textObject(ep, e, maxSectionText)
-		}
+		v.context(ptr, m)
 	case "actions":
-		list, ok := m["elements"].([]any)
-		if !ok || len(list) == 0 {
-			v.fail(ptr+"/elements", "must be a non-empty array")
-		}
-		if len(list) > maxActionsItems {
-			v.fail(ptr+"/elements", "no more than %d items allowed", maxActionsItems)
-		}
+		list := v.list(ptr+"/elements", m["elements"], maxActionsItems)
 		actionIDs := map[string]bool{}
 		for i, e := range list {
 			v.element(fmt.Sprintf("%s/elements/%d", ptr, i), e, actionIDs)
@@ -243,14 +191,7 @@ func (v *bk) block(ptr string, b any) {
 			v.fail(ptr+"/element", "is required")
 		}
 	case "image":
-		_, hasURL := m["image_url"]
-		_, hasFile := m["slack_file"]
-		if !hasURL && !hasFile {
-			v.fail(ptr, "must have image_url or slack_file")
-		}
-		v.length(ptr+"/image_url", m["image_url"], maxURL)
-		v.required(ptr+"/alt_text", m["alt_text"], maxLabel)
-		v.plainText(ptr+"/title", m["title"], maxLabel, false)
+		v.image(ptr, m)
 	case "markdown":
 		v.required(ptr+"/text", m["text"], maxMarkdownText)
 	case "rich_text":
@@ -258,6 +199,75 @@ func (v *bk) block(ptr string, b any) {
 			v.fail(ptr+"/elements", "must be an array")
 		}
 	}
+}
+
+// blockID checks a block_id: a non-empty string, short, unique in the
+// message or view.
+func (v *bk) blockID(ptr string, id any) {
+	s, isStr := id.(string)
+	switch {
+	case !isStr || s == "":
+		v.fail(ptr, "must be a non-empty string")
+	case utf8.RuneCountInString(s) > maxBlockID:
+		v.fail(ptr, "must be less than %d characters", maxBlockID+1)
+	case v.blockIDs[s]:
+		v.fail(ptr, "duplicate block_id %q", s)
+	default:
+		v.blockIDs[s] = true
+	}
+}
+
+// list checks a non-empty array of at most limit items and returns it.
+func (v *bk) list(ptr string, raw any, limit int) []any {
+	list, ok := raw.([]any)
+	if !ok || len(list) == 0 {
+		v.fail(ptr, "must be a non-empty array")
+	}
+	if len(list) > limit {
+		v.fail(ptr, "no more than %d items allowed", limit)
+	}
+	return list
+}
+
+func (v *bk) section(ptr string, m map[string]any) {
+	text, hasText := m["text"]
+	fields, hasFields := m["fields"]
+	if !hasText && !hasFields {
+		v.fail(ptr, "must have text or fields")
+	}
+	if hasText {
+		v.textObject(ptr+"/text", text, maxSectionText)
+	}
+	if hasFields {
+		for i, f := range v.list(ptr+"/fields", fields, maxSectionFields) {
+			v.textObject(fmt.Sprintf("%s/fields/%d", ptr, i), f, maxFieldText)
+		}
+	}
+	if acc, ok := m["accessory"]; ok {
+		v.element(ptr+"/accessory", acc, nil)
+	}
+}
+
+func (v *bk) context(ptr string, m map[string]any) {
+	for i, e := range v.list(ptr+"/elements", m["elements"], maxContextItems) {
+		ep := fmt.Sprintf("%s/elements/%d", ptr, i)
+		if em, _ := e.(map[string]any); em["type"] == "image" {
+			v.element(ep, e, nil)
+			continue
+		}
+		v.textObject(ep, e, maxSectionText)
+	}
+}
+
+func (v *bk) image(ptr string, m map[string]any) {
+	_, hasURL := m["image_url"]
+	_, hasFile := m["slack_file"]
+	if !hasURL && !hasFile {
+		v.fail(ptr, "must have image_url or slack_file")
+	}
+	v.length(ptr+"/image_url", m["image_url"], maxURL)
+	v.required(ptr+"/alt_text", m["alt_text"], maxLabel)
+	v.plainText(ptr+"/title", m["title"], maxLabel, false)
 }
 
 // element checks an interactive element; actionIDs, when set, must stay

@@ -16,11 +16,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,82 +65,6 @@ type Server struct {
 	subs    map[int]chan Change
 	nextSub int
 	seq     uint64
-}
-
-// Option configures a Server.
-type Option func(*Server)
-
-// WithToken sets the only bot token the server accepts.
-func WithToken(token string) Option { return func(s *Server) { s.token = token } }
-
-// WithTeam sets the workspace's team id, name and domain.
-func WithTeam(id, name, domain string) Option {
-	return func(s *Server) { s.team = Team{ID: id, Name: name, Domain: domain} }
-}
-
-// WithBot sets the app's bot user id and name, its bot id and app id.
-func WithBot(userID, name, botID, appID string) Option {
-	return func(s *Server) {
-		delete(s.users, s.botUID)
-		s.userOrder = slices.DeleteFunc(s.userOrder, func(id string) bool { return id == s.botUID })
-		s.botUID, s.botID, s.appID = userID, botID, appID
-		s.addUser(User{ID: userID, Name: name, RealName: name, IsBot: true})
-	}
-}
-
-// WithUsers adds people to the workspace.
-func WithUsers(users ...User) Option {
-	return func(s *Server) {
-		for _, u := range users {
-			s.addUser(u)
-		}
-	}
-}
-
-// WithUsergroups adds usergroups to the workspace.
-func WithUsergroups(groups ...Usergroup) Option {
-	return func(s *Server) {
-		for _, g := range groups {
-			s.addUsergroup(g)
-		}
-	}
-}
-
-// WithChannels adds channels to the workspace.
-func WithChannels(channels ...Channel) Option {
-	return func(s *Server) {
-		for _, c := range channels {
-			s.addChannel(c)
-		}
-	}
-}
-
-// WithClock sets the clock used for message timestamps, trigger expiry and
-// rate-limit windows, so tests control time instead of sleeping.
-func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
-
-// StrictChannels refuses every channel not added with WithChannels or
-// AddChannel. By default a well-formed channel id (C…, G…, D…) is created
-// on first use, and only names like "#general" are refused.
-func StrictChannels() Option { return func(s *Server) { s.strict = true } }
-
-// WithDemoWorkspace adds the people and channels of slackbot's demo:
-// U0ALICE and U0BOB approve, U0CAROL asks; usergroup S0APPROVERS holds
-// Alice and Bob; channels C0APPROVALS, C0GENERAL and C0SUPPORT.
-func WithDemoWorkspace() Option {
-	return func(s *Server) {
-		WithUsers(
-			User{ID: "U0ALICE", Name: "alice", RealName: "Alice Approver", DisplayName: "Alice"},
-			User{ID: "U0BOB", Name: "bob", RealName: "Bob Approver", DisplayName: "Bob"},
-			User{ID: "U0CAROL", Name: "carol", RealName: "Carol Requester", DisplayName: "Carol"},
-		)(s)
-		WithUsergroups(Usergroup{ID: "S0APPROVERS", Handle: "approvers", Name: "Approvers", Members: []string{"U0ALICE", "U0BOB"}})(s)
-		WithChannels(
-			Channel{ID: "C0APPROVALS", Name: "approvals"},
-			Channel{ID: "C0GENERAL", Name: "general"},
-			Channel{ID: "C0SUPPORT", Name: "support"},
-		)(s)
-	}
 }
 
 // New returns a fake workspace: team T0FAKE, bot user U0BOT ("slackbot"),
@@ -205,144 +127,6 @@ func (s *Server) Calls(method string) []Call {
 		}
 	}
 	return out
-}
-
-// rateLimit allows n calls of a method per channel within a window.
-type rateLimit struct {
-	n      int
-	window time.Duration
-	recent map[string][]time.Time
-}
-
-type failure struct {
-	status int
-	code   string
-	left   int
-}
-
-// RateLimit lets at most perChannel calls of method (or "*" for every
-// method) through per channel within each window of length per; the others
-// get HTTP 429 with a Retry-After header in whole seconds and
-// {"ok":false,"error":"ratelimited"}, as Slack answers. Windows follow the
-// server's clock. perChannel 0 removes the limit.
-func (s *Server) RateLimit(method string, perChannel int, per time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if perChannel <= 0 {
-		delete(s.limits, method)
-		return
-	}
-	s.limits[method] = &rateLimit{n: perChannel, window: per, recent: map[string][]time.Time{}}
-}
-
-// FailNext makes the next n calls of method (or "*") fail with HTTP status
-// before they change anything, like an outage between the client and Slack.
-func (s *Server) FailNext(method string, status, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fails[method] = &failure{status: status, left: n}
-}
-
-// ErrorNext makes the next n calls of method (or "*") answer HTTP 200 with
-// {"ok":false,"error":code} before they change anything.
-func (s *Server) ErrorNext(method, code string, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fails[method] = &failure{status: http.StatusOK, code: code, left: n}
-}
-
-// LoseResponseNext makes the next n calls of method (or "*") take effect
-// and then lose their response: the connection is closed before any byte
-// is written, as when a network path fails after Slack acted. The client
-// sees an error and cannot tell whether the call happened; a client that
-// simply retries a chat.postMessage posts twice.
-func (s *Server) LoseResponseNext(method string, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.drops[method] = n
-}
-
-// Delay makes every call of method (or "*") wait d before it is handled;
-// the wait ends early when the client gives up. 0 removes the delay.
-func (s *Server) Delay(method string, d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d <= 0 {
-		delete(s.delays, method)
-		return
-	}
-	s.delays[method] = d
-}
-
-// ChangeKind says what changed.
-type ChangeKind string
-
-// Change kinds.
-const (
-	ChangeMessage        ChangeKind = "message"
-	ChangeMessageChanged ChangeKind = "message_changed"
-	ChangeMessageDeleted ChangeKind = "message_deleted"
-	ChangeEphemeral      ChangeKind = "ephemeral"
-	ChangeViewOpened     ChangeKind = "view_opened"
-	ChangeViewPushed     ChangeKind = "view_pushed"
-	ChangeViewUpdated    ChangeKind = "view_updated"
-	ChangeViewClosed     ChangeKind = "view_closed"
-)
-
-// Change tells a subscriber that the workspace changed; read the details
-// with Message, Ephemerals or View.
-type Change struct {
-	// Seq numbers changes from 1 without gaps; a subscriber that sees a gap
-	// missed changes (it read too slowly) and should reload everything.
-	Seq      uint64
-	Kind     ChangeKind
-	Channel  string
-	TS       string
-	ThreadTS string
-	User     string
-	ViewID   string
-	At       time.Time
-}
-
-// subscriberBuffer is how many events a subscriber may fall behind by
-// before it misses some.
-const subscriberBuffer = 256
-
-// Subscribe returns a channel of every change from now on, and a function
-// that ends the subscription and closes the channel. A subscriber that
-// falls more than 256 changes behind misses some (see Change.Seq) rather
-// than slowing the server down.
-func (s *Server) Subscribe() (<-chan Change, func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.nextSub
-	s.nextSub++
-	ch := make(chan Change, subscriberBuffer)
-	s.subs[id] = ch
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			delete(s.subs, id)
-			close(ch)
-		})
-	}
-}
-
-// emit sends e to every subscriber; s.mu is held.
-func (s *Server) emit(e Change) {
-	s.seq++
-	e.Seq = s.seq
-	if e.At.IsZero() {
-		e.At = s.now()
-	}
-	for _, ch := range s.subs {
-		select {
-		case ch <- e:
-		default:
-		}
-	}
 }
 
 // nextTS returns a message timestamp after every earlier one: the clock's
@@ -482,15 +266,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, header, body)
 }
 
-func (s *Server) delay(method string) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d, ok := s.delays[method]; ok {
-		return d
-	}
-	return s.delays["*"]
-}
-
 func parseRequest(method string, r *http.Request) (*request, string, error) {
 	req := &request{method: method, form: r.URL.Query()}
 	token := ""
@@ -573,36 +348,6 @@ func (s *Server) handle(req *request, token string) (int, http.Header, map[strin
 	}
 	resp["ok"] = true
 	return http.StatusOK, nil, resp
-}
-
-func (s *Server) failure(method string) *failure {
-	for _, key := range []string{method, "*"} {
-		if f, ok := s.fails[key]; ok && f.left > 0 {
-			return f
-		}
-	}
-	return nil
-}
-
-// limited counts the call against its method's limit and reports whether
-// it is over, with the seconds until a slot frees up.
-func (s *Server) limited(req *request) (int, bool) {
-	rl, ok := s.limits[req.method]
-	if !ok {
-		if rl, ok = s.limits["*"]; !ok {
-			return 0, false
-		}
-	}
-	now := s.now()
-	key := req.str("channel")
-	recent := slices.DeleteFunc(rl.recent[key], func(t time.Time) bool { return now.Sub(t) >= rl.window })
-	if len(recent) >= rl.n {
-		rl.recent[key] = recent
-		wait := recent[0].Add(rl.window).Sub(now)
-		return max(1, int(math.Ceil(wait.Seconds()))), true
-	}
-	rl.recent[key] = append(recent, now)
-	return 0, false
 }
 
 func (s *Server) record(req *request, status int, code string) {
