@@ -22,6 +22,7 @@ import (
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
+	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -125,7 +126,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
-	routes, err := bot.ParseRoutes([]byte(routesYAML), "routes.yaml")
+	routes, err := routing.ParseRoutes([]byte(routesYAML), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
