@@ -13,6 +13,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 const editRoutes = `
@@ -40,7 +41,7 @@ type editRefundArgs struct {
 // routes it to "refunds" (auto_deny above 10,000, auto_approve up to 100).
 func newEditBot(t *testing.T, a approval.Store) *Bot {
 	t.Helper()
-	routes, err := ParseRoutes([]byte(editRoutes), "routes.yaml")
+	routes, err := routing.ParseRoutes([]byte(editRoutes), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func newEditBot(t *testing.T, a approval.Store) *Bot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Slack: nopSlack{}, Approvals: a, Routes: routes, Runner: runner})
+	b := newTestBot(testConfig{Slack: nopSlack{}, Approvals: a, Routes: routes, Runner: runner})
 	t.Cleanup(b.Close)
 	return b
 }

@@ -183,7 +183,7 @@ func (b *Bot) target(ctx context.Context, cb *slack.InteractionCallback, token, 
 	}
 	t := &clickTarget{approval: a, call: c, route: b.svc.Route(c.Route),
 		by: approval.Decider{User: cb.User.ID, Card: card}, channel: card.Channel}
-	if b.workspace.TeamID != "" && !b.workspace.is(cb.Team.ID, cb.Enterprise.ID) {
+	if !b.workspace.accepts(cb.Team.ID, cb.Enterprise.ID) {
 		refused := approval.Errorf(approval.EWRONGTEAM, "This button comes from another Slack workspace.")
 		b.svc.Refuse(ctx, a, c, t.by, refused)
 		return nil, refused
