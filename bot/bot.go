@@ -47,10 +47,10 @@ type Config struct {
 	AckBudget time.Duration
 }
 
-// Metrics receives the events operators watch.
+// Metrics receives the events operators watch: the Service's (decisions,
+// refusals by code) and the Slack calls that failed.
 type Metrics interface {
-	Decision(outcome string)
-	Refused(reason string)
+	approval.Metrics
 	SlackError(method string)
 }
 

@@ -130,9 +130,12 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sl := slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv)))
+	cards := bot.NewCards(bot.CardsConfig{Slack: sl, Routes: routes, Log: log})
+	groups := &bot.Usergroups{Slack: sl, Now: clock.Now}
+	svc := approval.New(approval.Config{Store: st, Poster: cards, Directory: groups, Routes: routes, Log: log, Now: clock.Now})
 	b := bot.New(bot.Config{
-		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv))),
-		Approvals: st, Runs: st, Routes: routes, TeamID: testTeam, Log: log, Now: clock.Now,
+		Slack: sl, Service: svc, Cards: cards, Usergroups: groups, Store: st, TeamID: testTeam, Log: log, Now: clock.Now,
 	})
 	ev := store.NewEvents(st, store.EventsOptions{
 		SweepEvery: 20 * time.Millisecond, Logger: log,
