@@ -913,7 +913,7 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 				t.Errorf("%d decisions reached the store without a NotAfter; every click's has its acknowledgement deadline", got.WithoutDeadline)
 			}
 			for i := range got.Refusals {
-				got.Refusals[i].Reason = "" // worded by the Authorizer
+				got.Refusals[i].Reason = "" // worded by the Service
 			}
 			if diff := cmp.Diff(tt.wantRefusals, got.Refusals); diff != "" {
 				t.Errorf("refusals recorded (-want +got):\n%s", diff)

@@ -85,9 +85,9 @@ func (c *testClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// newTestAuthorizer returns a Usergroups over a fake Slack sharing clock,
+// newTestUsergroups returns a Usergroups over a fake Slack sharing clock,
 // whose usergroup smGroup has the member smApprover.
-func newTestAuthorizer(t *testing.T, clock *testClock) (*Usergroups, *slackfake.Server) {
+func newTestUsergroups(t *testing.T, clock *testClock) (*Usergroups, *slackfake.Server) {
 	t.Helper()
 	fake, ts := slackfaketest.NewTestServer(t, slackfake.WithClock(clock.Now),
 		slackfake.WithUsers(slackfake.User{ID: smApprover, Name: "alice"}, slackfake.User{ID: smStranger, Name: "mallory"}),
@@ -115,7 +115,7 @@ func cancelled(t *testing.T) context.Context {
 // lookup refreshes them; past TTL+MaxStale a caller waits for the lookup.
 func TestStaleMembersAreServedWhileRefreshed(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	a, fake := newTestAuthorizer(t, clock)
+	a, fake := newTestUsergroups(t, clock)
 	if got, err := a.Members(t.Context(), smGroup); err != nil || !slices.Equal(got, []string{smApprover}) {
 		t.Fatalf("first lookup: got %v, %v", got, err)
 	}
@@ -150,7 +150,7 @@ func TestStaleMembersAreServedWhileRefreshed(t *testing.T) {
 // usergroup waits out a short Retry-After once instead of failing.
 func TestRateLimitedLookupsHonourRetryAfter(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	a, fake := newTestAuthorizer(t, clock)
+	a, fake := newTestUsergroups(t, clock)
 	fake.RateLimit("usergroups.users.list", 1, 10*time.Minute)
 	if _, err := a.Members(t.Context(), smGroup); err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestRateLimitedLookupsHonourRetryAfter(t *testing.T) {
 	}
 
 	// A short Retry-After on a cold usergroup is waited out once.
-	b, fake2 := newTestAuthorizer(t, clock)
+	b, fake2 := newTestUsergroups(t, clock)
 	fake2.RateLimit("usergroups.users.list", 1, time.Second)
 	if _, err := b.Members(t.Context(), smGroup); err != nil {
 		t.Fatal(err)
@@ -199,16 +199,19 @@ func TestRateLimitedLookupsHonourRetryAfter(t *testing.T) {
 	}
 }
 
+// Create records nothing: the click of TestPostingACardWarmsItsUsergroups
+// goes to the fixture's own request.
+func (r *recordingApprovals) Create(context.Context, *approval.Request) error { return nil }
+
 // TestPostingACardWarmsItsUsergroups: the members of a route's usergroups
 // are looked up when its card is posted, so the first click finds them.
 func TestPostingACardWarmsItsUsergroups(t *testing.T) {
 	e := newClickEnv(t, "finance", nil)
-	_, err := e.bot.AskAPI(t.Context(), APIRequest{
-		Token: agentrunner.NewToken(), Client: "support", Route: "finance",
+	_, err := e.bot.svc.Open(t.Context(), approval.Opening{
+		Token: agentrunner.NewToken(), Origin: approval.Origin{Client: "support"}, Route: "finance",
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			{ToolName: "issue_refund", Args: []byte(`{"amount":5}`), ToolCallID: "r1"},
 		}},
-		Create: func(context.Context, *approval.Request) error { return nil },
 	})
 	if err != nil {
 		t.Fatal(err)
