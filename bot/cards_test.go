@@ -52,6 +52,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // Slack, over the real store on Redis.
 type askAPIEnv struct {
 	svc   *approval.Service
+	cards *bot.Cards
 	store *store.Store
 	slack *slackfake.Server
 	now   time.Time
@@ -66,12 +67,12 @@ func newAskAPIEnv(t *testing.T) *askAPIEnv {
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock})
 	api := slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))
 	routes := parseRoutes(t, apiRoutes)
+	cards := bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes})
 	svc := approval.New(approval.Config{
-		Store: st, Poster: bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes}), Directory: &bot.Usergroups{Slack: api},
-		Routes: routes, Now: clock,
+		Store: st, Poster: cards, Directory: &bot.Usergroups{Slack: api}, Routes: routes, Now: clock,
 	})
 	t.Cleanup(svc.Close)
-	return &askAPIEnv{svc: svc, store: st, slack: fake, now: now}
+	return &askAPIEnv{svc: svc, cards: cards, store: st, slack: fake, now: now}
 }
 
 func parseRoutes(t *testing.T, src string) *routing.Routes {
@@ -334,6 +335,38 @@ func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
 				t.Errorf("decided card has buttons %v; want the minimal approved card:\n%s", got, m.BlocksJSON)
 			}
 		})
+	}
+}
+
+// Update finds a card whose message was never recorded (its poster died
+// between posting and recording) by its marker, updates it in place and
+// says where it is, for the Service to record.
+func TestUpdateLocatesAnUnrecordedCard(t *testing.T) {
+	e := newAskAPIEnv(t)
+	token := agentrunner.NewToken()
+	if _, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
+		Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.store.Get(t.Context(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Call("d1")
+	posted := c.Message
+	if posted.TS == "" {
+		t.Fatal("no card recorded")
+	}
+	c.Message = approval.MessageRef{} // as if never recorded
+	c.Status, c.DecidedBy = approval.CallDenied, "U0ALICE"
+	ref, err := e.cards.Update(t.Context(), r, c)
+	if err != nil || ref != posted {
+		t.Fatalf("Update: %+v, %v; want the posted card %+v", ref, err, posted)
+	}
+	m := e.slack.Messages("C0APPROVALS")
+	if len(m) != 1 || len(buttonIDs(m[0])) != 0 || !strings.Contains(string(m[0].BlocksJSON), "Denied") {
+		t.Errorf("cards %+v; want the one card, updated in place as denied", m)
 	}
 }
 
