@@ -39,8 +39,9 @@ type Decider struct {
 // EDECIDED (with the Decided describing the decision already made),
 // ETOOLATE, a refusal (ENOTAPPROVER, ESELFAPPROVAL, EWRONGMESSAGE,
 // ENOROUTE), EINVALID or EPOLICY for edited arguments, ECONFLICT for API
-// answers to calls already decided; other errors when the store or the
-// directory cannot be reached.
+// answers to calls already decided, EUNAVAILABLE when the directory could
+// not say who is in a route's usergroups (no refusal: nothing is audited);
+// other errors when the store cannot be reached.
 func (s *Service) Decide(ctx context.Context, token string, by Decider, ds ...Decision) (*Decided, error) {
 	if len(ds) == 0 || (by.User == "") == (by.Client == "") || (by.User != "" && len(ds) > 1) {
 		return nil, Errorf(EINVALID, "decide: a person makes one decision, an API client one or more")
