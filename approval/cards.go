@@ -72,8 +72,15 @@ func (s *Service) Expire(ctx context.Context, token string) error {
 // SetOutcome records what a decided call's tool did and shows it on the
 // call's card.
 func (s *Service) SetOutcome(ctx context.Context, token, callID string, o Outcome) error {
-	if err := s.store.SetOutcome(ctx, token, callID, o); err != nil {
+	if err := s.RecordOutcome(ctx, token, callID, o); err != nil {
 		return err
 	}
 	return s.UpdateCard(ctx, token, callID)
+}
+
+// RecordOutcome records what a decided call's tool did, on the call and in
+// the audit stream, without showing it: for a caller that has the card
+// updated durably later (a run's follow-ups).
+func (s *Service) RecordOutcome(ctx context.Context, token, callID string, o Outcome) error {
+	return s.store.SetOutcome(ctx, token, callID, o)
 }

@@ -39,8 +39,9 @@ type Decider struct {
 // EDECIDED (with the Decided describing the decision already made),
 // ETOOLATE, a refusal (ENOTAPPROVER, ESELFAPPROVAL, EWRONGMESSAGE,
 // ENOROUTE), EINVALID or EPOLICY for edited arguments, ECONFLICT for API
-// answers to calls already decided; other errors when the store or the
-// directory cannot be reached.
+// answers to calls already decided, EUNAVAILABLE when the directory could
+// not say who is in a route's usergroups (no refusal: nothing is audited);
+// other errors when the store cannot be reached.
 func (s *Service) Decide(ctx context.Context, token string, by Decider, ds ...Decision) (*Decided, error) {
 	if len(ds) == 0 || (by.User == "") == (by.Client == "") || (by.User != "" && len(ds) > 1) {
 		return nil, Errorf(EINVALID, "decide: a person makes one decision, an API client one or more")
@@ -49,10 +50,21 @@ func (s *Service) Decide(ctx context.Context, token string, by Decider, ds ...De
 	if err != nil {
 		return nil, err
 	}
+	return s.DecideOn(ctx, r, by, ds...)
+}
+
+// DecideOn is Decide on a request the caller loaded already (a click loads
+// it to find the call its button names and to check the workspace): it
+// saves the second read. The store's script still decides on the current
+// state, atomically; r only serves the checks before it.
+func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...Decision) (*Decided, error) {
+	if len(ds) == 0 || (by.User == "") == (by.Client == "") || (by.User != "" && len(ds) > 1) {
+		return nil, Errorf(EINVALID, "decide: a person makes one decision, an API client one or more")
+	}
 	if by.Client != "" {
 		return s.answer(ctx, r, by, ds)
 	}
-	d := ds[0]
+	token, d := r.Token, ds[0]
 	c := r.Call(d.CallID)
 	if c == nil {
 		return nil, fmt.Errorf("decide %s: %w", d.CallID, ErrNotFound)
@@ -61,6 +73,7 @@ func (s *Service) Decide(ctx context.Context, token string, by Decider, ds ...De
 		return nil, err
 	}
 	if d.Action == ActionApprove && len(d.OverrideArgs) > 0 {
+		var err error
 		if d.OverrideArgs, err = s.CheckEdit(ctx, r, c, d.OverrideArgs); err != nil {
 			return nil, err
 		}
@@ -84,16 +97,24 @@ func (s *Service) Decide(ctx context.Context, token string, by Decider, ds ...De
 func (s *Service) Authorize(ctx context.Context, r *Request, c *Call, by Decider, action Action) error {
 	err := s.authorize(ctx, r, c, by, action)
 	var refused *Error
-	if err == nil || !errors.As(err, &refused) {
+	if err == nil || !errors.As(err, &refused) || refused.Code == EUNAVAILABLE {
 		return err
 	}
+	s.Refuse(ctx, r, c, by, refused)
+	return err
+}
+
+// Refuse counts a refused attempt to decide call c of r by its code and
+// records it in the audit stream. Authorize calls it for its refusals; a
+// door calls it for the refusals it makes itself before the Service is
+// asked (bot: a click from another Slack workspace).
+func (s *Service) Refuse(ctx context.Context, r *Request, c *Call, by Decider, refused *Error) {
 	s.metrics.Refused(refused.Code)
 	who := by.User + by.Client
 	if aerr := s.store.Refused(ctx, r.Token, c.ID, who, refused.Code, refused.Message); aerr != nil {
 		s.log.ErrorContext(ctx, "audit a refused decision", "err", aerr, "code", refused.Code)
 	}
 	s.log.InfoContext(ctx, "decision refused", "by", who, "route", c.Route, "code", refused.Code)
-	return err
 }
 
 func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider, action Action) error {
@@ -112,7 +133,8 @@ func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider
 	}
 	ok, err := route.IsApprover(ctx, by.User, s.dir.Members)
 	if err != nil {
-		return fmt.Errorf("authorize %s: %w", by.User, err)
+		// Not a refusal: who may decide could not be learnt.
+		return &Error{Code: EUNAVAILABLE, Message: "The approvers of this request could not be looked up.", Err: fmt.Errorf("authorize %s: %w", by.User, err)}
 	}
 	if !ok {
 		return Errorf(ENOTAPPROVER, "You are not an approver for %s requests.", route.Name)

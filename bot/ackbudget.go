@@ -52,46 +52,34 @@ func notAfter(ctx context.Context, d approval.Decision) approval.Decision {
 	return d
 }
 
-// tooLate explains, after the acknowledgement, a decision the store could
-// not record in time. approval.ErrTooLate means it was refused; any other error
-// leaves it unknown whether it was recorded just before the deadline, so
-// that is found out first.
-func (b *Bot) tooLate(ctx context.Context, click Click, t *clickTarget, d approval.Decision, err error) {
-	if errors.Is(err, approval.ErrTooLate) {
-		if ctx.Err() == nil {
-			// Refused while this process still had time: the store's clock
-			// is ahead of this host's by more than the budget.
-			b.log.ErrorContext(ctx, "the store refused a decision as late although it was sent in time; check that this host's and Redis's clocks agree (NTP)", "err", err)
-		}
-		b.tell(ctx, click.Message.Channel, click.User, tooLateText)
-		return
-	}
-	b.log.WarnContext(ctx, "decision not confirmed within the acknowledgement budget", "err", err, "user", click.User)
-	b.confirmLater(ctx, click, t, d)
-}
+// confirmLaterText is what a form says when its decision's fate is
+// found out after the acknowledgement (a button's click is just told
+// later).
+const confirmLaterText = "slackbot could not confirm in time whether this was recorded; a message will tell you. Check the card before you submit again."
 
 // confirmLater finds out, after the acknowledgement, whether a decision
 // whose recording was not confirmed in time was recorded, and tells the
 // person which. Once its NotAfter has passed the store can no longer
 // record it, so what it reads now stays true. A decision recorded after
 // all updates its card, as any decision does.
-func (b *Bot) confirmLater(ctx context.Context, click Click, t *clickTarget, d approval.Decision) {
+func (b *Bot) confirmLater(ctx context.Context, t *clickTarget, d approval.Decision) {
+	channel, user := t.channel, t.by.User
 	b.goAsync(ctx, "confirm a late decision", func(ctx context.Context) error {
-		a, err := b.approvals.Get(ctx, t.approval.Token)
+		a, err := b.svc.Get(ctx, t.approval.Token)
 		var c *approval.Call
 		if err == nil {
 			c = a.Call(t.call.ID)
 		}
 		switch {
 		case err != nil:
-			_ = b.ephemeral(ctx, click.Message.Channel, click.User, "slackbot could not confirm in time whether your click was recorded. The card shows every decision: look there before you click again.")
+			_ = b.ephemeral(ctx, channel, user, "slackbot could not confirm in time whether your click was recorded. The card shows every decision: look there before you click again.")
 			return err
 		case c != nil && recorded(c, d.By):
 			b.metrics.Decision(string(c.Status))
-			_ = b.ephemeral(ctx, click.Message.Channel, click.User, "Your click was recorded (slackbot was slow to confirm it).")
-			return b.updateCard(ctx, a, c)
+			_ = b.ephemeral(ctx, channel, user, "Your click was recorded (slackbot was slow to confirm it).")
+			return b.svc.UpdateCard(ctx, a.Token, c.ID)
 		default:
-			return b.ephemeral(ctx, click.Message.Channel, click.User, tooLateText)
+			return b.ephemeral(ctx, channel, user, tooLateText)
 		}
 	})
 }

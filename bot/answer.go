@@ -152,7 +152,7 @@ func (b *Bot) findAnswer(ctx context.Context, a Answer, marker string) (string, 
 // from the tool returns in msgs (and so in the audit stream), without
 // touching Slack, and returns the calls it recorded, with their outcome.
 func (b *Bot) RecordOutcomes(ctx context.Context, token string, msgs []agentrunner.Message) (*approval.Request, []*approval.Call, error) {
-	a, err := b.approvals.Get(ctx, token)
+	a, err := b.svc.Get(ctx, token)
 	if err != nil {
 		return nil, nil, fmt.Errorf("record outcomes: %w", err)
 	}
@@ -181,7 +181,7 @@ func (b *Bot) RecordOutcomes(ctx context.Context, token string, msgs []agentrunn
 		if p.Outcome == agentrunner.OutcomeFailed {
 			o.Status, o.Summary = OutcomeFailed, truncate(b.failureText(p), 500)
 		}
-		if err := b.approvals.SetOutcome(ctx, token, c.ID, o); err != nil {
+		if err := b.svc.RecordOutcome(ctx, token, c.ID, o); err != nil {
 			errs = append(errs, err)
 		}
 		c.Outcome = &o

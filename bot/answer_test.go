@@ -17,7 +17,7 @@ import (
 // answer's marker first.
 func TestPostAnswerOnce(t *testing.T) {
 	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
-	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv))),
+	b := newTestBot(testConfig{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv))),
 		Retry: Retry{Attempts: 4, Sleep: func(context.Context, time.Duration) error { return nil }}})
 	m, err := fake.PostAsUser("C0GENERAL", "U0CAROL", "delete customer 42", "")
 	if err != nil {

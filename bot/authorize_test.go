@@ -2,15 +2,12 @@ package bot
 
 import (
 	"testing"
-
-	"github.com/slackapprove/slackbot/approval"
 )
 
-// TestAuthorizeWorkspace: a click must come from the bot's workspace or,
+// TestAuthorizeWorkspace: a click (refused as EWRONGTEAM, see
+// TestRefusedClickLabelIsItsCode) must come from the bot's workspace or,
 // on Enterprise Grid, from a workspace of the same organization.
 func TestAuthorizeWorkspace(t *testing.T) {
-	route := &Route{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1}
-	call := &approval.Call{ID: smCallID, Route: smRoute, Status: approval.CallPending, Message: approval.MessageRef{Channel: smCardChan, TS: smCardTS}}
 	tests := []struct {
 		name                 string
 		teamID, enterpriseID string // the bot's
@@ -27,16 +24,9 @@ func TestAuthorizeWorkspace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &Authorizer{TeamID: tt.teamID, EnterpriseID: tt.enterpriseID}
-			click := Click{TeamID: tt.clickTeam, EnterpriseID: tt.clickOrg, User: smApprover,
-				Message: approval.MessageRef{Channel: smCardChan, TS: smCardTS}, Action: approval.ActionApprove}
-			err := a.Authorize(t.Context(), click, call, route, smRequester)
-			_, got := asRefusal(err)
-			if got != tt.wantRefused || (!got && err != nil) {
-				t.Errorf("Authorize: got %v, want refused %v", err, tt.wantRefused)
-			}
-			if got && approval.ErrorCode(err) != approval.EWRONGTEAM {
-				t.Errorf("Authorize: code %q, want %s", approval.ErrorCode(err), approval.EWRONGTEAM)
+			ws := Workspace{TeamID: tt.teamID, EnterpriseID: tt.enterpriseID}
+			if got := !ws.accepts(tt.clickTeam, tt.clickOrg); got != tt.wantRefused {
+				t.Errorf("accepts(%s, %s): refused %v, want refused %v", tt.clickTeam, tt.clickOrg, got, tt.wantRefused)
 			}
 		})
 	}

@@ -1,7 +1,20 @@
-// Package bot is slackbot's Slack side: it renders pending tool calls as
-// Block Kit approval messages and modals, asks people in Slack to decide
-// them, handles Slack's interactivity and events, authorizes approvers and
-// routes each call to the right channel.
+// Package bot is slackbot's Slack side, and Slack only: it turns Slack
+// payloads into approval.Service calls and shows the Service's requests in
+// Slack. The pipeline itself (routing, policies, authorization, recording)
+// is package approval's.
+//
+//   - Cards is the approval.Poster: one Block Kit message per call, posted
+//     once, re-sent minimal when Slack refuses it, updated in place.
+//   - Usergroups is the approval.Directory: usergroup members through a
+//     cache that respects Slack's rate limits.
+//   - Bot handles interactivity. A click reads top-down:
+//     HandleInteraction (interactivity.go) → parseClick → Interact →
+//     blockActions or viewSubmission → target (the request, loaded once,
+//     and the workspace check) → decide → approval.Service.DecideOn (one
+//     authorization, one audit of a refusal, the store's script), all
+//     within the acknowledgement budget (ackbudget.go); Explain
+//     (explain.go) words every error code once.
+//   - Runs starts agent runs for Slack messages and posts their answers.
 //
 // Rendering is pure and separate from transport: ApprovalBlocks,
 // ApprovalText and the modal builders turn a Card into slack-go values

@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 const editRoutes = `
@@ -40,7 +40,7 @@ type editRefundArgs struct {
 // routes it to "refunds" (auto_deny above 10,000, auto_approve up to 100).
 func newEditBot(t *testing.T, a approval.Store) *Bot {
 	t.Helper()
-	routes, err := ParseRoutes([]byte(editRoutes), "routes.yaml")
+	routes, err := routing.ParseRoutes([]byte(editRoutes), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,66 +52,9 @@ func newEditBot(t *testing.T, a approval.Store) *Bot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Slack: nopSlack{}, Approvals: a, Routes: routes, Runner: runner})
+	b := newTestBot(testConfig{Slack: nopSlack{}, Approvals: a, Routes: routes, Runner: runner})
 	t.Cleanup(b.Close)
 	return b
-}
-
-// Edited arguments pass the route's auto_deny and the tool's schema; a
-// policy never approves them.
-func TestCheckEdit(t *testing.T) {
-	b := newEditBot(t, nil)
-	call := agentrunner.ToolCallPart{ToolName: "issue_refund", Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c1"}
-	tests := []struct {
-		name, route, args string
-		want              string // the reason contains this; "" means accepted
-	}{
-		{"within policy", "refunds", `{"amount":600,"order_id":"A-1"}`, ""},
-		{"small enough for auto_approve: still only an edit", "refunds", `{"amount":50}`, ""},
-		{"auto_deny", "refunds", `{"amount":50000}`, `denies these arguments (auto_deny: args.amount > 10000)`},
-		{"auto_deny at the edge", "refunds", `{"amount":10001}`, "auto_deny"},
-		{"not JSON", "refunds", `{"amount":`, "not valid JSON"},
-		{"not an object", "refunds", `[50000]`, "JSON object"},
-		{"too deep, and not the schema", "refunds", `{"amount":5,"x":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`, "nested deeper than 64 levels"},
-		{"not the schema", "refunds", `{"amount":"lots"}`, "amount"},
-		{"unknown route", "gone", `{"amount":5}`, `route "gone" is no longer`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := b.CheckEdit(t.Context(), EditedCall{Call: call, Route: tt.route, Requester: "U9", Args: json.RawMessage(tt.args)})
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("got %v, want accepted", err)
-				}
-				if !json.Valid(got) || len(got) == 0 {
-					t.Errorf("got args %s, want the edited object", got)
-				}
-				return
-			}
-			var refused *EditRefusedError
-			if !errors.As(err, &refused) || !errors.Is(err, ErrEditRefused) || !strings.Contains(refused.Reason, tt.want) {
-				t.Errorf("got %v, want refused with a reason containing %q", err, tt.want)
-			}
-		})
-	}
-	// Depth is checked whatever the tool's schema: a tool slackbot has no
-	// schema for (an API client's) accepts any object, but not one nested
-	// deeper than MaxArgsDepth, counting the top object.
-	unknown := agentrunner.ToolCallPart{ToolName: "refund_elsewhere", Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c2"}
-	for depth, wantRefused := range map[int]bool{agentrunner.MaxArgsDepth - 1: false, agentrunner.MaxArgsDepth: true} {
-		args := `{"amount":5,"x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
-		_, err := b.CheckEdit(t.Context(), EditedCall{Call: unknown, Route: "refunds", Requester: "U9", Args: json.RawMessage(args)})
-		var refused *EditRefusedError
-		if got := errors.As(err, &refused) && strings.Contains(refused.Reason, "nested deeper than 64 levels"); got != wantRefused {
-			t.Errorf("edit nested %d levels: got %v, want refused for depth: %v", depth+1, err, wantRefused)
-		}
-	}
-	// An auto_deny that cannot be evaluated on the edit refuses it: the
-	// edit removed the field the policy reads.
-	_, err := b.CheckEdit(t.Context(), EditedCall{Call: call, Route: "refunds", Args: json.RawMessage(`{}`)})
-	if !errors.Is(err, ErrEditRefused) {
-		t.Errorf("an edit auto_deny cannot evaluate: got %v, want refused", err)
-	}
 }
 
 // decideLog is one pending call that records the decisions it is given.

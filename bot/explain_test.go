@@ -19,7 +19,7 @@ func TestExplainEscapesWhoDecided(t *testing.T) {
 		{"Webhook/bob", "Webhook/bob"},
 	}
 	for _, c := range cases {
-		got := Explain(approval.ErrDecided, &approval.Call{Status: approval.CallApproved, DecidedBy: c.by})
+		got := Explain(approval.ErrDecided, &approval.Call{Status: approval.CallApproved, DecidedBy: c.by}, nil)
 		if !strings.Contains(got, "approved by "+c.want+".") {
 			t.Errorf("decided by %q: got %q, want it to name %q", c.by, got, c.want)
 		}

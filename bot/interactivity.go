@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // HandleInteraction serves POST /slack/interactivity. Wrap it in
@@ -152,17 +153,23 @@ func checkInteraction(cb *slack.InteractionCallback) (*slack.InteractionCallback
 	return cb, nil
 }
 
-// clickTarget is a click resolved to its call.
+// clickTarget is a click resolved to its call: the request as loaded
+// once, for the whole click.
 type clickTarget struct {
 	approval *approval.Request
 	call     *approval.Call
-	route    *Route
+	route    *routing.Route
+	// by is who clicked, as the Service authorizes them.
+	by approval.Decider
+	// channel is where to tell the person what happened.
+	channel string
 }
 
-// target loads the call a button or modal refers to. Its error is meant
-// for the person who clicked.
-func (b *Bot) target(ctx context.Context, token, callID string) (*clickTarget, error) {
-	a, err := b.approvals.Get(ctx, token)
+// target loads the call a button or form refers to, once, and checks that
+// the click comes from this workspace (a refusal the Service records like
+// its own). Its error is meant for the person who clicked.
+func (b *Bot) target(ctx context.Context, cb *slack.InteractionCallback, token, callID string, card approval.MessageRef) (*clickTarget, error) {
+	a, err := b.svc.Get(ctx, token)
 	if err != nil {
 		return nil, err
 	}
@@ -174,64 +181,82 @@ func (b *Bot) target(ctx context.Context, token, callID string) (*clickTarget, e
 	if c == nil {
 		return nil, approval.ErrNotFound
 	}
-	return &clickTarget{approval: a, call: c, route: b.route(c.Route)}, nil
+	t := &clickTarget{approval: a, call: c, route: b.svc.Route(c.Route),
+		by: approval.Decider{User: cb.User.ID, Card: card}, channel: card.Channel}
+	if !b.workspace.accepts(cb.Team.ID, cb.Enterprise.ID) {
+		refused := approval.Errorf(approval.EWRONGTEAM, "This button comes from another Slack workspace.")
+		b.svc.Refuse(ctx, a, c, t.by, refused)
+		return nil, refused
+	}
+	return t, nil
+}
+
+// formActions are the buttons that open a form, and the decision the form
+// makes.
+var formActions = map[string]approval.Action{
+	ActionIDDenyReason: approval.ActionDeny, ActionIDEdit: approval.ActionApprove, ActionIDAnswer: approval.ActionAnswer,
 }
 
 func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 	act := cb.ActionCallback.BlockActions[0]
-	token, callID, err := DecodeAction(act.Value)
 	msg := approval.MessageRef{Channel: cb.Channel.ID, TS: cb.Message.Timestamp}
 	if cb.Container.ChannelID != "" {
 		msg = approval.MessageRef{Channel: cb.Container.ChannelID, TS: cb.Container.MessageTs}
 	}
 	user := cb.User.ID
+	token, callID, err := DecodeAction(act.Value)
 	if err != nil {
 		b.tell(ctx, msg.Channel, user, "This button is not one slackbot made.")
 		return
 	}
-	t, err := b.target(ctx, token, callID)
+	t, err := b.target(ctx, cb, token, callID, msg)
 	if err != nil {
-		b.tell(ctx, msg.Channel, user, explainLate(ctx, err, nil))
+		b.tell(ctx, msg.Channel, user, explainLate(ctx, err, nil, nil))
 		return
 	}
-	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: msg}
-
 	switch act.ActionID {
 	case ActionIDViewArgs:
 		// Anyone who can see the card may read the arguments.
-		b.openView(ctx, cb.TriggerID, msg.Channel, user, ArgsModal(b.card(t.approval, t.call)))
+		b.openView(ctx, cb.TriggerID, msg.Channel, user, ArgsModal(b.cards.card(t.approval, t.call)))
 	case ActionIDApprove, ActionIDDeny:
-		click.Action = approval.ActionApprove
+		action := approval.ActionApprove
 		if act.ActionID == ActionIDDeny {
-			click.Action = approval.ActionDeny
+			action = approval.ActionDeny
 		}
-		if !b.authorize(ctx, click, t) {
-			return
+		// A decision whose fate is found out later is told later.
+		if text := b.decide(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: action}); text != "" && text != confirmLaterText {
+			b.tell(ctx, msg.Channel, user, text)
 		}
-		b.decide(ctx, click, t, approval.Decision{CallID: t.call.ID, By: user, Action: click.Action})
 	case ActionIDDenyReason, ActionIDEdit, ActionIDAnswer:
-		click.Action = map[string]approval.Action{ActionIDDenyReason: approval.ActionDeny, ActionIDEdit: approval.ActionApprove, ActionIDAnswer: approval.ActionAnswer}[act.ActionID]
-		if !b.authorize(ctx, click, t) {
-			return
-		}
-		if t.approval.State != approval.StatePending || t.call.Status != approval.CallPending {
-			b.tell(ctx, msg.Channel, user, Explain(stateErr(t), t.call))
-			return
-		}
-		card := b.card(t.approval, t.call)
-		var view slack.ModalViewRequest
-		switch act.ActionID {
-		case ActionIDDenyReason:
-			view = DenyReasonModal(card, msg)
-		case ActionIDEdit:
-			view = EditArgsModal(card, msg, card.Args)
-		default:
-			view = AnswerModal(card, msg)
-		}
-		b.openView(ctx, cb.TriggerID, msg.Channel, user, view)
+		b.openForm(ctx, cb.TriggerID, act.ActionID, t)
 	default:
 		b.log.WarnContext(ctx, "unknown action", "action_id", act.ActionID)
 	}
+}
+
+// openForm opens the form of a button, for a person who may decide the
+// call, while it is pending.
+func (b *Bot) openForm(ctx context.Context, triggerID, actionID string, t *clickTarget) {
+	user, msg := t.by.User, t.by.Card
+	if err := b.svc.Authorize(ctx, t.approval, t.call, t.by, formActions[actionID]); err != nil {
+		b.tell(ctx, msg.Channel, user, explainLate(ctx, err, t.call, t.route))
+		return
+	}
+	if t.approval.State != approval.StatePending || t.call.Status != approval.CallPending {
+		b.tell(ctx, msg.Channel, user, Explain(stateErr(t), t.call, t.route))
+		return
+	}
+	card := b.cards.card(t.approval, t.call)
+	var view slack.ModalViewRequest
+	switch actionID {
+	case ActionIDDenyReason:
+		view = DenyReasonModal(card, msg)
+	case ActionIDEdit:
+		view = EditArgsModal(card, msg, card.Args)
+	default:
+		view = AnswerModal(card, msg)
+	}
+	b.openView(ctx, triggerID, msg.Channel, user, view)
 }
 
 // stateErr maps a token's or call's final state to the error a late click gets.
@@ -249,74 +274,39 @@ func stateErr(t *clickTarget) error {
 	return approval.ErrDecided
 }
 
-// authorize checks a click and, when it is refused, records the refusal
-// and tells the person why. It reports whether the click may proceed.
-func (b *Bot) authorize(ctx context.Context, click Click, t *clickTarget) bool {
-	err := b.auth.Authorize(ctx, click, t.call, t.route, t.approval.Origin.Requester())
-	if err == nil {
-		return true
-	}
-	refused, ok := asRefusal(err)
-	if !ok {
-		b.log.ErrorContext(ctx, "authorization failed", "err", err, "user", click.User)
-		text := "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment."
-		if pastBudget(ctx, err) {
-			text = tooLateText
-		}
-		b.tell(ctx, click.Message.Channel, click.User, text)
-		return false
-	}
-	b.refused(ctx, click, t, refused)
-	b.tell(ctx, click.Message.Channel, click.User, ":no_entry: "+refused.Message+" Nothing changed.")
-	return false
-}
-
-// refused counts a refused click by its code and records it in the audit
-// stream.
-func (b *Bot) refused(ctx context.Context, click Click, t *clickTarget, refused *approval.Error) {
-	b.metrics.Refused(refused.Code)
-	if err := b.approvals.Refused(ctx, t.approval.Token, t.call.ID, click.User, refused.Code, refused.Message); err != nil {
-		b.log.ErrorContext(ctx, "audit refused click", "err", err)
-	}
-	b.log.InfoContext(ctx, "click refused", "user", click.User, "route", t.call.Route, "code", refused.Code, "reason", refused.Message)
-}
-
-// decide records a decision and then, after the acknowledgement, updates
-// the card and tells the person if their click came too late.
-func (b *Bot) decide(ctx context.Context, click Click, t *clickTarget, d approval.Decision) {
+// decide records a person's decision through the Service, within the
+// acknowledgement budget, and returns what to tell them: "" when it was
+// recorded (the Service then updates the card). The one Decide for
+// buttons and forms: it authorizes (a refusal is audited and counted),
+// checks edited arguments, and records. A decision whose fate the budget
+// left unknown is found out after the acknowledgement (confirmLater).
+func (b *Bot) decide(ctx context.Context, t *clickTarget, d approval.Decision) string {
 	if ctx.Err() != nil {
 		// The budget is spent: a decision sent now could land after Slack
 		// was told nothing changed.
-		b.tell(ctx, click.Message.Channel, click.User, tooLateText)
-		return
+		return tooLateText
 	}
 	d = notAfter(ctx, d)
-	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
-	if err != nil && !errors.Is(err, approval.ErrDecided) {
-		if pastBudget(ctx, err) {
-			b.tooLate(ctx, click, t, d, err)
-			return
+	res, err := b.svc.DecideOn(ctx, t.approval, t.by, d)
+	switch code := approval.ErrorCode(err); {
+	case err == nil:
+		return ""
+	case code == approval.ETOOLATE:
+		if ctx.Err() == nil {
+			// Refused while this process still had time: the store's clock
+			// is ahead of this host's by more than the budget.
+			b.log.ErrorContext(ctx, "the store refused a decision as late although it was sent in time; check that this host's and Redis's clocks agree (NTP)", "err", err)
 		}
-		b.tell(ctx, click.Message.Channel, click.User, Explain(err, t.call))
-		return
+		return tooLateText
+	case code == approval.EINTERNAL && pastBudget(ctx, err):
+		// The store may have recorded it just before the deadline.
+		b.log.WarnContext(ctx, "decision not confirmed within the acknowledgement budget", "err", err, "user", d.By)
+		b.confirmLater(ctx, t, d)
+		return confirmLaterText
+	case code == approval.EDECIDED:
+		return Explain(err, callOr(res, t.call), t.route)
 	}
-	if errors.Is(err, approval.ErrDecided) {
-		b.tell(ctx, click.Message.Channel, click.User, Explain(err, callOr(res, t.call)))
-		return
-	}
-	b.decided(ctx, res)
-}
-
-// decided counts a decision that changed the call and updates its card
-// after the acknowledgement.
-func (b *Bot) decided(ctx context.Context, res *approval.Decided) {
-	if !res.Changed {
-		return
-	}
-	b.metrics.Decision(string(res.Call.Status))
-	b.goAsync(ctx, "update card", func(ctx context.Context) error {
-		return b.updateCard(ctx, res.Request, res.Call)
-	})
+	return explainLate(ctx, err, t.call, t.route)
 }
 
 // callOr is the call a decision concerns, or c if the store said nothing.
@@ -370,108 +360,60 @@ func viewFailedText(err error) string {
 	return "slackbot could not open the form (Slack answered: " + EscapeText(truncate(err.Error(), 200)) + "). Nothing changed. Click the button again in a moment."
 }
 
-// Explain turns an error from a click into the sentence the person sees:
-// one sentence per approval error code. This is the one place where
-// errors become Slack replies.
-func Explain(err error, call *approval.Call) string {
-	switch approval.ErrorCode(err) {
-	case approval.ENOTFOUND:
-		return "slackbot no longer knows this request: it was decided or expired long ago. Nothing changed."
-	case approval.EEXPIRED:
-		return ":hourglass: This request expired before a decision arrived. Nothing changed."
-	case approval.ECANCELLED:
-		return ":no_entry_sign: This request was cancelled. Nothing changed."
-	case approval.ETOOLATE:
-		return tooLateText
-	case approval.EDECIDED, approval.ERESOLVED, approval.EFAILED:
-		if call != nil && call.DecidedBy != "" {
-			return fmt.Sprintf("This call was already %s by %s. Nothing changed.", call.Status, mentionOf(call.DecidedBy))
-		}
-		return "This call was already decided. Nothing changed."
-	default:
-		return "slackbot could not record your decision; nothing changed. Try again in a moment."
-	}
-}
-
-// explainLate is Explain, except when the acknowledgement budget ran out:
-// then the person is told that, and that nothing changed.
-func explainLate(ctx context.Context, err error, call *approval.Call) string {
-	if pastBudget(ctx, err) {
-		return tooLateText
-	}
-	return Explain(err, call)
-}
-
-func mentionOf(who string) string {
-	if isUserID(who) {
-		return "<@" + who + ">"
-	}
-	// Anything else (a policy, an API client's free text) is shown as
-	// text: it must not mention or link anything.
-	return EscapeText(who)
-}
-
-// viewSubmission handles the modals. Validation errors are answered in the
-// modal itself (response_action errors), within Slack's three seconds.
+// viewSubmission handles the forms. A problem is answered in the form
+// itself (response_action errors), within Slack's three seconds.
 func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback) any {
 	meta, err := DecodeModalMetadata(cb.View.PrivateMetadata)
 	if err != nil {
 		return nil // not our modal: close it
 	}
-	user := cb.User.ID
-	t, err := b.target(ctx, meta.Token, meta.CallID)
+	id := cb.View.CallbackID
+	t, err := b.target(ctx, cb, meta.Token, meta.CallID, meta.Message)
 	if err != nil {
-		return modalError(cb.View.CallbackID, explainLate(ctx, err, nil))
+		return modalError(id, explainLate(ctx, err, nil, nil))
 	}
-	click := Click{TeamID: cb.Team.ID, EnterpriseID: cb.Enterprise.ID, User: user, Message: meta.Message}
-	d := approval.Decision{CallID: t.call.ID, By: user}
+	d, problem := b.formDecision(cb, t)
+	if problem != "" {
+		return modalError(id, problem)
+	}
+	if d.Action == "" {
+		return nil
+	}
+	if text := b.decide(ctx, t, d); text != "" {
+		return modalError(id, text)
+	}
+	return nil
+}
+
+// formDecision reads the decision a form submits; problem is shown under
+// its input.
+func (b *Bot) formDecision(cb *slack.InteractionCallback, t *clickTarget) (d approval.Decision, problem string) {
+	d = approval.Decision{CallID: t.call.ID, By: cb.User.ID}
 	values := cb.View.State.Values
 	switch cb.View.CallbackID {
 	case CallbackDenyReason:
-		click.Action, d.Action = approval.ActionDeny, approval.ActionDeny
+		d.Action = approval.ActionDeny
 		d.Reason = strings.TrimSpace(values[BlockIDDenyReason][ActionIDDenyReasonInput].Value)
 	case CallbackEditArgs:
-		click.Action, d.Action = approval.ActionApprove, approval.ActionApprove
-		text := values[BlockIDEditArgs][ActionIDEditArgsInput].Value
-		args, problem := b.validateEdit(ctx, t, text)
-		if problem != "" {
-			return modalErrors(map[string]string{BlockIDEditArgs: problem})
+		// Only tools slackbot knows can be edited (the card shows Edit for
+		// them only): an approver must see the schema's problems first.
+		if call, _ := t.approval.Requests.Call(t.call.ID); b.cards.tools != nil && !b.cards.editable(call.ToolName) {
+			return d, "slackbot does not know this tool's arguments, so they cannot be edited here."
 		}
-		d.OverrideArgs = args
+		d.Action = approval.ActionApprove
+		d.OverrideArgs = json.RawMessage(values[BlockIDEditArgs][ActionIDEditArgsInput].Value)
+		if len(strings.TrimSpace(string(d.OverrideArgs))) == 0 {
+			d.OverrideArgs = json.RawMessage(" ") // the Service's check refuses it as not JSON
+		}
 	case CallbackAnswer:
-		click.Action, d.Action = approval.ActionAnswer, approval.ActionAnswer
+		d.Action = approval.ActionAnswer
 		answer := strings.TrimSpace(values[BlockIDAnswer][ActionIDAnswerInput].Value)
 		if answer == "" {
-			return modalErrors(map[string]string{BlockIDAnswer: "Write an answer."})
+			return d, "Write an answer."
 		}
 		d.Answer = mustJSON(answer)
-	default:
-		return nil
 	}
-	if err := b.auth.Authorize(ctx, click, t.call, t.route, t.approval.Origin.Requester()); err != nil {
-		if refused, ok := asRefusal(err); ok {
-			b.refused(ctx, click, t, refused)
-			return modalError(cb.View.CallbackID, refused.Message)
-		}
-		if pastBudget(ctx, err) {
-			return modalError(cb.View.CallbackID, tooLateText)
-		}
-		return modalError(cb.View.CallbackID, "slackbot could not check whether you may decide this request. Try again.")
-	}
-	if ctx.Err() != nil {
-		return modalError(cb.View.CallbackID, tooLateText)
-	}
-	d = notAfter(ctx, d)
-	res, err := b.approvals.Decide(ctx, t.approval.Token, d)
-	if err != nil {
-		if pastBudget(ctx, err) && !errors.Is(err, approval.ErrTooLate) {
-			b.confirmLater(ctx, click, t, d)
-			return modalError(cb.View.CallbackID, "slackbot could not confirm in time whether this was recorded; a message will tell you. Check the card before you submit again.")
-		}
-		return modalError(cb.View.CallbackID, explainLate(ctx, err, callOr(res, t.call)))
-	}
-	b.decided(ctx, res)
-	return nil
+	return d, ""
 }
 
 func truncate(s string, n int) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // nopSlack answers every Slack call successfully and does nothing.
@@ -77,13 +78,13 @@ func FuzzInteraction(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	b := New(Config{
+	b := newTestBot(testConfig{
 		Slack: nopSlack{},
 		Approvals: oneApproval{a: &approval.Request{
 			Token: tok, State: approval.StatePending,
 			Calls: []approval.Call{{ID: "call_1", Status: approval.CallPending, Route: "r", Message: approval.MessageRef{Channel: "C1", TS: "1.1"}}},
 		}},
-		Routes: &Routes{Routes: []*Route{{Name: "r", Channel: "C1", Users: []string{"U1"}, RequiredApprovals: 1}}},
+		Routes: &routing.Routes{Routes: []*routing.Route{{Name: "r", Channel: "C1", Users: []string{"U1"}, RequiredApprovals: 1}}},
 	})
 	h := b.HandleInteraction()
 	f.Fuzz(func(t *testing.T, payload string) {

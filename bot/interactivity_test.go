@@ -17,6 +17,7 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // smGroup is the usergroup of the route clickTestRoutes names "finance".
@@ -33,7 +34,7 @@ type clickEnv struct {
 // newClickEnv returns a clickEnv whose card is on route (smRoute, whose
 // approver is smApprover, or "finance", whose approvers are smGroup's
 // members: smApprover). edit changes the Bot's Config before New.
-func newClickEnv(t *testing.T, route string, edit func(*Config)) *clickEnv {
+func newClickEnv(t *testing.T, route string, edit func(*testConfig)) *clickEnv {
 	t.Helper()
 	fake, ts := slackfaketest.NewTestServer(t,
 		slackfake.WithTeam(smTeam, "Test", "test"),
@@ -43,10 +44,10 @@ func newClickEnv(t *testing.T, route string, edit func(*Config)) *clickEnv {
 		slackfake.WithChannels(slackfake.Channel{ID: smCardChan, Name: "approvals"}, slackfake.Channel{ID: "C0SUPPORT", Name: "support"}))
 	approvals := newRecordingApprovals()
 	approvals.a.Calls[0].Route = route
-	cfg := Config{
+	cfg := testConfig{
 		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(ts))),
 		Approvals: approvals, TeamID: smTeam,
-		Routes: &Routes{Routes: []*Route{
+		Routes: &routing.Routes{Routes: []*routing.Route{
 			{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1},
 			{Name: "finance", Channel: smCardChan, Usergroups: []string{smGroup}, RequiredApprovals: 1},
 		}},
@@ -55,7 +56,7 @@ func newClickEnv(t *testing.T, route string, edit func(*Config)) *clickEnv {
 	if edit != nil {
 		edit(&cfg)
 	}
-	b := New(cfg)
+	b := newTestBot(cfg)
 	t.Cleanup(b.Close)
 	return &clickEnv{fake: fake, approvals: approvals, bot: b}
 }
@@ -207,7 +208,7 @@ func (e *clickEnv) state() approval.CallStatus {
 // nothing; the lookup finishes in the background and fills the cache, so
 // the next click is decided at once.
 func TestSlowUsergroupLookupDoesNotHoldTheAck(t *testing.T) {
-	e := newClickEnv(t, "finance", func(c *Config) { c.AckBudget = 200 * time.Millisecond })
+	e := newClickEnv(t, "finance", func(c *testConfig) { c.AckBudget = 200 * time.Millisecond })
 	e.fake.Delay("usergroups.users.list", time.Second)
 
 	e.click(t, smApprover, ActionIDApprove)
@@ -255,7 +256,7 @@ func TestFrozenStoreDecidesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stalling *stallingApprovals
-			e := newClickEnv(t, smRoute, func(c *Config) {
+			e := newClickEnv(t, smRoute, func(c *testConfig) {
 				stalling = &stallingApprovals{recordingApprovals: c.Approvals.(*recordingApprovals)}
 				c.Approvals = stalling
 				c.AckBudget = 100 * time.Millisecond
@@ -291,9 +292,9 @@ func TestFrozenStoreDecidesNothing(t *testing.T) {
 func TestSocketModeClickWithFrozenStoreIsAcknowledgedInBudget(t *testing.T) {
 	slackAPI := &recordingSlack{}
 	stalling := &stallingApprovals{recordingApprovals: newRecordingApprovals(), stallGet: true}
-	b := New(Config{
+	b := newTestBot(testConfig{
 		Slack: slackAPI, Approvals: stalling, TeamID: smTeam, AckBudget: 100 * time.Millisecond,
-		Routes: &Routes{Routes: []*Route{{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1}}},
+		Routes: &routing.Routes{Routes: []*routing.Route{{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1}}},
 	})
 	fake := newFakeSocketSlack(t, smAppToken)
 	stop := startSocketMode(t, fake, &SocketMode{Bot: b}, smAppToken)
@@ -320,7 +321,7 @@ func TestSocketModeClickWithFrozenStoreIsAcknowledgedInBudget(t *testing.T) {
 // person is told whether it was recorded (here: it was not).
 func TestFrozenStoreModalSubmission(t *testing.T) {
 	var stalling *stallingApprovals
-	e := newClickEnv(t, smRoute, func(c *Config) {
+	e := newClickEnv(t, smRoute, func(c *testConfig) {
 		stalling = &stallingApprovals{recordingApprovals: c.Approvals.(*recordingApprovals), stallDecide: true}
 		c.Approvals = stalling
 		c.AckBudget = 100 * time.Millisecond

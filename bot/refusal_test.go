@@ -40,7 +40,7 @@ func TestRefusedClickLabelIsItsCode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &countingMetrics{}
-			e := newClickEnv(t, tt.route, func(c *Config) { c.Metrics = m })
+			e := newClickEnv(t, tt.route, func(c *testConfig) { c.Metrics = m })
 			if tt.want == approval.ESELFAPPROVAL {
 				e.approvals.a.Origin.User = tt.user
 			}
@@ -85,7 +85,7 @@ func TestExplainByCode(t *testing.T) {
 		{fmt.Errorf("decide x: dial tcp: refused"), "could not record your decision"},
 	}
 	for _, tt := range tests {
-		if got := Explain(tt.err, decided); !strings.Contains(got, tt.want) {
+		if got := Explain(tt.err, decided, nil); !strings.Contains(got, tt.want) {
 			t.Errorf("Explain(%v) = %q, want it to contain %q", tt.err, got, tt.want)
 		}
 	}

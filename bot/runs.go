@@ -43,14 +43,21 @@ func (d *RunDeps) Waits(until time.Time) {
 	}
 }
 
+var _ approval.AskHooks = (*RunDeps)(nil)
+
 // RunOrigin implements approval.OriginCarrier.
 func (d *RunDeps) RunOrigin() *approval.Origin { return &d.Origin }
 
-// Asked records a token handed to people during the run.
-func (d *RunDeps) Asked(token string) {
+// Asked implements approval.AskHooks: it records a token handed to people
+// during the run and, unless until is zero (a run resumed from a token),
+// keeps the run's thread until then (Waits).
+func (d *RunDeps) Asked(token string, until time.Time) {
 	d.mu.Lock()
 	d.tokens = append(d.tokens, token)
 	d.mu.Unlock()
+	if !until.IsZero() {
+		d.Waits(until)
+	}
 }
 
 // Tokens returns the tokens asked so far.
@@ -357,7 +364,7 @@ func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunn
 	}
 	errs := []error{err}
 	for _, c := range calls {
-		if err := b.updateCard(ctx, a, c); err != nil {
+		if err := b.svc.UpdateCard(ctx, a.Token, c.ID); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -369,7 +376,7 @@ func (b *Bot) ReportOutcomes(ctx context.Context, token string, msgs []agentrunn
 // and a leading "<tool>: " (an MCP server's error names its tool) go.
 func (b *Bot) failureText(p agentrunner.Part) string {
 	s := strings.TrimPrefix(p.ReturnText(), agentrunner.ToolFailedPrefix)
-	for _, name := range []string{p.ToolName, b.toolLabel(p.ToolName)} {
+	for _, name := range []string{p.ToolName, b.cards.toolLabel(p.ToolName)} {
 		s = strings.TrimPrefix(s, name+": ")
 	}
 	return s

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -63,7 +64,7 @@ func TestFinishQueuesFollowups(t *testing.T) {
 	rs := &Runs{Bot: b, Followups: f}
 	t.Cleanup(rs.Stop)
 	deps := &RunDeps{Origin: approvals.a.Origin, runID: "run_1"}
-	deps.Asked(approvals.a.Token)
+	deps.Asked(approvals.a.Token, time.Time{})
 	res := &agentrunner.RunResult{RunID: "run_1", Status: agentrunner.StatusComplete, Output: "refunded",
 		Messages: []agentrunner.Message{{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{
 			agentrunner.ToolReturn("issue_refund", smCallID, json.RawMessage(`"refunded $50"`), agentrunner.OutcomeSuccess),

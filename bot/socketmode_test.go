@@ -24,6 +24,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // Secrets the Socket Mode tests hand out; no log line may contain them.
@@ -608,9 +609,9 @@ func newEventsWorld(t *testing.T) *eventsWorld {
 // whose only approver is smApprover.
 func newSocketTestBot(t testing.TB, s SlackAPI, a approval.Store, r *agentrunner.Runner, log *slog.Logger) *Bot {
 	t.Helper()
-	return New(Config{
+	return newTestBot(testConfig{
 		Slack: s, Approvals: a, Runner: r, TeamID: smTeam, Log: log,
-		Routes: &Routes{Routes: []*Route{{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1}}},
+		Routes: &routing.Routes{Routes: []*routing.Route{{Name: smRoute, Channel: smCardChan, Users: []string{smApprover}, RequiredApprovals: 1}}},
 		Retry:  Retry{Sleep: func(context.Context, time.Duration) error { return nil }},
 	})
 }
@@ -912,7 +913,7 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 				t.Errorf("%d decisions reached the store without a NotAfter; every click's has its acknowledgement deadline", got.WithoutDeadline)
 			}
 			for i := range got.Refusals {
-				got.Refusals[i].Reason = "" // worded by the Authorizer
+				got.Refusals[i].Reason = "" // worded by the Service
 			}
 			if diff := cmp.Diff(tt.wantRefusals, got.Refusals); diff != "" {
 				t.Errorf("refusals recorded (-want +got):\n%s", diff)

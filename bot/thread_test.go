@@ -22,7 +22,7 @@ import (
 // bot's own as the model's turns, everyone else's naming their author.
 func TestThreadMessages(t *testing.T) {
 	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
-	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))})
+	b := newTestBot(testConfig{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))})
 	botID := fake.BotUserID()
 	post := func(user, text, thread string) string {
 		t.Helper()
@@ -142,7 +142,7 @@ func (noHistory) History(context.Context, ThreadRef) ([]agentrunner.Message, err
 // message alone if that fails"), never failing the run.
 func TestFreshStartFromTheMessageAlone(t *testing.T) {
 	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
-	b := New(Config{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))})
+	b := newTestBot(testConfig{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))})
 	t.Cleanup(b.Close)
 	botID := fake.BotUserID()
 	parent, err := fake.PostAsUser("C0GENERAL", "U0DAVE", "customer wants a refund on A-1001", "")

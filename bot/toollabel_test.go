@@ -7,13 +7,14 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // TestMCPToolLabel: an MCP server's tool is named one way on everything a
 // person sees (header, body, notification text, modals), as its
 // confirmation names it: "<server>.<tool>".
 func TestMCPToolLabel(t *testing.T) {
-	routes, err := ParseRoutes([]byte(`routes:
+	routes, err := routing.ParseRoutes([]byte(`routes:
   - channel: C0APPROVALS
     approvers: {users: ["U0ALICE"]}
 mcp_servers:
@@ -23,10 +24,10 @@ mcp_servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Routes: routes})
+	b := newTestBot(testConfig{Routes: routes})
 	call := agentrunner.ToolCallPart{ToolName: "fs__write_file", Args: json.RawMessage(`{"path":"a.txt","content":"hi"}`), ToolCallID: "c1"}
 	a := &approval.Request{Token: "tok", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call}}}
-	card := b.card(a, &approval.Call{ID: "c1", Kind: agentrunner.KindApproval, Status: approval.CallPending})
+	card := b.cards.card(a, &approval.Call{ID: "c1", Kind: agentrunner.KindApproval, Status: approval.CallPending})
 
 	blocks, _ := json.Marshal(ApprovalBlocks(card))
 	shown := map[string]string{
@@ -43,7 +44,7 @@ mcp_servers:
 		}
 	}
 	for _, name := range []string{"write_file", "fsx__write_file", "fs__", "delete_file"} {
-		if got := b.toolLabel(name); got != name {
+		if got := b.cards.toolLabel(name); got != name {
 			t.Errorf("toolLabel(%q) = %q, want it unchanged", name, got)
 		}
 	}
@@ -53,11 +54,11 @@ mcp_servers:
 // tool failed: <the error>", without the runner's "Tool failed: " and
 // without the tool's name again.
 func TestFailureWordedOnce(t *testing.T) {
-	routes, err := ParseRoutes([]byte("routes:\n  - channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\nmcp_servers:\n  - name: fs\n    command: [x]\n"), "r.yaml")
+	routes, err := routing.ParseRoutes([]byte("routes:\n  - channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\nmcp_servers:\n  - name: fs\n    command: [x]\n"), "r.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Config{Routes: routes})
+	b := newTestBot(testConfig{Routes: routes})
 	tests := []struct{ tool, ret, want string }{
 		{"fs__write_file", "Tool failed: fs.write_file: EEXIST: file already exists", "🔴 The tool failed: EEXIST: file already exists"},
 		{"delete_file", "Tool failed: disk full", "🔴 The tool failed: disk full"},

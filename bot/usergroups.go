@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
-// The usergroup membership cache of an Authorizer. usergroups.users.list
+// Usergroups is the approval.Directory over Slack: who is in a usergroup,
+// through a cache. usergroups.users.list
 // is a Tier 2 method (about 20 calls a minute), and a click must be
 // answered within Slack's three seconds, so:
 //
@@ -24,6 +29,28 @@ import (
 //     lookup waits out a short Retry-After once;
 //   - Warm looks a route's usergroups up when its card is posted, before
 //     anyone clicks.
+
+type Usergroups struct {
+	Slack SlackAPI
+	// TTL is how long usergroup members are fresh; default 1 minute.
+	TTL time.Duration
+	// MaxStale is how long after TTL stale members are still served, at
+	// once, while they are looked up again in the background; default 10
+	// minutes. Past it a click waits for the lookup.
+	MaxStale time.Duration
+	Now      func() time.Time
+	// Sleep waits for d or until ctx ends (Retry-After); nil means a real
+	// timer. Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	mu      sync.Mutex
+	groups  map[string]groupEntry
+	limited time.Time // usergroups.users.list is rate limited until then
+	flight  singleflight.Group
+	wg      sync.WaitGroup // lookups in flight
+}
+
+var _ approval.Directory = (*Usergroups)(nil)
 
 // lookupTimeout bounds one lookup, retry included.
 const lookupTimeout = 10 * time.Second
@@ -46,21 +73,21 @@ type lookupResult struct {
 	err     error
 }
 
-func (a *Authorizer) now() time.Time {
+func (a *Usergroups) now() time.Time {
 	if a.Now != nil {
 		return a.Now()
 	}
 	return time.Now()
 }
 
-func (a *Authorizer) ttl() time.Duration {
+func (a *Usergroups) ttl() time.Duration {
 	if a.TTL > 0 {
 		return a.TTL
 	}
 	return time.Minute
 }
 
-func (a *Authorizer) maxStale() time.Duration {
+func (a *Usergroups) maxStale() time.Duration {
 	if a.MaxStale > 0 {
 		return a.MaxStale
 	}
@@ -69,17 +96,17 @@ func (a *Authorizer) maxStale() time.Duration {
 
 // cached returns group's cache entry, whether there is one, and whether
 // lookups are paused by a rate limit.
-func (a *Authorizer) cached(group string) (groupEntry, bool, bool) {
+func (a *Usergroups) cached(group string) (groupEntry, bool, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	e, ok := a.groups[group]
 	return e, ok, a.now().Before(a.limited)
 }
 
-// members returns a usergroup's members: from the cache when fresh, or
+// Members implements approval.Directory: a usergroup's members: from the cache when fresh, or
 // stale within bounds (refreshing it in the background), otherwise from
 // a lookup it waits for until ctx ends.
-func (a *Authorizer) members(ctx context.Context, group string) ([]string, error) {
+func (a *Usergroups) Members(ctx context.Context, group string) ([]string, error) {
 	e, ok, limited := a.cached(group)
 	if ok {
 		age := a.now().Sub(e.fetched)
@@ -106,7 +133,7 @@ func (a *Authorizer) members(ctx context.Context, group string) ([]string, error
 
 // Warm looks up, in the background, the members of each group that are
 // not fresh in the cache, so the first click on a card does not wait.
-func (a *Authorizer) Warm(groups ...string) {
+func (a *Usergroups) Warm(groups ...string) {
 	for _, g := range groups {
 		e, ok, limited := a.cached(g)
 		if limited || ok && a.now().Sub(e.fetched) < a.ttl() {
@@ -117,12 +144,12 @@ func (a *Authorizer) Warm(groups ...string) {
 }
 
 // Wait waits for the lookups in flight.
-func (a *Authorizer) Wait() { a.wg.Wait() }
+func (a *Usergroups) Wait() { a.wg.Wait() }
 
 // lookup joins (or starts) the one lookup of group in flight, on a
 // goroutine of its own; the result arrives on the channel, which nobody
 // has to read.
-func (a *Authorizer) lookup(group string) <-chan lookupResult {
+func (a *Usergroups) lookup(group string) <-chan lookupResult {
 	out := make(chan lookupResult, 1)
 	a.wg.Add(1)
 	go func() {
@@ -135,7 +162,7 @@ func (a *Authorizer) lookup(group string) <-chan lookupResult {
 }
 
 // fetch calls usergroups.users.list for group and caches the answer.
-func (a *Authorizer) fetch(group string) ([]string, error) {
+func (a *Usergroups) fetch(group string) ([]string, error) {
 	// A lookup that ended just before this one started filled the cache.
 	if e, ok, _ := a.cached(group); ok && a.now().Sub(e.fetched) < a.ttl() {
 		return e.members, nil

@@ -85,15 +85,15 @@ func (c *testClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// newTestAuthorizer returns an Authorizer over a fake Slack sharing clock,
+// newTestUsergroups returns a Usergroups over a fake Slack sharing clock,
 // whose usergroup smGroup has the member smApprover.
-func newTestAuthorizer(t *testing.T, clock *testClock) (*Authorizer, *slackfake.Server) {
+func newTestUsergroups(t *testing.T, clock *testClock) (*Usergroups, *slackfake.Server) {
 	t.Helper()
 	fake, ts := slackfaketest.NewTestServer(t, slackfake.WithClock(clock.Now),
 		slackfake.WithUsers(slackfake.User{ID: smApprover, Name: "alice"}, slackfake.User{ID: smStranger, Name: "mallory"}),
 		slackfake.WithUsergroups(slackfake.Usergroup{ID: smGroup, Handle: "finance", Members: []string{smApprover}},
 			slackfake.Usergroup{ID: "S0OTHER", Handle: "other", Members: []string{smStranger}}))
-	a := &Authorizer{
+	a := &Usergroups{
 		Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(ts))),
 		TTL:   time.Minute, MaxStale: 10 * time.Minute, Now: clock.Now,
 		Sleep: func(_ context.Context, d time.Duration) error { clock.Add(d); return nil },
@@ -115,15 +115,15 @@ func cancelled(t *testing.T) context.Context {
 // lookup refreshes them; past TTL+MaxStale a caller waits for the lookup.
 func TestStaleMembersAreServedWhileRefreshed(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	a, fake := newTestAuthorizer(t, clock)
-	if got, err := a.members(t.Context(), smGroup); err != nil || !slices.Equal(got, []string{smApprover}) {
+	a, fake := newTestUsergroups(t, clock)
+	if got, err := a.Members(t.Context(), smGroup); err != nil || !slices.Equal(got, []string{smApprover}) {
 		t.Fatalf("first lookup: got %v, %v", got, err)
 	}
 	fake.AddUsergroup(slackfake.Usergroup{ID: smGroup, Handle: "finance", Members: []string{smApprover, smStranger}})
 
 	clock.Add(2 * time.Minute) // stale
 	for range 3 {
-		got, err := a.members(cancelled(t), smGroup)
+		got, err := a.Members(cancelled(t), smGroup)
 		if err != nil || !slices.Equal(got, []string{smApprover}) {
 			t.Fatalf("stale members: got %v, %v; want the cached ones at once", got, err)
 		}
@@ -132,15 +132,15 @@ func TestStaleMembersAreServedWhileRefreshed(t *testing.T) {
 	if n := len(fake.Calls("usergroups.users.list")); n != 2 {
 		t.Errorf("usergroups.users.list calls: got %d, want 2 (one refresh for three stale reads)", n)
 	}
-	if got, err := a.members(cancelled(t), smGroup); err != nil || !slices.Equal(got, []string{smApprover, smStranger}) {
+	if got, err := a.Members(cancelled(t), smGroup); err != nil || !slices.Equal(got, []string{smApprover, smStranger}) {
 		t.Errorf("after the refresh: got %v, %v; want the new members", got, err)
 	}
 
 	clock.Add(20 * time.Minute) // too old to serve
-	if _, err := a.members(cancelled(t), smGroup); !errors.Is(err, context.Canceled) {
+	if _, err := a.Members(cancelled(t), smGroup); !errors.Is(err, context.Canceled) {
 		t.Errorf("members far past TTL with a caller that cannot wait: got %v, want its context's error", err)
 	}
-	if got, err := a.members(t.Context(), smGroup); err != nil || len(got) != 2 {
+	if got, err := a.Members(t.Context(), smGroup); err != nil || len(got) != 2 {
 		t.Errorf("members far past TTL: got %v, %v; want a fresh lookup", got, err)
 	}
 }
@@ -150,13 +150,13 @@ func TestStaleMembersAreServedWhileRefreshed(t *testing.T) {
 // usergroup waits out a short Retry-After once instead of failing.
 func TestRateLimitedLookupsHonourRetryAfter(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	a, fake := newTestAuthorizer(t, clock)
+	a, fake := newTestUsergroups(t, clock)
 	fake.RateLimit("usergroups.users.list", 1, 10*time.Minute)
-	if _, err := a.members(t.Context(), smGroup); err != nil {
+	if _, err := a.Members(t.Context(), smGroup); err != nil {
 		t.Fatal(err)
 	}
 	clock.Add(2 * time.Minute)
-	if got, err := a.members(t.Context(), smGroup); err != nil || len(got) != 1 {
+	if got, err := a.Members(t.Context(), smGroup); err != nil || len(got) != 1 {
 		t.Fatalf("stale members: got %v, %v", got, err)
 	}
 	a.Wait() // the refresh got a 429 (Retry-After 8 minutes)
@@ -167,11 +167,11 @@ func TestRateLimitedLookupsHonourRetryAfter(t *testing.T) {
 
 	clock.Add(5 * time.Minute) // still limited; members 7 minutes old
 	for range 3 {
-		if got, err := a.members(t.Context(), smGroup); err != nil || len(got) != 1 {
+		if got, err := a.Members(t.Context(), smGroup); err != nil || len(got) != 1 {
 			t.Errorf("members while rate limited: got %v, %v; want the stale ones", got, err)
 		}
 	}
-	if _, err := a.members(t.Context(), "S0OTHER"); !errors.Is(err, errUsergroupsRateLimited) {
+	if _, err := a.Members(t.Context(), "S0OTHER"); !errors.Is(err, errUsergroupsRateLimited) {
 		t.Errorf("a cold usergroup while rate limited: got %v, want errUsergroupsRateLimited", err)
 	}
 	a.Warm(smGroup, "S0OTHER")
@@ -181,17 +181,17 @@ func TestRateLimitedLookupsHonourRetryAfter(t *testing.T) {
 	}
 
 	clock.Add(4 * time.Minute) // past Retry-After and the fake's window
-	if got, err := a.members(t.Context(), "S0OTHER"); err != nil || !slices.Equal(got, []string{smStranger}) {
+	if got, err := a.Members(t.Context(), "S0OTHER"); err != nil || !slices.Equal(got, []string{smStranger}) {
 		t.Errorf("after Retry-After: got %v, %v", got, err)
 	}
 
 	// A short Retry-After on a cold usergroup is waited out once.
-	b, fake2 := newTestAuthorizer(t, clock)
+	b, fake2 := newTestUsergroups(t, clock)
 	fake2.RateLimit("usergroups.users.list", 1, time.Second)
-	if _, err := b.members(t.Context(), smGroup); err != nil {
+	if _, err := b.Members(t.Context(), smGroup); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.members(t.Context(), "S0OTHER"); err != nil || !slices.Equal(got, []string{smStranger}) {
+	if got, err := b.Members(t.Context(), "S0OTHER"); err != nil || !slices.Equal(got, []string{smStranger}) {
 		t.Errorf("cold usergroup behind a 1 s Retry-After: got %v, %v; want its members after one wait", got, err)
 	}
 	if n := len(fake2.Calls("usergroups.users.list")); n != 3 {
@@ -199,16 +199,19 @@ func TestRateLimitedLookupsHonourRetryAfter(t *testing.T) {
 	}
 }
 
+// Create records nothing: the click of TestPostingACardWarmsItsUsergroups
+// goes to the fixture's own request.
+func (r *recordingApprovals) Create(context.Context, *approval.Request) error { return nil }
+
 // TestPostingACardWarmsItsUsergroups: the members of a route's usergroups
 // are looked up when its card is posted, so the first click finds them.
 func TestPostingACardWarmsItsUsergroups(t *testing.T) {
 	e := newClickEnv(t, "finance", nil)
-	_, err := e.bot.AskAPI(t.Context(), APIRequest{
-		Token: agentrunner.NewToken(), Client: "support", Route: "finance",
+	_, err := e.bot.svc.Open(t.Context(), approval.Opening{
+		Token: agentrunner.NewToken(), Origin: approval.Origin{Client: "support"}, Route: "finance",
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			{ToolName: "issue_refund", Args: []byte(`{"amount":5}`), ToolCallID: "r1"},
 		}},
-		Create: func(context.Context, *approval.Request) error { return nil },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,13 @@ func (w Workspace) is(teamID, enterpriseID string) bool {
 	return (w.TeamID != "" && teamID == w.TeamID) || (w.EnterpriseID != "" && enterpriseID == w.EnterpriseID)
 }
 
+// accepts reports whether a click from a team id and an enterprise id
+// may decide here: from this installation, or from anywhere when no team
+// is configured (an org-wide app).
+func (w Workspace) accepts(teamID, enterpriseID string) bool {
+	return w.TeamID == "" || w.is(teamID, enterpriseID)
+}
+
 // OwnsEvent reports whether an Events API event was delivered for this
 // installation. It is when its team_id is the workspace's, when its
 // enterprise_id is the organization's (an org-wide app receives events of

@@ -16,6 +16,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -97,7 +98,7 @@ type Config struct {
 	Bot    Bot
 	// Routes, when set, is checked against the routes keys are restricted
 	// to, so a typo in API_KEYS stops start-up.
-	Routes *bot.Routes
+	Routes *routing.Routes
 	// Log receives internal errors; nil discards them.
 	Log *slog.Logger
 	// AllowPrivateCallbacks lets callback_url point at loopback, private

@@ -22,6 +22,7 @@ import (
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
+	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -125,13 +126,16 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
-	routes, err := bot.ParseRoutes([]byte(routesYAML), "routes.yaml")
+	routes, err := routing.ParseRoutes([]byte(routesYAML), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	sl := slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv)))
+	cards := bot.NewCards(bot.CardsConfig{Slack: sl, Routes: routes, Log: log})
+	groups := &bot.Usergroups{Slack: sl, Now: clock.Now}
+	svc := approval.New(approval.Config{Store: st, Poster: cards, Directory: groups, Routes: routes, Log: log, Now: clock.Now})
 	b := bot.New(bot.Config{
-		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv))),
-		Approvals: st, Runs: st, Routes: routes, TeamID: testTeam, Log: log, Now: clock.Now,
+		Slack: sl, Service: svc, Cards: cards, Usergroups: groups, Store: st, TeamID: testTeam, Log: log, Now: clock.Now,
 	})
 	ev := store.NewEvents(st, store.EventsOptions{
 		SweepEvery: 20 * time.Millisecond, Logger: log,

@@ -61,7 +61,7 @@ func postSlots(ctx context.Context, api *slack.Client) (slots, error) {
 }
 
 // prepareClicks creates n pending approvals directly through the store, as
-// bot.Ask would (one approval call each, route "bench", its card one of
+// approval.Service.Ask would (one approval call each, route "bench", its card one of
 // the slots), and returns one block_actions body per approval: Alice
 // clicking Approve. Every body decides a distinct pending call.
 func prepareClicks(ctx context.Context, st *store.Store, sl slots, n int, tag string) ([][]byte, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -85,22 +86,26 @@ func runHeapChild(args []string, stdout io.Writer) error {
 	case <-time.After(10 * time.Second):
 		return errors.New("events subscriber not ready")
 	}
-	routes, err := bot.ParseRoutes([]byte(heapRoutes), "heap-routes.yaml")
+	routes, err := routing.ParseRoutes([]byte(heapRoutes), "heap-routes.yaml")
 	if err != nil {
 		return err
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
 	api := slack.New(*token, slack.OptionAPIURL(*slackURL), slack.OptionHTTPClient(hc))
-	b := bot.New(bot.Config{Slack: api, Approvals: st, Runs: st, Routes: routes, TeamID: teamID})
+	svc := approval.New(approval.Config{
+		Store: st, Poster: bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes}),
+		Directory: &bot.Usergroups{Slack: api}, Routes: routes,
+	})
+	askRun := svc.Ask(st)
 
 	// At most 64 runs are between start and parked at once: each holds a
 	// Redis and an HTTP connection while it asks.
 	sem := make(chan struct{}, 64)
 	parked := make(chan struct{}, *n+heapWarmup)
 	ask := &agentrunner.AskHandler{
-		Events: ev, Deadline: b.Deadline,
+		Events: ev, Deadline: svc.Deadline,
 		Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-			res, err := b.Ask(ctx, rc, req, token)
+			res, err := askRun(ctx, rc, req, token)
 			<-sem
 			parked <- struct{}{}
 			return res, err

@@ -12,8 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -29,7 +31,7 @@ type appDeps struct {
 	TeamID        string
 	EnterpriseID  string // Enterprise Grid organization (auth.test), or ""
 	BotUserID     string
-	Routes        *bot.Routes
+	Routes        *routing.Routes
 	Model         agentrunner.Model
 	Tools         []*agentrunner.Tool
 	// ToolSource adds tools that change at run time (MCP servers); nil: none.
@@ -65,6 +67,7 @@ type app struct {
 	events  *store.Events
 	queue   *store.ResumeQueue
 	jobs    *store.JobQueue
+	svc     *approval.Service
 	bot     *bot.Bot
 	runs    *bot.Runs
 	runner  *agentrunner.Runner
@@ -116,9 +119,21 @@ func newApp(d appDeps) (*app, error) {
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
 	a.jobs = st.JobQueue(0)
 
+	// Built in the order they need each other, so nothing is set later:
+	// the tools, the cards and usergroups over Slack, the Service over
+	// them and the store, the runner, the Bot.
+	box, err := newToolbox(d)
+	if err != nil {
+		return nil, err
+	}
+	cards := bot.NewCards(bot.CardsConfig{Slack: d.Slack, Routes: d.Routes, Tools: box, Retry: d.Retry, Metrics: a.metrics, Log: d.Log})
+	groups := &bot.Usergroups{Slack: d.Slack}
+	a.svc = approval.New(approval.Config{
+		Store: st, Poster: cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
+	})
 	a.bot = bot.New(bot.Config{
-		Slack: d.Slack, Approvals: st, Runs: st, Routes: d.Routes, TeamID: d.TeamID, EnterpriseID: d.EnterpriseID,
-		Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
+		Slack: d.Slack, Service: a.svc, Cards: cards, Usergroups: groups, Store: st,
+		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
 	if len(d.APIKeys) > 0 {
 		var err error
@@ -132,22 +147,19 @@ func newApp(d appDeps) (*app, error) {
 			AllowPrivate: d.AllowPrivateCallbacks,
 		})
 	}
-	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.handOff}, Deadline: a.bot.Deadline}
+	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(st), Events: stoppableEvents{a.events, a.handOff}, Deadline: a.svc.Deadline}
 	opts := []agentrunner.Option{
-		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
+		agentrunner.WithToolbox(box),
+		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
 		// An approved tool runs at most once, even across a takeover of
 		// its run by another replica.
 		agentrunner.WithJournal(st.CallJournal()),
 	}
-	if d.ToolSource != nil {
-		opts = append(opts, agentrunner.WithToolSource(d.ToolSource))
-	}
-	runner, err := agentrunner.NewRunner(d.Model, d.Tools, opts...)
+	runner, err := agentrunner.NewRunner(d.Model, nil, opts...)
 	if err != nil {
 		return nil, err
 	}
 	a.runner = runner
-	a.bot.SetRunner(runner)
 	a.runs = &bot.Runs{
 		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
@@ -158,6 +170,14 @@ func newApp(d appDeps) (*app, error) {
 		},
 	}
 	return a, nil
+}
+
+// newToolbox returns the agent's tools: d's, and those of d's tool source.
+func newToolbox(d appDeps) (*agentrunner.Toolbox, error) {
+	if d.ToolSource != nil {
+		return agentrunner.NewToolbox(d.Tools, d.ToolSource)
+	}
+	return agentrunner.NewToolbox(d.Tools)
 }
 
 // pendingApprovals is the slackbot_pending_approvals gauge: the open
@@ -174,7 +194,7 @@ func (a *app) pendingApprovals() float64 {
 
 // auditPolicy writes a decision made by a routing policy to the audit
 // stream, like a person's.
-func (a *app) auditPolicy(ctx context.Context, d bot.PolicyDecision) {
+func (a *app) auditPolicy(ctx context.Context, d approval.PolicyDecision) {
 	args, _ := d.Call.ArgsObject()
 	err := a.store.Audit(ctx, store.AuditEvent{
 		Type: store.AuditDecided, RunID: d.RunID, CallID: d.Call.ToolCallID, Tool: d.Call.ToolName,

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // dockerInstruction is one instruction of a Dockerfile, continuation lines
@@ -244,7 +244,7 @@ func TestComposeFile(t *testing.T) {
 		if len(parts) != 3 || parts[2] != "ro" {
 			t.Errorf("volume %q: mount the routing file read-only", v)
 		}
-		if _, err := bot.LoadRoutes(filepath.Join(deployDir, parts[0])); err != nil {
+		if _, err := routing.LoadRoutes(filepath.Join(deployDir, parts[0])); err != nil {
 			t.Errorf("volume %q: %v", v, err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // Kubernetes objects, with only the fields the tests look at.
@@ -284,7 +284,7 @@ func TestKubeManifests(t *testing.T) {
 	routesConfigMap := map[string]string{} // generated ConfigMap name → file key
 	for _, g := range kust.ConfigMapGenerator {
 		for _, f := range g.Files {
-			if _, err := bot.LoadRoutes(filepath.Join(deployDir, "kubernetes", f)); err != nil {
+			if _, err := routing.LoadRoutes(filepath.Join(deployDir, "kubernetes", f)); err != nil {
 				t.Errorf("configMapGenerator %s: %v", g.Name, err)
 			}
 			routesConfigMap[g.Name] = path.Base(f)

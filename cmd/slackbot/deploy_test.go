@@ -24,8 +24,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/slack-go/slack"
-
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // deployDir is deploy/ seen from this package's directory, where go test
@@ -143,17 +142,17 @@ func TestDeployYAMLParses(t *testing.T) {
 func TestDeployRoutesLoad(t *testing.T) {
 	for _, file := range []string{"routes.example.yaml", "kubernetes/routes.yaml"} {
 		t.Run(file, func(t *testing.T) {
-			rs, err := bot.LoadRoutes(filepath.Join(deployDir, file))
+			rs, err := routing.LoadRoutes(filepath.Join(deployDir, file))
 			if err != nil {
 				t.Fatalf("LoadRoutes: %v", err)
 			}
 			// DESIGN's example: a policy route, an N-of-M route, a usergroup
 			// route and a catch-all, so readers see each feature used.
-			want := map[string]func(*bot.Route) bool{
-				"refunds":   func(r *bot.Route) bool { return r.AutoApprove != "" },
-				"deletions": func(r *bot.Route) bool { return r.RequiredApprovals == 2 },
-				"deploys":   func(r *bot.Route) bool { return len(r.Usergroups) > 0 && slices.Contains(r.Tools, "deploy_*") },
-				"default":   func(r *bot.Route) bool { return len(r.Tools) == 0 && len(r.Channels) == 0 },
+			want := map[string]func(*routing.Route) bool{
+				"refunds":   func(r *routing.Route) bool { return r.AutoApprove != "" },
+				"deletions": func(r *routing.Route) bool { return r.RequiredApprovals == 2 },
+				"deploys":   func(r *routing.Route) bool { return len(r.Usergroups) > 0 && slices.Contains(r.Tools, "deploy_*") },
+				"default":   func(r *routing.Route) bool { return len(r.Tools) == 0 && len(r.Channels) == 0 },
 			}
 			for _, r := range rs.Routes {
 				if ok, known := want[r.Name]; known && !ok(r) {

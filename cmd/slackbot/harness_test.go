@@ -21,6 +21,7 @@ import (
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
+	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
@@ -199,7 +200,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if opts.routes == "" {
 		opts.routes = testRoutes
 	}
-	routes, err := bot.ParseRoutes([]byte(opts.routes), "test-routes.yaml")
+	routes, err := routing.ParseRoutes([]byte(opts.routes), "test-routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

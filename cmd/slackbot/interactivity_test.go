@@ -406,6 +406,12 @@ func TestUnrecordedCardIsFoundAgain(t *testing.T) {
 	e.clock.Add(31 * time.Minute)
 	e.waitReply(general, thread)
 	e.waitFor("the card to say expired", func() bool { return strings.Contains(cardText(e.latest(card)), "Expired") })
+	// The Service records the card the Poster located once the update
+	// returns, under the card's lease: wait for it, then check it.
+	e.waitFor("the located card to be recorded", func() bool {
+		ap, err := e.app.store.Get(t.Context(), token)
+		return err == nil && ap.Calls[0].Message.TS != ""
+	})
 	if ap, _ := e.app.store.Get(t.Context(), token); ap.Calls[0].Message.TS != card.TS {
 		t.Errorf("the located card was not recorded: %+v", ap.Calls[0].Message)
 	}

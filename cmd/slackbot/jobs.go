@@ -36,7 +36,7 @@ func (a *app) doJob(ctx context.Context, j store.Job) error {
 	log := store.JobLogger(a.log, j)
 	switch j.Kind {
 	case store.JobCardUpdate:
-		err := a.bot.UpdateCards(ctx, j.Token)
+		err := a.svc.Expire(ctx, j.Token)
 		if errors.Is(err, approval.ErrNotFound) {
 			log.InfoContext(ctx, "token gone: no card to update")
 			return nil
@@ -150,6 +150,6 @@ func (q *queuedJobs) Do(ctx context.Context) {
 		done(q.answerID, q.a.postAnswer(ctx, *q.answer))
 	}
 	for i, token := range q.cards {
-		done(q.cardIDs[i], q.a.bot.UpdateCards(ctx, token))
+		done(q.cardIDs[i], q.a.svc.UpdateCards(ctx, token))
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -83,7 +83,7 @@ func buildVersion() string {
 }
 
 func routesCheck(path string, stdout io.Writer) error {
-	routes, err := bot.LoadRoutes(path)
+	routes, err := routing.LoadRoutes(path)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -106,7 +107,7 @@ func (a *app) resumeRun(ctx context.Context, log *slog.Logger, j store.ResumeJob
 	if deps.Origin, err = rs.RunOrigin(); err != nil {
 		log.ErrorContext(ctx, "decode run origin", "err", err)
 	}
-	deps.Asked(j.Token)
+	deps.Asked(j.Token, time.Time{})
 	// The job stays pending until the run finished (Runs' Followups.Done,
 	// and the ack below): if this process dies on the way, another
 	// replica takes the run over; the claim and the call journal keep its

@@ -19,6 +19,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner/openai"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // wiring is what serve builds the app from: its dependencies, the
@@ -110,7 +111,7 @@ func (w *wiring) slack(ctx context.Context, cfg *Config, mode Mode, log *slog.Lo
 // mcpToolset connects to the routing file's MCP servers. Servers that are
 // down do not stop start-up: their tools are retried in the background and
 // fail clearly until they are back.
-func mcpToolset(ctx context.Context, routes *bot.Routes, getenv func(string) string, log *slog.Logger) (*mcptools.Toolset, error) {
+func mcpToolset(ctx context.Context, routes *routing.Routes, getenv func(string) string, log *slog.Logger) (*mcptools.Toolset, error) {
 	var cfgs []mcptools.Config
 	for _, s := range routes.MCPServers {
 		cfgs = append(cfgs, s.Config())
@@ -141,14 +142,14 @@ func authTest(ctx context.Context, client *slack.Client) (*slack.AuthTestRespons
 	return resp, nil
 }
 
-func loadRoutes(cfg *Config, mode Mode) (*bot.Routes, error) {
+func loadRoutes(cfg *Config, mode Mode) (*routing.Routes, error) {
 	if cfg.RoutesFile == "" {
 		if mode == ModeDev {
-			return bot.DemoRoutes(), nil
+			return routing.DemoRoutes(), nil
 		}
 		return nil, &ConfigError{Problems: []string{"ROUTES_FILE is required for serve: without routes every tool call would be denied"}}
 	}
-	return bot.LoadRoutes(cfg.RoutesFile)
+	return routing.LoadRoutes(cfg.RoutesFile)
 }
 
 // newModel is the model MODEL names; in dev mode, without MODEL (modelSet

@@ -1,4 +1,4 @@
-package bot_test
+package approval_test
 
 import (
 	"bytes"
@@ -13,12 +13,12 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/routing"
 )
 
-func parseRoutes(t *testing.T, src string) *bot.Routes {
+func parseRoutes(t *testing.T, src string) *routing.Routes {
 	t.Helper()
-	rs, err := bot.ParseRoutes([]byte(src), t.Name()+".yaml")
+	rs, err := routing.ParseRoutes([]byte(src), t.Name()+".yaml")
 	if err != nil {
 		t.Fatalf("ParseRoutes: %v", err)
 	}
@@ -98,7 +98,7 @@ routes:
 `)
 	shop := &refundShop{}
 	r, err := agentrunner.NewRunner(callsOnce(refundCall("small", 40), refundCall("large", 250)), shop.tools(),
-		agentrunner.WithHandlers(&bot.Policy{Routes: rs}))
+		agentrunner.WithHandlers(&approval.Policy{Routes: rs}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ routes:
 	shop := &refundShop{}
 	del := agentrunner.ToolCall("delete_file", json.RawMessage(`{"path":"/etc/passwd"}`), "del")
 	r, err := agentrunner.NewRunner(callsOnce(refundCall("small", 40), refundCall("large", 250), del), shop.tools(),
-		agentrunner.WithHandlers(&bot.Policy{Routes: rs}))
+		agentrunner.WithHandlers(&approval.Policy{Routes: rs}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ routes:
 		},
 	}
 	var logs bytes.Buffer
-	p := &bot.Policy{Routes: rs, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	p := &approval.Policy{Routes: rs, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	rc := &agentrunner.RunContext{RunID: "run-1", Deps: approval.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}}
 	got, err := p.HandleDeferred(t.Context(), rc, req)
 	if err != nil {
@@ -246,7 +246,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := got.Approvals["refund"]; a.Approved || got.AnsweredBy["refund"] != bot.AnsweredByNoRoute {
+	if a := got.Approvals["refund"]; a.Approved || got.AnsweredBy["refund"] != approval.ByNoRoute {
 		t.Errorf("refund from C0GENERAL: got %+v by %q, want denied by policy:none", a, got.AnsweredBy["refund"])
 	}
 	mallory := &agentrunner.RunContext{Deps: &approval.Origin{Channel: "C0SUPPORT", User: "U0MALLORY"}}
@@ -260,7 +260,7 @@ routes:
 }
 
 func TestPolicyNoRoutes(t *testing.T) {
-	p := &bot.Policy{}
+	p := &approval.Policy{}
 	req := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{{ToolName: "x", ToolCallID: "1"}}}
 	got, err := p.HandleDeferred(t.Context(), nil, req)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,9 @@ import (
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
+	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/store"
+	"github.com/slackapprove/slackbot/store/redistest"
 )
 
 // apiRoutes: refunds under $100 from the billing client pass by policy,
@@ -44,64 +46,14 @@ routes:
     timeout: 10m
 `
 
-// memApprovals keeps approvals in memory, deciding as the store does in
-// the simple cases AskAPI needs.
-type memApprovals struct {
-	bot.StubStore
-	mu        sync.Mutex
-	approvals map[string]*approval.Request
-	decisions []approval.Decision
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
-func (m *memApprovals) Create(_ context.Context, a *approval.Request) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.approvals == nil {
-		m.approvals = map[string]*approval.Request{}
-	}
-	if _, ok := m.approvals[a.Token]; ok {
-		return errors.New("duplicate token")
-	}
-	m.approvals[a.Token] = a
-	return nil
-}
-
-func (m *memApprovals) Get(_ context.Context, token string) (*approval.Request, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, ok := m.approvals[token]
-	if !ok {
-		return nil, approval.ErrNotFound
-	}
-	return a, nil
-}
-
-func (m *memApprovals) SetMessage(_ context.Context, token, callID string, ref approval.MessageRef) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.approvals[token].Call(callID).Message = ref
-	return nil
-}
-
-func (m *memApprovals) Decide(_ context.Context, token string, d approval.Decision) (*approval.Decided, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, ok := m.approvals[token]
-	if !ok {
-		return nil, approval.ErrNotFound
-	}
-	c := a.Call(d.CallID)
-	if c.Status != approval.CallPending {
-		return &approval.Decided{Request: a, Call: c}, approval.ErrDecided
-	}
-	m.decisions = append(m.decisions, d)
-	bot.ApplyDecision(c, d)
-	return &approval.Decided{Request: a, Call: c, Changed: true}, nil
-}
-
+// askAPIEnv is an approval.Service that posts with bot.Cards to a fake
+// Slack, over the real store on Redis.
 type askAPIEnv struct {
-	bot   *bot.Bot
-	store *memApprovals
+	svc   *approval.Service
+	cards *bot.Cards
+	store *store.Store
 	slack *slackfake.Server
 	now   time.Time
 }
@@ -109,15 +61,27 @@ type askAPIEnv struct {
 func newAskAPIEnv(t *testing.T) *askAPIEnv {
 	t.Helper()
 	now := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
-	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace(), slackfake.WithClock(func() time.Time { return now }))
-	mem := &memApprovals{}
-	b := bot.New(bot.Config{
-		Slack:     slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv))),
-		Approvals: mem, Routes: parseRoutes(t, apiRoutes), TeamID: "T0FAKE",
-		Now: func() time.Time { return now },
+	clock := func() time.Time { return now }
+	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace(), slackfake.WithClock(clock))
+	rdb, prefix := redistest.Client(t)
+	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock})
+	api := slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))
+	routes := parseRoutes(t, apiRoutes)
+	cards := bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes})
+	svc := approval.New(approval.Config{
+		Store: st, Poster: cards, Directory: &bot.Usergroups{Slack: api}, Routes: routes, Now: clock,
 	})
-	t.Cleanup(b.Close)
-	return &askAPIEnv{bot: b, store: mem, slack: fake, now: now}
+	t.Cleanup(svc.Close)
+	return &askAPIEnv{svc: svc, cards: cards, store: st, slack: fake, now: now}
+}
+
+func parseRoutes(t *testing.T, src string) *routing.Routes {
+	t.Helper()
+	rs, err := routing.ParseRoutes([]byte(src), t.Name()+".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
 }
 
 func call(id, tool, args string) agentrunner.ToolCallPart {
@@ -133,13 +97,13 @@ func TestAskAPI(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		req       bot.APIRequest
+		req       approval.Opening
 		wantCalls []callWant
 		wantCards map[string]int // channel: cards posted
 		wantTTL   time.Duration
 	}{{
 		name: "routed by tool name; policies see the client",
-		req: bot.APIRequest{Client: "billing", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+		req: approval.Opening{Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("r1", "issue_refund", `{"amount":50}`),
 			call("r2", "issue_refund", `{"amount":500}`),
 			call("d1", "delete_file", `{"path":"/etc/passwd"}`),
@@ -157,7 +121,7 @@ func TestAskAPI(t *testing.T) {
 		wantTTL:   30 * time.Minute,
 	}, {
 		name: "a free-text requester does not pass for the client",
-		req: bot.APIRequest{Client: "support", Requester: "api:billing", Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+		req: approval.Opening{Origin: approval.Origin{Client: "support", Name: "api:billing"}, Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("r1", "issue_refund", `{"amount":50}`),
 		}}},
 		wantCalls: []callWant{{"r1", "refunds", 1, approval.CallPending, ""}},
@@ -165,7 +129,7 @@ func TestAskAPI(t *testing.T) {
 		wantTTL:   30 * time.Minute,
 	}, {
 		name: "a named route takes the calls its tools match",
-		req: bot.APIRequest{Client: "billing", Route: "ops", Requests: agentrunner.DeferredToolRequests{
+		req: approval.Opening{Origin: approval.Origin{Client: "billing"}, Route: "ops", Requests: agentrunner.DeferredToolRequests{
 			Approvals: []agentrunner.ToolCallPart{call("a1", "deploy_web", `{"amount":50}`)},
 			Calls:     []agentrunner.ToolCallPart{call("x1", "deploy_db", `{}`)},
 		}},
@@ -177,27 +141,27 @@ func TestAskAPI(t *testing.T) {
 		wantTTL:   10 * time.Minute,
 	}, {
 		name: "the client's timeout wins, capped at a week",
-		req: bot.APIRequest{Client: "billing", Timeout: 30 * 24 * time.Hour, Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+		req: approval.Opening{Origin: approval.Origin{Client: "billing"}, Timeout: 30 * 24 * time.Hour, Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("g1", "deploy_web", `{}`),
 		}}},
 		wantCalls: []callWant{{"g1", "ops", 1, approval.CallPending, ""}},
 		wantCards: map[string]int{"C0GENERAL": 1},
-		wantTTL:   bot.MaxAPITimeout,
+		wantTTL:   approval.MaxTimeout,
 	}, {
 		name: "external calls no route matches fail at once",
-		req: bot.APIRequest{Client: "billing", Requests: agentrunner.DeferredToolRequests{Calls: []agentrunner.ToolCallPart{
+		req: approval.Opening{Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{Calls: []agentrunner.ToolCallPart{
 			call("x1", "fetch_report", `{}`),
 		}}},
 		wantCalls: []callWant{{"x1", "", 1, approval.CallFailed, "policy:none"}},
 		wantCards: map[string]int{},
-		wantTTL:   bot.DefaultTimeout,
+		wantTTL:   approval.DefaultTimeout,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newAskAPIEnv(t)
 			tt.req.Token = agentrunner.NewToken()
-			if _, err := e.bot.AskAPI(t.Context(), tt.req); err != nil {
-				t.Fatalf("AskAPI: %v", err)
+			if _, err := e.svc.Open(t.Context(), tt.req); err != nil {
+				t.Fatalf("Open: %v", err)
 			}
 			a, err := e.store.Get(t.Context(), tt.req.Token)
 			if err != nil {
@@ -235,22 +199,22 @@ func TestAskAPICard(t *testing.T) {
 	e := newAskAPIEnv(t)
 	token := agentrunner.NewToken()
 	var created *approval.Request
-	_, err := e.bot.AskAPI(t.Context(), bot.APIRequest{
-		Token: token, Client: "support", Requester: "Ticket bot <@U0ALICE>",
+	_, err := e.svc.Open(t.Context(), approval.Opening{
+		Token: token, Origin: approval.Origin{Client: "support", Name: "Ticket bot <@U0ALICE>"},
 		Context: "Customer *Bob* asked for a refund of order A-1002.",
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("r1", "issue_refund", `{"amount":500,"order_id":"A-1002"}`),
 		}},
-		Create: func(ctx context.Context, a *approval.Request) error {
+		Recorded: func(_ context.Context, a *approval.Request) error {
 			created = a
-			return e.store.Create(ctx, a)
+			return nil
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if created == nil || created.Origin.Name != "Ticket bot <@U0ALICE>" || created.Origin.Client != "support" || created.Origin.Shown() != "Ticket bot <@U0ALICE>" || created.Context == "" {
-		t.Fatalf("Create hook: got %+v; want the approval with requester and context", created)
+		t.Fatalf("Recorded hook: got %+v; want the approval with requester and context", created)
 	}
 	msgs := e.slack.Messages("C0APPROVALS")
 	if len(msgs) != 1 {
@@ -271,29 +235,31 @@ func TestAskAPIRouteErrors(t *testing.T) {
 	refund := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("r1", "issue_refund", `{"amount":500}`)}}
 	tests := []struct {
 		name string
-		req  bot.APIRequest
-		want error
+		req  approval.Opening
+		want string // the error's code
+		// why, when set, is in the error's message
+		why string
 	}{
-		{"unknown route", bot.APIRequest{Route: "nope", Requests: refund}, bot.ErrUnknownRoute},
-		{"named route not allowed", bot.APIRequest{Route: "ops", AllowedRoutes: []string{"refunds"}, Requests: refund}, bot.ErrRouteForbidden},
-		{"matched route not allowed", bot.APIRequest{AllowedRoutes: []string{"ops"}, Requests: refund}, bot.ErrRouteForbidden},
-		{"no routes allowed", bot.APIRequest{AllowedRoutes: []string{}, Requests: refund}, bot.ErrRouteForbidden},
+		{"unknown route", approval.Opening{Route: "nope", Requests: refund}, approval.ENOROUTE, ""},
+		{"named route not allowed", approval.Opening{Route: "ops", AllowedRoutes: []string{"refunds"}, Requests: refund}, approval.EFORBIDDEN, ""},
+		{"matched route not allowed", approval.Opening{AllowedRoutes: []string{"ops"}, Requests: refund}, approval.EFORBIDDEN, ""},
+		{"no routes allowed", approval.Opening{AllowedRoutes: []string{}, Requests: refund}, approval.EFORBIDDEN, ""},
 		// A named route never judges a tool its when.tools do not match:
 		// a key allowed only "refunds" cannot get delete_everything
 		// approved by the refunds policy (amount <= 100) by naming it.
-		{"named route for a tool it does not match", bot.APIRequest{Route: "refunds", AllowedRoutes: []string{"refunds"},
-			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("x1", "delete_everything", `{"amount":1}`)}}}, bot.ErrRouteNotForTool},
-		{"named route, one call of several it does not match", bot.APIRequest{Route: "refunds",
+		{"named route for a tool it does not match", approval.Opening{Route: "refunds", AllowedRoutes: []string{"refunds"},
+			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("x1", "delete_everything", `{"amount":1}`)}}}, approval.EFORBIDDEN, "does not match the call's tool"},
+		{"named route, one call of several it does not match", approval.Opening{Route: "refunds",
 			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
-				call("r1", "issue_refund", `{"amount":1}`), call("x1", "delete_everything", `{"amount":1}`)}}}, bot.ErrRouteForbidden},
+				call("r1", "issue_refund", `{"amount":1}`), call("x1", "delete_everything", `{"amount":1}`)}}}, approval.EFORBIDDEN, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newAskAPIEnv(t)
-			tt.req.Token, tt.req.Client = agentrunner.NewToken(), "billing"
-			_, err := e.bot.AskAPI(t.Context(), tt.req)
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("got %v, want %v", err, tt.want)
+			tt.req.Token, tt.req.Origin.Client = agentrunner.NewToken(), "billing"
+			_, err := e.svc.Open(t.Context(), tt.req)
+			if approval.ErrorCode(err) != tt.want || !strings.Contains(approval.ErrorMessage(err), tt.why) {
+				t.Fatalf("got %v, want %s (%q)", err, tt.want, tt.why)
 			}
 			if _, err := e.store.Get(t.Context(), tt.req.Token); !errors.Is(err, approval.ErrNotFound) {
 				t.Errorf("a refused request was recorded (%v)", err)
@@ -311,7 +277,7 @@ func TestAskAPICardNotPosted(t *testing.T) {
 	e := newAskAPIEnv(t)
 	e.slack.ErrorNext("chat.postMessage", "channel_not_found", 1)
 	token := agentrunner.NewToken()
-	_, err := e.bot.AskAPI(t.Context(), bot.APIRequest{Token: token, Client: "billing", Requests: agentrunner.DeferredToolRequests{
+	_, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
 		Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`), call("d2", "delete_file", `{"path":"/b"}`)},
 	}})
 	if err != nil {
@@ -336,7 +302,7 @@ func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
 			e := newAskAPIEnv(t)
 			e.slack.ErrorNext("chat.postMessage", code, 1)
 			token := agentrunner.NewToken()
-			if _, err := e.bot.AskAPI(t.Context(), bot.APIRequest{Token: token, Client: "billing", Requests: agentrunner.DeferredToolRequests{
+			if _, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
 				Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`)},
 			}}); err != nil {
 				t.Fatal(err)
@@ -353,11 +319,15 @@ func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
 				t.Errorf("posted card has buttons %v; want the minimal card with Approve:\n%s", got, msgs[0].BlocksJSON)
 			}
 
-			if _, err := e.store.Decide(t.Context(), token, approval.Decision{CallID: "d1", By: "U0ALICE", Action: approval.ActionApprove}); err != nil {
-				t.Fatal(err)
+			// deletions take two approvals (memApprovals, which this test
+			// used to run on, approved at the first).
+			for _, by := range []string{"U0ALICE", "U0BOB"} {
+				if _, err := e.store.Decide(t.Context(), token, approval.Decision{CallID: "d1", By: by, Action: approval.ActionApprove}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			e.slack.ErrorNext("chat.update", code, 1)
-			if err := e.bot.UpdateCards(t.Context(), token); err != nil {
+			if err := e.svc.UpdateCards(t.Context(), token); err != nil {
 				t.Fatalf("UpdateCards: %v", err)
 			}
 			m := e.slack.Messages("C0APPROVALS")[0]
@@ -365,6 +335,38 @@ func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
 				t.Errorf("decided card has buttons %v; want the minimal approved card:\n%s", got, m.BlocksJSON)
 			}
 		})
+	}
+}
+
+// Update finds a card whose message was never recorded (its poster died
+// between posting and recording) by its marker, updates it in place and
+// says where it is, for the Service to record.
+func TestUpdateLocatesAnUnrecordedCard(t *testing.T) {
+	e := newAskAPIEnv(t)
+	token := agentrunner.NewToken()
+	if _, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
+		Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.store.Get(t.Context(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Call("d1")
+	posted := c.Message
+	if posted.TS == "" {
+		t.Fatal("no card recorded")
+	}
+	c.Message = approval.MessageRef{} // as if never recorded
+	c.Status, c.DecidedBy = approval.CallDenied, "U0ALICE"
+	ref, err := e.cards.Update(t.Context(), r, c)
+	if err != nil || ref != posted {
+		t.Fatalf("Update: %+v, %v; want the posted card %+v", ref, err, posted)
+	}
+	m := e.slack.Messages("C0APPROVALS")
+	if len(m) != 1 || len(buttonIDs(m[0])) != 0 || !strings.Contains(string(m[0].BlocksJSON), "Denied") {
+		t.Errorf("cards %+v; want the one card, updated in place as denied", m)
 	}
 }
 
