@@ -99,6 +99,7 @@ type env struct {
 	// prefix starts the test's Redis keys.
 	prefix string
 	api    *httpapi.API
+	svc    *approval.Service
 	clock  *testClock
 	log    *bytes.Buffer
 	doc    *openAPIDoc
@@ -150,7 +151,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.waiter.Waiter = ev
 		waiter = opts.waiter
 	}
-	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
+	svc := approval.New(approval.Config{Store: st, Poster: b, Routes: routes, Log: log, Now: clock.Now})
+	t.Cleanup(svc.Close)
+	api, err := httpapi.New(httpapi.Config{Keys: keys, Approvals: svc, Store: st, Events: waiter, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
 		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate})
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +198,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 			t.Errorf("a bearer key is in the log")
 		}
 	})
-	return &env{t: t, srv: srv, slack: fake, store: st, rdb: rdb, prefix: prefix, api: api, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
+	return &env{t: t, srv: srv, slack: fake, store: st, rdb: rdb, prefix: prefix, api: api, svc: svc, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
 }
 
 type lockedWriter struct {

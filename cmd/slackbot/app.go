@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/store"
@@ -67,6 +68,7 @@ type app struct {
 	jobs    *store.JobQueue
 	bot     *bot.Bot
 	runs    *bot.Runs
+	svc     *approval.Service
 	runner  *agentrunner.Runner
 	metrics *metrics
 	deps    appDeps
@@ -120,18 +122,6 @@ func newApp(d appDeps) (*app, error) {
 		Slack: d.Slack, Approvals: st, Runs: st, Routes: d.Routes, TeamID: d.TeamID, EnterpriseID: d.EnterpriseID,
 		Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
-	if len(d.APIKeys) > 0 {
-		var err error
-		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Store: st, Events: a.events, Bot: a.bot, Routes: d.Routes, Log: d.Log,
-			AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
-		if err != nil {
-			return nil, err
-		}
-		a.callbacks = httpapi.NewCallbacks(httpapi.CallbacksConfig{
-			Keys: d.APIKeys, Store: st, Queue: st.CallbackQueue(0), Consumer: owner, Log: d.Log,
-			AllowPrivate: d.AllowPrivateCallbacks,
-		})
-	}
 	ask := &agentrunner.AskHandler{Ask: a.bot.Ask, Events: stoppableEvents{a.events, a.handOff}, Deadline: a.bot.Deadline}
 	opts := []agentrunner.Option{
 		agentrunner.WithHandlers(&bot.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
@@ -148,6 +138,21 @@ func newApp(d appDeps) (*app, error) {
 	}
 	a.runner = runner
 	a.bot.SetRunner(runner)
+	// Until bot is on approval.Service too (issue 12), the Service serves
+	// the HTTP API only, posting cards through bot's bridge (bot/poster.go).
+	a.svc = approval.New(approval.Config{Store: st, Poster: a.bot, Routes: d.Routes, Tools: runner,
+		Metrics: a.metrics, Log: d.Log, Now: d.StoreOptions.Now})
+	if len(d.APIKeys) > 0 {
+		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Approvals: a.svc, Store: st, Events: a.events, Routes: d.Routes, Log: d.Log,
+			AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
+		if err != nil {
+			return nil, err
+		}
+		a.callbacks = httpapi.NewCallbacks(httpapi.CallbacksConfig{
+			Keys: d.APIKeys, Store: st, Queue: st.CallbackQueue(0), Consumer: owner, Log: d.Log,
+			AllowPrivate: d.AllowPrivateCallbacks,
+		})
+	}
 	a.runs = &bot.Runs{
 		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
@@ -237,6 +242,7 @@ func (a *app) shutdown(ctx context.Context) {
 	if a.api != nil {
 		a.api.Close()
 	}
+	a.svc.Close()
 }
 
 // slackHTTPClient is the HTTP client of the Slack Web API client. It keeps
