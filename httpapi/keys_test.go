@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 func TestParseKeys(t *testing.T) {
@@ -80,7 +80,7 @@ func TestParseKeysErrors(t *testing.T) {
 }
 
 func TestNewChecksKeyRoutes(t *testing.T) {
-	routes, err := bot.ParseRoutes([]byte(routesYAML), "routes.yaml")
+	routes, err := routing.ParseRoutes([]byte(routesYAML), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
