@@ -225,6 +225,10 @@ func testPartialAnswers(t *testing.T) {
 		{"unknown id", `{"approvals":{"nope":true}}`, 400, httpapi.CodeInvalidRequest, "approval nope"},
 		{"approval answered as a call", `{"calls":{"a1":1}}`, 400, httpapi.CodeInvalidRequest, "call a1"},
 		{"external call answered as an approval", `{"approvals":{"x1":true}}`, 400, httpapi.CodeInvalidRequest, "approval x1"},
+		{"metadata naming no call", `{"approvals":{"a1":true},"metadata":{"zz":{}}}`, 400, httpapi.CodeInvalidRequest, "metadata zz"},
+		{"answered_by naming no call", `{"approvals":{"a1":true},"answered_by":{"zz":"me"}}`, 400, httpapi.CodeInvalidRequest, "answered_by zz"},
+		{"every misfit named", `{"approvals":{"nope":true,"x1":true},"calls":{"a1":1}}`, 400, httpapi.CodeInvalidRequest, "approval nope, approval x1, call a1"},
+		{"model-retry on an approval", `{"calls":{"a1":{"kind":"model-retry","message":"again"}}}`, 400, httpapi.CodeInvalidRequest, "call a1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,7 +86,7 @@ var errorTable = []struct {
 	cause  error  // an error to match with errors.Is, or
 	code   string // an approval error code
 	resp   *Error
-	status int // with apiCode: resp is built from the error's Message
+	status int // with api: the response carries the error's own Message
 	api    string
 }{
 	{cause: agentrunner.ErrNotPending, resp: errDecidedMeanwhile},
