@@ -3,7 +3,9 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +52,27 @@ func TestToErrorMapsApprovalCodes(t *testing.T) {
 	}
 	if !isEnded(fmt.Errorf("fail abc: %w", approval.ErrFailed)) || isEnded(fmt.Errorf("fail abc: %w", approval.ErrNotFound)) {
 		t.Error("isEnded: a failed request has ended, an unknown one has not")
+	}
+}
+
+// An internal error is logged once, with its detail, and the client gets
+// only the generic answer; an error the client caused is not logged.
+func TestWriteErrorLogsInternalErrorsOnce(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "/v1/approvals/abc", nil)
+	writeError(w, r, log, fmt.Errorf("get abc: %w", errors.New("dial tcp 10.1.2.3:6379: connection refused")))
+	if w.Code != http.StatusInternalServerError || strings.Contains(w.Body.String(), "10.1.2.3") || !strings.Contains(w.Body.String(), `"internal"`) {
+		t.Errorf("internal error: got %d %s, want 500 internal without the detail", w.Code, w.Body)
+	}
+	if n := strings.Count(buf.String(), "10.1.2.3"); n != 1 {
+		t.Errorf("the internal error is logged %d times, want once: %s", n, buf.String())
+	}
+	buf.Reset()
+	w = httptest.NewRecorder()
+	writeError(w, r, log, approval.Errorf(approval.EINVALID, "answers must name calls of this request: approval nope"))
+	if w.Code != http.StatusBadRequest || buf.Len() != 0 {
+		t.Errorf("a client's error: got %d and log %q, want 400 and nothing logged", w.Code, buf.String())
 	}
 }
