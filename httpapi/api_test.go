@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/httpapi"
@@ -34,19 +32,7 @@ func deletion(id, path string, extra map[string]any) map[string]any {
 }
 
 // jsonEqual fails t unless got and want are the same JSON value.
-func jsonEqual(t *testing.T, what string, got []byte, want string) {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("%s: %v in %s", what, err, got)
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("%s: bad want: %v", what, err)
-	}
-	if diff := cmp.Diff(w, g); diff != "" {
-		t.Errorf("%s (-want +got):\n%s\ngot %s", what, diff, got)
-	}
-}
+var jsonEqual = apitest.JSONEqual
 
 // spyWaiter tells the test when a long poll starts waiting.
 type spyWaiter struct {

@@ -27,41 +27,18 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// Keys of the test clients. opsbot may only use the ops route.
+// The test clients and routes (internal/apitest). opsbot may only use
+// the ops route.
 const (
-	keyBilling = "billing-key-0123456789abcdef"
-	keySupport = "support-key-0123456789abcdef"
-	keyOps     = "opsbot-key-0123456789abcdef"
-	testKeys   = "billing=" + keyBilling + ", support=" + keySupport + ", opsbot=" + keyOps + "@ops"
+	keyBilling = apitest.KeyBilling
+	keySupport = apitest.KeySupport
+	keyOps     = apitest.KeyOps
+	testKeys   = apitest.Keys
+	routesYAML = apitest.Routes
 	alice      = "U0ALICE"
 	bob        = "U0BOB"
 	approvals_ = "C0APPROVALS"
 )
-
-const routesYAML = `
-default_timeout: 1h
-routes:
-  - name: refunds
-    when: {tools: ["issue_refund"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-    auto_approve: 'args.amount <= 10'
-    auto_deny: 'args.amount > 10000'
-  - name: deletions
-    when: {tools: ["delete_*"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE, U0BOB]}
-    timeout: 30m
-  - name: ops
-    when: {tools: ["deploy_*"]}
-    channel: C0GENERAL
-    approvers: {users: [U0BOB]}
-    timeout: 10m
-  - name: reports
-    when: {tools: ["fetch_*"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-`
 
 // env is the HTTP API over a real approval.Service on a real store
 // (Redis), with the store's background loops and the callback deliverer,

@@ -16,51 +16,22 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/apitest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/internal/testbin"
 )
 
 // The clients' tests (clients/python, clients/typescript) run against the
-// whole app with these keys and routes. opsbot may only use the ops route.
-const (
-	keyBilling  = "billing-key-0123456789abcdef"
-	keySupport  = "support-key-0123456789abcdef"
-	keyOps      = "opsbot-key-0123456789abcdef"
-	apiTestKeys = "billing=" + keyBilling + ", support=" + keySupport + ", opsbot=" + keyOps + "@ops"
-)
-
-const apiRoutes = `
-default_timeout: 1h
-routes:
-  - name: refunds
-    when: {tools: ["issue_refund"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-    auto_approve: 'args.amount <= 10'
-    auto_deny: 'args.amount > 10000'
-  - name: deletions
-    when: {tools: ["delete_*"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE, U0BOB]}
-    timeout: 30m
-  - name: ops
-    when: {tools: ["deploy_*"]}
-    channel: C0GENERAL
-    approvers: {users: [U0BOB]}
-    timeout: 10m
-  - name: reports
-    when: {tools: ["fetch_*"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-`
+// whole app with the API's test keys and routes (internal/apitest).
+const keyBilling = apitest.KeyBilling
 
 // newAPIEnv is the whole app with the HTTP API on, as the clients' tests
 // and the API's end-to-end tests use it: the wall clock, so a request's
 // timeout passes in real time.
 func newAPIEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnv(t, envOptions{routes: apiRoutes, apiKeys: apiTestKeys, wallClock: true})
+	return newEnv(t, envOptions{routes: apitest.Routes, apiKeys: apitest.Keys, wallClock: true})
 }
 
 // TestPythonExample runs clients/python's tests against this

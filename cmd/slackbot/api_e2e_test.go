@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/apitest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
@@ -66,19 +64,7 @@ func decodeRequest(t *testing.T, b []byte) apiRequest {
 }
 
 // jsonEqual fails t unless got and want are the same JSON value.
-func jsonEqual(t *testing.T, what string, got []byte, want string) {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("%s: %v in %s", what, err, got)
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("%s: bad want: %v", what, err)
-	}
-	if diff := cmp.Diff(w, g); diff != "" {
-		t.Errorf("%s (-want +got):\n%s\ngot %s", what, diff, got)
-	}
-}
+var jsonEqual = apitest.JSONEqual
 
 // apiCard waits for the card of an API request's call in Slack.
 func (e *env) apiCard(token, callID string) slackfake.Message {
