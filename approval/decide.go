@@ -174,31 +174,52 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 }
 
 // results turns an API client's decisions into the results to record,
-// refusing the whole answer (nothing recorded) at the first problem.
+// refusing the whole answer (nothing recorded) at the first kind of
+// problem, in this order: answers that name no call of the request under
+// its kind (every one named, sorted), answers to calls already decided
+// (ECONFLICT, every one named), then edited arguments (CheckEdit), checked
+// in the order of the decisions.
 func (s *Service) results(ctx context.Context, r *Request, client string, ds []Decision) (*agentrunner.DeferredToolResults, error) {
-	res := agentrunner.NewDeferredToolResults()
-	var decided []string
+	var bad, decided []string
 	for _, d := range ds {
 		c := r.Call(d.CallID)
-		if c == nil || !kindFits(c.Kind, d.Action) {
-			return nil, Errorf(EINVALID, "answers must name calls of this request under their kind (approvals answer approvals, calls answer the others): %s", d.CallID)
-		}
-		if c.Status != CallPending {
+		switch {
+		case c == nil || !kindFits(c.Kind, d.Action):
+			bad = append(bad, answerNoun(d.Action)+" "+d.CallID)
+		case c.Status != CallPending:
 			decided = append(decided, fmt.Sprintf("%s (%s by %s)", c.ID, c.Status, c.DecidedBy))
-			continue
 		}
-		if err := s.addResult(ctx, r, c, d, res); err != nil {
-			return nil, err
-		}
-		if d.By != "" && d.By != client {
-			res.AnsweredBy[c.ID] = client + "/" + d.By
-		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return nil, Errorf(EINVALID, "answers must name calls of this request under their kind (approvals answer approvals, calls answer the others): %s", strings.Join(bad, ", "))
 	}
 	if len(decided) > 0 {
 		slices.Sort(decided)
 		return nil, Errorf(ECONFLICT, "already decided: %s", strings.Join(decided, ", "))
 	}
+	res := agentrunner.NewDeferredToolResults()
+	for _, d := range ds {
+		c := r.Call(d.CallID)
+		if err := s.addResult(ctx, r, c, d, res); err != nil {
+			return nil, err
+		}
+		if d.By != "" {
+			// Who answered is the authenticated client; a name the client
+			// gives is kept after it, never alone.
+			res.AnsweredBy[c.ID] = client + "/" + d.By
+		}
+	}
 	return res, nil
+}
+
+// answerNoun names an answer by where the wire format puts it: approvals
+// answer approvals, calls answer questions and external calls.
+func answerNoun(a Action) string {
+	if a == ActionApprove || a == ActionDeny {
+		return "approval"
+	}
+	return "call"
 }
 
 func (s *Service) addResult(ctx context.Context, r *Request, c *Call, d Decision, res *agentrunner.DeferredToolResults) error {
@@ -222,6 +243,8 @@ func (s *Service) addResult(ctx context.Context, r *Request, c *Call, d Decision
 		res.Calls[c.ID] = agentrunner.CallResult{Value: d.Answer}
 	case ActionFail:
 		res.Calls[c.ID] = agentrunner.Fail(d.Reason)
+	case ActionRetry:
+		res.Calls[c.ID] = agentrunner.RetryWith(d.Reason)
 	}
 	return nil
 }
@@ -230,7 +253,7 @@ func kindFits(kind agentrunner.CallKind, a Action) bool {
 	if kind == agentrunner.KindApproval {
 		return a == ActionApprove || a == ActionDeny
 	}
-	return a == ActionAnswer || a == ActionFail
+	return a == ActionAnswer || a == ActionFail || a == ActionRetry
 }
 
 // endErr returns the error of deciding on a request that ended, or nil.
@@ -260,6 +283,19 @@ func (s *Service) Cancel(ctx context.Context, token string, by Decider) (*Reques
 		return nil, err
 	}
 	after, err := s.store.Cancel(ctx, token, by.Client)
+	if err != nil {
+		return nil, err
+	}
+	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, token) })
+	return after, nil
+}
+
+// Fail ends a pending request that could not be asked for (its opening
+// failed after it was recorded) with reason, by BySlackbot: the waiter is
+// told "no decision", and the cards already posted say it. It returns
+// ENOTFOUND or the request's end.
+func (s *Service) Fail(ctx context.Context, token, reason string) (*Request, error) {
+	after, err := s.store.Fail(ctx, token, BySlackbot, reason)
 	if err != nil {
 		return nil, err
 	}

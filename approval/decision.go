@@ -9,12 +9,15 @@ import (
 type Action string
 
 // Decision actions: Approve and Deny for approvals, Answer and Fail for
-// questions and external calls.
+// questions and external calls, and Retry, which an API client may answer
+// an external call with: the model is asked to try again, told Reason
+// (the wire format's model-retry).
 const (
 	ActionApprove Action = "approve"
 	ActionDeny    Action = "deny"
 	ActionAnswer  Action = "answer"
 	ActionFail    Action = "fail"
+	ActionRetry   Action = "retry"
 )
 
 // Decision is one person's (or policy's, or API client's) decision on one
@@ -24,7 +27,8 @@ type Decision struct {
 	// By is who decided: a Slack user id, "policy:<route>", an API client.
 	By     string
 	Action Action
-	// Reason is the denial reason, or the failure message with ActionFail.
+	// Reason is the denial reason, or the message with ActionFail and
+	// ActionRetry.
 	Reason string
 	// OverrideArgs, with ActionApprove, runs the call with these arguments
 	// instead (a JSON object, or a JSON string holding one).

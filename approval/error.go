@@ -122,6 +122,12 @@ var (
 	ErrNotPending = &Error{Code: ENOTFOUND, Message: "tool call is not pending under this token", Err: agentrunner.ErrNotPending}
 )
 
+// ErrRouteNotForTool is the cause of Open's EFORBIDDEN when the route a
+// request names does not match one of its calls' tools, so a door can
+// tell the client to name another route (or none) rather than that its
+// key may not use the route.
+var ErrRouteNotForTool = errors.New("the named route does not match the call's tool (its when.tools)")
+
 // ErrorCode returns the code of err: an *Error's Code anywhere in its
 // chain (or the code of agentrunner's token error it wraps), EINTERNAL
 // for anything else, and "" for nil.

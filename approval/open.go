@@ -51,6 +51,11 @@ type Opening struct {
 	// Timeout is how long the request waits, at most MaxTimeout; zero
 	// means the earliest timeout of the routes its calls go to.
 	Timeout time.Duration
+	// Admit, when set, is called once the request is routed and its
+	// deadline set, right before it is recorded: an error refuses the
+	// request with nothing recorded (the HTTP API takes the client's
+	// quota there, when nothing else can refuse the request).
+	Admit func(ctx context.Context, r *Request) error
 	// Recorded, when set, is called right after the request is recorded
 	// and before any card shows its token (a run saves its state there, so
 	// a decision always finds the run to resume).
@@ -67,6 +72,8 @@ type Opening struct {
 //
 // It returns ENOROUTE for a route the routing file does not have and
 // EFORBIDDEN for a route the request may not use, with nothing recorded;
+// Admit's error, with nothing recorded; Recorded's error, with the request
+// recorded and no card posted;
 // ctx's error when ctx ends while posting (the request stays pending); and
 // the store's errors.
 func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
@@ -140,7 +147,7 @@ func (s *Service) plan(o Opening, routes *routing.Routes) (*Request, error) {
 		route := routes.Match(call.ToolName, o.Origin.Channel)
 		switch {
 		case route == nil && o.Route != "":
-			return nil, Errorf(EFORBIDDEN, "call %s (%s): the route %q does not match the call's tool", id, call.ToolName, o.Route)
+			return nil, Errorf(EFORBIDDEN, "call %s (%s), route %q: %w", id, call.ToolName, o.Route, ErrRouteNotForTool)
 		case route != nil && !routeAllowed(o.AllowedRoutes, route.Name):
 			return nil, Errorf(EFORBIDDEN, "call %s (%s) goes to route %q, which this API client may not use", id, call.ToolName, route.Name)
 		case route != nil:
@@ -158,8 +165,14 @@ func (s *Service) plan(o Opening, routes *routing.Routes) (*Request, error) {
 	return r, nil
 }
 
-// record stores r and lets o's Recorded hook run before any card exists.
+// record admits and stores r and lets o's Recorded hook run before any
+// card exists.
 func (s *Service) record(ctx context.Context, r *Request, o Opening) error {
+	if o.Admit != nil {
+		if err := o.Admit(ctx, r); err != nil {
+			return err
+		}
+	}
 	if err := s.store.Create(ctx, r); err != nil {
 		return fmt.Errorf("record request: %w", err)
 	}

@@ -26,9 +26,6 @@ type Config struct {
 	// Usergroups is the Directory the Service authorizes with; Close waits
 	// for its lookups. Nil: none to wait for.
 	Usergroups *Usergroups
-	// Store is the store the Service records in, for httpapi's AskAPI
-	// only (httpapi_compat.go): it goes with that file.
-	Store approval.Store
 	// TeamID is this workspace's team id (from auth.test).
 	TeamID string
 	Log    *slog.Logger
@@ -68,7 +65,6 @@ type Bot struct {
 	svc       *approval.Service
 	cards     *Cards
 	groups    *Usergroups
-	store     approval.Store
 	workspace Workspace
 	ackBudget time.Duration
 	log       *slog.Logger
@@ -84,7 +80,7 @@ type Bot struct {
 // New returns a Bot.
 func New(cfg Config) *Bot {
 	b := &Bot{
-		slack: cfg.Slack, svc: cfg.Service, cards: cfg.Cards, groups: cfg.Usergroups, store: cfg.Store,
+		slack: cfg.Slack, svc: cfg.Service, cards: cfg.Cards, groups: cfg.Usergroups,
 		log: cfg.Log, retry: cfg.Retry, now: cfg.Now, metrics: cfg.Metrics,
 	}
 	if b.log == nil {

@@ -48,9 +48,9 @@ routes:
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// askAPIEnv is an approval.Service that posts with bot.Cards to a fake
+// openEnv is an approval.Service that posts with bot.Cards to a fake
 // Slack, over the real store on Redis.
-type askAPIEnv struct {
+type openEnv struct {
 	svc   *approval.Service
 	cards *bot.Cards
 	store *store.Store
@@ -58,7 +58,7 @@ type askAPIEnv struct {
 	now   time.Time
 }
 
-func newAskAPIEnv(t *testing.T) *askAPIEnv {
+func newOpenEnv(t *testing.T) *openEnv {
 	t.Helper()
 	now := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -72,7 +72,7 @@ func newAskAPIEnv(t *testing.T) *askAPIEnv {
 		Store: st, Poster: cards, Directory: &bot.Usergroups{Slack: api}, Routes: routes, Now: clock,
 	})
 	t.Cleanup(svc.Close)
-	return &askAPIEnv{svc: svc, cards: cards, store: st, slack: fake, now: now}
+	return &openEnv{svc: svc, cards: cards, store: st, slack: fake, now: now}
 }
 
 func parseRoutes(t *testing.T, src string) *routing.Routes {
@@ -88,7 +88,7 @@ func call(id, tool, args string) agentrunner.ToolCallPart {
 	return agentrunner.ToolCallPart{ToolName: tool, Args: json.RawMessage(args), ToolCallID: id}
 }
 
-func TestAskAPI(t *testing.T) {
+func TestOpenThroughCards(t *testing.T) {
 	type callWant struct {
 		ID, Route string
 		Required  int
@@ -158,7 +158,7 @@ func TestAskAPI(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newAskAPIEnv(t)
+			e := newOpenEnv(t)
 			tt.req.Token = agentrunner.NewToken()
 			if _, err := e.svc.Open(t.Context(), tt.req); err != nil {
 				t.Fatalf("Open: %v", err)
@@ -195,8 +195,8 @@ func TestAskAPI(t *testing.T) {
 	}
 }
 
-func TestAskAPICard(t *testing.T) {
-	e := newAskAPIEnv(t)
+func TestOpenCard(t *testing.T) {
+	e := newOpenEnv(t)
 	token := agentrunner.NewToken()
 	var created *approval.Request
 	_, err := e.svc.Open(t.Context(), approval.Opening{
@@ -231,7 +231,7 @@ func TestAskAPICard(t *testing.T) {
 	}
 }
 
-func TestAskAPIRouteErrors(t *testing.T) {
+func TestOpenRouteErrors(t *testing.T) {
 	refund := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("r1", "issue_refund", `{"amount":500}`)}}
 	tests := []struct {
 		name string
@@ -255,7 +255,7 @@ func TestAskAPIRouteErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newAskAPIEnv(t)
+			e := newOpenEnv(t)
 			tt.req.Token, tt.req.Origin.Client = agentrunner.NewToken(), "billing"
 			_, err := e.svc.Open(t.Context(), tt.req)
 			if approval.ErrorCode(err) != tt.want || !strings.Contains(approval.ErrorMessage(err), tt.why) {
@@ -273,8 +273,8 @@ func TestAskAPIRouteErrors(t *testing.T) {
 
 // A card Slack refuses ends its call with no decision, so the agent hears
 // at once instead of waiting for the timeout; other cards still go out.
-func TestAskAPICardNotPosted(t *testing.T) {
-	e := newAskAPIEnv(t)
+func TestOpenCardNotPosted(t *testing.T) {
+	e := newOpenEnv(t)
 	e.slack.ErrorNext("chat.postMessage", "channel_not_found", 1)
 	token := agentrunner.NewToken()
 	_, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
@@ -299,7 +299,7 @@ func TestAskAPICardNotPosted(t *testing.T) {
 func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
 	for _, code := range []string{"msg_blocks_too_long", "invalid_blocks"} {
 		t.Run(code, func(t *testing.T) {
-			e := newAskAPIEnv(t)
+			e := newOpenEnv(t)
 			e.slack.ErrorNext("chat.postMessage", code, 1)
 			token := agentrunner.NewToken()
 			if _, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
@@ -342,7 +342,7 @@ func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
 // between posting and recording) by its marker, updates it in place and
 // says where it is, for the Service to record.
 func TestUpdateLocatesAnUnrecordedCard(t *testing.T) {
-	e := newAskAPIEnv(t)
+	e := newOpenEnv(t)
 	token := agentrunner.NewToken()
 	if _, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
 		Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`)},

@@ -50,7 +50,7 @@ func (rs *Runs) followUp(ctx, runCtx context.Context, deps *RunDeps, res *agentr
 			}
 		}
 		for _, token := range cards {
-			if err := rs.Bot.UpdateCards(ctx, token); err != nil {
+			if err := rs.Bot.svc.UpdateCards(ctx, token); err != nil {
 				log.ErrorContext(ctx, "update cards", "err", err)
 			}
 		}

@@ -52,7 +52,7 @@ func newTestBot(tc testConfig) *Bot {
 		Metrics: metrics, Log: tc.Log, Now: tc.Now,
 	})
 	return New(Config{
-		Slack: tc.Slack, Service: svc, Cards: cards, Usergroups: groups, Store: store,
+		Slack: tc.Slack, Service: svc, Cards: cards, Usergroups: groups,
 		TeamID: tc.TeamID, EnterpriseID: tc.EnterpriseID, Log: tc.Log, Retry: tc.Retry, Now: tc.Now,
 		Metrics: tc.Metrics, AckBudget: tc.AckBudget,
 	})

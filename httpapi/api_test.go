@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
-	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/internal/apitest"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -34,19 +32,7 @@ func deletion(id, path string, extra map[string]any) map[string]any {
 }
 
 // jsonEqual fails t unless got and want are the same JSON value.
-func jsonEqual(t *testing.T, what string, got []byte, want string) {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("%s: %v in %s", what, err, got)
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("%s: bad want: %v", what, err)
-	}
-	if diff := cmp.Diff(w, g); diff != "" {
-		t.Errorf("%s (-want +got):\n%s\ngot %s", what, diff, got)
-	}
-}
+var jsonEqual = apitest.JSONEqual
 
 // spyWaiter tells the test when a long poll starts waiting.
 type spyWaiter struct {
@@ -95,7 +81,7 @@ func TestAPI(t *testing.T) {
 	t.Run("callbacks", testCallbacks)
 	t.Run("callback redirects", testCallbackRedirect)
 	if !t.Failed() {
-		checkCoverage(t, loadOpenAPI(t))
+		apitest.Load(t).CheckCoverage(t)
 	}
 }
 
@@ -122,11 +108,8 @@ func testApproveLongPoll(t *testing.T) {
 		t.Errorf("expires %v after creation, want the route's 30m", got)
 	}
 	card := e.card(a.Token, "call_1")
-	text := strings.ReplaceAll(string(card.BlocksJSON), `\u0026`, "&")
-	for _, want := range []string{"Customer asked to delete their export in ticket #42.", "Ticket bot", "delete_file", "/tmp/report.csv"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the card does not show %q: %s", want, text)
-		}
+	if rec, err := e.svc.Get(t.Context(), a.Token); err != nil || rec.Context != "Customer asked to delete their export in ticket #42." || rec.Origin.Shown() != "Ticket bot" {
+		t.Errorf("the card's request: context and requester not recorded (%v)", err)
 	}
 
 	// At once: still pending.
@@ -141,7 +124,7 @@ func testApproveLongPoll(t *testing.T) {
 		t.Fatal("the long poll did not start waiting")
 	}
 	clickSent := time.Now()
-	e.click(alice, card, bot.ActionIDApprove)
+	e.click(alice, card, approval.ActionApprove)
 	clicked := time.Now()
 	var got timedResponse
 	select {
@@ -158,9 +141,7 @@ func testApproveLongPoll(t *testing.T) {
 		t.Errorf("after the click: got %s", got.body)
 	}
 	jsonEqual(t, "results", done.Results, `{"calls":{},"approvals":{"call_1":true},"metadata":{},"answered_by":{"call_1":"U0ALICE"}}`)
-	e.waitFor("the card to say approved", func() bool {
-		return strings.Contains(string(e.latest(card).BlocksJSON), "Approved")
-	})
+	e.waitShown(card, approval.CallApproved)
 }
 
 func testDenyWithReason(t *testing.T) {
@@ -168,9 +149,7 @@ func testDenyWithReason(t *testing.T) {
 	a := e.create(keyBilling, deletion("call_2", "/srv/data", nil))
 	polled := e.poll(keyBilling, a.Token, "30")
 	card := e.card(a.Token, "call_2")
-	e.click(bob, card, bot.ActionIDDenyReason)
-	view := e.waitView(bot.CallbackDenyReason)
-	e.submit(bob, view, map[string]map[string]string{bot.BlockIDDenyReason: {bot.ActionIDDenyReasonInput: "Not on a Friday."}})
+	e.deny(bob, card, "Not on a Friday.")
 	got := <-polled
 	done := got.approval(t)
 	if done.Status != "resolved" || done.Calls[0].State != "denied" {
@@ -196,12 +175,11 @@ func testOverrideArgs(t *testing.T) {
 	jsonEqual(t, "results", done.Results,
 		`{"calls":{},"approvals":{"call_3":{"override_args":{"path":"/srv/all/tmp"},"kind":"tool-approved"}},"metadata":{},"answered_by":{"call_3":"billing"}}`)
 	// The card shows the programmatic decision.
-	e.waitFor("the card to show the API's approval", func() bool {
-		s := string(e.latest(card).BlocksJSON)
-		return strings.Contains(s, "Approved") && strings.Contains(s, "billing")
-	})
+	if shown := e.waitShown(card, approval.CallApproved); shown.DecidedBy != "billing" {
+		t.Errorf("the card shows the call decided by %q, want billing", shown.DecidedBy)
+	}
 	// A click afterwards changes nothing.
-	e.click(alice, card, bot.ActionIDApprove)
+	e.click(alice, card, approval.ActionApprove)
 	again := e.do(request{key: keyBilling, method: http.MethodGet, path: "/v1/approvals/" + a.Token})
 	jsonEqual(t, "results after a late click", again.approval(t).Results, string(done.Results))
 }
@@ -233,6 +211,10 @@ func testPartialAnswers(t *testing.T) {
 		{"unknown id", `{"approvals":{"nope":true}}`, 400, httpapi.CodeInvalidRequest, "approval nope"},
 		{"approval answered as a call", `{"calls":{"a1":1}}`, 400, httpapi.CodeInvalidRequest, "call a1"},
 		{"external call answered as an approval", `{"approvals":{"x1":true}}`, 400, httpapi.CodeInvalidRequest, "approval x1"},
+		{"metadata naming no call", `{"approvals":{"a1":true},"metadata":{"zz":{}}}`, 400, httpapi.CodeInvalidRequest, "metadata zz"},
+		{"answered_by naming no call", `{"approvals":{"a1":true},"answered_by":{"zz":"me"}}`, 400, httpapi.CodeInvalidRequest, "answered_by zz"},
+		{"every misfit named", `{"approvals":{"nope":true,"x1":true},"calls":{"a1":1}}`, 400, httpapi.CodeInvalidRequest, "approval nope, approval x1, call a1"},
+		{"model-retry on an approval", `{"calls":{"a1":{"kind":"model-retry","message":"again"}}}`, 400, httpapi.CodeInvalidRequest, "call a1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +225,7 @@ func testPartialAnswers(t *testing.T) {
 			}
 		})
 	}
-	e.click(alice, e.card(a.Token, "a1"), bot.ActionIDApprove)
+	e.click(alice, e.card(a.Token, "a1"), approval.ActionApprove)
 	done := e.do(request{key: keyBilling, method: http.MethodGet, path: "/v1/approvals/" + a.Token + "?wait=10s"}).approval(t)
 	if done.Status != "resolved" {
 		t.Fatalf("after the click: got %s", done.Status)
@@ -268,7 +250,7 @@ func testExpiry(t *testing.T) {
 	}
 	jsonEqual(t, "results", done.Results,
 		`{"calls":{},"approvals":{"call_4":{"message":"No decision on this tool call arrived: the request expired","kind":"tool-denied"}},"metadata":{},"answered_by":{}}`)
-	e.waitFor("the card to say expired", func() bool { return strings.Contains(string(e.latest(card).BlocksJSON), "Expired") })
+	e.waitShown(card, approval.CallExpired)
 	resp := e.do(request{key: keyBilling, method: http.MethodPost, path: "/v1/approvals/" + a.Token + "/results", body: `{"approvals":{"call_4":true}}`})
 	if resp.status != http.StatusConflict || !strings.Contains(resp.apiError(t).Error.Message, "expired") {
 		t.Errorf("answer after expiry: got %d %s, want 409 saying expired", resp.status, resp.body)
@@ -294,10 +276,7 @@ func testCancel(t *testing.T) {
 	const msg = "No decision on this tool call arrived: cancelled"
 	jsonEqual(t, "results", done.Results, `{"calls":{"c2":{"message":"`+msg+`","kind":"tool-failed"}},"approvals":{"c1":{"message":"`+msg+`","kind":"tool-denied"}},"metadata":{},"answered_by":{}}`)
 	for _, id := range []string{"c1", "c2"} {
-		card := e.card(a.Token, id)
-		e.waitFor("the card of "+id+" to say cancelled", func() bool {
-			return strings.Contains(string(e.latest(card).BlocksJSON), "Cancelled")
-		})
+		e.waitShown(e.card(a.Token, id), approval.CallCancelled)
 	}
 	again := e.do(request{key: keyBilling, method: http.MethodDelete, path: "/v1/approvals/" + a.Token})
 	if again.status != http.StatusConflict || again.apiError(t).Error.Code != httpapi.CodeConflict {
@@ -337,11 +316,11 @@ func testIdempotency(t *testing.T) {
 	if theirs.Token == first.Token {
 		t.Errorf("another client's request with the same key got the same token")
 	}
-	if n := len(e.slack.Messages(approvals_)); n != 2 {
+	if n := e.poster.cards(approvals_); n != 2 {
 		t.Errorf("got %d cards, want 2 (one per client)", n)
 	}
 	// The status follows the token.
-	e.click(alice, e.card(first.Token, "call_5"), bot.ActionIDApprove)
+	e.click(alice, e.card(first.Token, "call_5"), approval.ActionApprove)
 	e.do(request{key: keyBilling, method: http.MethodGet, path: "/v1/approvals/" + first.Token + "?wait=10s"})
 	resp = e.do(request{key: keyBilling, method: http.MethodPost, path: "/v1/approvals", body: body})
 	if got := resp.approval(t); resp.status != http.StatusOK || got.Token != first.Token || got.Status != "resolved" {
@@ -500,7 +479,7 @@ func testMalformed(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.slack.Messages(approvals_)); n != 1 {
+	if n := e.poster.cards(approvals_); n != 1 {
 		t.Errorf("malformed requests posted cards: %d cards, want 1", n)
 	}
 	if got := e.do(request{key: keyBilling, method: http.MethodGet, path: "/v1/approvals/" + a.Token}).approval(t); got.Status != "pending" {
@@ -558,14 +537,12 @@ func testRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !res.Approvals["small"].Approved || res.AnsweredBy["small"] != "policy:refunds" ||
-		res.Approvals["rocket"].Approved || res.AnsweredBy["rocket"] != bot.AnsweredByNoRoute ||
+		res.Approvals["rocket"].Approved || res.AnsweredBy["rocket"] != approval.ByNoRoute ||
 		!strings.Contains(res.Approvals["rocket"].Message, "No approval route matches launch_rocket") {
 		t.Errorf("policy results: got %s", a.Results)
 	}
-	for _, m := range e.slack.Messages(approvals_) {
-		if strings.Contains(string(m.BlocksJSON), a.Token[:10]) {
-			t.Errorf("a card was posted for calls policies decided")
-		}
+	if n := e.poster.cardsOf(a.Token); n != 0 {
+		t.Errorf("%d cards were posted for calls policies decided", n)
 	}
 }
 

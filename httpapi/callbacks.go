@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/approval"
-	"github.com/slackapprove/slackbot/store"
 )
 
 // Headers of a callback request.
@@ -41,15 +40,15 @@ const (
 // implements it.
 type CallbackQueue interface {
 	// Read returns new jobs for consumer, blocking up to block.
-	Read(ctx context.Context, consumer string, block time.Duration) ([]store.CallbackJob, error)
+	Read(ctx context.Context, consumer string, block time.Duration) ([]approval.CallbackJob, error)
 	// Reclaim takes over jobs another consumer left idle for minIdle.
-	Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]store.CallbackJob, error)
+	Reclaim(ctx context.Context, consumer string, minIdle time.Duration) ([]approval.CallbackJob, error)
 	// ReclaimDead takes over the jobs of consumers whose process died.
-	ReclaimDead(ctx context.Context, consumer string) ([]store.CallbackJob, error)
+	ReclaimDead(ctx context.Context, consumer string) ([]approval.CallbackJob, error)
 	// Ack removes handled jobs.
 	Ack(ctx context.Context, ids ...string) error
 	// Retry acknowledges job and schedules its next attempt at at.
-	Retry(ctx context.Context, job store.CallbackJob, at time.Time) error
+	Retry(ctx context.Context, job approval.CallbackJob, at time.Time) error
 	// Promote moves the attempts that are due back onto the queue.
 	Promote(ctx context.Context) (int, error)
 }
@@ -60,7 +59,7 @@ type CallbackStore interface {
 	// Get returns a token's record.
 	Get(ctx context.Context, token string) (*approval.Request, error)
 	// AuditCallback records an attempt in the audit stream.
-	AuditCallback(ctx context.Context, a store.CallbackAttempt) error
+	AuditCallback(ctx context.Context, a approval.CallbackAttempt) error
 }
 
 // CallbacksConfig configures Callbacks.
@@ -222,7 +221,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // Deliver makes one attempt of a job and settles it: acknowledged when
 // delivered or out of attempts, rescheduled otherwise. Run calls it; it is
 // exported for tests and tools.
-func (c *Callbacks) Deliver(ctx context.Context, job store.CallbackJob) {
+func (c *Callbacks) Deliver(ctx context.Context, job approval.CallbackJob) {
 	rec, err := c.cfg.Store.Get(ctx, job.Token)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -274,18 +273,18 @@ func (c *Callbacks) post(ctx context.Context, rec *approval.Request, key *Key, a
 
 // settle acknowledges or reschedules a job after an attempt and records
 // the attempt in the audit stream.
-func (c *Callbacks) settle(ctx context.Context, job store.CallbackJob, client string, status int, err error, retryable bool) {
-	a := store.CallbackAttempt{Token: job.Token, Client: client, Attempt: job.Attempt, Status: status}
+func (c *Callbacks) settle(ctx context.Context, job approval.CallbackJob, client string, status int, err error, retryable bool) {
+	a := approval.CallbackAttempt{Token: job.Token, Client: client, Attempt: job.Attempt, Status: status}
 	var qerr error
 	switch {
 	case err == nil:
-		a.Outcome = store.CallbackDelivered
+		a.Outcome = approval.CallbackDelivered
 		qerr = c.cfg.Queue.Ack(ctx, job.ID)
 	case retryable && job.Attempt < c.cfg.Attempts:
-		a.Outcome, a.Error = store.CallbackRetrying, err.Error()
+		a.Outcome, a.Error = approval.CallbackRetrying, err.Error()
 		qerr = c.cfg.Queue.Retry(ctx, job, c.cfg.Now().Add(c.cfg.Backoff(job.Attempt)))
 	default:
-		a.Outcome, a.Error = store.CallbackAbandoned, err.Error()
+		a.Outcome, a.Error = approval.CallbackAbandoned, err.Error()
 		qerr = c.cfg.Queue.Ack(ctx, job.ID)
 		c.log.WarnContext(ctx, "callback abandoned", "client", client, "attempt", job.Attempt, "err", err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -127,7 +127,7 @@ func testCallbacks(t *testing.T) {
 	expired := e.create(keyBilling, deletion("cb3", "/tmp/c", map[string]any{"callback_url": hook, "timeout": "1m"}))
 	silent := e.create(keyBilling, deletion("cb4", "/tmp/d", nil))
 
-	e.click(alice, e.card(resolved.Token, "cb1"), bot.ActionIDApprove)
+	e.click(alice, e.card(resolved.Token, "cb1"), approval.ActionApprove)
 	if resp := e.do(request{key: keyBilling, method: http.MethodDelete, path: "/v1/approvals/" + cancelled.Token}); resp.status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", resp.status, resp.body)
 	}
@@ -153,7 +153,7 @@ func testCallbacks(t *testing.T) {
 			if d.status != tc.status || d.attempt != strconv.Itoa(i+1) {
 				t.Errorf("%s attempt %d: got status %q, attempt header %q", tc.status, i+1, d.status, d.attempt)
 			}
-			e.doc.validate(t, "POST", "callback", "/components/schemas/Approval", d.body)
+			e.doc.Validate(t, "POST", "callback", "/components/schemas/Approval", d.body)
 			if err := httpapi.VerifyCallback(rc.secret, http.Header{
 				"X-Slackbot-Timestamp": {strconv.FormatInt(time.Now().Unix(), 10)},
 			}, d.body, time.Now(), time.Minute); err == nil {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
-	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/store"
 )
 
 // Error codes: stable strings clients may branch on, each with one HTTP
@@ -58,9 +56,9 @@ var (
 		Message: "no approval request with this token"}
 )
 
-func rateLimited(l *store.RateLimitError) *Error {
+func rateLimited(l *approval.RateLimitError) *Error {
 	msg := "this key creates requests faster than API_RATE allows; retry after the Retry-After seconds"
-	if l.Limit == "max_open" {
+	if l.Limit == approval.LimitMaxOpen {
 		msg = "this key has as many requests open as API_MAX_OPEN allows; retry when some are decided, cancelled or expired"
 	}
 	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: msg, RetryAfter: l.RetryAfter}
@@ -76,31 +74,43 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
-// errorMap maps errors to what the client sees, first match first:
-// approval's errors by code (ErrNotPending, which shares ENOTFOUND, is a
-// call decided meanwhile: it wraps agentrunner.ErrNotPending), and bot's refusals of a route.
-var errorMap = []struct {
-	code   string // an approval error code, or
-	target error  // an error to match with errors.Is
+// errorTable maps approval's errors to what the client sees, first match
+// first: by cause where one code covers two answers (ErrNotPending shares
+// ENOTFOUND but is a call decided meanwhile; ErrRouteNotForTool is an
+// EFORBIDDEN that asks for another route), then by code. A row with a
+// status and no resp answers with the error's own Message, which approval
+// writes for the client (what was malformed, which calls were decided).
+// An unknown route answers as a forbidden one, so a restricted key
+// cannot probe route names.
+var errorTable = []struct {
+	cause  error  // an error to match with errors.Is, or
+	code   string // an approval error code
 	resp   *Error
+	status int // with api: the response carries the error's own Message
+	api    string
 }{
-	{target: agentrunner.ErrNotPending, resp: errDecidedMeanwhile},
+	{cause: agentrunner.ErrNotPending, resp: errDecidedMeanwhile},
+	{cause: approval.ErrRouteNotForTool, resp: &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
+		Message: "the route the request names does not match the tool of every call (its when.tools); name no route, or one that matches"}},
 	{code: approval.ENOTFOUND, resp: errNotFound},
 	{code: approval.EDECIDED, resp: errDecidedMeanwhile},
 	{code: approval.ERESOLVED, resp: conflict("the approval request was already resolved")},
 	{code: approval.EEXPIRED, resp: conflict("the approval request expired")},
 	{code: approval.ECANCELLED, resp: conflict("the approval request was cancelled")},
 	{code: approval.EFAILED, resp: conflict("the approval request ended: slackbot could not ask for it")},
-	{target: bot.ErrRouteNotForTool, resp: &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
-		Message: "the route the request names does not match the tool of every call (its when.tools); name no route, or one that matches"}},
-	{target: bot.ErrUnknownRoute, resp: errRouteForbidden},
-	{target: bot.ErrRouteForbidden, resp: errRouteForbidden},
+	{code: approval.ENOROUTE, resp: errRouteForbidden},
+	{code: approval.EFORBIDDEN, resp: errRouteForbidden},
+	{code: approval.EINVALID, status: http.StatusBadRequest, api: CodeInvalidRequest},
+	{code: approval.EPOLICY, status: http.StatusBadRequest, api: CodeInvalidRequest},
+	{code: approval.ECONFLICT, status: http.StatusConflict, api: CodeConflict},
 }
 
 var (
 	errDecidedMeanwhile = conflict("a call was decided meanwhile; read the request and answer what is still pending")
 	errRouteForbidden   = &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
 		Message: "this key may not send calls to the route the request names or its calls match"}
+	errInternal = &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+		Message: "slackbot failed to handle the request; try again later"}
 )
 
 // toError maps any error to what the client sees. This is the one place
@@ -108,7 +118,7 @@ var (
 func toError(err error) *Error {
 	var e *Error
 	var tooLarge *http.MaxBytesError
-	var limited *store.RateLimitError
+	var limited *approval.RateLimitError
 	switch {
 	case errors.As(err, &e):
 		return e
@@ -119,13 +129,15 @@ func toError(err error) *Error {
 		return rateLimited(limited)
 	}
 	code := approval.ErrorCode(err)
-	for _, m := range errorMap {
-		if (m.target != nil && errors.Is(err, m.target)) || (m.target == nil && m.code == code) {
-			return m.resp
+	for _, m := range errorTable {
+		if (m.cause != nil && errors.Is(err, m.cause)) || (m.cause == nil && m.code == code) {
+			if m.resp != nil {
+				return m.resp
+			}
+			return &Error{Status: m.status, Code: m.api, Message: approval.ErrorMessage(err)}
 		}
 	}
-	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
-		Message: "slackbot failed to handle the request; try again later"}
+	return errInternal
 }
 
 // writeError writes err as an error response, logging it once if it is

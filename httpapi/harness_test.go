@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,14 +15,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/approval"
-	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
-	"github.com/slackapprove/slackbot/internal/slackfake"
-	"github.com/slackapprove/slackbot/internal/slackfaketest"
-	"github.com/slackapprove/slackbot/internal/slacktest"
+	"github.com/slackapprove/slackbot/internal/apitest"
+	"github.com/slackapprove/slackbot/internal/clocktest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -29,80 +27,37 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// Keys of the test clients. opsbot may only use the ops route.
+// The test clients and routes (internal/apitest). opsbot may only use
+// the ops route.
 const (
-	keyBilling = "billing-key-0123456789abcdef"
-	keySupport = "support-key-0123456789abcdef"
-	keyOps     = "opsbot-key-0123456789abcdef"
-	testKeys   = "billing=" + keyBilling + ", support=" + keySupport + ", opsbot=" + keyOps + "@ops"
-	testSecret = "test-signing-secret-0123456789"
-	testTeam   = "T0FAKE"
+	keyBilling = apitest.KeyBilling
+	keySupport = apitest.KeySupport
+	keyOps     = apitest.KeyOps
+	testKeys   = apitest.Keys
+	routesYAML = apitest.Routes
 	alice      = "U0ALICE"
 	bob        = "U0BOB"
 	approvals_ = "C0APPROVALS"
 )
 
-const routesYAML = `
-default_timeout: 1h
-routes:
-  - name: refunds
-    when: {tools: ["issue_refund"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-    auto_approve: 'args.amount <= 10'
-    auto_deny: 'args.amount > 10000'
-  - name: deletions
-    when: {tools: ["delete_*"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE, U0BOB]}
-    timeout: 30m
-  - name: ops
-    when: {tools: ["deploy_*"]}
-    channel: C0GENERAL
-    approvers: {users: [U0BOB]}
-    timeout: 10m
-  - name: reports
-    when: {tools: ["fetch_*"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-`
-
-// testClock runs with the wall clock, plus whatever a test adds: tokens
-// expire when the test moves it, while retries and signatures keep
-// working.
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
-}
-
-// env is slackbot's Slack side and HTTP API, running on a real Redis and
-// a fake Slack, with the store's background loops and the callback
-// deliverer.
+// env is the HTTP API over a real approval.Service on a real store
+// (Redis), with the store's background loops and the callback deliverer,
+// and a fake Poster in place of Slack: the handlers' level. The whole app
+// (Slack cards, clicks, the clients' tests) is cmd/slackbot's harness.
 type env struct {
-	t     *testing.T
-	srv   *httptest.Server
-	slack *slackfake.Server
-	store *store.Store
+	t      *testing.T
+	srv    *httptest.Server
+	poster *poster
+	store  *store.Store
 	// rdb is the store's Redis client (tests add hooks to it).
 	rdb redis.UniversalClient
 	// prefix starts the test's Redis keys.
 	prefix string
 	api    *httpapi.API
-	clock  *testClock
+	svc    *approval.Service
+	clock  *clocktest.Clock
 	log    *bytes.Buffer
-	doc    *openAPIDoc
+	doc    *apitest.Doc
 }
 
 type envOptions struct {
@@ -121,26 +76,20 @@ type envOptions struct {
 func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
-	clock := &testClock{}
+	clock := &clocktest.Clock{}
 	var logBuf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
-	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	routes, err := routing.ParseRoutes([]byte(routesYAML), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl := slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv)))
-	cards := bot.NewCards(bot.CardsConfig{Slack: sl, Routes: routes, Log: log})
-	groups := &bot.Usergroups{Slack: sl, Now: clock.Now}
-	svc := approval.New(approval.Config{Store: st, Poster: cards, Directory: groups, Routes: routes, Log: log, Now: clock.Now})
-	b := bot.New(bot.Config{
-		Slack: sl, Service: svc, Cards: cards, Usergroups: groups, Store: st, TeamID: testTeam, Log: log, Now: clock.Now,
-	})
+	p := newPoster(routes)
+	svc := approval.New(approval.Config{Store: st, Poster: p, Routes: routes, Log: log, Now: clock.Now})
 	ev := store.NewEvents(st, store.EventsOptions{
 		SweepEvery: 20 * time.Millisecond, Logger: log,
 		OnExpired: func(ctx context.Context, a *approval.Request) {
-			if err := b.UpdateCards(ctx, a.Token); err != nil {
+			if err := svc.Expire(ctx, a.Token); err != nil {
 				log.ErrorContext(ctx, "update expired cards", "err", err)
 			}
 		},
@@ -154,7 +103,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.waiter.Waiter = ev
 		waiter = opts.waiter
 	}
-	api, err := httpapi.New(httpapi.Config{Keys: keys, Store: st, Events: waiter, Bot: b, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
+	api, err := httpapi.New(httpapi.Config{Keys: keys, Approvals: svc, Store: st, Events: waiter, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
 		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate})
 	if err != nil {
 		t.Fatal(err)
@@ -185,21 +134,146 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	case <-time.After(10 * time.Second):
 		t.Fatal("events subscriber not ready")
 	}
-	mux := http.NewServeMux()
-	mux.Handle("POST /slack/interactivity", bot.VerifySlack(testSecret, log, b.HandleInteraction()))
-	mux.Handle("/v1/", api)
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(api)
 	t.Cleanup(func() {
 		api.Close()
 		srv.Close()
-		b.Close()
+		svc.Close()
 		cancel()
 		wg.Wait()
 		if strings.Contains(logBuf.String(), keyBilling) || strings.Contains(logBuf.String(), keySupport) {
 			t.Errorf("a bearer key is in the log")
 		}
 	})
-	return &env{t: t, srv: srv, slack: fake, store: st, rdb: rdb, prefix: prefix, api: api, clock: clock, log: &logBuf, doc: loadOpenAPI(t)}
+	return &env{t: t, srv: srv, poster: p, store: st, rdb: rdb, prefix: prefix, api: api, svc: svc, clock: clock, log: &logBuf, doc: apitest.Load(t)}
+}
+
+// poster is the Slack side as the Service sees it: it records the cards
+// posted, per channel, and the state each card was last updated to.
+type poster struct {
+	routes *routing.Routes
+
+	mu      sync.Mutex
+	n       int
+	posted  map[string][]string            // channel -> token/call of each card
+	updated map[string]approval.Call       // token/call -> the call as last shown
+	refs    map[string]approval.MessageRef // token/call -> its card
+}
+
+func newPoster(routes *routing.Routes) *poster {
+	return &poster{routes: routes, posted: map[string][]string{}, updated: map[string]approval.Call{}, refs: map[string]approval.MessageRef{}}
+}
+
+func (p *poster) Post(_ context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	channel := ""
+	for _, rt := range p.routes.Routes {
+		if rt.Name == c.Route {
+			channel = rt.Channel
+		}
+	}
+	p.n++
+	ref := approval.MessageRef{Channel: channel, TS: fmt.Sprintf("1700000000.%06d", p.n)}
+	p.posted[channel] = append(p.posted[channel], r.Token+"/"+c.ID)
+	p.refs[r.Token+"/"+c.ID] = ref
+	return ref, nil
+}
+
+func (p *poster) Update(_ context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.updated[r.Token+"/"+c.ID] = *c
+	return c.Message, nil
+}
+
+// cards returns how many cards were posted to channel.
+func (p *poster) cards(channel string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.posted[channel])
+}
+
+// cardsOf returns how many cards were posted for token, in any channel.
+func (p *poster) cardsOf(token string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, keys := range p.posted {
+		for _, k := range keys {
+			if strings.HasPrefix(k, token+"/") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// card is a call's card, as the store recorded where it was posted.
+type card struct {
+	token, callID string
+	ref           approval.MessageRef
+}
+
+// card waits for the card of a call and returns it.
+func (e *env) card(token, callID string) card {
+	e.t.Helper()
+	var found card
+	e.waitFor("the card of "+callID, func() bool {
+		rec, err := e.store.Get(e.t.Context(), token)
+		if err != nil {
+			return false
+		}
+		c := rec.Call(callID)
+		if c == nil || c.Message.TS == "" {
+			return false
+		}
+		found = card{token: token, callID: callID, ref: c.Message}
+		return true
+	})
+	return found
+}
+
+// shown returns the call as its card was last updated to show it, and
+// whether it was updated at all.
+func (e *env) shown(c card) (approval.Call, bool) {
+	e.poster.mu.Lock()
+	defer e.poster.mu.Unlock()
+	got, ok := e.poster.updated[c.token+"/"+c.callID]
+	return got, ok
+}
+
+// waitShown waits until the card of c shows the call in status.
+func (e *env) waitShown(c card, status approval.CallStatus) approval.Call {
+	e.t.Helper()
+	var got approval.Call
+	e.waitFor("the card of "+c.callID+" to show "+string(status), func() bool {
+		var ok bool
+		got, ok = e.shown(c)
+		return ok && got.Status == status
+	})
+	return got
+}
+
+// click decides the call of a card as user clicking it in Slack does:
+// the Service's Decide, from the card, as a person.
+func (e *env) click(user string, c card, action approval.Action) {
+	e.t.Helper()
+	e.decide(user, c, approval.Decision{CallID: c.callID, By: user, Action: action})
+}
+
+// deny denies the call of a card with a reason, as the deny-reason form.
+func (e *env) deny(user string, c card, reason string) {
+	e.t.Helper()
+	e.decide(user, c, approval.Decision{CallID: c.callID, By: user, Action: approval.ActionDeny, Reason: reason})
+}
+
+func (e *env) decide(user string, c card, d approval.Decision) {
+	e.t.Helper()
+	_, err := e.svc.Decide(e.t.Context(), c.token, approval.Decider{User: user, Card: c.ref}, d)
+	if err != nil && approval.ErrorCode(err) != approval.ERESOLVED && approval.ErrorCode(err) != approval.EDECIDED {
+		e.t.Fatalf("%s decides %s: %v", user, c.callID, err)
+	}
 }
 
 type lockedWriter struct {
@@ -319,7 +393,7 @@ func (e *env) do(req request) response {
 		e.t.Fatal(err)
 	}
 	out := response{status: resp.StatusCode, header: resp.Header, body: b}
-	e.doc.check(e.t, req.method, r.URL.Path, out)
+	e.doc.Check(e.t, req.method, r.URL.Path, out.status, out.header, out.body)
 	return out
 }
 
@@ -347,81 +421,6 @@ func (e *env) waitFor(what string, cond func() bool) {
 	}
 }
 
-// card waits for the card of a call (where the store says it was
-// posted) and returns its current version.
-func (e *env) card(token, callID string) slackfake.Message {
-	e.t.Helper()
-	var found slackfake.Message
-	e.waitFor("the card of "+callID, func() bool {
-		rec, err := e.store.Get(e.t.Context(), token)
-		if err != nil {
-			return false
-		}
-		c := rec.Call(callID)
-		if c == nil || c.Message.TS == "" {
-			return false
-		}
-		var ok bool
-		found, ok = e.slack.Message(c.Message.Channel, c.Message.TS)
-		return ok
-	})
-	return found
-}
-
-// latest returns the current version of a message.
-func (e *env) latest(m slackfake.Message) slackfake.Message {
-	e.t.Helper()
-	cur, ok := e.slack.Message(m.Channel, m.TS)
-	if !ok {
-		e.t.Fatalf("message %s vanished", m.TS)
-	}
-	return cur
-}
-
-// button finds the button with actionID on a card.
-func button(m slackfake.Message, actionID string) (*slack.ButtonBlockElement, bool) {
-	return slacktest.Button(m, actionID)
-}
-
-// slackPost sends an interactivity payload signed as Slack signs them and
-// returns the status.
-func (e *env) slackPost(ctx context.Context, payload []byte) (int, error) {
-	resp, err := slacktest.Post(ctx, e.srv.URL+"/slack/interactivity", slacktest.FormContentType,
-		slacktest.Form(payload), testSecret, time.Now())
-	if err != nil {
-		return 0, err
-	}
-	return resp.StatusCode, nil
-}
-
-// clickPayload is the block_actions payload of user clicking a card's
-// button, with a trigger the fake Slack accepts for opening a modal.
-func (e *env) clickPayload(user string, m slackfake.Message, btn *slack.ButtonBlockElement) []byte {
-	return slacktest.Click{Team: testTeam, User: user, Message: m, Button: btn, TriggerID: e.slack.IssueTrigger(user, "")}.Payload()
-}
-
-// click sends the payload of user clicking a card's button.
-func (e *env) click(user string, m slackfake.Message, actionID string) {
-	e.t.Helper()
-	btn, ok := button(m, actionID)
-	if !ok {
-		e.t.Fatalf("card %s has no %q button", m.TS, actionID)
-	}
-	status, err := e.slackPost(e.t.Context(), e.clickPayload(user, m, btn))
-	if err != nil || status != http.StatusOK {
-		e.t.Fatalf("click %s: got %d, %v", actionID, status, err)
-	}
-}
-
-// submit sends the view_submission of the open view with the given inputs.
-func (e *env) submit(user string, view slackfake.View, values map[string]map[string]string) {
-	e.t.Helper()
-	payload := slacktest.Submission{Team: testTeam, User: user, View: view, Values: values}.Payload()
-	if status, err := e.slackPost(e.t.Context(), payload); err != nil || status != http.StatusOK {
-		e.t.Fatalf("view_submission: got %d, %v", status, err)
-	}
-}
-
 // auditOf returns the audit events of a token.
 func (e *env) auditOf(token string) []store.AuditEvent {
 	e.t.Helper()
@@ -436,20 +435,4 @@ func (e *env) auditOf(token string) []store.AuditEvent {
 		}
 	}
 	return out
-}
-
-// waitView waits for a modal with the given callback_id to open.
-func (e *env) waitView(callbackID string) slackfake.View {
-	e.t.Helper()
-	var found slackfake.View
-	e.waitFor("a "+callbackID+" modal", func() bool {
-		for _, v := range e.slack.Views() {
-			if v.CallbackID == callbackID {
-				found = v
-				return true
-			}
-		}
-		return false
-	})
-	return found
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/routing"
 )
@@ -90,11 +89,11 @@ func TestNewChecksKeyRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOptions{})
-	_, err = httpapi.New(httpapi.Config{Keys: keys, Store: e.store, Events: nopWaiter{}, Bot: bot.New(bot.Config{}), Routes: routes})
+	_, err = httpapi.New(httpapi.Config{Keys: keys, Store: e.store, Events: nopWaiter{}, Approvals: e.svc, Routes: routes})
 	if !errors.Is(err, httpapi.ErrInvalidKeys) || !strings.Contains(err.Error(), `entry 1 (a) names unknown route "refund"`) {
 		t.Errorf("got %v, want the unknown route named", err)
 	}
-	if _, err := httpapi.New(httpapi.Config{Store: e.store, Events: nopWaiter{}, Bot: bot.New(bot.Config{})}); err == nil {
+	if _, err := httpapi.New(httpapi.Config{Store: e.store, Events: nopWaiter{}, Approvals: e.svc}); err == nil {
 		t.Errorf("New without keys: got no error")
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Long polls wait on the process's one subscription: while hundreds of
@@ -64,7 +64,7 @@ func TestLongPollsHoldNoRedisConnection(t *testing.T) {
 	t.Logf("%d long polls waiting; Redis pool: %d connections, %d idle", polls, st.TotalConns, st.IdleConns)
 
 	sent := time.Now()
-	e.click(alice, card, bot.ActionIDApprove)
+	e.click(alice, card, approval.ActionApprove)
 	var last time.Time
 	for range polls {
 		got := <-answers

@@ -104,14 +104,9 @@ func (s *Store) Owner(ctx context.Context, token string) (string, error) {
 	return client, nil
 }
 
-// Idempotency is what an API client's idempotency key stands for: the
-// token the first request with the key created.
-type Idempotency struct {
-	Token string
-	// Fingerprint identifies the first request (a digest of its body), so
-	// a different request reusing the key can be told apart from a retry.
-	Fingerprint string
-}
+// Idempotency is what an API client's idempotency key stands for
+// (approval's, so that the HTTP API names it without importing store).
+type Idempotency = approval.Idempotency
 
 // ClaimIdempotency makes client's idempotency key stand for token, created
 // by the request with the given fingerprint, for ttl (until

@@ -20,22 +20,15 @@ const AuditCallback AuditType = "callback"
 
 // Outcomes of a callback attempt, in the audit stream's Decision field.
 const (
-	CallbackDelivered = "delivered" // the receiver answered 2xx
-	CallbackRetrying  = "retrying"  // it failed; another attempt is scheduled
-	CallbackAbandoned = "abandoned" // it failed and no attempt is left
+	CallbackDelivered = approval.CallbackDelivered
+	CallbackRetrying  = approval.CallbackRetrying
+	CallbackAbandoned = approval.CallbackAbandoned
 )
 
 // CallbackJob is one attempt to tell a token's callback URL how the token
-// ended.
-type CallbackJob struct {
-	// ID is the job's stream entry id, for Ack and Retry.
-	ID    string
-	Token string
-	// State is how the token ended.
-	State approval.State
-	// Attempt counts the attempts of this delivery, from 1.
-	Attempt int
-}
+// ended (approval's, so that the HTTP API names it without importing
+// store).
+type CallbackJob = approval.CallbackJob
 
 // CallbackQueue hands the deliveries of callbacks to the processes that
 // make them: a Redis stream with one consumer group, written by the token
@@ -178,18 +171,7 @@ return #due
 
 // CallbackAttempt is one attempt to deliver a token's callback, for the
 // audit stream.
-type CallbackAttempt struct {
-	Token string
-	// Client is the API client the callback is for.
-	Client  string
-	Attempt int
-	// Outcome is CallbackDelivered, CallbackRetrying or CallbackAbandoned.
-	Outcome string
-	// Status is the receiver's HTTP status; 0 when there was no response.
-	Status int
-	// Error says why the attempt failed; never the receiver's body.
-	Error string
-}
+type CallbackAttempt = approval.CallbackAttempt
 
 // AuditCallback records a callback attempt in the audit stream: type
 // "callback", By the client, Decision the outcome, Reason the error, and

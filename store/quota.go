@@ -14,34 +14,13 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 )
 
-// Quota bounds what one API client may open. Zero fields do not limit.
-type Quota struct {
-	// MaxOpen bounds the client's tokens that are open at once.
-	MaxOpen int
-	// Rate bounds the tokens the client creates per second, with bursts
-	// of twice as many (a token bucket of 2×Rate refilled at Rate).
-	Rate float64
-}
+// Quota bounds what one API client may open (approval's, so that the
+// HTTP API names it without importing store).
+type Quota = approval.Quota
 
 // RateLimitError is TakeQuota's refusal: which limit, and when a retry may
-// succeed.
-type RateLimitError struct {
-	// Limit is "max_open" or "rate".
-	Limit string
-	// RetryAfter is how long to wait before trying again: exact for the
-	// rate, a hint for open requests (they end when people decide).
-	RetryAfter time.Duration
-}
-
-// Error says which limit refused.
-func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("rate limited (%s); retry after %s", e.Limit, e.RetryAfter)
-}
-
-// Unwrap makes every *RateLimitError an approval.ErrRateLimit: its
-// approval.ErrorCode is ERATELIMITED, and errors.As still finds it (and
-// its RetryAfter) in a chain.
-func (e *RateLimitError) Unwrap() error { return approval.ErrRateLimit }
+// succeed. Its approval.ErrorCode is ERATELIMITED.
+type RateLimitError = approval.RateLimitError
 
 // openRetryAfter is the Retry-After hint when a client has too many open
 // requests: they end when people decide, which no clock predicts.
@@ -75,10 +54,10 @@ func (s *Store) TakeQuota(ctx context.Context, client, token string, expires tim
 	case "ok":
 		return nil
 	case "open":
-		return &RateLimitError{Limit: "max_open", RetryAfter: openRetryAfter}
+		return &RateLimitError{Limit: approval.LimitMaxOpen, RetryAfter: openRetryAfter}
 	case "rate":
 		wait, _ := strconv.ParseFloat(res[1], 64)
-		return &RateLimitError{Limit: "rate", RetryAfter: time.Duration(math.Ceil(wait)) * time.Millisecond}
+		return &RateLimitError{Limit: approval.LimitRate, RetryAfter: time.Duration(math.Ceil(wait)) * time.Millisecond}
 	}
 	return fmt.Errorf("take quota for %s: unexpected reply %q", client, res[0])
 }

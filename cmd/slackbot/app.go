@@ -130,14 +130,14 @@ func newApp(d appDeps) (*app, error) {
 	groups := &bot.Usergroups{Slack: d.Slack}
 	a.svc = approval.New(approval.Config{
 		Store: st, Poster: cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
+		Now: d.StoreOptions.Now,
 	})
 	a.bot = bot.New(bot.Config{
-		Slack: d.Slack, Service: a.svc, Cards: cards, Usergroups: groups, Store: st,
+		Slack: d.Slack, Service: a.svc, Cards: cards, Usergroups: groups,
 		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
 	if len(d.APIKeys) > 0 {
-		var err error
-		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Store: st, Events: a.events, Bot: a.bot, Routes: d.Routes, Log: d.Log,
+		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Approvals: a.svc, Store: st, Events: a.events, Routes: d.Routes, Log: d.Log,
 			AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
 		if err != nil {
 			return nil, err
@@ -257,6 +257,7 @@ func (a *app) shutdown(ctx context.Context) {
 	if a.api != nil {
 		a.api.Close()
 	}
+	a.svc.Close()
 }
 
 // slackHTTPClient is the HTTP client of the Slack Web API client. It keeps

@@ -18,6 +18,8 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/internal/clocktest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
@@ -62,26 +64,6 @@ routes:
     approvers: {users: [U0ALICE, U0BOB]}
     timeout: 30m
 `
-
-// testClock is a clock tests move by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock { return &testClock{t: time.Now()} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // testTools are tools that count their runs and remember their arguments.
 type testTools struct {
@@ -153,7 +135,7 @@ type env struct {
 	srv    *httptest.Server
 	slack  *slackfake.Server
 	tools  *testTools
-	clock  *testClock
+	clock  *clocktest.Clock
 	prefix string
 }
 
@@ -173,18 +155,35 @@ type envOptions struct {
 	// inject faults slackfake has no switch for (a response that comes too
 	// late, after Slack acted).
 	slackMiddleware func(http.Handler) http.Handler
+	// apiKeys, when set, enables the HTTP API (/v1) for these API_KEYS,
+	// with callbacks to loopback allowed (as in dev).
+	apiKeys string
+	// wallClock runs the clock with the wall clock (plus what a test
+	// adds) instead of standing still: waits that the clock bounds (a
+	// request's timeout) pass in real time, as an agent's client expects.
+	wallClock bool
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
 	var rdb redis.UniversalClient
 	var prefix string
+	var err error
 	if opts.redis != nil {
 		rdb, prefix = opts.redis, redistest.Prefix(t)
 	} else {
 		rdb, prefix = redistest.Client(t)
 	}
-	clock := newTestClock()
+	clock := clocktest.Stopped(time.Now())
+	if opts.wallClock {
+		clock = &clocktest.Clock{}
+	}
+	var apiKeys []httpapi.Key
+	if opts.apiKeys != "" {
+		if apiKeys, err = httpapi.ParseKeys(opts.apiKeys); err != nil {
+			t.Fatal(err)
+		}
+	}
 	fakeOpts := append([]slackfake.Option{slackfake.WithDemoWorkspace(), slackfake.WithClock(clock.Now),
 		slackfake.WithUsers(slackfake.User{ID: dave, Name: "dave", RealName: "Dave Bystander", DisplayName: "Dave"})}, opts.fake...)
 	var fake *slackfake.Server
@@ -217,6 +216,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),
 		Routes: routes, Model: opts.model, Tools: append(tools.tools(), opts.extraTools...),
 		SweepEvery: 20 * time.Millisecond, Retry: opts.retry, ResumeBlock: 100 * time.Millisecond,
+		APIKeys: apiKeys, AllowPrivateCallbacks: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package httpapi_test
+package main
 
 import (
 	"context"
@@ -11,14 +11,117 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/apitest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/internal/testbin"
 )
+
+// The clients' tests (clients/python, clients/typescript) run against the
+// whole app with the API's test keys and routes (internal/apitest).
+const keyBilling = apitest.KeyBilling
+
+// newAPIEnv is the whole app with the HTTP API on, as the clients' tests
+// and the API's end-to-end tests use it: the wall clock, so a request's
+// timeout passes in real time.
+func newAPIEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnv(t, envOptions{routes: apitest.Routes, apiKeys: apitest.Keys, wallClock: true})
+}
+
+// TestPythonExample runs clients/python's tests against this
+// slackbot (fake Slack, real Redis), with an approver who clicks Approve
+// on every card as it appears. Python is needed ($PYTHON3 or python3 on
+// PATH): without it the test fails when python3 is required (scripts/test
+// and CI=true require it, see internal/testbin) and is skipped otherwise.
+func TestPythonExample(t *testing.T) {
+	py := testbin.Find(t, "python3")
+	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newAPIEnv(t)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	clicks := 0
+	wg.Go(func() { clicks = e.approveEverything(ctx, alice) })
+
+	cmd := exec.CommandContext(t.Context(), py, "-m", "unittest", "-v", "test_slackbot_client")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"SLACKBOT_URL="+e.srv.URL,
+		"SLACKBOT_API_KEY="+keyBilling,
+		"SLACKBOT_LIVE_TIMEOUT=60",
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONUNBUFFERED=1",
+	)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	cancel()
+	wg.Wait()
+	t.Logf("python3 -m unittest (%d cards approved):\n%s", clicks, out)
+	if err != nil {
+		t.Fatalf("the Python tests failed: %v", err)
+	}
+	got := string(out)
+	for _, want := range []string{
+		`LIVE handler results: {"calls":{},"approvals":{"call_live_1":true},"metadata":{},"answered_by":{"call_live_1":"U0ALICE"}}`,
+		`LIVE stop-the-world results: {"calls":{"call_2":{"rows":3}},"approvals":{"call_1":true,"call_3":true},"metadata":{},"answered_by":{"call_1":"U0ALICE","call_2":"billing","call_3":"U0ALICE"}}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the Python output lacks %s", want)
+		}
+	}
+	if strings.Contains(got, "skipped 'set SLACKBOT_URL") {
+		t.Errorf("the live Python tests were skipped")
+	}
+}
+
+// slackPost sends an interactivity payload signed as Slack signs them and
+// returns the status; it fails no test, for goroutines.
+func (e *env) slackPost(ctx context.Context, payload []byte) (int, error) {
+	resp, err := slacktest.Post(ctx, e.srv.URL+"/slack/interactivity", slacktest.FormContentType,
+		slacktest.Form(payload), testSecret, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// approveEverything clicks Approve, as user, on every card that offers it
+// until ctx ends, and returns how many it clicked.
+func (e *env) approveEverything(ctx context.Context, user string) int {
+	clicked := map[string]bool{}
+	for ctx.Err() == nil {
+		for _, ch := range []string{approvalsCh, general} {
+			for _, m := range e.slack.Messages(ch) {
+				btn, ok := slacktest.Button(m, "approve")
+				if !ok || clicked[m.TS] {
+					continue
+				}
+				clicked[m.TS] = true
+				click := slacktest.Click{Team: testTeam, User: user, Message: m, Button: btn, TriggerID: e.slack.IssueTrigger(user, "")}.Payload()
+				if status, err := e.slackPost(ctx, click); err != nil || status != http.StatusOK {
+					if ctx.Err() == nil {
+						e.t.Errorf("approve %s: got %d, %v", m.TS, status, err)
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return len(clicked)
+}
 
 // TestTypeScriptClients runs clients/typescript's tests (node --test) with
 // the real framework packages from its lockfile against this slackbot
@@ -30,7 +133,7 @@ import (
 // node is required (scripts/test, CI=true) and is skipped otherwise.
 func TestTypeScriptClients(t *testing.T) {
 	node := testbin.Find(t, "node")
-	dir, err := filepath.Abs(filepath.Join("..", "clients", "typescript"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "typescript"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +141,7 @@ func TestTypeScriptClients(t *testing.T) {
 		npm := testbin.Find(t, "npm")
 		runNode(t, dir, nil, npm, "ci", "--no-audit", "--no-fund")
 	}
-	e := newEnv(t, envOptions{})
+	e := newAPIEnv(t)
 	control := httptest.NewServer(e.controlAPI())
 	t.Cleanup(control.Close)
 
@@ -115,7 +218,7 @@ func (e *env) decide(ctx context.Context, d decision) error {
 	if err != nil {
 		return err
 	}
-	btn, ok := button(m, d.Action)
+	btn, ok := slacktest.Button(m, d.Action)
 	if !ok {
 		return fmt.Errorf("card %s has no %q button", m.TS, d.Action)
 	}
@@ -127,7 +230,7 @@ func (e *env) decide(ctx context.Context, d decision) error {
 	if d.Action != bot.ActionIDDenyReason {
 		return nil
 	}
-	view, err := poll(ctx, func() (slackfake.View, bool) {
+	view, err := pollFor(ctx, func() (slackfake.View, bool) {
 		for _, v := range e.slack.Views() {
 			if v.TriggerID == trigger && v.CallbackID == bot.CallbackDenyReason {
 				return v, true
@@ -149,8 +252,8 @@ func (e *env) decide(ctx context.Context, d decision) error {
 // waitCard is card for a handler goroutine: it returns an error instead
 // of failing the test.
 func (e *env) waitCard(ctx context.Context, token, callID string) (slackfake.Message, error) {
-	return poll(ctx, func() (slackfake.Message, bool) {
-		rec, err := e.store.Get(ctx, token)
+	return pollFor(ctx, func() (slackfake.Message, bool) {
+		rec, err := e.app.store.Get(ctx, token)
 		if err != nil {
 			return slackfake.Message{}, false
 		}
@@ -162,8 +265,8 @@ func (e *env) waitCard(ctx context.Context, token, callID string) (slackfake.Mes
 	})
 }
 
-// poll calls f until it reports true, for at most 10 seconds.
-func poll[T any](ctx context.Context, f func() (T, bool)) (T, error) {
+// pollFor calls f until it reports true, for at most 10 seconds.
+func pollFor[T any](ctx context.Context, f func() (T, bool)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
