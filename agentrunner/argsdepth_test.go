@@ -92,7 +92,7 @@ func TestRunnerRefusesDeepArgsBeforeAsking(t *testing.T) {
 		return agentrunner.Message{Parts: []agentrunner.Part{agentrunner.Text("gave up")}}, nil
 	})}
 	var asked atomic.Int32
-	ask := &agentrunner.AskHandler{Events: agentrunner.NewMemoryEvents(), Ask: func(context.Context, *agentrunner.RunContext, agentrunner.DeferredToolRequests, string) (*agentrunner.DeferredToolResults, error) {
+	ask := &agentrunner.AskHandler{Tokens: agentrunner.NewMemoryTokens(), Ask: func(context.Context, *agentrunner.RunContext, agentrunner.DeferredToolRequests, string) (*agentrunner.DeferredToolResults, error) {
 		asked.Add(1)
 		return agentrunner.NewDeferredToolResults(), nil
 	}}
@@ -116,7 +116,7 @@ func TestRunnerRefusesDeepArgsBeforeAsking(t *testing.T) {
 func TestAskHandlerRefusesDeepArgs(t *testing.T) {
 	deep := json.RawMessage(nested(agentrunner.MaxArgsDepth + 1))
 	var got []agentrunner.DeferredToolRequests
-	h := &agentrunner.AskHandler{Events: agentrunner.NewMemoryEvents(), Ask: func(_ context.Context, _ *agentrunner.RunContext, req agentrunner.DeferredToolRequests, _ string) (*agentrunner.DeferredToolResults, error) {
+	h := &agentrunner.AskHandler{Tokens: agentrunner.NewMemoryTokens(), Ask: func(_ context.Context, _ *agentrunner.RunContext, req agentrunner.DeferredToolRequests, _ string) (*agentrunner.DeferredToolResults, error) {
 		got = append(got, req)
 		res := agentrunner.NewDeferredToolResults()
 		for _, c := range req.Approvals {

@@ -10,16 +10,16 @@ import (
 )
 
 // BenchmarkParkedRuns measures what a run costs while it waits for a
-// person: b.N runs park on their resume tokens (AskHandler + MemoryEvents),
+// person: b.N runs park on their resume tokens (AskHandler + MemoryTokens),
 // and the heap and stack in use are compared before and after. Run it with
 // a fixed count so the figure is per run, not per warm-up:
 //
 //	go test -run '^$' -bench ParkedRuns -benchtime 10000x ./agentrunner/
 func BenchmarkParkedRuns(b *testing.B) {
 	ctx := b.Context()
-	ev := agentrunner.NewMemoryEvents()
+	ev := agentrunner.NewMemoryTokens()
 	tokens := make(chan string, b.N)
-	h := &agentrunner.AskHandler{Events: ev, Ask: func(_ context.Context, _ *agentrunner.RunContext, _ agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
+	h := &agentrunner.AskHandler{Tokens: ev, Ask: func(_ context.Context, _ *agentrunner.RunContext, _ agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 		tokens <- token
 		return nil, nil
 	}}

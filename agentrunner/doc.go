@@ -11,7 +11,7 @@
 // Deferred calls go to the run's DeferredHandlers in order, each seeing only
 // what the previous ones left: a policy can decide some at once; an
 // AskHandler innermost hands the rest and a resume token to people (Slack,
-// in slackbot) and waits on ExternalEvents until the token is resolved,
+// in slackbot) and waits on Tokens until the token is resolved,
 // fails, is cancelled or expires. A wait that ends without an answer denies
 // every pending approval and fails every pending call with NoDecisionPrefix
 // and the reason, and the run goes on so the model can tell the user. A wait
@@ -33,7 +33,7 @@
 // to Pydantic AI's JSON wire format, so runs can be stored, resumed in
 // another process, and exchanged with agents written in Python.
 //
-// TestModel and FunctionModel are models for tests; MemoryEvents is the
-// in-process ExternalEvents, with an injectable clock. The package knows
+// TestModel and FunctionModel are models for tests; MemoryTokens is the
+// in-process Tokens, with an injectable clock. The package knows
 // neither Slack nor Redis.
 package agentrunner

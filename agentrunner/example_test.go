@@ -148,10 +148,10 @@ func ExampleAskHandler() {
 		return res, nil
 	})
 
-	events := agentrunner.NewMemoryEvents()
+	mem := agentrunner.NewMemoryTokens()
 	tokens := make(chan string, 1)
 	ask := &agentrunner.AskHandler{
-		Events:  events,
+		Tokens:  mem,
 		Timeout: time.Hour,
 		Ask: func(_ context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 			// slackbot posts one message per call here; the buttons carry token.
@@ -168,7 +168,7 @@ func ExampleAskHandler() {
 		answer := agentrunner.NewDeferredToolResults()
 		answer.Approvals["pyd_ai_tool_call_id__delete_customer"] = agentrunner.Deny("Deleting customers needs a manager.")
 		answer.AnsweredBy["pyd_ai_tool_call_id__delete_customer"] = "U0ALICE"
-		if err := events.Resolve(ctx, token, answer); err != nil {
+		if err := mem.Resolve(ctx, token, answer); err != nil {
 			panic(err)
 		}
 	}()
@@ -288,16 +288,16 @@ func ExampleGenerateArgs() {
 }
 
 // Answering a token that is no longer open says why.
-func ExampleMemoryEvents() {
+func ExampleMemoryTokens() {
 	ctx := context.Background()
-	events := agentrunner.NewMemoryEvents()
+	tokens := agentrunner.NewMemoryTokens()
 	token := agentrunner.NewToken()
-	if err := events.Open(ctx, token, time.Now().Add(time.Hour)); err != nil {
+	if err := tokens.Open(ctx, token, time.Now().Add(time.Hour)); err != nil {
 		panic(err)
 	}
-	fmt.Println(events.Resolve(ctx, token, agentrunner.NewDeferredToolResults()))
-	fmt.Println(events.Resolve(ctx, token, agentrunner.NewDeferredToolResults()))
-	fmt.Println(events.Resolve(ctx, "unknown", nil))
+	fmt.Println(tokens.Resolve(ctx, token, agentrunner.NewDeferredToolResults()))
+	fmt.Println(tokens.Resolve(ctx, token, agentrunner.NewDeferredToolResults()))
+	fmt.Println(tokens.Resolve(ctx, "unknown", nil))
 	// Output:
 	// <nil>
 	// resume token already resolved

@@ -44,20 +44,20 @@ func (f HandlerFunc) HandleDeferred(ctx context.Context, rc *RunContext, request
 type AskFunc func(ctx context.Context, rc *RunContext, requests DeferredToolRequests, token string) (*DeferredToolResults, error)
 
 // AskHandler is the RequestInput-style handler: innermost in a chain, it
-// opens a resume token, calls Ask, and waits on Events for the answer.
+// opens a resume token, calls Ask, and waits on Tokens for the answer.
 // When the wait ends without an answer every pending approval is denied and
 // every pending call fails with NoDecisionPrefix + reason, and the run goes
 // on so the model can tell the user. When ctx ends first (shutdown), the run
 // fails with ctx's error and nothing is denied: the token stays open so the
 // answer can resume the run elsewhere (see RunContext.Messages).
 //
-// An answer, given in place or through Events, passes through its JSON form,
+// An answer, given in place or through Tokens, passes through its JSON form,
 // so both look the same to the run. Calls an answer leaves out stay
 // undecided: the run ends pending, or fails with ErrUndecided when it does
 // not allow pending output.
 type AskHandler struct {
 	Ask    AskFunc
-	Events ExternalEvents
+	Tokens Tokens
 	// Timeout bounds each wait; 0 means one hour. Deadline, when set,
 	// overrides it per request (e.g. from a routing table).
 	Timeout  time.Duration
@@ -109,7 +109,7 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 		deadline = now().Add(timeout)
 	}
 	token := newToken()
-	if err := h.Events.Open(ctx, token, deadline); err != nil {
+	if err := h.Tokens.Open(ctx, token, deadline); err != nil {
 		return nil, fmt.Errorf("ask: %w", err)
 	}
 	answer, err := h.Ask(ctx, rc, requests, token)
@@ -118,12 +118,12 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 			// The token was handed out, or may have been: end it so a late
 			// click gets a clear error instead of resolving a run that moved
 			// on. On shutdown (ctx done) it stays open for a durable resume.
-			_ = h.Events.Fail(context.WithoutCancel(ctx), token, &NoDecisionError{Reason: "asking failed", Cause: ErrTokenFailed})
+			_ = h.Tokens.Fail(context.WithoutCancel(ctx), token, &NoDecisionError{Reason: "asking failed", Cause: ErrTokenFailed})
 		}
 		return nil, fmt.Errorf("ask: %w", err)
 	}
 	if answer == nil {
-		answer, err = h.Events.Wait(ctx, token)
+		answer, err = h.Tokens.Wait(ctx, token)
 		var nd *NoDecisionError
 		if errors.As(err, &nd) {
 			return NoDecision(requests, nd.Reason), nil
@@ -136,7 +136,7 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 		}
 	} else {
 		// Close the token so a late answer gets ErrTokenResolved.
-		_ = h.Events.Resolve(context.WithoutCancel(ctx), token, answer)
+		_ = h.Tokens.Resolve(context.WithoutCancel(ctx), token, answer)
 	}
 	// An answer passes through its JSON form so an answer given in place and
 	// one that crossed a process boundary look the same to the run.

@@ -39,7 +39,7 @@ type Config struct {
 	Approvals Approvals
 	// Store keeps owners, idempotency keys and quotas (*store.Store).
 	Store  Store
-	Events Waiter
+	Waiter Waiter
 	// Routes, when set, is checked against the routes keys are restricted
 	// to, so a typo in API_KEYS stops start-up.
 	Routes *routing.Routes
@@ -77,7 +77,7 @@ func New(cfg Config) (*API, error) {
 	if len(cfg.Keys) == 0 {
 		return nil, errors.New("httpapi: no API keys")
 	}
-	if cfg.Approvals == nil || cfg.Store == nil || cfg.Events == nil {
+	if cfg.Approvals == nil || cfg.Store == nil || cfg.Waiter == nil {
 		return nil, errors.New("httpapi: Approvals, Store and Events are required")
 	}
 	if cfg.Routes != nil {
@@ -107,7 +107,7 @@ func New(cfg Config) (*API, error) {
 	}
 	stopping, stop := context.WithCancel(context.Background())
 	h := newServer(deps{
-		keys: keys, approvals: cfg.Approvals, store: cfg.Store, events: cfg.Events, log: log,
+		keys: keys, approvals: cfg.Approvals, store: cfg.Store, events: cfg.Waiter, log: log,
 		allowPrivateCallbacks: cfg.AllowPrivateCallbacks, resolver: cmp.Or[Resolver](cfg.Resolver, net.DefaultResolver),
 		quota:    approval.Quota{MaxOpen: max(cmp.Or(cfg.MaxOpen, DefaultMaxOpen), 0), Rate: max(cmp.Or(cfg.Rate, DefaultRate), 0)},
 		stopping: stopping,

@@ -73,7 +73,7 @@
 //
 // # Long polls
 //
-// GET with ?wait= blocks in the Waiter (store.Events.Await), which shares the one
+// GET with ?wait= blocks in the Waiter (store.Tokens.Await), which shares the one
 // pub/sub connection of the process: ten thousand long polls hold ten
 // thousand goroutines and no Redis connection. The answer comes as soon
 // as the token ends (within milliseconds of the click) or when the wait

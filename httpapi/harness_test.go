@@ -86,7 +86,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	p := newPoster(routes)
 	svc := approval.New(approval.Config{Store: st, Poster: p, Routes: routes, Log: log, Now: clock.Now})
-	ev := store.NewEvents(st, store.EventsOptions{
+	ev := store.NewTokens(st, store.TokensOptions{
 		SweepEvery: 20 * time.Millisecond, Logger: log,
 		OnExpired: func(ctx context.Context, a *approval.Request) {
 			if err := svc.Expire(ctx, a.Token); err != nil {
@@ -103,7 +103,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.waiter.Waiter = ev
 		waiter = opts.waiter
 	}
-	api, err := httpapi.New(httpapi.Config{Keys: keys, Approvals: svc, Store: st, Events: waiter, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
+	api, err := httpapi.New(httpapi.Config{Keys: keys, Approvals: svc, Store: st, Waiter: waiter, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
 		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate})
 	if err != nil {
 		t.Fatal(err)

@@ -89,11 +89,11 @@ func TestNewChecksKeyRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOptions{})
-	_, err = httpapi.New(httpapi.Config{Keys: keys, Store: e.store, Events: nopWaiter{}, Approvals: e.svc, Routes: routes})
+	_, err = httpapi.New(httpapi.Config{Keys: keys, Store: e.store, Waiter: nopWaiter{}, Approvals: e.svc, Routes: routes})
 	if !errors.Is(err, httpapi.ErrInvalidKeys) || !strings.Contains(err.Error(), `entry 1 (a) names unknown route "refund"`) {
 		t.Errorf("got %v, want the unknown route named", err)
 	}
-	if _, err := httpapi.New(httpapi.Config{Store: e.store, Events: nopWaiter{}, Approvals: e.svc}); err == nil {
+	if _, err := httpapi.New(httpapi.Config{Store: e.store, Waiter: nopWaiter{}, Approvals: e.svc}); err == nil {
 		t.Errorf("New without keys: got no error")
 	}
 }

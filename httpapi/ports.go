@@ -77,7 +77,7 @@ type Quotas interface {
 	ReleaseQuota(ctx context.Context, client, token string) error
 }
 
-// Waiter blocks until a request ends; *store.Events implements it with
+// Waiter blocks until a request ends; *store.Tokens implements it with
 // one shared subscription per process, so long polls hold no Redis
 // connection.
 type Waiter interface {

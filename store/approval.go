@@ -32,7 +32,7 @@ const (
 // showing the token to anyone (posting Slack messages), so that no click
 // can arrive before it.
 //
-// Open and Create compose: when Events.Open announced the token first (as
+// Open and Create compose: when Tokens.Open announced the token first (as
 // agentrunner.AskHandler does before calling ask), Create fills in that
 // record and keeps its waiter; a zero ExpiresAt then keeps Open's deadline.
 // Without Open, a zero ExpiresAt means DefaultTimeout from now. On Create

@@ -116,7 +116,7 @@ func TestCreateErrors(t *testing.T) {
 func TestOpenThenCreate(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{})
+	ev := store.NewTokens(s, store.TokensOptions{})
 	deadline := e.clock.Now().Add(10 * time.Minute)
 
 	token := agentrunner.NewToken()

@@ -97,12 +97,12 @@ var benchHistory = []agentrunner.Message{
 	{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.ToolCall("delete_file", []byte(`{"path":"c1.txt"}`), "c1")}},
 }
 
-// benchEvents returns s's Events, without sweeps, running until the
+// benchTokens returns s's Tokens, without sweeps, running until the
 // benchmark ends.
-func benchEvents(b *testing.B, s *store.Store) *store.Events {
+func benchTokens(b *testing.B, s *store.Store) *store.Tokens {
 	b.Helper()
-	ev := store.NewEvents(s, store.EventsOptions{SweepEvery: -1})
-	runEvents(b, ev)
+	ev := store.NewTokens(s, store.TokensOptions{SweepEvery: -1})
+	runTokens(b, ev)
 	return ev
 }
 
@@ -123,7 +123,7 @@ func createTokens(b *testing.B, s *store.Store, n int) []string {
 // parkWaiter starts a Wait on token in ev and returns its result channel
 // once the waiter is parked. It spins rather than sleeps, so as not to add
 // a sleep to what a benchmark measures.
-func parkWaiter(ctx context.Context, ev *store.Events, token string) <-chan waitResult {
+func parkWaiter(ctx context.Context, ev *store.Tokens, token string) <-chan waitResult {
 	waited := waitAsync(ctx, ev, token)
 	for ev.Waiting() == 0 {
 		runtime.Gosched()
@@ -148,7 +148,7 @@ func memoryUsage(b *testing.B, rdb redis.UniversalClient, key string) int64 {
 func BenchmarkLifecycle(b *testing.B) {
 	sA, sB, mA, mB, prefix := benchStores(b)
 	ctx := context.Background()
-	ev := benchEvents(b, sA)
+	ev := benchTokens(b, sA)
 	one := func() string {
 		token := agentrunner.NewToken()
 		runID := "run-" + token[:8]
@@ -251,7 +251,7 @@ func BenchmarkDecide(b *testing.B) {
 func BenchmarkWake(b *testing.B) {
 	sA, sB, _, _, _ := benchStores(b)
 	ctx := context.Background()
-	ev := benchEvents(b, sA)
+	ev := benchTokens(b, sA)
 	var lat []time.Duration
 	for b.Loop() {
 		b.StopTimer()
@@ -278,7 +278,7 @@ func BenchmarkWaiters(b *testing.B) {
 	const n = 10_000
 	s, _, _, _, _ := benchStores(b)
 	ctx := context.Background()
-	ev := benchEvents(b, s)
+	ev := benchTokens(b, s)
 	tokens := createTokens(b, s, n)
 	for b.Loop() {
 		runtime.GC()

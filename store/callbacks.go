@@ -90,7 +90,7 @@ func (q *CallbackQueue) Reclaim(ctx context.Context, consumer string, minIdle ti
 
 // ReclaimDead takes over for consumer the jobs pending with consumers
 // whose process heartbeat is gone (consumers are named as their process's
-// Events Owner), within seconds of the death rather than after an idle
+// Tokens Owner), within seconds of the death rather than after an idle
 // bound, and returns them. Each job is taken over by one reclaimer.
 func (q *CallbackQueue) ReclaimDead(ctx context.Context, consumer string) ([]CallbackJob, error) {
 	msgs, err := q.reclaimDead(ctx, consumer)

@@ -47,8 +47,8 @@ const DefaultResumeReclaimIdle = 10 * time.Second
 // them). handle acknowledges a job itself (Ack), when the run it resumes
 // has finished; a job it does not acknowledge is handed out again.
 //
-// consumer must be named as its process's Events Owner, and Consume
-// started once that process's heartbeat runs (Events.Ready).
+// consumer must be named as its process's Tokens Owner, and Consume
+// started once that process's heartbeat runs (Tokens.Ready).
 func (q *ResumeQueue) Consume(ctx context.Context, consumer string, opts ConsumeOptions, handle func(context.Context, ResumeJob)) {
 	opts = opts.withDefaults(DefaultResumeReclaimIdle)
 	for ctx.Err() == nil {
@@ -144,8 +144,8 @@ func (o JobConsumeOptions) withDefaults() JobConsumeOptions {
 // Attempts; see ErrJobLeft and ErrJobBusy for the others. A job whose
 // attempt ends because ctx ended stays pending for another consumer.
 //
-// consumer must be named as its process's Events Owner, and Consume
-// started once that process's heartbeat runs (Events.Ready): other
+// consumer must be named as its process's Tokens Owner, and Consume
+// started once that process's heartbeat runs (Tokens.Ready): other
 // consumers take over the jobs of a consumer without one.
 func (q *JobQueue) Consume(ctx context.Context, consumer string, opts JobConsumeOptions, handle func(context.Context, Job) error) {
 	opts = opts.withDefaults()

@@ -248,7 +248,7 @@ func digest(b []byte) string {
 }
 
 // Resolve answers several calls of an open token at once and resolves it,
-// as the HTTP API's results endpoint and ExternalEvents.Resolve do. Every
+// as the HTTP API's results endpoint and Tokens.Resolve do. Every
 // answer must name a pending call of the right kind (approvals for
 // approvals, calls for questions and external calls); calls it leaves out
 // end undecided. results.AnsweredBy names who answered each call, by
@@ -400,7 +400,7 @@ const sweepBatch = 256
 // a JobCardUpdate on the JobQueue (so the cards say expired even if this
 // process dies now) and wakes its waiters (who get a NoDecisionError with
 // Cause ErrTokenExpired).
-// Events.Run sweeps periodically; call Sweep directly in tests.
+// Tokens.Run sweeps periodically; call Sweep directly in tests.
 func (s *Store) Sweep(ctx context.Context) ([]*approval.Request, error) {
 	var out []*approval.Request
 	for {

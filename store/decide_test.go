@@ -351,8 +351,8 @@ func TestResolveValidation(t *testing.T) {
 func TestEveryKeyHasTTL(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{})
-	runEvents(t, ev)
+	ev := store.NewTokens(s, store.TokensOptions{})
+	runTokens(t, ev)
 	ctx := t.Context()
 
 	a := e.create(t, s, requests("c1", "c2"), 2)

@@ -1,6 +1,6 @@
 // Package store is slackbot's Redis layer, on go-redis: the pending
 // approval behind each resume token, atomic decisions, expiry, resolution
-// across processes (Events, the Redis-backed agentrunner.ExternalEvents),
+// across processes (Tokens, the Redis-backed agentrunner.Tokens),
 // durable run state and the resume queue, the audit stream, dedupe keys,
 // and each Slack thread's conversation (its history, and the lease and
 // queue its runs take turns by). It imports agentrunner and go-redis, never Slack.
@@ -20,7 +20,7 @@
 //     process that claimed the expiry dies at once: another replica takes
 //     the job over, retries it, and acknowledges it only once done.
 //   - A run is resumed at most once: whoever continues it (the local
-//     waiter in Events.Wait, or a resume-queue consumer) first wins
+//     waiter in Tokens.Wait, or a resume-queue consumer) first wins
 //     Store.ClaimResume.
 //   - Every key has a TTL: records live until their deadline plus Grace,
 //     shared streams for Retention after their last write.
@@ -40,7 +40,7 @@
 //	P idem:<digest>  string: the token an API client's idempotency key made
 //	P run:<run id>   string: RunState JSON
 //	P claim:<token>  string: owner of the token's resumption
-//	P proc:<owner>   string: liveness of a process running Events.Run
+//	P proc:<owner>   string: liveness of a process running Tokens.Run
 //	P dedupe:<key>   string: Dedupe marker
 //	P thread:<team>/<channel>/<ts>:h  string: a Slack thread's history (JSON), ThreadTTL
 //	P thread:<team>/<channel>/<ts>:l  string: the run id holding the thread (lease)

@@ -1,4 +1,4 @@
 package store
 
 // Waiting returns how many goroutines wait in e's process.
-func (e *Events) Waiting() int { return e.waiting() }
+func (e *Tokens) Waiting() int { return e.waiting() }

@@ -72,9 +72,9 @@ func (e *env) otherProcess(t *testing.T) *store.Store {
 	return store.New(rdb, e.opts)
 }
 
-// runEvents starts e.Run and waits until it has subscribed; it is stopped
+// runTokens starts e.Run and waits until it has subscribed; it is stopped
 // when the test ends.
-func runEvents(t testing.TB, ev *store.Events) {
+func runTokens(t testing.TB, ev *store.Tokens) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

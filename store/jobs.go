@@ -52,14 +52,14 @@ type Job struct {
 // Each job goes to one consumer and stays pending until it is
 // acknowledged, which the consumer does only once the work is done. A job
 // whose consumer died is taken over by another: ReclaimDead takes the jobs
-// of consumers whose process heartbeat (see EventsOptions.HeartbeatEvery)
+// of consumers whose process heartbeat (see TokensOptions.HeartbeatEvery)
 // is gone, within seconds, and Reclaim those idle longer than a bound, in
 // case a live consumer lost track of one. A failed attempt is not retried
 // in place: Retry acknowledges the job and schedules the next attempt in a
 // sorted set, which Promote moves back onto the stream when it is due, so
 // no process holds a job while it backs off.
 //
-// A consumer must be named as its process's Events Owner, whose
+// A consumer must be named as its process's Tokens Owner, whose
 // heartbeat tells that it lives. Every replica runs one, looping:
 //
 //	q.Promote(ctx)

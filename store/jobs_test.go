@@ -12,7 +12,7 @@ import (
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
-// alive gives owner a process heartbeat, as Events.Run does.
+// alive gives owner a process heartbeat, as Tokens.Run does.
 func (e *env) alive(t *testing.T, owner string) {
 	t.Helper()
 	if err := e.rdb.Set(t.Context(), e.prefix+"proc:"+owner, "1", time.Minute).Err(); err != nil {

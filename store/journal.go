@@ -86,7 +86,7 @@ return 'new'
 `)
 
 // BeginAnswer marks the answer key (a run's answer after one of its
-// tokens) as being posted by owner (an Events Owner, then '/' and a name
+// tokens) as being posted by owner (an Tokens Owner, then '/' and a name
 // for this attempt), and returns what an earlier attempt left: "" (none:
 // post it), "posting" (an attempt that failed, or whose process died, may
 // have posted it: look for it before posting again), "busy" (an attempt

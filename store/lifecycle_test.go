@@ -44,8 +44,8 @@ func lifecycle(t *testing.T, rdbA, rdbB redis.UniversalClient, prefix string) {
 	c := newClock()
 	opts := store.Options{Prefix: prefix, Now: c.Now}
 	sA, sB := store.New(rdbA, opts), store.New(rdbB, opts)
-	evA := store.NewEvents(sA, store.EventsOptions{Owner: "A", SweepEvery: -1})
-	runEvents(t, evA)
+	evA := store.NewTokens(sA, store.TokensOptions{Owner: "A", SweepEvery: -1})
+	runTokens(t, evA)
 
 	// 1. Open, create, wait in A; a blocked queue read in B; approve from B.
 	token := agentrunner.NewToken()

@@ -141,7 +141,7 @@ const pendingScan = 1000
 
 // reclaimDead takes over for consumer the entries pending with consumers
 // whose process heartbeat is gone (the consumer is named as its
-// process's Events Owner), at most count of them. Each entry is taken
+// process's Tokens Owner), at most count of them. Each entry is taken
 // over by one reclaimer however many race.
 func (q *streamQueue) reclaimDead(ctx context.Context, consumer string) ([]redis.XMessage, error) {
 	if err := q.ensureGroup(ctx); err != nil {

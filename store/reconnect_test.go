@@ -16,7 +16,7 @@ import (
 func TestMissedNotificationRecheckedOnSubscribe(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{RecheckEvery: time.Hour})
+	ev := store.NewTokens(s, store.TokensOptions{RecheckEvery: time.Hour})
 	a := e.create(t, s, requests("c1"), 1)
 	waited := waitAsync(t.Context(), ev, a.Token)
 	untilWaiting(t, ev, 1)
@@ -24,7 +24,7 @@ func TestMissedNotificationRecheckedOnSubscribe(t *testing.T) {
 	if _, err := e.otherProcess(t).Decide(t.Context(), a.Token, approve("c1", "UA")); err != nil {
 		t.Fatal(err)
 	}
-	runEvents(t, ev)
+	runTokens(t, ev)
 	if r := <-waited; r.err != nil || !r.res.Approvals["c1"].Approved {
 		t.Fatalf("wait: got %+v, %v; want c1 approved", r.res, r.err)
 	}
@@ -38,8 +38,8 @@ func TestSubscriberReconnects(t *testing.T) {
 	c := newClock()
 	opts := store.Options{Prefix: "r:", Now: c.Now}
 	s := store.New(rdb, opts)
-	ev := store.NewEvents(s, store.EventsOptions{RecheckEvery: time.Hour})
-	runEvents(t, ev)
+	ev := store.NewTokens(s, store.TokensOptions{RecheckEvery: time.Hour})
+	runTokens(t, ev)
 
 	for round := range 3 {
 		// Each round's wake-up proves the subscriber is back, so there is

@@ -88,9 +88,9 @@ func (s *Store) DeleteRun(ctx context.Context, runID string) error {
 // else does. The claim lasts ttl (zero means the store's Grace).
 //
 // A claim dies with its owner's process: when the owner, up to its first
-// '/', is an Events Owner whose heartbeat runs as it claims, the claim is
+// '/', is an Tokens Owner whose heartbeat runs as it claims, the claim is
 // tied to that heartbeat, and once the heartbeat is gone (the process
-// died; within 3 × EventsOptions.HeartbeatEvery) another owner's claim
+// died; within 3 × TokensOptions.HeartbeatEvery) another owner's claim
 // succeeds. The resume job stays on the queue until FinishResume, so that
 // such a takeover is found (ResumeQueue.ReclaimDead, Reclaim). Tools do
 // not run twice across a takeover: the runner's Journal (CallJournal)
@@ -168,7 +168,7 @@ type ResumeQueueOptions struct {
 // Each job goes to one consumer; a job whose consumer died is taken over
 // with Reclaim.
 //
-// A consumer (every replica runs one, named as its Events Owner) loops:
+// A consumer (every replica runs one, named as its Tokens Owner) loops:
 //
 //	jobs, _ := q.Read(ctx, me, 5*time.Second)
 //	dead, _ := q.ReclaimDead(ctx, me)
@@ -184,7 +184,7 @@ type ResumeQueueOptions struct {
 //	}
 //
 // Read and Reclaim leave out (but keep pending) the jobs a live process
-// is on: of tokens it waits on locally (Events.Wait), and of runs it
+// is on: of tokens it waits on locally (Tokens.Wait), and of runs it
 // claimed and has not finished. If that process dies, its heartbeat goes
 // and the job is handed out again, so the run is taken over.
 type ResumeQueue struct {
@@ -241,7 +241,7 @@ func (q *ResumeQueue) Ack(ctx context.Context, ids ...string) error {
 
 // ReclaimDead takes over for consumer the jobs pending with consumers
 // whose process heartbeat is gone (consumers are named as their process's
-// Events Owner), and returns them, leaving out those filter leaves out.
+// Tokens Owner), and returns them, leaving out those filter leaves out.
 // Each job is taken over by one reclaimer however many race.
 func (q *ResumeQueue) ReclaimDead(ctx context.Context, consumer string) ([]ResumeJob, error) {
 	msgs, err := q.reclaimDead(ctx, consumer)

@@ -21,9 +21,9 @@ func TestResumeQueueDeadWaiter(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	s := e.store()
-	// Process A opened the token and died: its Events never ran, so it has
+	// Process A opened the token and died: its Tokens never ran, so it has
 	// no heartbeat, and its waiter registration is stale.
-	dead := store.NewEvents(s, store.EventsOptions{Owner: "A"})
+	dead := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	token := agentrunner.NewToken()
 	if err := dead.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -119,8 +119,8 @@ func TestResumeQueueDefersToLiveWaiter(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{Owner: "A"})
-	runEvents(t, ev)
+	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
+	runTokens(t, ev)
 	token := agentrunner.NewToken()
 	if err := ev.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -169,8 +169,8 @@ func TestResumeQueueDefersToLiveWaiter(t *testing.T) {
 func TestWaitLosesClaim(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{Owner: "A"})
-	runEvents(t, ev)
+	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
+	runTokens(t, ev)
 	a := e.create(t, s, requests("c1"), 1)
 	if _, err := s.Decide(t.Context(), a.Token, approve("c1", "UA")); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestWaitLosesClaim(t *testing.T) {
 }
 
 // The whole path with agentrunner: a run asks through AskHandler and
-// Events, the approval comes from another process, and the tool runs once.
+// Tokens, the approval comes from another process, and the tool runs once.
 // Then the durable path: the process dies while waiting, and a resume
 // consumer elsewhere continues the run from Redis, running the tool once.
 func TestAskHandlerEndToEnd(t *testing.T) {
@@ -197,9 +197,9 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 			return "deleted " + a.CustomerID, nil
 		}, agentrunner.RequiresApproval())
 
-	// newRunner builds a process: its store, Events and runner. Its ask
+	// newRunner builds a process: its store, Tokens and runner. Its ask
 	// stores the record and run state and reports each token.
-	newRunner := func(t *testing.T, s *store.Store, ev *store.Events, tokens chan<- string) *agentrunner.Runner {
+	newRunner := func(t *testing.T, s *store.Store, ev *store.Tokens, tokens chan<- string) *agentrunner.Runner {
 		ask := func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 			if err := s.Create(ctx, &approval.Request{Token: token, RunID: rc.RunID, Origin: approval.Origin{User: "U0REQ"}, Requests: req}); err != nil {
 				return nil, err
@@ -211,7 +211,7 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 			return nil, nil
 		}
 		r, err := agentrunner.NewRunner(agentrunner.TestModel{}, []*agentrunner.Tool{tool},
-			agentrunner.WithHandlers(&agentrunner.AskHandler{Ask: ask, Events: ev}))
+			agentrunner.WithHandlers(&agentrunner.AskHandler{Ask: ask, Tokens: ev}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,8 +221,8 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 	t.Run("approved from another process", func(t *testing.T) {
 		ran.Store(0)
 		s := e.store()
-		ev := store.NewEvents(s, store.EventsOptions{})
-		runEvents(t, ev)
+		ev := store.NewTokens(s, store.TokensOptions{})
+		runTokens(t, ev)
 		tokens := make(chan string, 1)
 		r := newRunner(t, s, ev, tokens)
 		done := make(chan *agentrunner.RunResult, 1)
@@ -250,7 +250,7 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 	t.Run("resumed from the queue after the process died", func(t *testing.T) {
 		ran.Store(0)
 		sA := e.store()
-		evA := store.NewEvents(sA, store.EventsOptions{Owner: "A"})
+		evA := store.NewTokens(sA, store.TokensOptions{Owner: "A"})
 		ctxA, killA := context.WithCancel(t.Context())
 		runDone := make(chan error, 1)
 		go func() { runDone <- evA.Run(ctxA) }()
@@ -315,14 +315,14 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 }
 
 // agentrunner.AskHandler's in-place answer: ask answers at once, the
-// handler resolves the token through Events, and the run continues in this
+// handler resolves the token through Tokens, and the run continues in this
 // process, so nothing is left on the resume queue for anyone else.
 func TestInPlaceAnswerClaims(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{Owner: "A"})
-	runEvents(t, ev)
-	h := &agentrunner.AskHandler{Events: ev, Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
+	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
+	runTokens(t, ev)
+	h := &agentrunner.AskHandler{Tokens: ev, Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 		if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: req}); err != nil {
 			return nil, err
 		}
@@ -359,8 +359,8 @@ func TestInPlaceAnswerClaims(t *testing.T) {
 func TestCancelledWaitLeavesRunToQueue(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{Owner: "A"})
-	runEvents(t, ev)
+	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
+	runTokens(t, ev)
 	token := agentrunner.NewToken()
 	if err := ev.Open(t.Context(), token, e.clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)

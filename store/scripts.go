@@ -147,7 +147,7 @@ end
 `
 
 // claimLua begins the scripts that claim the resumption of a token's run
-// (ClaimResume, a waiter's claim in Events.Wait).
+// (ClaimResume, a waiter's claim in Tokens.Wait).
 const claimLua = `
 -- claim claims the resumption of a run for owner in the key claimKey for
 -- ttl ms. It succeeds if nobody holds the claim or owner already does, or
@@ -181,7 +181,7 @@ local function takeOver(rec, owner)
 end
 `
 
-// openScript creates a minimal record for a token that ExternalEvents.Open
+// openScript creates a minimal record for a token that Tokens.Open
 // announces before the ask function Creates the full record.
 // ARGV 7: deadline (ms), 8: owner of the local waiter.
 var openScript = redis.NewScript(scriptPrelude + `

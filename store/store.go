@@ -55,7 +55,7 @@ type Options struct {
 	// ThreadMaxBytes caps a thread's history as JSON; its oldest turns are
 	// dropped beyond it. Default 256 KiB (DefaultThreadMaxBytes).
 	ThreadMaxBytes int
-	// Owner names this process in its leases (Lock), as its Events Owner:
+	// Owner names this process in its leases (Lock), as its Tokens Owner:
 	// a lease whose process's heartbeat is gone is taken over at once
 	// instead of after its ttl. Empty: leases last their ttl.
 	Owner string

@@ -91,7 +91,7 @@ func TestLocalResumeTakenOverAfterDeath(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{Owner: "A"})
+	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	stop := make(chan struct{})
 	runCtx, cancel := context.WithCancel(context.Background())
 	go func() { _ = ev.Run(runCtx); close(stop) }()

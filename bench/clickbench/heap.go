@@ -58,7 +58,7 @@ const heapWarmup = 256
 // bookkeeping stay out of the heap it measures. It parks -n runs the way
 // slackbot does — agentrunner.Runner with the Slack ask (bot.Bot.Ask on the
 // store (package store is its approval.Store and RunSaver), saving each run's state and posting
-// its card to the fake Slack at -slack) and store.Events on the Redis at
+// its card to the fake Slack at -slack) and store.Tokens on the Redis at
 // -redis — then prints a heapResult as JSON.
 func runHeapChild(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("heap-child", flag.ContinueOnError)
@@ -79,7 +79,7 @@ func runHeapChild(args []string, stdout io.Writer) error {
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	st := store.New(rdb, store.Options{Prefix: "bench-heap:" + agentrunner.NewToken()[:8] + ":"})
-	ev := store.NewEvents(st, store.EventsOptions{Owner: "heap-child", SweepEvery: time.Minute})
+	ev := store.NewTokens(st, store.TokensOptions{Owner: "heap-child", SweepEvery: time.Minute})
 	go func() { _ = ev.Run(ctx) }()
 	select {
 	case <-ev.Ready():
@@ -103,7 +103,7 @@ func runHeapChild(args []string, stdout io.Writer) error {
 	sem := make(chan struct{}, 64)
 	parked := make(chan struct{}, *n+heapWarmup)
 	ask := &agentrunner.AskHandler{
-		Events: ev, Deadline: svc.Deadline,
+		Tokens: ev, Deadline: svc.Deadline,
 		Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 			res, err := askRun(ctx, rc, req, token)
 			<-sem

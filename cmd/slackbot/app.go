@@ -64,7 +64,7 @@ type appDeps struct {
 type app struct {
 	log     *slog.Logger
 	store   *store.Store
-	events  *store.Events
+	tokens  *store.Tokens
 	queue   *store.ResumeQueue
 	jobs    *store.JobQueue
 	svc     *approval.Service
@@ -105,7 +105,7 @@ func newApp(d appDeps) (*app, error) {
 	a := &app{log: d.Log, store: st, deps: d, handOff: make(chan struct{})}
 	a.metrics = newMetrics(a.pendingApprovals)
 	a.owner = owner
-	a.events = store.NewEvents(st, store.EventsOptions{
+	a.tokens = store.NewTokens(st, store.TokensOptions{
 		Owner:      owner,
 		SweepEvery: d.SweepEvery,
 		// A process that dies stops renewing its liveness within 6s; only
@@ -137,7 +137,7 @@ func newApp(d appDeps) (*app, error) {
 		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
 	if len(d.APIKeys) > 0 {
-		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Approvals: a.svc, Store: st, Events: a.events, Routes: d.Routes, Log: d.Log,
+		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Approvals: a.svc, Store: st, Waiter: a.tokens, Routes: d.Routes, Log: d.Log,
 			AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
 		if err != nil {
 			return nil, err
@@ -147,7 +147,7 @@ func newApp(d appDeps) (*app, error) {
 			AllowPrivate: d.AllowPrivateCallbacks,
 		})
 	}
-	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(st), Events: stoppableEvents{a.events, a.handOff}, Deadline: a.svc.Deadline}
+	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(st), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline}
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
 		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
@@ -210,14 +210,14 @@ func (a *app) auditPolicy(ctx context.Context, d approval.PolicyDecision) {
 // is resumed by another replica (or this one, restarted) from Redis.
 var errHandedOff = errors.New("shutting down: the run is left to another replica")
 
-// stoppableEvents ends every wait when stop is closed, without
+// stoppableTokens ends every wait when stop is closed, without
 // cancelling the run's own context.
-type stoppableEvents struct {
-	*store.Events
+type stoppableTokens struct {
+	*store.Tokens
 	stop <-chan struct{}
 }
 
-func (e stoppableEvents) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
+func (e stoppableTokens) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -227,7 +227,7 @@ func (e stoppableEvents) Wait(ctx context.Context, token string) (*agentrunner.D
 		case <-ctx.Done():
 		}
 	}()
-	res, err := e.Events.Wait(ctx, token)
+	res, err := e.Tokens.Wait(ctx, token)
 	if err != nil && context.Cause(ctx) == errHandedOff {
 		return nil, errHandedOff
 	}

@@ -233,7 +233,7 @@ func serveApp(t *testing.T, a *app, what string) *httptest.Server {
 	t.Helper()
 	l, _ := start(a, nil, nil, nil)
 	select {
-	case <-a.events.Ready():
+	case <-a.tokens.Ready():
 	case <-time.After(10 * time.Second):
 		t.Fatal(what + " not ready")
 	}

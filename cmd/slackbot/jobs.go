@@ -21,7 +21,7 @@ func (a *app) consumeJobs(ctx context.Context) {
 	// Other replicas take over the jobs of a consumer without a heartbeat:
 	// start once Events.Run, which keeps it, is up.
 	select {
-	case <-a.events.Ready():
+	case <-a.tokens.Ready():
 	case <-ctx.Done():
 		return
 	}

@@ -85,9 +85,9 @@ func (a *app) loops() []func(context.Context) {
 }
 
 // runEvents runs the notification subscriber, the heartbeat and the
-// sweeper (store.Events.Run).
+// sweeper (store.Tokens.Run).
 func (a *app) runEvents(ctx context.Context) {
-	if err := a.events.Run(ctx); err != nil {
+	if err := a.tokens.Run(ctx); err != nil {
 		a.log.ErrorContext(ctx, "events loop ended", "err", err)
 	}
 }

@@ -27,7 +27,7 @@ func TestLifecycleStopsEverythingWhenAPartFails(t *testing.T) {
 	srv.RegisterOnShutdown(func() { httpStopped.Store(true) })
 	l, failed := start(a, srv, func() error { <-release; return broken }, nil)
 	select {
-	case <-a.events.Ready():
+	case <-a.tokens.Ready():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the events loop never got ready")
 	}

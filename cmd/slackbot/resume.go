@@ -18,7 +18,7 @@ import (
 func (a *app) consumeResumes(ctx context.Context) {
 	// Claims are tied to this process's heartbeat only once it runs.
 	select {
-	case <-a.events.Ready():
+	case <-a.tokens.Ready():
 	case <-ctx.Done():
 		return
 	}

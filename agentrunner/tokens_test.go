@@ -84,8 +84,8 @@ func (c *fakeClock) Set(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func newEvents(c *fakeClock) *agentrunner.MemoryEvents {
-	return &agentrunner.MemoryEvents{Now: c.Now, AfterFunc: c.AfterFunc, Retain: time.Hour}
+func newTokens(c *fakeClock) *agentrunner.MemoryTokens {
+	return &agentrunner.MemoryTokens{Now: c.Now, AfterFunc: c.AfterFunc, Retain: time.Hour}
 }
 
 func cancelled() *agentrunner.NoDecisionError {
@@ -93,34 +93,34 @@ func cancelled() *agentrunner.NoDecisionError {
 }
 
 // Answering a token that is not open returns an error that says why.
-func TestMemoryEventsLateAnswers(t *testing.T) {
+func TestMemoryTokensLateAnswers(t *testing.T) {
 	ctx := t.Context()
 	tests := []struct {
 		name    string
-		end     func(ev *agentrunner.MemoryEvents, c *fakeClock, token string)
+		end     func(ev *agentrunner.MemoryTokens, c *fakeClock, token string)
 		wantErr error
 	}{
-		{"unknown", func(*agentrunner.MemoryEvents, *fakeClock, string) {}, agentrunner.ErrTokenNotFound},
-		{"resolved", func(ev *agentrunner.MemoryEvents, _ *fakeClock, tok string) {
+		{"unknown", func(*agentrunner.MemoryTokens, *fakeClock, string) {}, agentrunner.ErrTokenNotFound},
+		{"resolved", func(ev *agentrunner.MemoryTokens, _ *fakeClock, tok string) {
 			mustOK(t, ev.Resolve(ctx, tok, nil))
 		}, agentrunner.ErrTokenResolved},
-		{"expired by timer", func(_ *agentrunner.MemoryEvents, c *fakeClock, _ string) {
+		{"expired by timer", func(_ *agentrunner.MemoryTokens, c *fakeClock, _ string) {
 			c.Advance(time.Minute)
 		}, agentrunner.ErrTokenExpired},
-		{"expired, timer late", func(_ *agentrunner.MemoryEvents, c *fakeClock, _ string) {
+		{"expired, timer late", func(_ *agentrunner.MemoryTokens, c *fakeClock, _ string) {
 			c.Set(time.Minute)
 		}, agentrunner.ErrTokenExpired},
-		{"cancelled", func(ev *agentrunner.MemoryEvents, _ *fakeClock, tok string) {
+		{"cancelled", func(ev *agentrunner.MemoryTokens, _ *fakeClock, tok string) {
 			mustOK(t, ev.Fail(ctx, tok, cancelled()))
 		}, agentrunner.ErrTokenCancelled},
-		{"failed", func(ev *agentrunner.MemoryEvents, _ *fakeClock, tok string) {
+		{"failed", func(ev *agentrunner.MemoryTokens, _ *fakeClock, tok string) {
 			mustOK(t, ev.Fail(ctx, tok, &agentrunner.NoDecisionError{Reason: "slack is down"}))
 		}, agentrunner.ErrTokenFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newFakeClock()
-			ev := newEvents(c)
+			ev := newTokens(c)
 			tok := "tok-" + tt.name
 			if tt.wantErr != agentrunner.ErrTokenNotFound {
 				mustOK(t, ev.Open(ctx, tok, c.Now().Add(time.Minute)))
@@ -143,10 +143,10 @@ func mustOK(t *testing.T, err error) {
 	}
 }
 
-func TestMemoryEventsWait(t *testing.T) {
+func TestMemoryTokensWait(t *testing.T) {
 	ctx := t.Context()
 	c := newFakeClock()
-	ev := newEvents(c)
+	ev := newTokens(c)
 
 	// An answer that arrives before Wait is kept.
 	mustOK(t, ev.Open(ctx, "early", time.Time{}))
@@ -209,10 +209,10 @@ func TestMemoryEventsWait(t *testing.T) {
 }
 
 // Finished tokens are remembered for Retain, then forgotten.
-func TestMemoryEventsForget(t *testing.T) {
+func TestMemoryTokensForget(t *testing.T) {
 	ctx := t.Context()
 	c := newFakeClock()
-	ev := newEvents(c)
+	ev := newTokens(c)
 	ev.Retain = time.Minute
 	mustOK(t, ev.Open(ctx, "old", time.Time{}))
 	mustOK(t, ev.Resolve(ctx, "old", nil))
@@ -250,7 +250,7 @@ func TestNewToken(t *testing.T) {
 // askRig is an AskHandler whose ask hands the token to the test.
 type askRig struct {
 	clock  *fakeClock
-	events *agentrunner.MemoryEvents
+	tokens *agentrunner.MemoryTokens
 	asked  chan askCall
 }
 
@@ -262,9 +262,9 @@ type askCall struct {
 
 func newAskRig(answer func(agentrunner.DeferredToolRequests) *agentrunner.DeferredToolResults) (*askRig, *agentrunner.AskHandler) {
 	c := newFakeClock()
-	rig := &askRig{clock: c, events: newEvents(c), asked: make(chan askCall, 16)}
+	rig := &askRig{clock: c, tokens: newTokens(c), asked: make(chan askCall, 16)}
 	h := &agentrunner.AskHandler{
-		Events:  rig.events,
+		Tokens:  rig.tokens,
 		Timeout: 10 * time.Minute,
 		Now:     c.Now,
 		Ask: func(_ context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
@@ -302,9 +302,9 @@ func TestAskHandlerNoDecision(t *testing.T) {
 	}{
 		{"timeout", func(rig *askRig, _ string) { rig.clock.Advance(10 * time.Minute) }, agentrunner.ReasonExpired},
 		{"failure", func(rig *askRig, tok string) {
-			mustOK(t, rig.events.Fail(t.Context(), tok, &agentrunner.NoDecisionError{Reason: "Slack rejected the message"}))
+			mustOK(t, rig.tokens.Fail(t.Context(), tok, &agentrunner.NoDecisionError{Reason: "Slack rejected the message"}))
 		}, "Slack rejected the message"},
-		{"cancelled", func(rig *askRig, tok string) { mustOK(t, rig.events.Fail(t.Context(), tok, cancelled())) }, agentrunner.ReasonCancelled},
+		{"cancelled", func(rig *askRig, tok string) { mustOK(t, rig.tokens.Fail(t.Context(), tok, cancelled())) }, agentrunner.ReasonCancelled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,7 +338,7 @@ func TestAskHandlerNoDecision(t *testing.T) {
 	}
 }
 
-// An answer given in place and one resolved through the events look the
+// An answer given in place and one resolved through the tokens look the
 // same to the run.
 func TestAskHandlerInPlaceEqualsResolved(t *testing.T) {
 	answer := func(req agentrunner.DeferredToolRequests) *agentrunner.DeferredToolResults {
@@ -357,7 +357,7 @@ func TestAskHandlerInPlaceEqualsResolved(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := <-inPlaceRig.asked
-	if err := inPlaceRig.events.Resolve(t.Context(), call.token, nil); !errors.Is(err, agentrunner.ErrTokenResolved) {
+	if err := inPlaceRig.tokens.Resolve(t.Context(), call.token, nil); !errors.Is(err, agentrunner.ErrTokenResolved) {
 		t.Errorf("late answer to an in-place token: got %v, want ErrTokenResolved", err)
 	}
 
@@ -365,7 +365,7 @@ func TestAskHandlerInPlaceEqualsResolved(t *testing.T) {
 	r2 := newRunner(t, agentrunner.TestModel{}, []*agentrunner.Tool{deleteCustomerTool(&ran)}, agentrunner.WithHandlers(waiting))
 	done := runAsync(t.Context(), r2, agentrunner.RunInput{Prompt: "go"})
 	call = <-rig.asked
-	mustOK(t, rig.events.Resolve(t.Context(), call.token, answer(call.requests)))
+	mustOK(t, rig.tokens.Resolve(t.Context(), call.token, answer(call.requests)))
 	out := <-done
 	if out.err != nil {
 		t.Fatal(out.err)
@@ -403,12 +403,12 @@ func TestAskHandlerShutdownThenDurableResume(t *testing.T) {
 	}
 	// The click arrives after the restart; the token is still open.
 	answer := results(map[string]agentrunner.ApprovalResult{call.requests.IDs()[0]: agentrunner.Approve()}, nil)
-	mustOK(t, rig.events.Resolve(t.Context(), call.token, answer))
+	mustOK(t, rig.tokens.Resolve(t.Context(), call.token, answer))
 
 	var state agentrunner.PendingRun
 	mustOK(t, json.Unmarshal(saved, &state))
 	other := newRunner(t, agentrunner.TestModel{}, []*agentrunner.Tool{deleteCustomerTool(&ran)})
-	got, err := rig.events.Wait(t.Context(), call.token)
+	got, err := rig.tokens.Wait(t.Context(), call.token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,10 +424,10 @@ func TestAskHandlerShutdownThenDurableResume(t *testing.T) {
 // An ask that fails ends the run with its error and fails the token, so a
 // late click is told so.
 func TestAskHandlerAskFails(t *testing.T) {
-	ev := agentrunner.NewMemoryEvents()
+	ev := agentrunner.NewMemoryTokens()
 	boom := errors.New("channel not found")
 	var token string
-	h := &agentrunner.AskHandler{Events: ev, NewToken: func() string { return "tok-1" },
+	h := &agentrunner.AskHandler{Tokens: ev, NewToken: func() string { return "tok-1" },
 		Ask: func(_ context.Context, _ *agentrunner.RunContext, _ agentrunner.DeferredToolRequests, tok string) (*agentrunner.DeferredToolResults, error) {
 			token = tok
 			return nil, boom
@@ -450,13 +450,13 @@ func TestAskHandlerAskFails(t *testing.T) {
 func TestThousandWaitingRuns(t *testing.T) {
 	const n = 1000
 	ctx := t.Context()
-	ev := agentrunner.NewMemoryEvents()
+	ev := agentrunner.NewMemoryTokens()
 	var (
 		tokens sync.Map // run id → token
 		asked  sync.WaitGroup
 	)
 	asked.Add(n)
-	h := &agentrunner.AskHandler{Events: ev, Ask: func(_ context.Context, rc *agentrunner.RunContext, _ agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
+	h := &agentrunner.AskHandler{Tokens: ev, Ask: func(_ context.Context, rc *agentrunner.RunContext, _ agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 		tokens.Store(rc.RunID, token)
 		asked.Done()
 		return nil, nil

@@ -16,7 +16,7 @@ import (
 )
 
 // waitAsync runs ev.Wait on a goroutine and returns its result channel.
-func waitAsync(ctx context.Context, ev *store.Events, token string) <-chan waitResult {
+func waitAsync(ctx context.Context, ev *store.Tokens, token string) <-chan waitResult {
 	ch := make(chan waitResult, 1)
 	go func() {
 		res, err := ev.Wait(ctx, token)
@@ -32,7 +32,7 @@ type waitResult struct {
 
 // untilWaiting blocks until n goroutines wait in ev (no time limit but the
 // test's).
-func untilWaiting(t *testing.T, ev *store.Events, n int) {
+func untilWaiting(t *testing.T, ev *store.Tokens, n int) {
 	t.Helper()
 	for ev.Waiting() < n {
 		select {
@@ -43,15 +43,15 @@ func untilWaiting(t *testing.T, ev *store.Events, n int) {
 	}
 }
 
-// Two fully separate processes (clients, stores, Events): a decision made
+// Two fully separate processes (clients, stores, Tokens): a decision made
 // through one wakes the run waiting in the other.
 func TestEventsAcrossProcesses(t *testing.T) {
 	e := newEnv(t)
 	sA, sB := e.store(), e.otherProcess(t)
-	evA := store.NewEvents(sA, store.EventsOptions{Owner: "A"})
-	evB := store.NewEvents(sB, store.EventsOptions{Owner: "B"})
-	runEvents(t, evA)
-	runEvents(t, evB)
+	evA := store.NewTokens(sA, store.TokensOptions{Owner: "A"})
+	evB := store.NewTokens(sB, store.TokensOptions{Owner: "B"})
+	runTokens(t, evA)
+	runTokens(t, evB)
 
 	t.Run("decision in B wakes A", func(t *testing.T) {
 		token := agentrunner.NewToken()
@@ -116,8 +116,8 @@ func TestEventsAcrossProcesses(t *testing.T) {
 func TestWaitEdges(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{})
-	runEvents(t, ev)
+	ev := store.NewTokens(s, store.TokensOptions{})
+	runTokens(t, ev)
 
 	a := e.create(t, s, requests("c1"), 1)
 	if _, err := s.Decide(t.Context(), a.Token, approve("c1", "UA")); err != nil {
@@ -148,8 +148,8 @@ func TestWaitEdges(t *testing.T) {
 func TestExpiry(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{SweepEvery: -1})
-	runEvents(t, ev)
+	ev := store.NewTokens(s, store.TokensOptions{SweepEvery: -1})
+	runTokens(t, ev)
 
 	const n = 20
 	tokens := make([]string, n)
@@ -219,18 +219,18 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
-// Events.Run sweeps by itself and reports each expiry to OnExpired.
+// Tokens.Run sweeps by itself and reports each expiry to OnExpired.
 func TestRunSweeps(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
 	expired := make(chan *approval.Request, 1)
-	ev := store.NewEvents(s, store.EventsOptions{
+	ev := store.NewTokens(s, store.TokensOptions{
 		SweepEvery: time.Millisecond,
 		OnExpired:  func(_ context.Context, a *approval.Request) { expired <- a },
 	})
 	a := e.create(t, s, requests("c1"), 1)
 	e.clock.Advance(2 * time.Hour)
-	runEvents(t, ev)
+	runTokens(t, ev)
 	if got := <-expired; got.Token != a.Token || got.State != approval.StateExpired {
 		t.Errorf("OnExpired: got %s %s, want %s expired", got.Token, got.State, a.Token)
 	}
@@ -244,8 +244,8 @@ func TestManyWaitersOneConnection(t *testing.T) {
 	const n = 10_000
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewEvents(s, store.EventsOptions{})
-	runEvents(t, ev)
+	ev := store.NewTokens(s, store.TokensOptions{})
+	runTokens(t, ev)
 	other := e.otherProcess(t)
 
 	tokens := make([]string, n)

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Errors returned by ExternalEvents. Each is distinct so a caller can tell
+// Errors returned by Tokens. Each is distinct so a caller can tell
 // the person clicking what happened.
 var (
 	// ErrTokenNotFound: the token was never opened, or is gone.
@@ -46,12 +46,12 @@ const (
 	ReasonCancelled = "cancelled"
 )
 
-// ExternalEvents carries answers to a run that waits on a resume token,
+// Tokens carries answers to a run that waits on a resume token,
 // possibly from another goroutine, process or machine.
 //
 // The order is Open, then ask (which hands the token to people), then Wait.
 // Resolve and Fail may come at any time after Open, even before Wait.
-type ExternalEvents interface {
+type Tokens interface {
 	// Open starts accepting an answer for token until deadline. It returns an
 	// error if the token is already open.
 	Open(ctx context.Context, token string, deadline time.Time) error
@@ -80,7 +80,7 @@ func NewToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// MemoryEvents is the in-process ExternalEvents: the run and the answer
+// MemoryTokens is the in-process Tokens: the run and the answer
 // live in one process. Finished tokens are remembered for Retain so late
 // answers get a precise error, then forgotten; forgetting costs amortized
 // O(1) per token. A token opened without a deadline stays until it is
@@ -89,7 +89,7 @@ func NewToken() string {
 // The clock is authoritative: once Now reaches a token's deadline, Resolve
 // and Fail return ErrTokenExpired even if the deadline timer has not fired
 // yet. Tests inject Now and AfterFunc to expire tokens without sleeping.
-type MemoryEvents struct {
+type MemoryTokens struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// AfterFunc runs f after d, unless the returned stop is called first;
@@ -115,17 +115,17 @@ type memToken struct {
 	stop     func() bool // stops the deadline timer; nil if none
 }
 
-// NewMemoryEvents returns an empty MemoryEvents.
-func NewMemoryEvents() *MemoryEvents { return &MemoryEvents{} }
+// NewMemoryTokens returns an empty MemoryTokens.
+func NewMemoryTokens() *MemoryTokens { return &MemoryTokens{} }
 
-func (m *MemoryEvents) now() time.Time {
+func (m *MemoryTokens) now() time.Time {
 	if m.Now != nil {
 		return m.Now()
 	}
 	return time.Now()
 }
 
-func (m *MemoryEvents) afterFunc(d time.Duration, f func()) func() bool {
+func (m *MemoryTokens) afterFunc(d time.Duration, f func()) func() bool {
 	if m.AfterFunc != nil {
 		return m.AfterFunc(d, f)
 	}
@@ -135,9 +135,9 @@ func (m *MemoryEvents) afterFunc(d time.Duration, f func()) func() bool {
 // ErrTokenOpen is returned by Open for a token that is already known.
 var ErrTokenOpen = errors.New("resume token already open")
 
-// Open implements ExternalEvents. A deadline already past expires the token
+// Open implements Tokens. A deadline already past expires the token
 // at once; a zero deadline means none.
-func (m *MemoryEvents) Open(_ context.Context, token string, deadline time.Time) error {
+func (m *MemoryTokens) Open(_ context.Context, token string, deadline time.Time) error {
 	m.mu.Lock()
 	now := m.now()
 	if m.tokens == nil {
@@ -180,12 +180,12 @@ func expired() *NoDecisionError {
 // Expire ends the wait on token as expired if it is still pending; the
 // errors are those of Resolve. The deadline timer calls it, and tests with an
 // injected clock may call it to expire a token without a timer.
-func (m *MemoryEvents) Expire(token string) error {
+func (m *MemoryTokens) Expire(token string) error {
 	return m.finish(token, nil, expired())
 }
 
-// Wait implements ExternalEvents.
-func (m *MemoryEvents) Wait(ctx context.Context, token string) (*DeferredToolResults, error) {
+// Wait implements Tokens.
+func (m *MemoryTokens) Wait(ctx context.Context, token string) (*DeferredToolResults, error) {
 	m.mu.Lock()
 	t, ok := m.tokens[token]
 	m.mu.Unlock()
@@ -203,18 +203,18 @@ func (m *MemoryEvents) Wait(ctx context.Context, token string) (*DeferredToolRes
 	return t.results, nil
 }
 
-// Resolve implements ExternalEvents. Nil results resolve with no answers.
-func (m *MemoryEvents) Resolve(_ context.Context, token string, results *DeferredToolResults) error {
+// Resolve implements Tokens. Nil results resolve with no answers.
+func (m *MemoryTokens) Resolve(_ context.Context, token string, results *DeferredToolResults) error {
 	if results == nil {
 		results = NewDeferredToolResults()
 	}
 	return m.finish(token, results, nil)
 }
 
-// Fail implements ExternalEvents. A nil nd fails with reason "failed"; a
+// Fail implements Tokens. A nil nd fails with reason "failed"; a
 // cause other than ErrTokenExpired or ErrTokenCancelled counts as
 // ErrTokenFailed.
-func (m *MemoryEvents) Fail(_ context.Context, token string, nd *NoDecisionError) error {
+func (m *MemoryTokens) Fail(_ context.Context, token string, nd *NoDecisionError) error {
 	out := &NoDecisionError{Reason: "failed", Cause: ErrTokenFailed}
 	if nd != nil {
 		out.Reason = nd.Reason
@@ -228,7 +228,7 @@ func (m *MemoryEvents) Fail(_ context.Context, token string, nd *NoDecisionError
 	return m.finish(token, nil, out)
 }
 
-func (m *MemoryEvents) finish(token string, results *DeferredToolResults, nd *NoDecisionError) error {
+func (m *MemoryTokens) finish(token string, results *DeferredToolResults, nd *NoDecisionError) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.tokens[token]
@@ -247,7 +247,7 @@ func (m *MemoryEvents) finish(token string, results *DeferredToolResults, nd *No
 	return nil
 }
 
-func (m *MemoryEvents) finishLocked(token string, t *memToken, results *DeferredToolResults, nd *NoDecisionError) {
+func (m *MemoryTokens) finishLocked(token string, t *memToken, results *DeferredToolResults, nd *NoDecisionError) {
 	if nd != nil {
 		t.nd = nd
 		t.state = nd.Cause
@@ -264,7 +264,7 @@ func (m *MemoryEvents) finishLocked(token string, t *memToken, results *Deferred
 }
 
 // forgetLocked forgets tokens finished longer than Retain ago.
-func (m *MemoryEvents) forgetLocked(now time.Time) {
+func (m *MemoryTokens) forgetLocked(now time.Time) {
 	retain := m.Retain
 	if retain == 0 {
 		retain = time.Hour

@@ -14,8 +14,8 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 )
 
-// EventsOptions configures Events. The zero value is usable.
-type EventsOptions struct {
+// TokensOptions configures Tokens. The zero value is usable.
+type TokensOptions struct {
 	// Owner names this process in claims and waiter registrations; it must
 	// differ between processes. Default: a random id.
 	Owner string
@@ -40,11 +40,11 @@ type EventsOptions struct {
 	Logger *slog.Logger
 }
 
-// Events is the Redis-backed agentrunner.ExternalEvents: a run waiting in
+// Tokens is the Redis-backed agentrunner.Tokens: a run waiting in
 // one process is woken when any process resolves, cancels, fails or
 // expires its token.
 //
-// Each process runs one Events and its Run method: one pub/sub connection
+// Each process runs one Tokens and its Run method: one pub/sub connection
 // carries the notifications of every token, and a local map dispatches
 // them to the goroutines blocked in Wait, so ten thousand waiters share one
 // connection. A waiter re-reads the token's state when woken, Run re-reads
@@ -63,9 +63,9 @@ type EventsOptions struct {
 // returning an answer and returns ErrClaimed if another process took it;
 // Resolve and Fail on a token opened by this process claim it too, since
 // the run then continues here (agentrunner.AskHandler's in-place answer).
-type Events struct {
+type Tokens struct {
 	s    *Store
-	opts EventsOptions
+	opts TokensOptions
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -76,13 +76,13 @@ type Events struct {
 	readyOnce sync.Once
 }
 
-var _ agentrunner.ExternalEvents = (*Events)(nil)
+var _ agentrunner.Tokens = (*Tokens)(nil)
 
 type waiter struct{ wake chan struct{} }
 
-// NewEvents returns the Events of this process on s. Call Run for waiters
+// NewTokens returns the Tokens of this process on s. Call Run for waiters
 // to be woken.
-func NewEvents(s *Store, opts EventsOptions) *Events {
+func NewTokens(s *Store, opts TokensOptions) *Tokens {
 	if opts.Owner == "" {
 		opts.Owner = agentrunner.NewToken()[:16]
 	}
@@ -102,7 +102,7 @@ func NewEvents(s *Store, opts EventsOptions) *Events {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Events{
+	return &Tokens{
 		s:       s,
 		opts:    opts,
 		log:     log,
@@ -113,17 +113,17 @@ func NewEvents(s *Store, opts EventsOptions) *Events {
 }
 
 // Owner returns the name of this process in claims.
-func (e *Events) Owner() string { return e.opts.Owner }
+func (e *Tokens) Owner() string { return e.opts.Owner }
 
 // Ready is closed once Run has subscribed to notifications.
-func (e *Events) Ready() <-chan struct{} { return e.ready }
+func (e *Tokens) Ready() <-chan struct{} { return e.ready }
 
-// Open implements agentrunner.ExternalEvents: it creates a minimal record
+// Open implements agentrunner.Tokens: it creates a minimal record
 // for token with the given deadline (zero means the store's Grace from
 // now) and registers this process as its waiter. Store.Create then fills
 // the record in. Open returns approval.ErrInvalid for a malformed token and
 // errDuplicate if the token exists.
-func (e *Events) Open(ctx context.Context, token string, deadline time.Time) error {
+func (e *Tokens) Open(ctx context.Context, token string, deadline time.Time) error {
 	if !validToken(token) {
 		return fmt.Errorf("open: %w: malformed token", approval.ErrInvalid)
 	}
@@ -145,14 +145,14 @@ func (e *Events) Open(ctx context.Context, token string, deadline time.Time) err
 	return nil
 }
 
-// Wait implements agentrunner.ExternalEvents. It blocks until token ends,
+// Wait implements agentrunner.Tokens. It blocks until token ends,
 // then claims the resumption of its run for this process and returns the
 // results, or a *agentrunner.NoDecisionError if the token expired, was
 // cancelled or failed. It returns approval.ErrNotFound if the token is unknown or
 // gone, ErrClaimed if another process resumed the run, and ctx's error
 // when ctx ends first (the token stays open, and the resume queue takes
 // over its run). Waiters are woken by Run.
-func (e *Events) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
+func (e *Tokens) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
 	a, err := e.wait(ctx, token, true)
 	if err != nil {
 		return nil, err
@@ -167,11 +167,11 @@ func (e *Events) Wait(ctx context.Context, token string) (*agentrunner.DeferredT
 // anything: for observers such as the HTTP API's long poll. It returns
 // approval.ErrNotFound if the token is unknown or gone, and ctx's error when ctx
 // ends first.
-func (e *Events) Await(ctx context.Context, token string) (*approval.Request, error) {
+func (e *Tokens) Await(ctx context.Context, token string) (*approval.Request, error) {
 	return e.wait(ctx, token, false)
 }
 
-func (e *Events) wait(ctx context.Context, token string, claim bool) (*approval.Request, error) {
+func (e *Tokens) wait(ctx context.Context, token string, claim bool) (*approval.Request, error) {
 	if !validToken(token) {
 		return nil, fmt.Errorf("wait %s: %w", short(token), approval.ErrNotFound)
 	}
@@ -213,7 +213,7 @@ func (e *Events) wait(ctx context.Context, token string, claim bool) (*approval.
 // look runs waitScript: it returns a nil record while the token is open,
 // the ended record (claimed for this process if claim is set), or an
 // error.
-func (e *Events) look(ctx context.Context, token string, register, claim bool) (*approval.Request, error) {
+func (e *Tokens) look(ctx context.Context, token string, register, claim bool) (*approval.Request, error) {
 	keys := []string{e.s.recKey(token), e.s.claimKey(token), e.s.resumeKey()}
 	res, err := waitScript.Run(ctx, e.s.rdb, keys, e.opts.Owner, e.opts.ClaimTTL.Milliseconds(), resumeGroup, flag(register), flag(claim), e.s.procKey("")).StringSlice()
 	if err != nil {
@@ -243,7 +243,7 @@ func flag(b bool) string {
 
 // claimLocal claims the resumption of token's run for this process and
 // takes its job off the resume queue.
-func (e *Events) claimLocal(ctx context.Context, token string) error {
+func (e *Tokens) claimLocal(ctx context.Context, token string) error {
 	ok, err := e.s.claim(ctx, token, e.opts.Owner, e.opts.ClaimTTL, true)
 	e.mu.Lock()
 	delete(e.opened, token)
@@ -257,23 +257,23 @@ func (e *Events) claimLocal(ctx context.Context, token string) error {
 	return nil
 }
 
-// Resolve implements agentrunner.ExternalEvents with Store.Resolve; who
+// Resolve implements agentrunner.Tokens with Store.Resolve; who
 // answered comes from results.AnsweredBy. It returns the errors of
 // Store.Resolve. On a token this process opened, the run continues here,
 // so Resolve claims its resumption.
-func (e *Events) Resolve(ctx context.Context, token string, results *agentrunner.DeferredToolResults) error {
+func (e *Tokens) Resolve(ctx context.Context, token string, results *agentrunner.DeferredToolResults) error {
 	if _, err := e.s.Resolve(ctx, token, "", results); err != nil {
 		return err
 	}
 	return e.claimOpened(ctx, token)
 }
 
-// Fail implements agentrunner.ExternalEvents: a NoDecisionError whose
+// Fail implements agentrunner.Tokens: a NoDecisionError whose
 // Cause is ErrTokenCancelled cancels the token (Store.Cancel), any other
 // fails it (Store.Fail) with nd.Reason. It returns the errors of those. On
 // a token this process opened, Fail claims the resumption of its run,
 // which ends here.
-func (e *Events) Fail(ctx context.Context, token string, nd *agentrunner.NoDecisionError) error {
+func (e *Tokens) Fail(ctx context.Context, token string, nd *agentrunner.NoDecisionError) error {
 	if nd == nil {
 		nd = &agentrunner.NoDecisionError{Reason: "failed", Cause: agentrunner.ErrTokenFailed}
 	}
@@ -289,7 +289,7 @@ func (e *Events) Fail(ctx context.Context, token string, nd *agentrunner.NoDecis
 	return e.claimOpened(ctx, token)
 }
 
-func (e *Events) claimOpened(ctx context.Context, token string) error {
+func (e *Tokens) claimOpened(ctx context.Context, token string) error {
 	e.mu.Lock()
 	_, mine := e.opened[token]
 	e.mu.Unlock()
@@ -302,7 +302,7 @@ func (e *Events) claimOpened(ctx context.Context, token string) error {
 	return nil
 }
 
-func (e *Events) add(token string, w *waiter) {
+func (e *Tokens) add(token string, w *waiter) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ws := e.waiters[token]
@@ -313,7 +313,7 @@ func (e *Events) add(token string, w *waiter) {
 	ws[w] = struct{}{}
 }
 
-func (e *Events) remove(token string, w *waiter) {
+func (e *Tokens) remove(token string, w *waiter) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.waiters[token], w)
@@ -323,7 +323,7 @@ func (e *Events) remove(token string, w *waiter) {
 }
 
 // notify wakes every local waiter of token.
-func (e *Events) notify(token string) {
+func (e *Tokens) notify(token string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for w := range e.waiters[token] {
@@ -335,7 +335,7 @@ func (e *Events) notify(token string) {
 }
 
 // waiting returns how many goroutines wait in this process.
-func (e *Events) waiting() int {
+func (e *Tokens) waiting() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
@@ -350,7 +350,7 @@ func (e *Events) waiting() int {
 // every HeartbeatEvery and re-reads waited tokens after every
 // (re)subscription and every RecheckEvery. It returns nil when ctx ends.
 // Run it once per process, on a goroutine owned by main.
-func (e *Events) Run(ctx context.Context) error {
+func (e *Tokens) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
@@ -399,7 +399,7 @@ func (e *Events) Run(ctx context.Context) error {
 
 // maintain sweeps and renews the heartbeat until ctx ends, then removes
 // the heartbeat so consumers take over this process's runs at once.
-func (e *Events) maintain(ctx context.Context) {
+func (e *Tokens) maintain(ctx context.Context) {
 	hb := time.NewTicker(e.opts.HeartbeatEvery)
 	defer hb.Stop()
 	var sweep <-chan time.Time
@@ -432,7 +432,7 @@ func (e *Events) maintain(ctx context.Context) {
 	}
 }
 
-func (e *Events) heartbeat(ctx context.Context) {
+func (e *Tokens) heartbeat(ctx context.Context) {
 	err := e.s.rdb.Set(ctx, e.s.procKey(e.opts.Owner), "1", 3*e.opts.HeartbeatEvery).Err()
 	if err != nil && ctx.Err() == nil {
 		e.log.ErrorContext(ctx, "renew process heartbeat", "owner", e.opts.Owner, "err", err)
@@ -445,7 +445,7 @@ const recheckBatch = 1000
 // recheck reads the state of every token waited on here and wakes the
 // waiters of those that ended or vanished. It also forgets opened tokens
 // long past their deadline.
-func (e *Events) recheck(ctx context.Context) {
+func (e *Tokens) recheck(ctx context.Context) {
 	e.mu.Lock()
 	tokens := make([]string, 0, len(e.waiters))
 	for t := range e.waiters {
