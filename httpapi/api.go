@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slackapprove/slackbot/approval"
@@ -105,14 +106,14 @@ func New(cfg Config) (*API, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	stopping, stop := context.WithCancel(context.Background())
+	stopping := make(chan struct{})
 	h := newServer(deps{
 		keys: keys, approvals: cfg.Approvals, store: cfg.Store, events: cfg.Waiter, log: log,
 		allowPrivateCallbacks: cfg.AllowPrivateCallbacks, resolver: cmp.Or[Resolver](cfg.Resolver, net.DefaultResolver),
 		quota:    approval.Quota{MaxOpen: max(cmp.Or(cfg.MaxOpen, DefaultMaxOpen), 0), Rate: max(cmp.Or(cfg.Rate, DefaultRate), 0)},
 		stopping: stopping,
 	})
-	return &API{handler: h, stop: stop}, nil
+	return &API{handler: h, stop: sync.OnceFunc(func() { close(stopping) })}, nil
 }
 
 // newKeyring checks every key's digest, parsing keys built by hand.

@@ -255,10 +255,29 @@ func replay(w http.ResponseWriter, r *http.Request, approvals Approvals, got app
 	return nil
 }
 
+// await waits up to wait for token to end, or until stopping is closed.
+// waited reports that the wait ended that way (the request still pending),
+// not by an error of the Waiter.
+func await(parent context.Context, events Waiter, token string, wait time.Duration, stopping <-chan struct{}) (ended *approval.Request, waited bool, err error) {
+	ctx, cancel := context.WithTimeout(parent, wait)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-stopping:
+			cancel()
+		case <-done:
+		}
+	}()
+	ended, err = events.Await(ctx, token)
+	return ended, ctx.Err() != nil, err
+}
+
 // handleGet serves GET /v1/approvals/{token}[?wait=30s]. A long poll
 // blocks in events.Await until the request ends, the wait is over, or
-// stopping ends (the server shuts down).
-func handleGet(approvals Approvals, owners Owners, events Waiter, stopping context.Context) authedHandler {
+// stopping is closed (the server shuts down).
+func handleGet(approvals Approvals, owners Owners, events Waiter, stopping <-chan struct{}) authedHandler {
 	return func(w http.ResponseWriter, r *http.Request, k *Key) error {
 		wait, err := parseWait(r.URL.Query())
 		if err != nil {
@@ -269,17 +288,13 @@ func handleGet(approvals Approvals, owners Owners, events Waiter, stopping conte
 			return err
 		}
 		if wait > 0 && rec.State == approval.StatePending {
-			ctx, cancel := context.WithTimeout(r.Context(), wait)
-			unwatch := context.AfterFunc(stopping, cancel)
-			ended, err := events.Await(ctx, rec.Token)
-			unwatch()
-			cancel()
+			ended, waited, err := await(r.Context(), events, rec.Token, wait, stopping)
 			switch {
 			case err == nil:
 				rec = ended
 			case r.Context().Err() != nil:
 				return nil // the client went away
-			case ctx.Err() != nil:
+			case waited:
 				// Still pending: show the current votes.
 				if rec, err = approvals.Get(r.Context(), rec.Token); err != nil {
 					return err

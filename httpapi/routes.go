@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,8 +20,9 @@ type deps struct {
 	allowPrivateCallbacks bool
 	resolver              Resolver
 	quota                 approval.Quota
-	// stopping ends when the server shuts down: long polls answer then.
-	stopping context.Context
+	// stopping is closed when the server shuts down: long polls answer
+	// then.
+	stopping <-chan struct{}
 }
 
 // newServer returns the API's handler: every /v1 route, in one place.
