@@ -63,7 +63,7 @@ type env struct {
 type envOptions struct {
 	// backoff between callback attempts; default 10ms.
 	backoff time.Duration
-	// waiter, when set, stands between the API and the store's Events.
+	// waiter, when set, stands between the API and the store's Tokens.
 	waiter *spyWaiter
 	// publicCallbacksOnly runs the API as in production: callback URLs to
 	// internal addresses are refused.

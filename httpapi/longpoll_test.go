@@ -80,3 +80,44 @@ func TestLongPollsHoldNoRedisConnection(t *testing.T) {
 	}
 	t.Logf("click sent → all %d long polls answered: %v", polls, last.Sub(sent))
 }
+
+// Closing the API (the server shuts down) answers the long polls at once
+// with the request as it stands, so they do not hold the shutdown.
+func TestCloseAnswersLongPolls(t *testing.T) {
+	spy := &spyWaiter{waiting: make(chan string, 1)}
+	e := newEnv(t, envOptions{waiter: spy})
+	a := e.create(keyBilling, deletion("cl", "/tmp/cl", nil))
+	type answer struct {
+		status string
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.srv.URL+"/v1/approvals/"+a.Token+"?wait=60s", nil)
+		req.Header.Set("Authorization", "Bearer "+keyBilling)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var v struct{ Status string }
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		answered <- answer{status: v.Status, err: err}
+	}()
+	select {
+	case <-spy.waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll never started waiting")
+	}
+	e.api.Close()
+	e.api.Close() // idempotent: the server may call it twice
+	select {
+	case got := <-answered:
+		if got.err != nil || got.status != "pending" {
+			t.Errorf("long poll after Close: status %q, err %v; want the request as it stands (pending)", got.status, got.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not answer the long poll (it would hold the shutdown for up to a minute)")
+	}
+}
