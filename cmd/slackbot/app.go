@@ -98,7 +98,7 @@ func newApp(d appDeps) (*app, error) {
 		owner = agentrunner.NewToken()[:12]
 	}
 	if d.StoreOptions.Owner == "" {
-		// Card leases die with this process's heartbeat (Events below).
+		// Card leases die with this process's heartbeat (Tokens below).
 		d.StoreOptions.Owner = owner
 	}
 	st := store.New(d.Redis, d.StoreOptions)
@@ -136,16 +136,8 @@ func newApp(d appDeps) (*app, error) {
 		Slack: d.Slack, Service: a.svc, Cards: cards, Usergroups: groups,
 		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
-	if len(d.APIKeys) > 0 {
-		a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Approvals: a.svc, Store: st, Waiter: a.tokens, Routes: d.Routes, Log: d.Log,
-			AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
-		if err != nil {
-			return nil, err
-		}
-		a.callbacks = httpapi.NewCallbacks(httpapi.CallbacksConfig{
-			Keys: d.APIKeys, Store: st, Queue: st.CallbackQueue(0), Consumer: owner, Log: d.Log,
-			AllowPrivate: d.AllowPrivateCallbacks,
-		})
+	if err := a.wireAPI(d, owner); err != nil {
+		return nil, err
 	}
 	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(st), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline}
 	opts := []agentrunner.Option{
@@ -170,6 +162,25 @@ func newApp(d appDeps) (*app, error) {
 		},
 	}
 	return a, nil
+}
+
+// wireAPI builds the HTTP API and its callback delivery over the Service,
+// when API keys are configured.
+func (a *app) wireAPI(d appDeps, owner string) error {
+	if len(d.APIKeys) == 0 {
+		return nil
+	}
+	var err error
+	a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Approvals: a.svc, Store: a.store, Waiter: a.tokens, Routes: d.Routes, Log: d.Log,
+		AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
+	if err != nil {
+		return err
+	}
+	a.callbacks = httpapi.NewCallbacks(httpapi.CallbacksConfig{
+		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
+		AllowPrivate: d.AllowPrivateCallbacks,
+	})
+	return nil
 }
 
 // newToolbox returns the agent's tools: d's, and those of d's tool source.
