@@ -86,30 +86,9 @@ func runHeapChild(args []string, stdout io.Writer) error {
 	case <-time.After(10 * time.Second):
 		return errors.New("events subscriber not ready")
 	}
-	routes, err := routing.ParseRoutes([]byte(heapRoutes), "heap-routes.yaml")
+	ask, parked, sem, err := heapAsk(st, ev, *slackURL, *token, *n)
 	if err != nil {
 		return err
-	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
-	api := slack.New(*token, slack.OptionAPIURL(*slackURL), slack.OptionHTTPClient(hc))
-	svc := approval.New(approval.Config{
-		Store: st, Poster: bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes}),
-		Directory: &bot.Usergroups{Slack: api}, Routes: routes,
-	})
-	askRun := svc.Ask(st)
-
-	// At most 64 runs are between start and parked at once: each holds a
-	// Redis and an HTTP connection while it asks.
-	sem := make(chan struct{}, 64)
-	parked := make(chan struct{}, *n+heapWarmup)
-	ask := &agentrunner.AskHandler{
-		Tokens: ev, Deadline: svc.Deadline,
-		Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-			res, err := askRun(ctx, rc, req, token)
-			<-sem
-			parked <- struct{}{}
-			return res, err
-		},
 	}
 	tool := agentrunner.NewTool(benchTool, "Delete a file.",
 		func(context.Context, *agentrunner.ToolContext, struct {
@@ -153,22 +132,58 @@ func runHeapChild(args []string, stdout io.Writer) error {
 		Seconds:     secs,
 	}
 
-	// The floor: as many bare goroutines, each blocked on a channel.
+	res.FloorHeap, res.FloorStack = floorPerGoroutine(*n)
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+// floorPerGoroutine is the floor a waiting run is compared with: the heap
+// and stack of as many bare goroutines, each blocked on a channel.
+func floorPerGoroutine(n int) (heap, stack float64) {
+	var before, after runtime.MemStats
 	block := make(chan struct{})
+	defer close(block)
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	for range *n {
+	for range n {
 		go func() { <-block }()
 	}
-	for runtime.NumGoroutine() < *n {
+	for runtime.NumGoroutine() < n {
 		time.Sleep(time.Millisecond)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	res.FloorHeap = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(*n)
-	res.FloorStack = float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(*n)
-	close(block)
-	return json.NewEncoder(stdout).Encode(res)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n),
+		float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(n)
+}
+
+// heapAsk is the ask of the parked runs: slackbot's, through the Service
+// and bot's Cards to the fake Slack, admitting at most 64 runs between
+// start and parked at once (each holds a Redis and an HTTP connection
+// while it asks); parked is told of each run parked.
+func heapAsk(st *store.Store, ev *store.Tokens, slackURL, token string, n int) (ask *agentrunner.AskHandler, parked, sem chan struct{}, err error) {
+	routes, err := routing.ParseRoutes([]byte(heapRoutes), "heap-routes.yaml")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
+	api := slack.New(token, slack.OptionAPIURL(slackURL), slack.OptionHTTPClient(hc))
+	svc := approval.New(approval.Config{
+		Store: st, Poster: bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes}),
+		Directory: &bot.Usergroups{Slack: api}, Routes: routes,
+	})
+	askRun := svc.Ask(st)
+	sem = make(chan struct{}, 64)
+	parked = make(chan struct{}, n+heapWarmup)
+	ask = &agentrunner.AskHandler{
+		Tokens: ev, Deadline: svc.Deadline,
+		Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
+			res, err := askRun(ctx, rc, req, token)
+			<-sem
+			parked <- struct{}{}
+			return res, err
+		},
+	}
+	return ask, parked, sem, nil
 }
 
 // measureHeap runs the heap child for n runs against a fake Slack of its

@@ -158,33 +158,61 @@ func (b *bench) clickPhases(ctx context.Context, t *table, sb, base *process, st
 		return loadResult{}, err
 	}
 	b.logf("clicks: created in %.1f s", time.Since(t0).Seconds())
-	take := func(n int) [][]byte {
-		out := all[:n]
-		all = all[n:]
-		return out
+	cr := &clickRun{
+		b: b, t: t, sb: sb, base: base, bodies: all,
+		sbPost:   signedPoster{client: b.client, url: sb.base + "/slack/interactivity", secret: b.secret},
+		basePost: signedPoster{client: b.client, url: base.base + "/slack/interactivity", secret: b.secret},
 	}
-	sbPost := signedPoster{client: b.client, url: sb.base + "/slack/interactivity", secret: b.secret}
-	basePost := signedPoster{client: b.client, url: base.base + "/slack/interactivity", secret: b.secret}
 	approvedBefore, _ := metric(ctx, b.client, sb.base, `slackbot_decisions_total{outcome="approved"}`)
-	acked := 0
 
 	// Warm both up: connections, pools, scripts loaded, caches filled.
-	w := take(warmup)
-	openLoop(ctx, basePost, w, 500)
-	acked += openLoop(ctx, sbPost, w, 500).OK
-	settle := func() { time.Sleep(time.Second) }
+	w := cr.take(warmup)
+	openLoop(ctx, cr.basePost, w, 500)
+	cr.acked += openLoop(ctx, cr.sbPost, w, 500).OK
 	settle()
 
 	rpid := b.redisPID(ctx)
+	floor := cr.offeredLoads(ctx, counts)
+	if err := cr.saturation(ctx, satN, rpid, pprofAddr); err != nil {
+		return floor, err
+	}
+	return floor, cr.checkDecisions(ctx, approvedBefore)
+}
+
+// clickRun is one run of the click phases: the pre-created clicks not yet
+// sent, where they go, and how many slackbot acknowledged.
+type clickRun struct {
+	b                *bench
+	t                *table
+	sb, base         *process
+	bodies           [][]byte
+	sbPost, basePost signedPoster
+	acked            int
+}
+
+// take returns the next n pre-created clicks.
+func (cr *clickRun) take(n int) [][]byte {
+	out := cr.bodies[:n]
+	cr.bodies = cr.bodies[n:]
+	return out
+}
+
+// settle lets a phase's after-work (card updates) finish before the next.
+func settle() { time.Sleep(time.Second) }
+
+// offeredLoads sends clicks open loop at each offered rate, baseline then
+// slackbot, and repeats the 1,000/s clicks (already decided). It returns
+// the baseline at the lowest load.
+func (cr *clickRun) offeredLoads(ctx context.Context, counts []int) loadResult {
 	var floor loadResult
 	var at1000 [][]byte
-	for i, rate := range cfg.rates {
-		bodies := take(counts[i])
-		b.logf("clicks: %.0f/s offered for %s", rate, cfg.duration)
-		rb := openLoop(ctx, basePost, bodies, rate)
+	for i, rate := range cr.b.cfg.rates {
+		bodies := cr.take(counts[i])
+		cr.b.logf("clicks: %.0f/s offered for %s", rate, cr.b.cfg.duration)
+		rb := openLoop(ctx, cr.basePost, bodies, rate)
 		settle()
-		rs := openLoop(ctx, sbPost, bodies, rate)
-		acked += rs.OK
+		rs := openLoop(ctx, cr.sbPost, bodies, rate)
+		cr.acked += rs.OK
 		settle()
 		if i == 0 {
 			floor = rb
@@ -192,86 +220,108 @@ func (b *bench) clickPhases(ctx context.Context, t *table, sb, base *process, st
 		if rate == 1000 {
 			at1000 = bodies
 			if p99 := rs.Quantile(0.99); rs.Failed == 0 && p99 < 50*time.Millisecond {
-				t.note("Target: acknowledgement p99 under 50 ms at 1,000 clicks/s: met (%s).", msec(p99))
+				cr.t.note("Target: acknowledgement p99 under 50 ms at 1,000 clicks/s: met (%s).", msec(p99))
 			} else {
-				t.note("Target: acknowledgement p99 under 50 ms at 1,000 clicks/s: MISSED (%s, %d failed).", msec(p99), rs.Failed)
+				cr.t.note("Target: acknowledgement p99 under 50 ms at 1,000 clicks/s: MISSED (%s, %d failed).", msec(p99), rs.Failed)
 			}
 		}
 		label := fmt.Sprintf("%s clicks/s offered (open loop, %d clicks)", thousands(int(rate)), len(bodies))
-		t.add(label+": acknowledged/s", perSec(rs), perSec(rb), ratio(rs.PerSecond(), rb.PerSecond()))
-		t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
+		cr.t.add(label+": acknowledged/s", perSec(rs), perSec(rb), ratio(rs.PerSecond(), rb.PerSecond()))
+		cr.t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
 	}
 	if at1000 != nil {
-		b.logf("clicks: repeated clicks (already decided) at 1,000/s")
-		rs := openLoop(ctx, sbPost, at1000, 1000)
+		cr.b.logf("clicks: repeated clicks (already decided) at 1,000/s")
+		rs := openLoop(ctx, cr.sbPost, at1000, 1000)
 		settle()
-		t.add(fmt.Sprintf("the same %d clicks again at 1,000/s (already decided: idempotent repeat): ack p50 / p99", len(at1000)),
+		cr.t.add(fmt.Sprintf("the same %d clicks again at 1,000/s (already decided: idempotent repeat): ack p50 / p99", len(at1000)),
 			p50p99(rs), "(as above)", "")
 	}
+	return floor
+}
 
-	b.logf("clicks: saturation, %d connections, closed loop, %s", cfg.satConns, cfg.satDuration)
-	bodies := take(satN)
-	cpu := newCPUMeter(base.pid(), rpid)
-	rb := closedLoop(ctx, basePost, bodies, cfg.satConns, cfg.satDuration)
+// saturation sends n clicks closed loop on many connections, baseline then
+// slackbot, measuring the CPU each process spends (and, with pprofAddr,
+// slackbot's CPU profile).
+func (cr *clickRun) saturation(ctx context.Context, n, rpid int, pprofAddr string) error {
+	cfg := cr.b.cfg
+	cr.b.logf("clicks: saturation, %d connections, closed loop, %s", cfg.satConns, cfg.satDuration)
+	bodies := cr.take(n)
+	cpu := newCPUMeter(cr.base.pid(), rpid)
+	rb := closedLoop(ctx, cr.basePost, bodies, cfg.satConns, cfg.satDuration)
 	bc := cpu.cores()
 	settle()
-	profileDone := make(chan error, 1)
-	if pprofAddr != "" {
-		go func() {
-			profileDone <- saveProfile(ctx, pprofAddr, int(cfg.satDuration.Seconds()), filepath.Join(b.cfg.pprof, "slackbot-cpu.pprof"))
-		}()
-		go func() {
-			time.Sleep(cfg.satDuration / 2)
-			_ = saveURL(ctx, "http://"+pprofAddr+"/debug/pprof/goroutine?debug=1", filepath.Join(b.cfg.pprof, "slackbot-goroutines.txt"))
-		}()
-	}
-	cpu = newCPUMeter(sb.pid(), rpid)
-	stopSelf := b.profileSelf("bench-cpu.pprof")
-	rs := closedLoop(ctx, sbPost, bodies, cfg.satConns, cfg.satDuration)
+	profileDone := cr.b.profileSlackbot(ctx, pprofAddr)
+	cpu = newCPUMeter(cr.sb.pid(), rpid)
+	stopSelf := cr.b.profileSelf("bench-cpu.pprof")
+	rs := closedLoop(ctx, cr.sbPost, bodies, cfg.satConns, cfg.satDuration)
 	stopSelf()
 	sc := cpu.cores()
-	acked += rs.OK
+	cr.acked += rs.OK
 	if pprofAddr != "" {
 		if err := <-profileDone; err != nil {
-			return floor, fmt.Errorf("cpu profile: %w", err)
+			return fmt.Errorf("cpu profile: %w", err)
 		}
-		b.logf("clicks: CPU profile saved in %s", filepath.Join(b.cfg.pprof, "slackbot-cpu.pprof"))
+		cr.b.logf("clicks: CPU profile saved in %s", filepath.Join(cfg.pprof, "slackbot-cpu.pprof"))
 	}
 	label := fmt.Sprintf("saturation (%d connections, closed loop, %s)", cfg.satConns, cfg.satDuration)
-	t.add(label+": clicks/s", perSec(rs), perSec(rb), ratio(rs.PerSecond(), rb.PerSecond()))
-	t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
-	t.add(label+": CPU cores used by server / Redis / load generator + fake Slack",
+	cr.t.add(label+": clicks/s", perSec(rs), perSec(rb), ratio(rs.PerSecond(), rb.PerSecond()))
+	cr.t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
+	cr.t.add(label+": CPU cores used by server / Redis / load generator + fake Slack",
 		fmt.Sprintf("%.2f / %.2f / %.2f", sc[0], sc[1], sc[2]), fmt.Sprintf("%.2f / %.2f / %.2f", bc[0], bc[1], bc[2]), "")
-	perClick := func(cores []float64, r loadResult) string {
-		rate := r.PerSecond()
-		if rate == 0 {
-			return "—"
-		}
-		return fmt.Sprintf("%.0f / %.0f / %.0f µs", cores[0]/rate*1e6, cores[1]/rate*1e6, cores[2]/rate*1e6)
-	}
-	t.add(label+": CPU time per acknowledged click, server / Redis / load generator + fake Slack",
+	cr.t.add(label+": CPU time per acknowledged click, server / Redis / load generator + fake Slack",
 		perClick(sc, rs), perClick(bc, rb), ratio(sc[0]/rs.PerSecond(), bc[0]/rb.PerSecond())+" (server)")
 	if r := rs.PerSecond() / rb.PerSecond(); r >= 0.5 {
-		t.note("Target: click throughput at saturation at least half the baseline's: met (%.2f).", r)
+		cr.t.note("Target: click throughput at saturation at least half the baseline's: met (%.2f).", r)
 	} else {
-		t.note("Target: click throughput at saturation at least half the baseline's: MISSED (%.2f).", r)
+		cr.t.note("Target: click throughput at saturation at least half the baseline's: MISSED (%.2f).", r)
 	}
 	if len(bodies) > 0 && rs.Sent >= len(bodies) {
-		t.note("Note: slackbot used up all %d pre-created approvals before the saturation phase ended; raise maxSaturationRate.", len(bodies))
+		cr.t.note("Note: slackbot used up all %d pre-created approvals before the saturation phase ended; raise maxSaturationRate.", len(bodies))
 	}
+	return nil
+}
 
-	// Every acknowledged first click must have recorded a decision.
+// profileSlackbot saves slackbot's CPU profile of the saturation phase and
+// a goroutine dump halfway through, when pprofAddr is set; the channel
+// gets the profile's error.
+func (b *bench) profileSlackbot(ctx context.Context, pprofAddr string) <-chan error {
+	done := make(chan error, 1)
+	if pprofAddr == "" {
+		return done
+	}
+	go func() {
+		done <- saveProfile(ctx, pprofAddr, int(b.cfg.satDuration.Seconds()), filepath.Join(b.cfg.pprof, "slackbot-cpu.pprof"))
+	}()
+	go func() {
+		time.Sleep(b.cfg.satDuration / 2)
+		_ = saveURL(ctx, "http://"+pprofAddr+"/debug/pprof/goroutine?debug=1", filepath.Join(b.cfg.pprof, "slackbot-goroutines.txt"))
+	}()
+	return done
+}
+
+// perClick is CPU time per acknowledged click of each process.
+func perClick(cores []float64, r loadResult) string {
+	rate := r.PerSecond()
+	if rate == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f / %.0f / %.0f µs", cores[0]/rate*1e6, cores[1]/rate*1e6, cores[2]/rate*1e6)
+}
+
+// checkDecisions notes whether every acknowledged first click recorded a
+// decision.
+func (cr *clickRun) checkDecisions(ctx context.Context, approvedBefore float64) error {
 	time.Sleep(2 * time.Second)
-	approved, err := metric(ctx, b.client, sb.base, `slackbot_decisions_total{outcome="approved"}`)
+	approved, err := metric(ctx, cr.b.client, cr.sb.base, `slackbot_decisions_total{outcome="approved"}`)
 	if err != nil {
-		return floor, err
+		return err
 	}
-	if got := int(approved - approvedBefore); got != acked {
-		t.note("Check: %d clicks acknowledged, %d decisions recorded: they should be equal.", acked, got)
+	if got := int(approved - approvedBefore); got != cr.acked {
+		cr.t.note("Check: %d clicks acknowledged, %d decisions recorded: they should be equal.", cr.acked, got)
 	} else {
-		t.note("Check: each of the %d acknowledged first clicks recorded its decision (slackbot_decisions_total).", acked)
+		cr.t.note("Check: each of the %d acknowledged first clicks recorded its decision (slackbot_decisions_total).", cr.acked)
 	}
-	return floor, nil
+	return nil
 }
 
 // warmup is how many clicks warm each server up before measuring.
