@@ -311,3 +311,39 @@ func TestAskDeniesUnroutedAndFailsUnpostable(t *testing.T) {
 }
 
 var _ approval.RunSaver = (*store.Store)(nil)
+
+func TestAnswerTakesTheWireFormat(t *testing.T) {
+	f := newFixture(t)
+	token := agentrunner.NewToken()
+	if _, err := f.svc.Open(t.Context(), approval.Opening{
+		Token: token, Origin: approval.Origin{Client: "ci"},
+		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+			call("b", "deploy", `{"env":"dev"}`), call("a", "deploy", `{"env":"staging"}`),
+		}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res := agentrunner.NewDeferredToolResults()
+	res.Approvals["a"] = agentrunner.Deny("not today")
+	res.Approvals["b"] = agentrunner.Approve()
+	res.Metadata["b"] = map[string]any{"ticket": "OPS-1"}
+	res.AnsweredBy["a"] = "jo"
+	d, err := f.svc.Answer(t.Context(), token, approval.Decider{Client: "ci"}, res)
+	if err != nil || !d.Resolved {
+		t.Fatalf("Answer: %+v, %v", d, err)
+	}
+	got := d.Request.Results
+	if got.Approvals["a"].Approved || got.Approvals["a"].DenialMessage() != "not today" || !got.Approvals["b"].Approved {
+		t.Errorf("results = %+v, want a denied (not today) and b approved", got.Approvals)
+	}
+	if got.AnsweredBy["a"] != "ci/jo" || got.AnsweredBy["b"] != "ci" {
+		t.Errorf("answered_by = %v, want a by ci/jo, b by ci", got.AnsweredBy)
+	}
+	if got.Metadata["b"]["ticket"] != "OPS-1" {
+		t.Errorf("metadata of b = %v, want the client's", got.Metadata["b"])
+	}
+	ds := approval.Decisions(res)
+	if len(ds) != 2 || ds[0].CallID != "a" || ds[1].CallID != "b" {
+		t.Errorf("Decisions order = %+v, want a then b (approvals by id)", ds)
+	}
+}

@@ -329,7 +329,7 @@ func handleResults(approvals Approvals, owners Owners) authedHandler {
 		if err := checkNames(r.Context(), approvals, token, results); err != nil {
 			return err
 		}
-		d, err := approvals.Decide(r.Context(), token, approval.Decider{Client: k.Name}, decisions(results)...)
+		d, err := approvals.Answer(r.Context(), token, approval.Decider{Client: k.Name}, results)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -17,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/slackapprove/slackbot/agentrunner"
-	"github.com/slackapprove/slackbot/approval"
 )
 
 // This file reads what clients send: bodies, parameters, and the wire
@@ -255,35 +253,4 @@ func decodeResults(body []byte) (*agentrunner.DeferredToolResults, error) {
 		return nil, invalid("the results answer no call: give approvals or calls")
 	}
 	return res, nil
-}
-
-// decisions turns a client's results into the decisions they make, in a
-// stable order (approvals, then calls, each by id), with their metadata
-// and who the client says answered.
-func decisions(res *agentrunner.DeferredToolResults) []approval.Decision {
-	var ds []approval.Decision
-	for _, id := range slices.Sorted(maps.Keys(res.Approvals)) {
-		ar := res.Approvals[id]
-		d := approval.Decision{CallID: id, Action: approval.ActionDeny, Reason: ar.Message}
-		if ar.Approved {
-			d.Action, d.OverrideArgs = approval.ActionApprove, ar.OverrideArgs
-		}
-		ds = append(ds, d)
-	}
-	for _, id := range slices.Sorted(maps.Keys(res.Calls)) {
-		cr := res.Calls[id]
-		d := approval.Decision{CallID: id, Action: approval.ActionAnswer, Answer: cr.Value}
-		switch {
-		case cr.Failed:
-			d.Action, d.Reason = approval.ActionFail, cr.Message
-		case cr.Retry:
-			d.Action, d.Reason = approval.ActionRetry, cr.Message
-		}
-		ds = append(ds, d)
-	}
-	for i := range ds {
-		ds[i].Metadata = res.Metadata[ds[i].CallID]
-		ds[i].By = res.AnsweredBy[ds[i].CallID]
-	}
-	return ds
 }

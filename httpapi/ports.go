@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 )
 
@@ -18,14 +19,14 @@ type Approvals interface {
 	Open(ctx context.Context, o approval.Opening) (*approval.Request, error)
 	// Get returns the request of token, or ENOTFOUND.
 	Get(ctx context.Context, token string) (*approval.Request, error)
-	// Decide records an API client's answers atomically (see
-	// approval.Service.Decide): ENOTFOUND for another client's request,
+	// Answer records an API client's answers atomically (see
+	// approval.Service.Answer and Decide): ENOTFOUND for another client's request,
 	// the request's end (EEXPIRED, ECANCELLED, ERESOLVED, EFAILED),
 	// EINVALID for answers that name no pending call under its kind or
 	// edited arguments that are not an object or not the tool's, EPOLICY
 	// for edited arguments the route's policy refuses, ECONFLICT for calls
 	// already decided.
-	Decide(ctx context.Context, token string, by approval.Decider, ds ...approval.Decision) (*approval.Decided, error)
+	Answer(ctx context.Context, token string, by approval.Decider, res *agentrunner.DeferredToolResults) (*approval.Decided, error)
 	// Cancel ends the client's pending request: ENOTFOUND for another
 	// client's, the request's end if it ended.
 	Cancel(ctx context.Context, token string, by approval.Decider) (*approval.Request, error)
