@@ -79,31 +79,29 @@ func loadConfig(getenv func(string) string, mode Mode) (*Config, error) {
 	return &cfg, nil
 }
 
-// envVarsFormat is an envconfig usage template that lists each variable
-// of a spec as "field<TAB>variable<TAB>default".
-const envVarsFormat = "{{range .}}{{.Name}}\t{{usage_key .}}\t{{usage_default .}}\n{{end}}"
-
 // processEnv fills cfg from getenv as envconfig.Process fills it from the
 // process environment, and returns a problem for every variable that does
 // not parse (envconfig.Process stops at the first).
 //
-// envconfig reads only the process environment (it has no lookup hook):
-// its own machinery, envconfig.Usagef, names each field's variable and
-// default from the struct tags, and the value is parsed here, as envconfig
-// parses it, for the kinds Config has (string, []string, int, float64).
-// One difference: getenv cannot tell an empty variable from an unset one,
-// so an empty variable takes the default.
+// envconfig reads only the process environment (it has no lookup hook), so
+// the fields are read here by envconfig's own conventions — the variable
+// is the `envconfig` tag, the default the `default` tag, a bad value an
+// envconfig.ParseError — for the kinds Config has (string, []string, int,
+// float64). The tags are read with reflect, not with envconfig.Usagef:
+// its text/template calls methods by name, which makes the linker keep
+// every exported method of every type (8 MB more code in the binary). One
+// difference: getenv cannot tell an empty variable from an unset one, so
+// an empty variable takes the default.
 func processEnv(getenv func(string) string, cfg *Config) ([]string, error) {
-	var vars strings.Builder
-	if err := envconfig.Usagef("", cfg, &vars, envVarsFormat); err != nil {
-		return nil, fmt.Errorf("configuration fields: %w", err)
-	}
 	v := reflect.ValueOf(cfg).Elem()
+	t := v.Type()
 	var problems []string
-	for line := range strings.Lines(vars.String()) {
-		name, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
-		key, def, _ := strings.Cut(rest, "\t")
-		field := v.FieldByName(name)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key, def := f.Tag.Get("envconfig"), f.Tag.Get("default")
+		if key == "" {
+			return nil, fmt.Errorf("configuration field %s has no envconfig tag", f.Name)
+		}
 		value := getenv(key)
 		if value == "" {
 			value = def
@@ -111,9 +109,10 @@ func processEnv(getenv func(string) string, cfg *Config) ([]string, error) {
 		if value == "" {
 			continue
 		}
+		field := v.Field(i)
 		if err := setField(field, value); err != nil {
 			problems = append(problems, (&envconfig.ParseError{
-				KeyName: key, FieldName: name, TypeName: field.Type().String(), Value: value, Err: err,
+				KeyName: key, FieldName: f.Name, TypeName: field.Type().String(), Value: value, Err: err,
 			}).Error())
 			// The default stands in, so validate names only other problems.
 			_ = setField(field, def)
