@@ -22,9 +22,6 @@ const (
 	StateFailed    State = "failed"
 )
 
-// Ended reports whether s is final.
-func (s State) Ended() bool { return s != StatePending }
-
 // CallStatus is where one Call stands.
 type CallStatus string
 
@@ -321,6 +318,22 @@ func (r *Request) Call(id string) *Call {
 		}
 	}
 	return nil
+}
+
+// EndErr returns the error of deciding on r once it ended (ErrExpired,
+// ErrCancelled, ErrFailed, ErrResolved), or nil while it is pending.
+func (r *Request) EndErr() error {
+	switch r.State {
+	case StatePending:
+		return nil
+	case StateExpired:
+		return ErrExpired
+	case StateCancelled:
+		return ErrCancelled
+	case StateFailed:
+		return ErrFailed
+	}
+	return ErrResolved
 }
 
 // NoDecision returns the error a waiter of an expired, cancelled or failed

@@ -153,7 +153,7 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 	if err := s.authorize(ctx, r, nil, by, ""); err != nil {
 		return nil, err
 	}
-	if err := endErr(r); err != nil {
+	if err := r.EndErr(); err != nil {
 		return nil, err
 	}
 	results, err := s.results(ctx, r, by.Client, ds)
@@ -254,21 +254,6 @@ func kindFits(kind agentrunner.CallKind, a Action) bool {
 		return a == ActionApprove || a == ActionDeny
 	}
 	return a == ActionAnswer || a == ActionFail || a == ActionRetry
-}
-
-// endErr returns the error of deciding on a request that ended, or nil.
-func endErr(r *Request) error {
-	switch r.State {
-	case StatePending:
-		return nil
-	case StateExpired:
-		return ErrExpired
-	case StateCancelled:
-		return ErrCancelled
-	case StateFailed:
-		return ErrFailed
-	}
-	return ErrResolved
 }
 
 // Cancel ends by's pending request with no decision: the run is told so,

@@ -104,14 +104,7 @@ func (s *Service) Close() { s.wg.Wait() }
 func (s *Service) Routes() *routing.Routes { return s.routes }
 
 // Route returns the route named name, or nil.
-func (s *Service) Route(name string) *routing.Route {
-	for _, r := range s.routes.Routes {
-		if r.Name == name {
-			return r
-		}
-	}
-	return nil
-}
+func (s *Service) Route(name string) *routing.Route { return s.routes.Named(name) }
 
 // Get returns the request of token (ENOTFOUND when there is none).
 func (s *Service) Get(ctx context.Context, token string) (*Request, error) {

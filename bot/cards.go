@@ -64,7 +64,7 @@ func NewCards(cfg CardsConfig) *Cards {
 // Post implements approval.Poster: it posts the card of c to its route's
 // channel.
 func (cs *Cards) Post(ctx context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	route := cs.route(c.Route)
+	route := cs.routes.Named(c.Route)
 	if route == nil {
 		return approval.MessageRef{}, fmt.Errorf("post card of %s: no route %q", c.ID, c.Route)
 	}
@@ -82,16 +82,6 @@ func (cs *Cards) Update(ctx context.Context, r *approval.Request, c *approval.Ca
 		return ref, err
 	}
 	return ref, nil
-}
-
-// route returns the route named name, or nil.
-func (cs *Cards) route(name string) *routing.Route {
-	for _, r := range cs.routes.Routes {
-		if r.Name == name {
-			return r
-		}
-	}
-	return nil
 }
 
 // toolLabel is how people see a tool: "<server>.<tool>" for a tool of one
@@ -134,7 +124,7 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
 		AllowEdit:       c.Kind == agentrunner.KindApproval && cs.editable(call.ToolName),
 	}
-	if r := cs.route(c.Route); r != nil {
+	if r := cs.routes.Named(c.Route); r != nil {
 		card.Mentions = r.Usergroups
 	}
 	for _, p := range cs.pendingViews(a.Requests) {
@@ -166,7 +156,7 @@ func (cs *Cards) pendingViews(req agentrunner.DeferredToolRequests) []agentrunne
 // marker in the route channel's history; the zero MessageRef if it is not
 // there.
 func (cs *Cards) locate(ctx context.Context, a *approval.Request, c *approval.Call) approval.MessageRef {
-	route := cs.route(c.Route)
+	route := cs.routes.Named(c.Route)
 	if route == nil {
 		return approval.MessageRef{}
 	}

@@ -261,15 +261,8 @@ func (b *Bot) openForm(ctx context.Context, triggerID, actionID string, t *click
 
 // stateErr maps a token's or call's final state to the error a late click gets.
 func stateErr(t *clickTarget) error {
-	switch t.approval.State {
-	case approval.StateExpired:
-		return approval.ErrExpired
-	case approval.StateCancelled:
-		return approval.ErrCancelled
-	case approval.StateResolved:
-		return approval.ErrResolved
-	case approval.StateFailed:
-		return approval.ErrFailed
+	if err := t.approval.EndErr(); err != nil {
+		return err
 	}
 	return approval.ErrDecided
 }

@@ -82,14 +82,10 @@ func New(cfg Config) (*API, error) {
 		return nil, errors.New("httpapi: Approvals, Store and Events are required")
 	}
 	if cfg.Routes != nil {
-		known := map[string]bool{}
-		for _, r := range cfg.Routes.Routes {
-			known[r.Name] = true
-		}
 		var bad []string
 		for i, k := range cfg.Keys {
 			for _, r := range k.Routes {
-				if !known[r] {
+				if cfg.Routes.Named(r) == nil {
 					bad = append(bad, fmt.Sprintf("entry %d (%s) names unknown route %q", i+1, k.Name, r))
 				}
 			}

@@ -134,6 +134,19 @@ func DemoRoutes() *Routes {
 	return r
 }
 
+// Named returns the route named name, or nil.
+func (rs *Routes) Named(name string) *Route {
+	if rs == nil {
+		return nil
+	}
+	for _, r := range rs.Routes {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
 // Match returns the first route whose globs match the tool name and the
 // channel the run was started from, or nil when none does.
 func (rs *Routes) Match(toolName, sourceChannel string) *Route {
