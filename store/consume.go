@@ -52,27 +52,45 @@ const DefaultResumeReclaimIdle = 10 * time.Second
 func (q *ResumeQueue) Consume(ctx context.Context, consumer string, opts ConsumeOptions, handle func(context.Context, ResumeJob)) {
 	opts = opts.withDefaults(DefaultResumeReclaimIdle)
 	for ctx.Err() == nil {
-		jobs, err := q.Read(ctx, consumer, opts.Block)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			opts.Log.ErrorContext(ctx, "read resume queue", "err", err)
-			sleep(ctx, time.Second)
+		jobs, ok := nextBatch(ctx, consumer, opts, "resume queue", "resume jobs", q.Read, q.ReclaimDead, q.Reclaim)
+		if !ok {
 			continue
 		}
-		dead, err := q.ReclaimDead(ctx, consumer)
-		if err != nil && ctx.Err() == nil {
-			opts.Log.ErrorContext(ctx, "reclaim resume jobs of stopped replicas", "err", err)
-		}
-		stale, err := q.Reclaim(ctx, consumer, opts.ReclaimIdle)
-		if err != nil && ctx.Err() == nil {
-			opts.Log.ErrorContext(ctx, "reclaim resume jobs", "err", err)
-		}
-		for _, j := range append(append(jobs, dead...), stale...) {
+		for _, j := range jobs {
 			handle(ctx, j)
 		}
 	}
+}
+
+// nextBatch is one look of a consumer loop at its queue: the new jobs
+// (read, blocking up to opts.Block), the jobs of consumers whose process
+// died (dead), and the jobs left unacknowledged past opts.ReclaimIdle
+// (stale). A failed read is logged and waited out (ok false); a failed
+// reclaim is logged and the rest is handed out. queue and jobs name them
+// in the log.
+func nextBatch[J any](ctx context.Context, consumer string, opts ConsumeOptions, queue, jobs string,
+	read func(context.Context, string, time.Duration) ([]J, error),
+	dead func(context.Context, string) ([]J, error),
+	stale func(context.Context, string, time.Duration) ([]J, error),
+) (batch []J, ok bool) {
+	batch, err := read(ctx, consumer, opts.Block)
+	if err != nil {
+		if ctx.Err() == nil {
+			opts.Log.ErrorContext(ctx, "read "+queue, "err", err)
+			sleep(ctx, time.Second)
+		}
+		return nil, false
+	}
+	more, err := dead(ctx, consumer)
+	if err != nil && ctx.Err() == nil {
+		opts.Log.ErrorContext(ctx, "reclaim "+jobs+" of stopped replicas", "err", err)
+	}
+	batch = append(batch, more...)
+	more, err = stale(ctx, consumer, opts.ReclaimIdle)
+	if err != nil && ctx.Err() == nil {
+		opts.Log.ErrorContext(ctx, "reclaim stale "+jobs, "err", err)
+	}
+	return append(batch, more...), true
 }
 
 // Errors a job handler returns to JobQueue.Consume to say what becomes of
@@ -153,24 +171,11 @@ func (q *JobQueue) Consume(ctx context.Context, consumer string, opts JobConsume
 		if _, err := q.Promote(ctx); err != nil && ctx.Err() == nil {
 			opts.Log.ErrorContext(ctx, "promote job retries", "err", err)
 		}
-		jobs, err := q.Read(ctx, consumer, opts.Block)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			opts.Log.ErrorContext(ctx, "read job queue", "err", err)
-			sleep(ctx, time.Second)
+		jobs, ok := nextBatch(ctx, consumer, opts.ConsumeOptions, "job queue", "jobs", q.Read, q.ReclaimDead, q.Reclaim)
+		if !ok {
 			continue
 		}
-		dead, err := q.ReclaimDead(ctx, consumer)
-		if err != nil && ctx.Err() == nil {
-			opts.Log.ErrorContext(ctx, "reclaim jobs of stopped replicas", "err", err)
-		}
-		stale, err := q.Reclaim(ctx, consumer, opts.ReclaimIdle)
-		if err != nil && ctx.Err() == nil {
-			opts.Log.ErrorContext(ctx, "reclaim stale jobs", "err", err)
-		}
-		q.work(ctx, opts, append(append(jobs, dead...), stale...), handle)
+		q.work(ctx, opts, jobs, handle)
 	}
 }
 
