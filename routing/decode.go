@@ -173,6 +173,9 @@ type routeNodes struct {
 	quorum                ast.Node // required_approvals, else the route
 	approvers             ast.Node // the approvers key, when present
 	autoApprove, autoDeny field
+	// remindEvery, escalateAfter and grants are the values of those
+	// fields, when present.
+	remindEvery, escalateAfter, grants ast.Node
 }
 
 func (d *routesDecoder) route(env *cel.Env, item ast.Node, index int, defaultTimeout time.Duration) *Route {
@@ -195,10 +198,14 @@ func (d *routesDecoder) route(env *cel.Env, item ast.Node, index int, defaultTim
 	}
 	at := routeNodes{quorum: d.resolve(item)}
 	for _, fl := range d.known(fields, what, "name", "when", "channel", "approvers",
-		"required_approvals", "allow_self_approval", "timeout", "auto_approve", "auto_deny") {
-		d.routeField(r, fl, &at)
+		"required_approvals", "allow_self_approval", "timeout", "auto_approve", "auto_deny",
+		"confirm", "remind_every", "escalate", "grants") {
+		if !d.attentionField(r, fl, &at) {
+			d.routeField(r, fl, &at)
+		}
 	}
 	d.checkRoute(r, at)
+	d.checkAttention(r, at)
 	if at.autoApprove.value != nil && r.AutoApprove != "" {
 		r.autoApprove = d.compile(env, at.autoApprove, r.AutoApprove)
 	}
@@ -311,11 +318,17 @@ func (d *routesDecoder) when(r *Route, fl field) {
 }
 
 func (d *routesDecoder) approvers(r *Route, fl field) {
-	fields, ok := d.mapping(fl.value, "approvers")
+	r.Users, r.Usergroups = d.approverIDs(fl, "approvers")
+}
+
+// approverIDs decodes an approvers mapping (users, usergroups), each id
+// checked for its Slack shape and listed once.
+func (d *routesDecoder) approverIDs(fl field, what string) (users, usergroups []string) {
+	fields, ok := d.mapping(fl.value, what)
 	if !ok {
-		return
+		return nil, nil
 	}
-	for _, a := range d.known(fields, "approvers", "users", "usergroups") {
+	for _, a := range d.known(fields, what, "users", "usergroups") {
 		ids, ok := d.strings(a)
 		if !ok {
 			continue
@@ -339,9 +352,10 @@ func (d *routesDecoder) approvers(r *Route, fl field) {
 			}
 		}
 		if a.key == "users" {
-			r.Users = kept
+			users = kept
 		} else {
-			r.Usergroups = kept
+			usergroups = kept
 		}
 	}
+	return users, usergroups
 }

@@ -44,6 +44,18 @@ func (rs *Routes) Describe(w io.Writer) error {
 			fmt.Fprint(tw, p)
 		}
 	}
+	var attention []string
+	for _, r := range rs.Routes {
+		if t := r.attentionText(); t != "" {
+			attention = append(attention, fmt.Sprintf("  %s\t%s\n", r.Name, t))
+		}
+	}
+	if len(attention) > 0 {
+		fmt.Fprintf(tw, "\nBeyond the card:\n")
+		for _, a := range attention {
+			fmt.Fprint(tw, a)
+		}
+	}
 	fmt.Fprintf(tw, "\nFirst match wins. A call no route matches is denied.\n")
 	if len(rs.MCPServers) > 0 {
 		fmt.Fprintf(tw, "\nMCP servers (tools are <name>__<tool>; each needs approval unless read-only):\n")

@@ -68,6 +68,19 @@ type Route struct {
 	AutoApprove string
 	AutoDeny    string
 
+	// Confirm makes Approve ask "Are you sure?" in Slack's confirm dialog.
+	Confirm bool
+	// RemindEvery, when set, reminds the approvers in the card's thread
+	// while the call is pending, at most MaxReminders times (Reminders).
+	RemindEvery time.Duration
+	// Escalate, when set, lets more approvers decide a call nobody
+	// decided in time (EscalatesAt, IsEscalationApprover).
+	Escalate *Escalation
+	// Grants, when set, lets an approver approve a call and its repeats
+	// (same tool, same arguments, same requester) for a while, up to
+	// Grants (GrantChoices).
+	Grants time.Duration
+
 	autoApprove cel.Program
 	autoDeny    cel.Program
 }
