@@ -126,6 +126,7 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 	}
 	if r := cs.routes.Named(c.Route); r != nil {
 		card.Mentions = r.Usergroups
+		card.Confirm = r.Confirm
 	}
 	for _, p := range cs.pendingViews(a.Requests) {
 		if p.Call.ToolCallID == c.ID {

@@ -44,6 +44,7 @@ routes:
     channel: C0GENERAL
     approvers: {users: [U0BOB]}
     timeout: 10m
+    confirm: true
 `
 
 func TestMain(m *testing.M) { redistest.Main(m) }

@@ -61,6 +61,9 @@ type Card struct {
 	// "Edit arguments…" buttons to an approval.
 	AllowDenyReason bool `json:"allow_deny_reason,omitempty"`
 	AllowEdit       bool `json:"allow_edit,omitempty"`
+	// Confirm makes Approve open Slack's confirm dialog first (the route's
+	// confirm: true).
+	Confirm bool `json:"confirm,omitempty"`
 	// State is where the call stands.
 	State approval.CallStatus `json:"state"`
 	// DecidedBy is who decided: a Slack user id, "policy:<route>", or the
@@ -504,10 +507,11 @@ func actionsBlock(c Card, version string) *slack.ActionBlock {
 	if c.Kind == agentrunner.KindQuestion {
 		elems = append(elems, button(ActionIDAnswer, "Answer…", slack.StylePrimary))
 	} else {
-		elems = append(elems,
-			button(ActionIDApprove, "Approve", slack.StylePrimary),
-			button(ActionIDDeny, "Deny", slack.StyleDanger),
-		)
+		approve := slack.NewButtonBlockElement(ActionIDApprove, value, plain("Approve", true)).WithStyle(slack.StylePrimary)
+		if c.Confirm {
+			approve = approve.WithConfirm(confirmDialog(c))
+		}
+		elems = append(elems, approve, button(ActionIDDeny, "Deny", slack.StyleDanger))
 		if c.AllowDenyReason {
 			elems = append(elems, button(ActionIDDenyReason, "Deny with reason…", ""))
 		}
@@ -516,6 +520,24 @@ func actionsBlock(c Card, version string) *slack.ActionBlock {
 		}
 	}
 	return slack.NewActionBlock(versionedID(BlockIDActions, version), elems...)
+}
+
+// Slack's limits on a confirm dialog (composition objects: confirmation
+// dialog object).
+const (
+	maxConfirmTitle = 100
+	maxConfirmText  = 300
+)
+
+// confirmDialog is the "Are you sure?" of an Approve button: the tool in
+// the title, the confirmation text (the tool and its arguments on one
+// line) as the body, and "Approve" / "Cancel".
+func confirmDialog(c Card) *slack.ConfirmationBlockObject {
+	title := fitPlain("Approve "+oneLine(c.ToolLabel)+"?", maxConfirmTitle)
+	text := fitPlain(oneLine(c.Confirmation), maxConfirmText)
+	d := slack.NewConfirmationBlockObject(plain(title, false), plain(text, false), plain("Approve", false), plain("Cancel", false))
+	d.Style = slack.StylePrimary
+	return d
 }
 
 // viewArgsButton opens ArgsModal.

@@ -65,6 +65,7 @@ func goldenCards() map[string]Card {
 	add("pending_deny_reason_edit", func(c *Card) {
 		c.AllowDenyReason, c.AllowEdit = true, true
 	})
+	add("pending_confirm", func(c *Card) { c.Confirm = true })
 	add("pending_api_client", func(c *Card) {
 		c.Requester, c.RequesterIsSlackUser, c.SourceChannel = "billing-agent", false, ""
 		c.Context = "Customer #4411 asked to remove their export."
@@ -274,6 +275,7 @@ func hostileCards(t testing.TB) map[string]Card {
 		Votes:                []approval.Vote{{By: "U0BOB", At: decided}, {By: "<!everyone>", At: decided}},
 		AllowDenyReason:      true,
 		AllowEdit:            true,
+		Confirm:              true,
 		DecidedBy:            "U0CAROL",
 		DecidedAt:            decided,
 		Reason:               strings.Repeat(hostile, 40),
@@ -433,5 +435,73 @@ func BenchmarkArgsModal(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = ArgsModal(c)
+	}
+}
+
+// TestConfirmDialog checks the Approve button of a confirm: true route: it
+// asks first, naming the tool and its arguments on one line, within
+// Slack's limits on a confirm dialog however long they are; Deny and the
+// other buttons do not ask.
+func TestConfirmDialog(t *testing.T) {
+	c := pendingCard()
+	c.Confirm, c.AllowDenyReason = true, true
+	v := toJSON(t, slack.Blocks{BlockSet: ApprovalBlocks(c)})
+	buttons := find(v, "button")
+	var confirms int
+	for _, b := range buttons {
+		d, ok := b["confirm"].(map[string]any)
+		if b["action_id"] != ActionIDApprove {
+			if ok {
+				t.Errorf("button %v asks for confirmation; only Approve should", b["action_id"])
+			}
+			continue
+		}
+		if !ok {
+			t.Fatalf("Approve has no confirm dialog: %v", b)
+		}
+		confirms++
+		text := func(k string) string { return d[k].(map[string]any)["text"].(string) }
+		if got, want := text("title"), "Approve delete_file?"; got != want {
+			t.Errorf("title %q, want %q", got, want)
+		}
+		if got, want := text("text"), `Run delete_file({"path":"temp.txt","force":true})?`; got != want {
+			t.Errorf("text %q, want %q", got, want)
+		}
+		if text("confirm") != "Approve" || text("deny") != "Cancel" || d["style"] != "primary" {
+			t.Errorf("dialog buttons %q / %q style %v, want Approve / Cancel, primary", text("confirm"), text("deny"), d["style"])
+		}
+	}
+	if confirms != 1 {
+		t.Errorf("%d Approve buttons with a dialog, want 1", confirms)
+	}
+
+	c.Confirm = false
+	for _, b := range find(toJSON(t, slack.Blocks{BlockSet: ApprovalBlocks(c)}), "button") {
+		if _, ok := b["confirm"]; ok {
+			t.Errorf("a route without confirm asks on %v", b["action_id"])
+		}
+	}
+
+	// Long and hostile: the dialog stays inside Slack's limits, on one line.
+	c = pendingCard()
+	c.Confirm = true
+	c.ToolName = strings.Repeat("t\n<!here>", 100)
+	c.Confirmation = strings.Repeat("rm -rf /\n", 200)
+	for _, b := range find(toJSON(t, slack.Blocks{BlockSet: ApprovalBlocks(c)}), "button") {
+		d, ok := b["confirm"].(map[string]any)
+		if !ok {
+			continue
+		}
+		title := d["title"].(map[string]any)["text"].(string)
+		text := d["text"].(map[string]any)["text"].(string)
+		if n := utf8.RuneCountInString(title); n > maxConfirmTitle {
+			t.Errorf("title is %d characters, Slack allows %d", n, maxConfirmTitle)
+		}
+		if n := utf8.RuneCountInString(text); n > maxConfirmText {
+			t.Errorf("text is %d characters, Slack allows %d", n, maxConfirmText)
+		}
+		if strings.Contains(title+text, "\n") {
+			t.Errorf("the dialog has line breaks: %q / %q", title, text)
+		}
 	}
 }

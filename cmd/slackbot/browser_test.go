@@ -120,6 +120,7 @@ func TestDevBrowserEndToEnd(t *testing.T) {
 		card.querySelector('.bk-header').textContent.includes('Approval needed: delete_customer') &&
 		card.textContent.includes('0 of 2 approvals') && !!card.querySelector('button[data-action-id="approve"]')`))
 	p.Do("click Approve as Bob", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve"]`)))
+	p.Do("confirm as Bob", chromedp.Click(chromedp.CSS(`.modal-overlay.confirm .btn-primary`)))
 	p.WaitFor("the refusal, only visible to Bob", `(() => {
 		const e = document.querySelector('#messages .msg.ephemeral');
 		return !!e && e.querySelector('.only-you').textContent === 'Only visible to you' &&
@@ -128,6 +129,16 @@ func TestDevBrowserEndToEnd(t *testing.T) {
 	p.Do("act as Alice", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
 	p.WaitFor("Bob's refusal hidden from Alice", `!document.querySelector('#messages .msg.ephemeral')`)
 	p.Do("click Approve as Alice", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve"]`)))
+	// The deletions route has confirm: true: Approve asks first.
+	p.WaitFor("the confirm dialog naming the tool and its arguments", `(() => {
+		const d = document.querySelector('.modal-overlay.confirm');
+		return !!d && d.querySelector('.modal-title').textContent === 'Approve delete_customer?' &&
+			d.querySelector('.modal-body').textContent.includes('C-42') &&
+			d.querySelector('.btn-primary').textContent === 'Approve' &&
+			[...d.querySelectorAll('button')].some(b => b.textContent === 'Cancel');
+	})()`)
+	p.Screenshot("dev-confirm.png")
+	p.Do("confirm as Alice", chromedp.Click(chromedp.CSS(`.modal-overlay.confirm .btn-primary`)))
 	p.WaitFor("one of two approvals, still pending", cardIs("delete_customer", `
 		card.textContent.includes('1 of 2 approvals: @Alice') &&
 		card.querySelector('.bk-header').textContent.includes('Approval needed: delete_customer') &&
