@@ -83,6 +83,7 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 		return res, err
 	}
 	if res.Changed {
+		s.noteEscalation(ctx, r, c, by, d.Action)
 		s.metrics.Decision(string(res.Call.Status))
 		s.later(ctx, "update card", func(ctx context.Context) error {
 			return s.UpdateCard(ctx, token, res.Call.ID)
@@ -132,6 +133,9 @@ func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider
 		return Errorf(ENOROUTE, "The route %q that this request was sent through no longer exists, so nobody can decide it here.", c.Route)
 	}
 	ok, err := route.IsApprover(ctx, by.User, s.dir.Members)
+	if err == nil && !ok && s.Escalated(r, c) {
+		ok, err = route.IsEscalationApprover(ctx, by.User, s.dir.Members)
+	}
 	if err != nil {
 		// Not a refusal: who may decide could not be learnt.
 		return &Error{Code: EUNAVAILABLE, Message: "The approvers of this request could not be looked up.", Err: fmt.Errorf("authorize %s: %w", by.User, err)}

@@ -210,6 +210,7 @@ func (s *Service) post(ctx context.Context, r *Request, c *Call) error {
 	if err := s.store.SetMessage(ctx, r.Token, c.ID, ref); err != nil {
 		return fmt.Errorf("record card of %s: %w", c.ID, err)
 	}
+	s.schedule(ctx, r, c)
 	return nil
 }
 

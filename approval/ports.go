@@ -52,6 +52,10 @@ type Store interface {
 	// Refused records a refused attempt to decide in the audit stream:
 	// code is the Error code, reason what the person was told.
 	Refused(ctx context.Context, token, callID, by, code, reason string) error
+	// Note records an event about a call in the audit stream: "reminded"
+	// (detail: which reminder), "escalated" (detail: the channel the card
+	// was linked in), "escalation_decided" (detail: the action).
+	Note(ctx context.Context, token, callID, event, detail string) error
 	// Lock takes a lease on name, held until release is called or ttl
 	// passes (or its process dies), so that one card is re-rendered by one
 	// process at a time.

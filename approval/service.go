@@ -47,10 +47,13 @@ type Config struct {
 	Directory Directory
 	Routes    *routing.Routes
 	// Tools, when set, checks edited arguments against the tool's schema.
-	Tools   Tools
-	Metrics Metrics
-	Log     *slog.Logger
-	Now     func() time.Time
+	Tools Tools
+	// Scheduler, when set, keeps the reminders and escalations that
+	// routes ask for (Attend); nil: none are scheduled.
+	Scheduler Scheduler
+	Metrics   Metrics
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Service is the one approval pipeline: every way in (a run started in
@@ -58,14 +61,15 @@ type Config struct {
 // and every way of deciding (a button, a form, an API answer) decides
 // through Decide.
 type Service struct {
-	store   Store
-	poster  Poster
-	dir     Directory
-	routes  *routing.Routes
-	tools   Tools
-	metrics Metrics
-	log     *slog.Logger
-	now     func() time.Time
+	store     Store
+	poster    Poster
+	dir       Directory
+	routes    *routing.Routes
+	tools     Tools
+	scheduler Scheduler
+	metrics   Metrics
+	log       *slog.Logger
+	now       func() time.Time
 
 	// Card updates that follow a decision run after the caller got its
 	// answer (a click must be acknowledged within Slack's three seconds);
@@ -77,7 +81,7 @@ type Service struct {
 func New(cfg Config) *Service {
 	s := &Service{
 		store: cfg.Store, poster: cfg.Poster, dir: cfg.Directory, routes: cfg.Routes,
-		tools: cfg.Tools, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
+		tools: cfg.Tools, scheduler: cfg.Scheduler, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
 	}
 	if s.routes == nil {
 		s.routes = &routing.Routes{}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,9 @@ type CardsConfig struct {
 	Retry   Retry
 	Metrics Metrics
 	Log     *slog.Logger
+	// Now is the clock that says whether a call has escalated; nil:
+	// time.Now.
+	Now func() time.Time
 }
 
 // Cards is the approval.Poster over Slack: one Block Kit message per call,
@@ -42,13 +46,17 @@ type Cards struct {
 	retry   Retry
 	metrics Metrics
 	log     *slog.Logger
+	now     func() time.Time
 }
 
 var _ approval.Poster = (*Cards)(nil)
 
 // NewCards returns the Poster of cfg.
 func NewCards(cfg CardsConfig) *Cards {
-	c := &Cards{slack: cfg.Slack, routes: cfg.Routes, tools: cfg.Tools, retry: cfg.Retry, metrics: cfg.Metrics, log: cfg.Log}
+	c := &Cards{slack: cfg.Slack, routes: cfg.Routes, tools: cfg.Tools, retry: cfg.Retry, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
 	if c.routes == nil {
 		c.routes = &routing.Routes{}
 	}
@@ -127,6 +135,9 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 	if r := cs.routes.Named(c.Route); r != nil {
 		card.Mentions = r.Usergroups
 		card.Confirm = r.Confirm
+		if at, ok := r.EscalatesAt(a.CreatedAt, a.ExpiresAt); ok && !cs.now().Before(at) {
+			card.EscalatedTo = append(slices.Clone(r.Escalate.Users), r.Escalate.Usergroups...)
+		}
 	}
 	for _, p := range cs.pendingViews(a.Requests) {
 		if p.Call.ToolCallID == c.ID {

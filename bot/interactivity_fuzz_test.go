@@ -35,6 +35,10 @@ func (nopSlack) GetUserGroupMembersContext(context.Context, string, ...slack.Get
 func (nopSlack) AuthTestContext(context.Context) (*slack.AuthTestResponse, error) {
 	return &slack.AuthTestResponse{}, nil
 }
+func (nopSlack) GetPermalinkContext(context.Context, *slack.PermalinkParameters) (string, error) {
+	return "", nil
+}
+
 func (nopSlack) GetConversationRepliesContext(context.Context, *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error) {
 	return nil, false, "", nil
 }

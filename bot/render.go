@@ -64,6 +64,9 @@ type Card struct {
 	// Confirm makes Approve open Slack's confirm dialog first (the route's
 	// confirm: true).
 	Confirm bool `json:"confirm,omitempty"`
+	// EscalatedTo, once a pending call has escalated, are the user (U…)
+	// and usergroup (S…) ids that may now decide it too.
+	EscalatedTo []string `json:"escalated_to,omitempty"`
 	// State is where the call stands.
 	State approval.CallStatus `json:"state"`
 	// DecidedBy is who decided: a Slack user id, "policy:<route>", or the
@@ -429,7 +432,27 @@ func statusLine(c Card, max int) string {
 	if c.RequiredApprovals > 1 && (c.State == approval.CallPending || c.State == approval.CallApproved) {
 		parts = append(parts, quorumParts(c)...)
 	}
+	if c.State == approval.CallPending && len(c.EscalatedTo) > 0 {
+		parts = append(parts, "🚨 Escalated: "+fitJoin(escalationMentions(c.EscalatedTo), " ", max/2)+" may decide too")
+	}
 	return fitJoin(parts, " · ", max)
+}
+
+// escalationMentions mentions the ids a call escalated to; anything that
+// is not a user or usergroup id is shown, not mentioned.
+func escalationMentions(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		switch {
+		case isUserID(id):
+			out = append(out, "<@"+id+">")
+		case isUsergroupID(id):
+			out = append(out, "<!subteam^"+id+">")
+		default:
+			out = append(out, literal(id))
+		}
+	}
+	return out
 }
 
 func voter(user string) string {

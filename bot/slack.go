@@ -27,6 +27,8 @@ type SlackAPI interface {
 	// GetConversationRepliesContext reads a thread slackbot keeps no
 	// history for, so a run started in it sees what was said.
 	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) (msgs []slack.Message, hasMore bool, nextCursor string, err error)
+	// GetPermalinkContext links a card from an escalation message.
+	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
 }
 
 // Retry says how Slack calls are retried: HTTP 429 waits for Retry-After,

@@ -378,6 +378,10 @@ func (s *recordingSlack) AuthTestContext(context.Context) (*slack.AuthTestRespon
 	return &slack.AuthTestResponse{TeamID: smTeam, UserID: smBotUser}, nil
 }
 
+func (s *recordingSlack) GetPermalinkContext(context.Context, *slack.PermalinkParameters) (string, error) {
+	return "", nil
+}
+
 func (s *recordingSlack) GetConversationRepliesContext(context.Context, *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error) {
 	s.record("conversations.replies")
 	return nil, false, "", nil

@@ -39,6 +39,7 @@ func (stubStore) SetOutcome(context.Context, string, string, approval.Outcome) e
 func (stubStore) Refused(context.Context, string, string, string, string, string) error {
 	return nil
 }
+func (stubStore) Note(context.Context, string, string, string, string) error { return nil }
 func (stubStore) Lock(context.Context, string, time.Duration) (func(), error) {
 	return func() {}, nil
 }

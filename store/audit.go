@@ -118,6 +118,12 @@ func (s *Store) Refused(ctx context.Context, token, callID, by, code, reason str
 	return s.Audit(ctx, AuditEvent{Type: AuditRefused, Token: token, CallID: callID, By: by, Code: code, Reason: reason})
 }
 
+// Note records an event about a call in the audit stream (approval.Store):
+// "reminded", "escalated", "escalation_decided", with detail.
+func (s *Store) Note(ctx context.Context, token, callID, event, detail string) error {
+	return s.Audit(ctx, AuditEvent{Type: AuditType(event), Token: token, CallID: callID, Detail: detail})
+}
+
 // AuditToolOutcome records what a call did once it ran (or why it did
 // not): outcome is e.g. "success", "failed", "denied"; detail its output
 // or error.

@@ -68,6 +68,7 @@ type app struct {
 	queue   *store.ResumeQueue
 	jobs    *store.JobQueue
 	svc     *approval.Service
+	cards   *bot.Cards
 	bot     *bot.Bot
 	runs    *bot.Runs
 	runner  *agentrunner.Runner
@@ -126,14 +127,14 @@ func newApp(d appDeps) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	cards := bot.NewCards(bot.CardsConfig{Slack: d.Slack, Routes: d.Routes, Tools: box, Retry: d.Retry, Metrics: a.metrics, Log: d.Log})
+	a.cards = bot.NewCards(bot.CardsConfig{Slack: d.Slack, Routes: d.Routes, Tools: box, Retry: d.Retry, Metrics: a.metrics, Log: d.Log, Now: d.StoreOptions.Now})
 	groups := &bot.Usergroups{Slack: d.Slack}
 	a.svc = approval.New(approval.Config{
-		Store: st, Poster: cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
-		Now: d.StoreOptions.Now,
+		Store: st, Poster: a.cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
+		Scheduler: a.jobs, Now: d.StoreOptions.Now,
 	})
 	a.bot = bot.New(bot.Config{
-		Slack: d.Slack, Service: a.svc, Cards: cards, Usergroups: groups,
+		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,
 		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
 	if err := a.wireAPI(d, owner); err != nil {

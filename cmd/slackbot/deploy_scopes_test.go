@@ -39,6 +39,7 @@ var slackMethods = map[string]slackMethod{
 	"UpdateMessage":          {"chat.update", []string{"chat:write"}},
 	"PostEphemeral":          {"chat.postEphemeral", []string{"chat:write"}},
 	"DeleteMessage":          {"chat.delete", []string{"chat:write"}},
+	"GetPermalink":           {"chat.getPermalink", nil}, // Slack: "No scope required"
 	"OpenView":               {"views.open", nil},
 	"UpdateView":             {"views.update", nil},
 	"PushView":               {"views.push", nil},

@@ -44,6 +44,8 @@ func (a *app) doJob(ctx context.Context, j store.Job) error {
 		return err
 	case store.JobThreadAnswer:
 		return a.answerJob(ctx, log, j)
+	case store.JobRemind, store.JobEscalate:
+		return a.attend(ctx, log, j)
 	default:
 		log.WarnContext(ctx, "unknown job kind: left for another replica")
 		return store.ErrJobLeft
@@ -76,6 +78,31 @@ func (a *app) postAnswer(ctx context.Context, ans bot.Answer) error {
 		return err
 	}
 	return a.store.AnswerPosted(ctx, ans.Key, ts)
+}
+
+// attend does a reminder or an escalation that came due: if the call
+// still waits (approval.Service.Attend), its messages are posted once each
+// (as answers are: a marker and a record of each attempt), then recorded.
+func (a *app) attend(ctx context.Context, log *slog.Logger, j store.Job) error {
+	w, ok := store.ScheduledJob(j)
+	if !ok {
+		log.ErrorContext(ctx, "malformed scheduled job: dropped")
+		return nil
+	}
+	n, err := a.svc.Attend(ctx, j.Token, w)
+	if err != nil || n == nil {
+		return err
+	}
+	msgs, err := a.cards.Notice(ctx, n)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if err := a.postAnswer(ctx, m); err != nil {
+			return err
+		}
+	}
+	return a.svc.Attended(ctx, n)
 }
 
 // answerJob decodes and does a thread.answer job.

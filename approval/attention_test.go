@@ -1,0 +1,157 @@
+package approval_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/clocktest"
+	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/store"
+	"github.com/slackapprove/slackbot/store/redistest"
+)
+
+const attentionRoutes = `
+routes:
+  - name: deletions
+    when: {tools: ["delete"]}
+    channel: CDELETE
+    approvers: {users: ["UALICE"]}
+    timeout: 1h
+    remind_every: 20m
+    escalate: {after: 30m, channel: CONCALL, approvers: {users: ["UDAVE", "UERIN"], usergroups: ["SONCALL"]}}
+  - name: quiet
+    when: {tools: ["note"]}
+    channel: CNOTE
+    approvers: {users: ["UALICE"]}
+`
+
+// scheduler records what the Service schedules.
+type scheduler struct {
+	mu   sync.Mutex
+	work map[string][]approval.Scheduled
+}
+
+func (s *scheduler) Schedule(_ context.Context, token string, w ...approval.Scheduled) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.work[token] = append(s.work[token], w...)
+	return nil
+}
+
+func newAttentionFixture(t *testing.T) (*fixture, *scheduler, *clocktest.Clock) {
+	t.Helper()
+	routes, err := routing.ParseRoutes([]byte(attentionRoutes), "routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := clocktest.Stopped(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	rdb, prefix := redistest.Client(t)
+	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
+	sch := &scheduler{work: map[string][]approval.Scheduled{}}
+	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
+	f.svc = approval.New(approval.Config{
+		Store: st, Poster: f.poster, Directory: directory{"SONCALL": {"UFRANK"}}, Routes: routes,
+		Metrics: f.metrics, Scheduler: sch, Now: clock.Now,
+	})
+	t.Cleanup(f.svc.Close)
+	return f, sch, clock
+}
+
+// A posted card's route schedules its reminders and escalation (none for
+// a route without them); Attend says what to post while the call waits,
+// and nothing once it was decided.
+func TestAttendWhilePending(t *testing.T) {
+	f, sch, clock := newAttentionFixture(t)
+	r := f.open(t, "UCAROL", call("c1", "delete", `{"path":"/tmp/x"}`))
+	start := clock.Now()
+	want := []approval.Scheduled{
+		{Kind: approval.Remind, CallID: "c1", N: 1, At: start.Add(20 * time.Minute)},
+		{Kind: approval.Remind, CallID: "c1", N: 2, At: start.Add(40 * time.Minute)},
+		{Kind: approval.Escalate, CallID: "c1", At: start.Add(30 * time.Minute)},
+	}
+	if diff := cmp.Diff(want, sch.work[r.Token]); diff != "" {
+		t.Errorf("scheduled (-want +got):\n%s", diff)
+	}
+	quiet := f.open(t, "UCAROL", call("n1", "note", `{}`))
+	if w := sch.work[quiet.Token]; len(w) != 0 {
+		t.Errorf("a route without reminders scheduled %+v", w)
+	}
+
+	clock.Add(20 * time.Minute)
+	n, err := f.svc.Attend(t.Context(), r.Token, approval.Scheduled{Kind: approval.Remind, CallID: "c1", N: 1})
+	if err != nil || n == nil || n.Route.Name != "deletions" || n.Call.ID != "c1" || n.Call.Message.TS == "" {
+		t.Fatalf("Attend while pending = %+v, %v; want a notice with the route and the card", n, err)
+	}
+	for _, w := range []approval.Scheduled{
+		{Kind: approval.Remind, CallID: "nope", N: 1}, // no such call
+		{Kind: approval.Remind, CallID: "c1", N: 9},   // more than the route reminds
+		{Kind: approval.Escalate, CallID: "n1"},       // wrong token's call
+		{Kind: approval.Remind, CallID: "c1", N: 0},   // not a reminder's number
+	} {
+		if n, err := f.svc.Attend(t.Context(), r.Token, w); err != nil || n != nil {
+			t.Errorf("Attend(%+v) = %+v, %v; want nothing to say", w, n, err)
+		}
+	}
+	if _, err := f.svc.Attend(t.Context(), r.Token, approval.Scheduled{Kind: "page", CallID: "c1"}); approval.ErrorCode(err) != approval.EINVALID {
+		t.Errorf("Attend of an unknown kind: %v, want EINVALID", err)
+	}
+	if n, err := f.svc.Attend(t.Context(), agentrunner.NewToken(), want[0]); err != nil || n != nil {
+		t.Errorf("Attend for an unknown token = %+v, %v; want nothing", n, err)
+	}
+
+	if _, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.svc.Attend(t.Context(), r.Token, want[2]); err != nil || n != nil {
+		t.Errorf("Attend after the decision = %+v, %v; want nothing", n, err)
+	}
+}
+
+// Once a call has escalated, its escalation approvers (listed, or in a
+// listed usergroup) may decide it and nobody else new; before, they are
+// refused like anyone. The requester still may not approve their own call.
+func TestEscalationExtendsAuthorization(t *testing.T) {
+	f, _, clock := newAttentionFixture(t)
+	r := f.open(t, "UERIN", call("c1", "delete", `{"path":"/tmp/x"}`), call("c2", "delete", `{"path":"/tmp/y"}`))
+	if _, err := f.click(t, r, "UDAVE", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ENOTAPPROVER {
+		t.Fatalf("an escalation approver before the escalation: %v, want ENOTAPPROVER", err)
+	}
+	if f.svc.Escalated(r, r.Call("c1")) {
+		t.Fatal("escalated before escalate.after")
+	}
+	clock.Add(30 * time.Minute)
+	if !f.svc.Escalated(r, r.Call("c1")) {
+		t.Fatal("not escalated at escalate.after")
+	}
+	if _, err := f.click(t, r, "UGRACE", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ENOTAPPROVER {
+		t.Errorf("someone who is no approver after the escalation: %v, want ENOTAPPROVER", err)
+	}
+	if _, err := f.click(t, r, "UERIN", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ESELFAPPROVAL {
+		t.Errorf("the requester as escalation approver: %v, want ESELFAPPROVAL", err)
+	}
+	if d, err := f.click(t, r, "UFRANK", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
+		t.Errorf("a member of the escalation usergroup: %+v, %v; want approved", d, err)
+	}
+	if d, err := f.click(t, r, "UDAVE", "c2", approval.ActionDeny); err != nil || d.Call.Status != approval.CallDenied {
+		t.Errorf("a listed escalation approver: %+v, %v; want denied", d, err)
+	}
+	events, err := f.store.ReadAudit(t.Context(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noted []string
+	for _, ev := range events {
+		if ev.Type == "escalation_decided" {
+			noted = append(noted, ev.CallID+" "+ev.Detail)
+		}
+	}
+	if diff := cmp.Diff([]string{"c1 approve by UFRANK", "c2 deny by UDAVE"}, noted); diff != "" {
+		t.Errorf("decisions audited as after escalation (-want +got):\n%s", diff)
+	}
+}
