@@ -155,11 +155,17 @@ type Call struct {
 	// approvers; empty when no route matched.
 	Route string `json:"route,omitempty"`
 	// Required is how many distinct approvers must approve; at least 1.
-	Required  int        `json:"required"`
-	Status    CallStatus `json:"status"`
-	Votes     []Vote     `json:"votes,omitempty"`
-	DecidedBy string     `json:"decided_by,omitempty"`
-	DecidedAt time.Time  `json:"decided_at,omitzero"`
+	Required int `json:"required"`
+	// Rule says why the call waits for a person (RuleTool, RuleArguments,
+	// RuleMCP, RuleClient); empty for questions and external calls.
+	Rule string `json:"rule,omitempty"`
+	// PolicyError is why the route's policy could not decide the call
+	// (a CEL runtime error), when it could not: a person decides instead.
+	PolicyError string     `json:"policy_error,omitempty"`
+	Status      CallStatus `json:"status"`
+	Votes       []Vote     `json:"votes,omitempty"`
+	DecidedBy   string     `json:"decided_by,omitempty"`
+	DecidedAt   time.Time  `json:"decided_at,omitzero"`
 	// ApprovedKey is, once the call is approved, the Vote.Key of the
 	// arguments approved.
 	ApprovedKey string `json:"approved_key,omitempty"`

@@ -53,7 +53,7 @@ func (s *Service) Ask(saver RunSaver) agentrunner.AskFunc {
 	return func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 		origin := OriginFrom(rc)
 		o := Opening{Token: token, Requests: req, Origin: *origin}
-		r, err := s.plan(o, s.routes)
+		r, err := s.plan(ctx, o, s.routes)
 		if err != nil {
 			return nil, err
 		}

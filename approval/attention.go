@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/routing"
 )
 
@@ -142,4 +144,64 @@ func (s *Service) noteEscalation(ctx context.Context, r *Request, c *Call, by De
 	if err := s.store.Note(ctx, r.Token, c.ID, "escalation_decided", string(action)+" by "+by.User); err != nil {
 		s.log.ErrorContext(ctx, "audit a decision after escalation", "err", err, "call", c.ID)
 	}
+}
+
+// Why a call waits for a person, as Call.Rule records it.
+const (
+	// RuleTool: the tool always requires approval.
+	RuleTool = "tool"
+	// RuleArguments: the tool asked for approval of these arguments.
+	RuleArguments = "arguments"
+	// RuleMCP: an MCP server's tool that its server's read_only does not
+	// list.
+	RuleMCP = "mcp"
+	// RuleClient: an API client asked for the decision.
+	RuleClient = "client"
+)
+
+// maxPolicyError bounds the policy error kept on a call.
+const maxPolicyError = 500
+
+// explain records on c why it waits for a person: the rule that deferred
+// it and, when the route's policy could not decide it, why not. Only
+// approvals have policies.
+func (s *Service) explain(ctx context.Context, c *Call, call agentrunner.ToolCallPart, route *routing.Route, o Opening, md map[string]any) {
+	if c.Kind != agentrunner.KindApproval {
+		return
+	}
+	origin := o.Origin
+	fromClient := origin.User == "" && origin.Client != ""
+	if fromClient {
+		origin = Origin{Client: origin.Client} // policies judge the client, never its free-text name
+	}
+	switch _, _, mcp := s.routes.MCPTool(call.ToolName); {
+	case mcp:
+		c.Rule = RuleMCP
+	case fromClient:
+		c.Rule = RuleClient
+	default:
+		c.Rule = s.toolRule(call.ToolName)
+	}
+	if route == nil || !route.HasPolicy() {
+		return
+	}
+	pol := &Policy{Routes: s.routes, Now: s.now, Log: s.log}
+	if _, err := pol.evaluate(ctx, route, call, &origin, md); err != nil {
+		msg := err.Error()
+		if len(msg) > maxPolicyError {
+			msg = msg[:maxPolicyError] + "…"
+		}
+		c.PolicyError = strings.ToValidUTF8(msg, "")
+	}
+}
+
+// toolRule says which of a run's tools' rules deferred a call of name.
+func (s *Service) toolRule(name string) string {
+	if s.tools == nil {
+		return RuleTool
+	}
+	if t, ok := s.tools.Tool(name); ok && !t.NeedsApproval() {
+		return RuleArguments
+	}
+	return RuleTool
 }

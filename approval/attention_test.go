@@ -2,6 +2,7 @@ package approval_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,5 +154,38 @@ func TestEscalationExtendsAuthorization(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"c1 approve by UFRANK", "c2 deny by UDAVE"}, noted); diff != "" {
 		t.Errorf("decisions audited as after escalation (-want +got):\n%s", diff)
+	}
+}
+
+// A call left to people records why: the rule that deferred it and, when
+// its route's policy failed on it, the error; the store keeps both.
+func TestWhyItNeedsApproval(t *testing.T) {
+	f := newFixture(t)
+	r := f.open(t, "UERIN", call("c1", "refund", `{"order":"A-1"}`), call("c2", "refund", `{"amount":500}`), call("c3", "note", `{}`))
+	want := map[string][2]string{
+		"c1": {approval.RuleTool, "no such key: amount"},
+		"c2": {approval.RuleTool, ""}, // the policy ran and did not approve
+		"c3": {approval.RuleTool, ""}, // a route without policies
+	}
+	for id, w := range want {
+		c := r.Call(id)
+		if c.Rule != w[0] || (w[1] == "") != (c.PolicyError == "") || !strings.Contains(c.PolicyError, w[1]) {
+			t.Errorf("%s: rule %q, policy error %q; want %q, an error containing %q", id, c.Rule, c.PolicyError, w[0], w[1])
+		}
+	}
+
+	api, err := f.svc.Open(t.Context(), approval.Opening{
+		Token: agentrunner.NewToken(), Origin: approval.Origin{Client: "billing", Name: "Billing bot"},
+		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a1", "refund", `{"amount":500}`)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := f.store.Get(t.Context(), api.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := stored.Call("a1"); c.Rule != approval.RuleClient || c.PolicyError != "" {
+		t.Errorf("an API client's call: rule %q, policy error %q; want %q and none", c.Rule, c.PolicyError, approval.RuleClient)
 	}
 }

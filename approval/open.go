@@ -81,7 +81,7 @@ func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.plan(o, routes)
+	r, err := s.plan(ctx, o, routes)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (s *Service) routesFor(o Opening) (*routing.Routes, error) {
 }
 
 // plan routes every call of o and sets the request's deadline.
-func (s *Service) plan(o Opening, routes *routing.Routes) (*Request, error) {
+func (s *Service) plan(ctx context.Context, o Opening, routes *routing.Routes) (*Request, error) {
 	now := s.now()
 	r := &Request{
 		Token: o.Token, RunID: o.RunID, Requests: o.Requests, Origin: o.Origin,
@@ -155,6 +155,7 @@ func (s *Service) plan(o Opening, routes *routing.Routes) (*Request, error) {
 			if t := s.timeout(route); timeout == 0 || t < timeout {
 				timeout = t
 			}
+			s.explain(ctx, &c, call, route, o, o.Requests.Metadata[id])
 		}
 		r.Calls = append(r.Calls, c)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -96,10 +95,8 @@ func (cs *Cards) Update(ctx context.Context, r *approval.Request, c *approval.Ca
 // of the routing file's MCP servers (which the model calls
 // "<server>__<tool>"), as the tool's confirmation names it; else its name.
 func (cs *Cards) toolLabel(name string) string {
-	for _, m := range cs.routes.MCPServers {
-		if tool, ok := strings.CutPrefix(name, m.Name+"__"); ok && tool != "" {
-			return m.Name + "." + tool
-		}
+	if server, tool, ok := cs.routes.MCPTool(name); ok {
+		return server + "." + tool
 	}
 	return name
 }
@@ -129,12 +126,14 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
 		Votes: c.Votes, State: c.Status, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
 		Reason: c.Why(), OverrideArgs: c.OverrideArgs(), Answer: c.Answer(), Outcome: c.Outcome,
+		Rule: c.Rule, PolicyError: c.PolicyError,
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
 		AllowEdit:       c.Kind == agentrunner.KindApproval && cs.editable(call.ToolName),
 	}
 	if r := cs.routes.Named(c.Route); r != nil {
 		card.Mentions = r.Usergroups
 		card.Confirm = r.Confirm
+		card.AutoApprove = r.AutoApprove
 		if at, ok := r.EscalatesAt(a.CreatedAt, a.ExpiresAt); ok && !cs.now().Before(at) {
 			card.EscalatedTo = append(slices.Clone(r.Escalate.Users), r.Escalate.Usergroups...)
 		}

@@ -64,6 +64,12 @@ type Card struct {
 	// Confirm makes Approve open Slack's confirm dialog first (the route's
 	// confirm: true).
 	Confirm bool `json:"confirm,omitempty"`
+	// Rule says why the call waits for a person (approval.RuleTool, …);
+	// PolicyError why the route's policy could not decide it; AutoApprove
+	// the route's auto_approve, which did not approve it.
+	Rule        string `json:"rule,omitempty"`
+	PolicyError string `json:"policy_error,omitempty"`
+	AutoApprove string `json:"auto_approve,omitempty"`
 	// EscalatedTo, once a pending call has escalated, are the user (U…)
 	// and usergroup (S…) ids that may now decide it too.
 	EscalatedTo []string `json:"escalated_to,omitempty"`
@@ -116,6 +122,7 @@ const (
 	blockIDRequester = "approval_requester"
 	blockIDStatus    = "approval_status"
 	blockIDNote      = "approval_note"
+	blockIDWhy       = "approval_why"
 )
 
 // Slack's limits, in characters. Lengths are measured in UTF-16 code units,
@@ -159,10 +166,13 @@ func (l *cardLayout) blocks() []slack.Block {
 		slack.NewSectionBlock(plain(fitPlain(c.Confirmation, l.caps.confirmation), false), nil, nil),
 		slack.NewContextBlock(l.blockID(blockIDRequester), mrkdwn(requesterLine(c))),
 	)
+	pending := c.State == approval.CallPending
+	if line := whyLine(c, l.caps.status); pending && line != "" {
+		blocks = append(blocks, slack.NewContextBlock(l.blockID(blockIDWhy), mrkdwn(line)))
+	}
 	if strings.TrimSpace(c.Context) != "" {
 		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain("Context: "+c.Context, l.caps.context), false), nil, nil))
 	}
-	pending := c.State == approval.CallPending
 	if l.edited() {
 		blocks = append(blocks, l.argsBlocks("*Arguments as requested*", l.args, "", false)...)
 		blocks = append(blocks, l.argsBlocks("*Arguments as approved (edited)*", l.override, "", false)...)
@@ -420,6 +430,43 @@ func requesterLine(c Card) string {
 		b.WriteString(" · route " + literal(c.Route))
 	}
 	return b.String()
+}
+
+// whyLine says why the call needs a person: the rule that deferred it,
+// and what the route's policy made of it.
+func whyLine(c Card, max int) string {
+	var why string
+	switch c.Rule {
+	case approval.RuleTool:
+		why = literal(c.ToolLabel) + " always needs approval"
+	case approval.RuleArguments:
+		why = literal(c.ToolLabel) + " asked for approval of these arguments"
+	case approval.RuleMCP:
+		why = literal(c.ToolLabel) + " is an MCP tool its server does not list as read-only"
+	case approval.RuleClient:
+		why = "the API client " + literal(c.Requester) + " asked for it"
+	}
+	var policy string
+	switch {
+	case c.PolicyError != "":
+		policy = "⚠️ The route's policy could not decide (" + inlineCode(oneLine(c.PolicyError), 300) + "), so a person must"
+	case strings.TrimSpace(c.AutoApprove) != "":
+		policy = "the route's auto_approve " + inlineCode(oneLine(c.AutoApprove), 200) + " did not approve it"
+	}
+	switch {
+	case why == "" && policy == "":
+		return ""
+	case why == "":
+		return fit("Why: "+policy+".", max, "…", func(r rune) string { return string(r) })
+	case policy == "":
+		return "Why: " + why + "."
+	}
+	return fitJoin([]string{"Why: " + why, policy + "."}, " · ", max)
+}
+
+// inlineCode is s as an inline code span of at most max characters.
+func inlineCode(s string, max int) string {
+	return "`" + fit(strings.ReplaceAll(s, "`", "ˋ"), max, "…", escapeRune) + "`"
 }
 
 // statusLine is the expiry and the quorum while pending, and who approved

@@ -66,6 +66,13 @@ func goldenCards() map[string]Card {
 		c.AllowDenyReason, c.AllowEdit = true, true
 	})
 	add("pending_confirm", func(c *Card) { c.Confirm = true })
+	add("pending_why", func(c *Card) {
+		c.Rule, c.AutoApprove = approval.RuleArguments, "args.amount <= 100"
+	})
+	add("pending_why_policy_error", func(c *Card) {
+		c.Rule, c.AutoApprove = approval.RuleTool, "args.amount <= 100"
+		c.PolicyError = "route refunds: no such key: amount"
+	})
 	add("pending_api_client", func(c *Card) {
 		c.Requester, c.RequesterIsSlackUser, c.SourceChannel = "billing-agent", false, ""
 		c.Context = "Customer #4411 asked to remove their export."
@@ -276,6 +283,9 @@ func hostileCards(t testing.TB) map[string]Card {
 		AllowDenyReason:      true,
 		AllowEdit:            true,
 		Confirm:              true,
+		Rule:                 approval.RuleClient,
+		PolicyError:          strings.Repeat(hostile, 40),
+		AutoApprove:          strings.Repeat(hostile, 40),
 		DecidedBy:            "U0CAROL",
 		DecidedAt:            decided,
 		Reason:               strings.Repeat(hostile, 40),
@@ -503,5 +513,34 @@ func TestConfirmDialog(t *testing.T) {
 		if strings.Contains(title+text, "\n") {
 			t.Errorf("the dialog has line breaks: %q / %q", title, text)
 		}
+	}
+}
+
+// TestWhyLine checks what a pending card says about why it needs a
+// person, for every rule, with and without the route's policy.
+func TestWhyLine(t *testing.T) {
+	c := pendingCard()
+	c.ToolLabel = "fs.write_file"
+	for _, tt := range []struct {
+		rule, autoApprove, policyErr, want string
+	}{
+		{approval.RuleTool, "", "", "Why: `fs.write_file` always needs approval."},
+		{approval.RuleArguments, "", "", "Why: `fs.write_file` asked for approval of these arguments."},
+		{approval.RuleMCP, "", "", "Why: `fs.write_file` is an MCP tool its server does not list as read-only."},
+		{approval.RuleClient, "", "", "Why: the API client `U0ALICE` asked for it."},
+		{approval.RuleTool, "args.amount <= 100", "", "Why: `fs.write_file` always needs approval · the route's auto_approve `args.amount &lt;= 100` did not approve it."},
+		{approval.RuleTool, "args.amount <= 100", "no such key: amount", "Why: `fs.write_file` always needs approval · ⚠️ The route's policy could not decide (`no such key: amount`), so a person must."},
+		{"", "", "", ""},
+	} {
+		c.Rule, c.AutoApprove, c.PolicyError = tt.rule, tt.autoApprove, tt.policyErr
+		if got := whyLine(c, 800); got != tt.want {
+			t.Errorf("rule %q, auto_approve %q, error %q:\n got %q\nwant %q", tt.rule, tt.autoApprove, tt.policyErr, got, tt.want)
+		}
+	}
+	// Only while pending.
+	c.Rule, c.State = approval.RuleTool, approval.CallApproved
+	c.DecidedBy = "U0BOB"
+	if v := toJSON(t, slack.Blocks{BlockSet: ApprovalBlocks(c)}); strings.Contains(fmt.Sprint(v), "Why: ") {
+		t.Error("a decided card still says why it needs approval")
 	}
 }

@@ -179,3 +179,17 @@ func (d *routesDecoder) stringMap(fl field, at map[string]ast.Node, failed map[s
 	}
 	return out, true
 }
+
+// MCPTool reports whether name is the model's name of a tool of one of
+// the file's MCP servers ("<server>__<tool>"), and which.
+func (rs *Routes) MCPTool(name string) (server, tool string, ok bool) {
+	if rs == nil {
+		return "", "", false
+	}
+	for _, m := range rs.MCPServers {
+		if t, found := strings.CutPrefix(name, m.Name+"__"); found && t != "" {
+			return m.Name, t, true
+		}
+	}
+	return "", "", false
+}

@@ -36,8 +36,9 @@ const (
 // agentrunner.AskHandler does before calling ask), Create fills in that
 // record and keeps its waiter; a zero ExpiresAt then keeps Open's deadline.
 // Without Open, a zero ExpiresAt means DefaultTimeout from now. On Create
-// only ID, Route, Required and Message of a.Calls are read; on success
-// a.CreatedAt, a.ExpiresAt, a.State and a.Calls are filled in.
+// only ID, Route, Required, Message, Rule and PolicyError of a.Calls are
+// read; on success a.CreatedAt, a.ExpiresAt, a.State and a.Calls are
+// filled in.
 //
 // Create returns approval.ErrInvalid for a malformed token or request, an
 // ECONFLICT error if the token was already created, and
@@ -80,6 +81,8 @@ func (s *Store) Create(ctx context.Context, a *approval.Request) error {
 			Required: max(spec.Required, 1),
 			Status:   approval.CallPending,
 			Message:  spec.Message,
+
+			Rule: spec.Rule, PolicyError: spec.PolicyError,
 		}
 		calls = append(calls, cs)
 		cf, err := callFields(n, &cs, call, a.Requests.Metadata)
@@ -146,6 +149,11 @@ func callFields(n int, cs *approval.Call, call agentrunner.ToolCallPart, metadat
 		p + "route", cs.Route,
 		p + "need", cs.Required,
 		p + "st", string(approval.CallPending),
+	}
+	for _, f := range []struct{ k, v string }{{"rule", cs.Rule}, {"perr", cs.PolicyError}} {
+		if f.v != "" {
+			fields = append(fields, p+f.k, f.v)
+		}
 	}
 	if call.Args != nil {
 		fields = append(fields, p+"args", string(call.Args))
@@ -335,6 +343,8 @@ func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, 
 		DecidedBy: m[p+"by"],
 		DecidedAt: fromMS(m[p+"at"]),
 		Message:   approval.MessageRef{Channel: m[p+"ch"], TS: m[p+"ts"]},
+
+		Rule: m[p+"rule"], PolicyError: m[p+"perr"],
 	}
 	switch cs.Status {
 	case redisUndecided:
