@@ -84,8 +84,12 @@ func (s *Service) Ask(saver RunSaver) agentrunner.AskFunc {
 				return nil, fmt.Errorf("deny unrouted call %s: %w", c.ID, err)
 			}
 		}
+		granted, err := s.applyGrants(ctx, r, nil)
+		if err != nil {
+			return nil, err
+		}
 		for i := range r.Calls {
-			if c := &r.Calls[i]; c.Route != "" {
+			if c := &r.Calls[i]; c.Route != "" && !granted[c.ID] {
 				if err := s.post(ctx, r, c); err != nil {
 					return nil, err
 				}

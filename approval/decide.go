@@ -69,6 +69,11 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	if c == nil {
 		return nil, fmt.Errorf("decide %s: %w", d.CallID, ErrNotFound)
 	}
+	if d.Grant > 0 {
+		if err := s.checkGrant(c, d); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.Authorize(ctx, r, c, by, d.Action); err != nil {
 		return nil, err
 	}
@@ -83,6 +88,9 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 		return res, err
 	}
 	if res.Changed {
+		if d.Grant > 0 && res.Call.Status == CallApproved {
+			s.grant(ctx, r, c, d)
+		}
 		s.noteEscalation(ctx, r, c, by, d.Action)
 		s.metrics.Decision(string(res.Call.Status))
 		s.later(ctx, "update card", func(ctx context.Context) error {

@@ -38,6 +38,10 @@ type Decision struct {
 	Answer json.RawMessage
 	// Metadata goes into the results' metadata for the call.
 	Metadata map[string]any
+	// Grant, with ActionApprove by a person, also approves every later
+	// call of the same tool with the same arguments by the same requester
+	// on the same route for this long (a Grant), if the route offers it.
+	Grant time.Duration
 	// NotAfter, when set, is the last instant, by the store's clock, at
 	// which the decision may be recorded: one that reaches the store later
 	// records nothing (ETOOLATE), so a caller that gave up waiting at

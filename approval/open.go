@@ -100,9 +100,16 @@ func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
 			return r, fmt.Errorf("record policy decision on %s: %w", c.ID, err)
 		}
 	}
+	granted, err := s.applyGrants(ctx, r, func(id string) bool {
+		_, ok := policyDecision(decided, id)
+		return ok
+	})
+	if err != nil {
+		return r, err
+	}
 	for i := range r.Calls {
 		c := &r.Calls[i]
-		if _, ok := policyDecision(decided, c.ID); ok || c.Route == "" {
+		if _, ok := policyDecision(decided, c.ID); ok || c.Route == "" || granted[c.ID] {
 			continue
 		}
 		if err := s.post(ctx, r, c); err != nil {

@@ -51,6 +51,9 @@ type Config struct {
 	// Scheduler, when set, keeps the reminders and escalations that
 	// routes ask for (Attend); nil: none are scheduled.
 	Scheduler Scheduler
+	// Grants, when set, keeps the grants of routes with grants: and
+	// approves the calls they cover without a card; nil: no grants.
+	Grants GrantStore
 	Metrics   Metrics
 	Log       *slog.Logger
 	Now       func() time.Time
@@ -67,6 +70,7 @@ type Service struct {
 	routes    *routing.Routes
 	tools     Tools
 	scheduler Scheduler
+	grants    GrantStore
 	metrics   Metrics
 	log       *slog.Logger
 	now       func() time.Time
@@ -81,7 +85,7 @@ type Service struct {
 func New(cfg Config) *Service {
 	s := &Service{
 		store: cfg.Store, poster: cfg.Poster, dir: cfg.Directory, routes: cfg.Routes,
-		tools: cfg.Tools, scheduler: cfg.Scheduler, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
+		tools: cfg.Tools, scheduler: cfg.Scheduler, grants: cfg.Grants, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
 	}
 	if s.routes == nil {
 		s.routes = &routing.Routes{}

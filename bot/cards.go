@@ -134,6 +134,9 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 		card.Mentions = r.Usergroups
 		card.Confirm = r.Confirm
 		card.AutoApprove = r.AutoApprove
+		if c.Kind == agentrunner.KindApproval && c.Required <= 1 {
+			card.GrantChoices = r.GrantChoices()
+		}
 		if at, ok := r.EscalatesAt(a.CreatedAt, a.ExpiresAt); ok && !cs.now().Before(at) {
 			card.EscalatedTo = append(slices.Clone(r.Escalate.Users), r.Escalate.Usergroups...)
 		}

@@ -230,6 +230,12 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 	case ActionIDDenyReason, ActionIDEdit, ActionIDAnswer:
 		b.openForm(ctx, cb.TriggerID, act.ActionID, t)
 	default:
+		if d, ok := grantOf(act.ActionID); ok {
+			if text := b.decide(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: approval.ActionApprove, Grant: d}); text != "" && text != confirmLaterText {
+				b.tell(ctx, msg.Channel, user, text)
+			}
+			return
+		}
 		b.log.WarnContext(ctx, "unknown action", "action_id", act.ActionID)
 	}
 }

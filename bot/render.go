@@ -3,6 +3,7 @@ package bot
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ type Card struct {
 	Rule        string `json:"rule,omitempty"`
 	PolicyError string `json:"policy_error,omitempty"`
 	AutoApprove string `json:"auto_approve,omitempty"`
+	// GrantChoices are the "Approve for …" lengths the card offers (the
+	// route's grants: on a route with one required approval).
+	GrantChoices []time.Duration `json:"grant_choices,omitempty"`
 	// EscalatedTo, once a pending call has escalated, are the user (U…)
 	// and usergroup (S…) ids that may now decide it too.
 	EscalatedTo []string `json:"escalated_to,omitempty"`
@@ -106,6 +110,9 @@ const (
 	ActionIDEdit       = "edit"        // open EditArgsModal
 	ActionIDAnswer     = "answer"      // open AnswerModal (questions)
 	ActionIDViewArgs   = "view_args"   // open ArgsModal (truncated arguments)
+	// ActionIDApproveFor is the prefix of the grant buttons' action ids
+	// ("approve_for_480m": approve, and grant for 8 h); see GrantActionID.
+	ActionIDApproveFor = "approve_for_"
 )
 
 // The block_id of the approval message's blocks that carry buttons, before
@@ -582,6 +589,15 @@ func actionsBlock(c Card, version string) *slack.ActionBlock {
 			approve = approve.WithConfirm(confirmDialog(c))
 		}
 		elems = append(elems, approve, button(ActionIDDeny, "Deny", slack.StyleDanger))
+		if c.Kind == agentrunner.KindApproval {
+			for _, d := range c.GrantChoices {
+				grant := slack.NewButtonBlockElement(GrantActionID(d), value, plain("Approve for "+formatWait(d), true))
+				if c.Confirm {
+					grant = grant.WithConfirm(confirmDialog(c))
+				}
+				elems = append(elems, grant)
+			}
+		}
 		if c.AllowDenyReason {
 			elems = append(elems, button(ActionIDDenyReason, "Deny with reason…", ""))
 		}
@@ -631,4 +647,24 @@ func (l *cardLayout) argsBlocks(label string, args preview, blockID string, view
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.note(viewButton))))
 	}
 	return blocks
+}
+
+// GrantActionID is the action id of the button that approves and grants
+// for d: ActionIDApproveFor and d in whole minutes.
+func GrantActionID(d time.Duration) string {
+	return ActionIDApproveFor + strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+}
+
+// grantOf returns the grant length an action id asks for; ok is false for
+// an action id that is not a grant button's.
+func grantOf(actionID string) (time.Duration, bool) {
+	m, ok := strings.CutPrefix(actionID, ActionIDApproveFor)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSuffix(m, "m"), 10, 32)
+	if err != nil || n <= 0 || !strings.HasSuffix(m, "m") {
+		return 0, false
+	}
+	return time.Duration(n) * time.Minute, true
 }

@@ -66,6 +66,7 @@ func goldenCards() map[string]Card {
 		c.AllowDenyReason, c.AllowEdit = true, true
 	})
 	add("pending_confirm", func(c *Card) { c.Confirm = true })
+	add("pending_grants", func(c *Card) { c.GrantChoices = []time.Duration{time.Hour, 8 * time.Hour} })
 	add("pending_why", func(c *Card) {
 		c.Rule, c.AutoApprove = approval.RuleArguments, "args.amount <= 100"
 	})
@@ -542,5 +543,19 @@ func TestWhyLine(t *testing.T) {
 	c.DecidedBy = "U0BOB"
 	if v := toJSON(t, slack.Blocks{BlockSet: ApprovalBlocks(c)}); strings.Contains(fmt.Sprint(v), "Why: ") {
 		t.Error("a decided card still says why it needs approval")
+	}
+}
+
+func TestGrantActionID(t *testing.T) {
+	for _, d := range []time.Duration{30 * time.Minute, time.Hour, 8 * time.Hour, 72 * time.Hour} {
+		id := GrantActionID(d)
+		if got, ok := grantOf(id); !ok || got != d {
+			t.Errorf("grantOf(%q) = %v, %v; want %v", id, got, ok, d)
+		}
+	}
+	for _, id := range []string{"approve", "approve_for_", "approve_for_8h", "approve_for_-5m", "approve_for_0m", "approve_for_1e9m", "approve_for_99999999999m", "approve_for_60"} {
+		if d, ok := grantOf(id); ok {
+			t.Errorf("grantOf(%q) = %v, want not a grant", id, d)
+		}
 	}
 }
