@@ -43,11 +43,17 @@ type crashTool struct {
 	done    atomic.Pointer[func()]
 	started chan struct{}
 	release chan struct{}
+	// notes counts the calls of add_note, a tool that needs no approval
+	// (read_only in the routes) and, while noteHeld, blocks until its
+	// client is gone, announcing itself on noteStarted.
+	notes       atomic.Int32
+	noteHeld    atomic.Bool
+	noteStarted chan struct{}
 }
 
 func newCrashTool(t *testing.T) *crashTool {
 	t.Helper()
-	ct := &crashTool{started: make(chan struct{}, 4), release: make(chan struct{})}
+	ct := &crashTool{started: make(chan struct{}, 4), release: make(chan struct{}), noteStarted: make(chan struct{}, 4)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "close_ticket", Description: "Close a ticket."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ closeTicketArgs) (*mcp.CallToolResult, any, error) {
@@ -64,6 +70,15 @@ func newCrashTool(t *testing.T) *crashTool {
 				ct.started <- struct{}{}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add_note", Description: "Add a note to a ticket."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ closeTicketArgs) (*mcp.CallToolResult, any, error) {
+			ct.notes.Add(1)
+			if ct.noteHeld.Load() {
+				ct.noteStarted <- struct{}{}
+				<-ctx.Done()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "noted"}}}, nil, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ct.srv = httptest.NewServer(h)
@@ -151,8 +166,9 @@ func crashClusterOwner(t *testing.T) (c *cluster, tool *crashTool, hold *slackHo
 }
 
 // crashClusterSlowA is crashClusterOwner with Redis's replies to A
-// delayed by slow (none if zero; see startSlow).
-func crashClusterSlowA(t *testing.T, slow time.Duration) (c *cluster, tool *crashTool, hold *slackHold, a, b *proc, ownerA string) {
+// delayed by slow (none if zero; see startSlow), and env added to the
+// processes' environment.
+func crashClusterSlowA(t *testing.T, slow time.Duration, env ...string) (c *cluster, tool *crashTool, hold *slackHold, a, b *proc, ownerA string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -161,8 +177,10 @@ func crashClusterSlowA(t *testing.T, slow time.Duration) (c *cluster, tool *cras
 	c = newCluster(t, durableRoutes+`mcp_servers:
   - name: tickets
     url: `+tool.srv.URL+`
+    read_only: ["add_note"]
 `)
 	c.env = append(c.env, "MODEL=test:tickets__close_ticket", "TOOLS=")
+	c.env = append(c.env, env...)
 	hold = c.holdSlack()
 	if slow > 0 {
 		a = c.startSlow("A", slow)
