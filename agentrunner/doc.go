@@ -33,6 +33,12 @@
 // to Pydantic AI's JSON wire format, so runs can be stored, resumed in
 // another process, and exchanged with agents written in Python.
 //
+// With a Journal (WithJournal) every tool call is recorded before and after
+// its tool runs, with the run's history at each model response that made
+// calls (a Checkpoint), so that a run resumed by another process after its
+// own died goes on from the last checkpoint and runs no tool twice; a call
+// that started and whose return was lost gets OutcomeLostText.
+//
 // TestModel and FunctionModel are models for tests; MemoryTokens is the
 // in-process Tokens, with an injectable clock. The package knows
 // neither Slack nor Redis.

@@ -2,6 +2,7 @@ package agentrunner_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,24 +16,43 @@ type memJournal struct {
 	mu      sync.Mutex
 	started map[string]bool
 	rets    map[string]agentrunner.Part
+	cps     map[string][]byte // the run's last checkpoint, as JSON
+	begins  int
 }
 
 func newMemJournal() *memJournal {
-	return &memJournal{started: map[string]bool{}, rets: map[string]agentrunner.Part{}}
+	return &memJournal{started: map[string]bool{}, rets: map[string]agentrunner.Part{}, cps: map[string][]byte{}}
 }
 
-func (j *memJournal) Begin(_ context.Context, runID string, c agentrunner.ToolCallPart) (*agentrunner.Part, error) {
+func (j *memJournal) Begin(_ context.Context, runID string, c agentrunner.ToolCallPart, at agentrunner.Checkpoint) (agentrunner.Begun, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.begins++
+	var at64 []byte
+	if at.Messages != nil {
+		at64, _ = json.Marshal(at.Messages)
+	}
+	var cp []agentrunner.Message
+	if b := j.cps[runID]; b != nil {
+		if err := json.Unmarshal(b, &cp); err != nil {
+			return agentrunner.Begun{}, err
+		}
+	}
+	if len(cp) > at.Step || (at64 != nil && len(cp) == at.Step && string(at64) != string(j.cps[runID])) {
+		return agentrunner.Begun{Progress: cp}, nil
+	}
+	if at64 != nil && len(cp) < at.Step {
+		j.cps[runID] = at64
+	}
 	k := runID + "/" + c.ToolCallID
 	if p, ok := j.rets[k]; ok {
-		return &p, nil
+		return agentrunner.Begun{Return: &p}, nil
 	}
 	if j.started[k] {
-		return nil, agentrunner.ErrOutcomeLost
+		return agentrunner.Begun{}, agentrunner.ErrOutcomeLost
 	}
 	j.started[k] = true
-	return nil, nil
+	return agentrunner.Begun{}, nil
 }
 
 func (j *memJournal) End(_ context.Context, runID string, c agentrunner.ToolCallPart, ret *agentrunner.Part) error {

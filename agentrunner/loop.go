@@ -37,29 +37,40 @@ func (st *run) loop(ctx context.Context) (*RunResult, error) {
 		if len(calls) == 0 {
 			return st.result(StatusComplete, resp.Text(), nil), nil
 		}
-
-		parts := make([]Part, 0, len(calls))
-		deferred := DeferredToolRequests{Metadata: map[string]map[string]any{}}
-		for _, c := range calls {
-			p, d, err := st.call(ctx, c, nil, false)
-			if err != nil {
-				return nil, err
-			}
-			if d != "" {
-				deferred.add(c, d, p.Metadata)
-				continue
-			}
-			parts = append(parts, p.Part)
+		st.step, st.unsaved = len(st.messages), true
+		res, err := st.execute(ctx, calls)
+		if err != nil || res != nil {
+			return res, err
 		}
-		parts, pending, err := st.settle(ctx, parts, deferred)
+	}
+}
+
+// execute runs calls, those of the history's last response, hands what
+// they defer to the handlers, and adds the returns to the history. It
+// returns the run's pending result when calls stay pending, else nil.
+func (st *run) execute(ctx context.Context, calls []ToolCallPart) (*RunResult, error) {
+	parts := make([]Part, 0, len(calls))
+	deferred := DeferredToolRequests{Metadata: map[string]map[string]any{}}
+	for _, c := range calls {
+		p, d, err := st.journaled(ctx, c, nil, false)
 		if err != nil {
 			return nil, err
 		}
-		st.messages = st.withParts(st.messages, parts)
-		if !pending.Empty() {
-			return st.result(StatusPending, "", &pending), nil
+		if d != "" {
+			deferred.add(c, d, p.Metadata)
+			continue
 		}
+		parts = append(parts, p.Part)
 	}
+	parts, pending, err := st.settle(ctx, parts, deferred)
+	if err != nil {
+		return nil, err
+	}
+	st.messages = st.withParts(st.messages, parts)
+	if !pending.Empty() {
+		return st.result(StatusPending, "", &pending), nil
+	}
+	return nil, nil
 }
 
 func (d *DeferredToolRequests) add(c ToolCallPart, kind CallKind, md map[string]any) {
@@ -212,7 +223,7 @@ func (st *run) apply(ctx context.Context, req DeferredToolRequests, results *Def
 				}
 			}
 		}
-		out, d, err := st.journaled(ctx, call, results.Metadata[c.ToolCallID])
+		out, d, err := st.journaled(ctx, call, results.Metadata[c.ToolCallID], true)
 		if err != nil {
 			return nil, again, err
 		}

@@ -193,6 +193,11 @@ type run struct {
 	retries  map[string]int
 	allow    bool
 	applied  *DeferredToolResults
+	// step is the length of the history up to the response whose calls
+	// execute (Checkpoint.Step); unsaved says the journal has not seen
+	// that history yet.
+	step    int
+	unsaved bool
 }
 
 // Run runs the agent until the model gives a final answer, or until calls
@@ -205,7 +210,25 @@ func (r *Runner) Run(ctx context.Context, in RunInput) (*RunResult, error) {
 	}
 	st.messages = slices.Clone(in.History)
 
+	res, err := st.start(ctx, in)
+	// A journal that knows a later state of the run (another process ran
+	// it further, then died) has the run go on from there.
+	for range st.r.maxSteps {
+		var p *progressError
+		if !errors.As(err, &p) {
+			break
+		}
+		st.recordAll(in.Results)
+		res, err = st.takeOver(ctx, p)
+	}
+	return res, err
+}
+
+// start resumes the run from in's results, or starts it from in's prompt,
+// and goes on with the loop.
+func (st *run) start(ctx context.Context, in RunInput) (*RunResult, error) {
 	if in.Results != nil || in.Pending != nil {
+		st.step = lastResponse(st.messages) + 1
 		pending, err := st.resume(ctx, in)
 		if err != nil {
 			return nil, err

@@ -47,6 +47,25 @@
 //	P thread:<team>/<channel>/<ts>:q  list: turns waiting for the thread, "<run id>|<payload>"
 //	P ended          pub/sub channel (not a key): tokens that ended
 //
+// # Redis Cluster
+//
+// Some scripts read keys they do not get in KEYS, because the key's name
+// is only known inside the script: the heartbeat key proc:<process> of
+// whoever holds a claim or lease (the claim in claimScript and waitScript,
+// lockScript, answerBeginScript: the holder is read from the claim's
+// value, so it cannot be passed up front), and the records the quota
+// script reads by the tokens in its sorted set. They build those names
+// from the prefix passed in ARGV. On one Redis or Sentinel that is
+// always safe. On Redis Cluster it is safe only with a hash-tag prefix
+// (Options.Prefix "{slackbot}:"): every key of the store then hashes to
+// the one slot of the tag, so the undeclared key lives in the slot of the
+// script's declared keys, on the node that runs the script, and Redis
+// Cluster lets the script read it (it refuses only a key of another slot
+// than the declared ones, "Script attempted to access keys that do not
+// hash to the same slot", or of another node, "... a non local key"). Proxies that require every key a script touches to be in KEYS
+// (some managed "cluster" offerings check this) refuse these scripts
+// whatever the prefix; the store does not support them.
+//
 // # Embedded Redis
 //
 // Open with an empty URL starts miniredis in-process, which runs the same

@@ -134,33 +134,87 @@ func TestCallJournal(t *testing.T) {
 	ctx := t.Context()
 	j := e.store().CallJournal()
 	other := e.otherProcess(t).CallJournal()
+	at := agentrunner.Checkpoint{Step: 2}
 	c := agentrunner.ToolCallPart{ToolName: "delete", ToolCallID: "c1", Args: json.RawMessage(`{}`)}
-	if p, err := j.Begin(ctx, "run-1", c); p != nil || err != nil {
-		t.Fatalf("first begin: %v, %v; want nil, nil", p, err)
+	if b, err := j.Begin(ctx, "run-1", c, at); b.Return != nil || b.Progress != nil || err != nil {
+		t.Fatalf("first begin: %+v, %v; want nothing", b, err)
 	}
-	if _, err := other.Begin(ctx, "run-1", c); !errors.Is(err, agentrunner.ErrOutcomeLost) {
+	if _, err := other.Begin(ctx, "run-1", c, at); !errors.Is(err, agentrunner.ErrOutcomeLost) {
 		t.Fatalf("begin of a started call: %v, want ErrOutcomeLost", err)
 	}
 	ret := agentrunner.ToolReturn("delete", "c1", json.RawMessage(`"deleted"`), agentrunner.OutcomeSuccess)
 	if err := j.End(ctx, "run-1", c, &ret); err != nil {
 		t.Fatal(err)
 	}
-	p, err := other.Begin(ctx, "run-1", c)
-	if err != nil || p == nil || p.ReturnText() != "deleted" || p.ToolCallID != "c1" {
-		t.Fatalf("begin of a call that ran: %+v, %v; want its return", p, err)
+	b, err := other.Begin(ctx, "run-1", c, at)
+	if err != nil || b.Return == nil || b.Return.ReturnText() != "deleted" || b.Return.ToolCallID != "c1" {
+		t.Fatalf("begin of a call that ran: %+v, %v; want its return", b, err)
 	}
 	c2 := agentrunner.ToolCallPart{ToolName: "delete", ToolCallID: "c2"}
-	if _, err := j.Begin(ctx, "run-1", c2); err != nil {
+	if _, err := j.Begin(ctx, "run-1", c2, at); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.End(ctx, "run-1", c2, nil); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := other.Begin(ctx, "run-1", c2); p != nil || err != nil {
-		t.Errorf("begin after a deferral: %v, %v; want nil, nil", p, err)
+	if b, err := other.Begin(ctx, "run-1", c2, at); b.Return != nil || err != nil {
+		t.Errorf("begin after a deferral: %+v, %v; want nothing", b, err)
 	}
-	if _, err := j.Begin(ctx, "", c); !errors.Is(err, approval.ErrInvalid) {
+	if _, err := j.Begin(ctx, "", c, at); !errors.Is(err, approval.ErrInvalid) {
 		t.Errorf("begin without a run id: %v, want ErrInvalid", err)
+	}
+	if _, err := j.Begin(ctx, "run-1", c, agentrunner.Checkpoint{}); !errors.Is(err, approval.ErrInvalid) {
+		t.Errorf("begin without a step: %v, want ErrInvalid", err)
+	}
+}
+
+// CallJournal keeps a run's checkpoint: a Begin at an earlier step, or at
+// the same step with other messages (another response of the model), gets
+// it back as Progress and begins nothing; a Begin at the checkpoint's
+// step with its messages, or with none, begins the call; a later
+// checkpoint replaces it.
+func TestCallJournalCheckpoint(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	j := e.store().CallJournal()
+	other := e.otherProcess(t).CallJournal()
+	hist := func(id string) []agentrunner.Message {
+		return []agentrunner.Message{
+			{Kind: agentrunner.KindRequest, Parts: []agentrunner.Part{agentrunner.UserPrompt("go")}},
+			{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{agentrunner.ToolCall("note", json.RawMessage(`{}`), id)}},
+		}
+	}
+	call := func(id string) agentrunner.ToolCallPart {
+		return agentrunner.ToolCallPart{ToolName: "note", ToolCallID: id}
+	}
+	if b, err := j.Begin(ctx, "run-1", call("n1"), agentrunner.Checkpoint{Step: 2, Messages: hist("n1")}); err != nil || b.Progress != nil {
+		t.Fatalf("first begin with a checkpoint: %+v, %v", b, err)
+	}
+	for _, tc := range []struct {
+		name string
+		id   string
+		at   agentrunner.Checkpoint
+	}{
+		{"an earlier step", "c0", agentrunner.Checkpoint{Step: 1}},
+		{"the same step, another response", "n2", agentrunner.Checkpoint{Step: 2, Messages: hist("n2")}},
+	} {
+		b, err := other.Begin(ctx, "run-1", call(tc.id), tc.at)
+		if err != nil || len(b.Progress) != 2 || b.Progress[1].ToolCalls()[0].ToolCallID != "n1" {
+			t.Fatalf("begin at %s: %+v, %v; want the checkpoint as progress", tc.name, b, err)
+		}
+		if b, err := j.Begin(ctx, "run-1", call(tc.id), agentrunner.Checkpoint{Step: 2}); err != nil || b.Progress != nil || b.Return != nil {
+			t.Errorf("begin of %s at the checkpoint's step: %+v, %v; want it begun now, not before", tc.id, b, err)
+		}
+	}
+	if _, err := other.Begin(ctx, "run-1", call("n1"), agentrunner.Checkpoint{Step: 2, Messages: hist("n1")}); !errors.Is(err, agentrunner.ErrOutcomeLost) {
+		t.Errorf("begin of n1 with the same checkpoint: %v; want ErrOutcomeLost (it started)", err)
+	}
+	later := append(hist("n1"), agentrunner.Message{Kind: agentrunner.KindRequest}, hist("n3")[1])
+	if b, err := j.Begin(ctx, "run-1", call("n3"), agentrunner.Checkpoint{Step: 4, Messages: later}); err != nil || b.Progress != nil {
+		t.Fatalf("begin with a later checkpoint: %+v, %v", b, err)
+	}
+	if b, err := other.Begin(ctx, "run-1", call("x"), agentrunner.Checkpoint{Step: 2}); err != nil || len(b.Progress) != 4 {
+		t.Errorf("begin behind the later checkpoint: %+v, %v; want it as progress", b, err)
 	}
 }
 

@@ -144,8 +144,9 @@ func newApp(d appDeps) (*app, error) {
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
 		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
-		// An approved tool runs at most once, even across a takeover of
-		// its run by another replica.
+		// A tool runs at most once, approved or not, even across a
+		// takeover of its run by another replica, which goes on from the
+		// run's last checkpoint.
 		agentrunner.WithJournal(st.CallJournal()),
 	}
 	runner, err := agentrunner.NewRunner(d.Model, nil, opts...)

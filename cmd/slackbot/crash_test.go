@@ -43,11 +43,17 @@ type crashTool struct {
 	done    atomic.Pointer[func()]
 	started chan struct{}
 	release chan struct{}
+	// notes counts the calls of add_note, a tool that needs no approval
+	// (read_only in the routes) and, while noteHeld, blocks until its
+	// client is gone, announcing itself on noteStarted.
+	notes       atomic.Int32
+	noteHeld    atomic.Bool
+	noteStarted chan struct{}
 }
 
 func newCrashTool(t *testing.T) *crashTool {
 	t.Helper()
-	ct := &crashTool{started: make(chan struct{}, 4), release: make(chan struct{})}
+	ct := &crashTool{started: make(chan struct{}, 4), release: make(chan struct{}), noteStarted: make(chan struct{}, 4)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "close_ticket", Description: "Close a ticket."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ closeTicketArgs) (*mcp.CallToolResult, any, error) {
@@ -64,6 +70,15 @@ func newCrashTool(t *testing.T) *crashTool {
 				ct.started <- struct{}{}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add_note", Description: "Add a note to a ticket."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ closeTicketArgs) (*mcp.CallToolResult, any, error) {
+			ct.notes.Add(1)
+			if ct.noteHeld.Load() {
+				ct.noteStarted <- struct{}{}
+				<-ctx.Done()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "noted"}}}, nil, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ct.srv = httptest.NewServer(h)
@@ -139,6 +154,22 @@ func (c *cluster) holdSlack() *slackHold {
 // Slack proxy in place, and replicas A and B running.
 func crashCluster(t *testing.T) (c *cluster, tool *crashTool, hold *slackHold, a, b *proc) {
 	t.Helper()
+	c, tool, hold, a, b, _ = crashClusterOwner(t)
+	return c, tool, hold, a, b
+}
+
+// crashClusterOwner is crashCluster, and also returns the owner name of
+// A's process (its heartbeat key proc:<owner>, the claimer in its
+// scripts' arguments).
+func crashClusterOwner(t *testing.T) (c *cluster, tool *crashTool, hold *slackHold, a, b *proc, ownerA string) {
+	return crashClusterSlowA(t, 0)
+}
+
+// crashClusterSlowA is crashClusterOwner with Redis's replies to A
+// delayed by slow (none if zero; see startSlow), and env added to the
+// processes' environment.
+func crashClusterSlowA(t *testing.T, slow time.Duration, env ...string) (c *cluster, tool *crashTool, hold *slackHold, a, b *proc, ownerA string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -146,10 +177,30 @@ func crashCluster(t *testing.T) (c *cluster, tool *crashTool, hold *slackHold, a
 	c = newCluster(t, durableRoutes+`mcp_servers:
   - name: tickets
     url: `+tool.srv.URL+`
+    read_only: ["add_note"]
 `)
 	c.env = append(c.env, "MODEL=test:tickets__close_ticket", "TOOLS=")
+	c.env = append(c.env, env...)
 	hold = c.holdSlack()
-	return c, tool, hold, c.start("A"), c.start("B")
+	if slow > 0 {
+		a = c.startSlow("A", slow)
+	} else {
+		a = c.start("A")
+	}
+	ownerA = c.onlyOwner()
+	return c, tool, hold, a, c.start("B"), ownerA
+}
+
+// onlyOwner waits for the one process heartbeat in Redis and returns its
+// owner name.
+func (c *cluster) onlyOwner() string {
+	c.t.Helper()
+	var keys []string
+	waitUntil(c.t, takeoverWait, "one process heartbeat", func() bool {
+		keys = c.redis.Client(c.t).Keys(c.t.Context(), "slackbot:proc:*").Val()
+		return len(keys) == 1
+	})
+	return strings.TrimPrefix(keys[0], "slackbot:proc:")
 }
 
 // mentionTicket starts a run from a mention through p and waits for its card.
@@ -281,4 +332,66 @@ func TestCrashWhileCardUpdateRateLimited(t *testing.T) {
 	a.kill(t)
 	c.slack.RateLimit("chat.update", 0, 0)
 	c.finishedOnce(e, tool, thread, card, closedAnswer, "closed")
+}
+
+// Killed after the claim, before the tool: A is frozen the moment Redis
+// ran its claim of the resumed run (the freeze lever, freezeAt), and the
+// test checks that A holds the claim and began no tool; then A is killed.
+// B takes the run over once A's heartbeat is gone and runs the tool, once.
+// A may get past the claim before the signal lands: that attempt is
+// logged and the case runs again with a fresh cluster, a bounded number
+// of times.
+func TestCrashAfterClaimBeforeTool(t *testing.T) {
+	const attempts = 5
+	for i := 1; i <= attempts; i++ {
+		var frozen bool
+		t.Run(fmt.Sprintf("attempt %d", i), func(t *testing.T) { frozen = crashAfterClaim(t) })
+		if frozen || t.Failed() {
+			return
+		}
+	}
+	t.Fatalf("A got past its claim before it froze in each of %d attempts", attempts)
+}
+
+// crashAfterClaim runs one attempt of TestCrashAfterClaimBeforeTool; it
+// reports false if A got past the claim before it froze.
+func crashAfterClaim(t *testing.T) bool {
+	// Redis's replies reach A 20 ms late, so the freeze lands before A
+	// acts on the claim's reply (it still may not, on a loaded host).
+	c, tool, _, a, b, ownerA := crashClusterSlowA(t, 20*time.Millisecond)
+	thread, card, e := c.mentionTicket(a)
+	rdb := c.redis.Client(t)
+	frozen := c.freezeAt(a, resumeClaimBy(ownerA))
+	postSigned(t, b.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	var claimKey, holder string
+	for range 50 {
+		var args string
+		select {
+		case args = <-frozen:
+		case <-time.After(takeoverWait):
+			t.Fatal("A never claimed the run")
+		}
+		claimKey = quotedArg(args, "slackbot:claim:")
+		if holder = rdb.Get(t.Context(), claimKey).Val(); holder != "" {
+			break
+		}
+		// A looked at its token before the decision (a waiter's poll
+		// carries the claim key too): let it go on to the claim.
+		frozen = c.freezeAt(a, resumeClaimBy(ownerA))
+		a.thaw(t)
+	}
+	if !strings.HasPrefix(strings.TrimPrefix(holder, "@"), ownerA) {
+		t.Fatalf("A froze at its claim, but the claim %s is held by %q", claimKey, holder)
+	}
+	token := strings.TrimPrefix(claimKey, "slackbot:claim:")
+	runID := rdb.HGet(t.Context(), "slackbot:a:"+token, "run").Val()
+	for field := range rdb.HGetAll(t.Context(), "slackbot:exec:"+runID).Val() {
+		if strings.HasSuffix(field, ".s") || tool.calls.Load() > 0 {
+			t.Logf("A got past its claim before it froze: the journal of run %s has %s, the tool ran %d times", runID, field, tool.calls.Load())
+			return false
+		}
+	}
+	a.kill(t)
+	c.finishedOnce(e, tool, thread, card, closedAnswer, "closed")
+	return true
 }
