@@ -456,7 +456,7 @@ func whyLine(c Card, max int) string {
 	var policy string
 	switch {
 	case c.PolicyError != "":
-		policy = "⚠️ The route's policy could not decide (" + inlineCode(oneLine(c.PolicyError), 300) + "), so a person must"
+		policy = "the route's policy could not decide (" + inlineCode(oneLine(c.PolicyError), 300) + "), so a person must"
 	case strings.TrimSpace(c.AutoApprove) != "":
 		policy = "the route's auto_approve " + inlineCode(oneLine(c.AutoApprove), 200) + " did not approve it"
 	}

@@ -530,7 +530,7 @@ func TestWhyLine(t *testing.T) {
 		{approval.RuleMCP, "", "", "Why: `fs.write_file` is an MCP tool its server does not list as read-only."},
 		{approval.RuleClient, "", "", "Why: the API client `U0ALICE` asked for it."},
 		{approval.RuleTool, "args.amount <= 100", "", "Why: `fs.write_file` always needs approval · the route's auto_approve `args.amount &lt;= 100` did not approve it."},
-		{approval.RuleTool, "args.amount <= 100", "no such key: amount", "Why: `fs.write_file` always needs approval · ⚠️ The route's policy could not decide (`no such key: amount`), so a person must."},
+		{approval.RuleTool, "args.amount <= 100", "no such key: amount", "Why: `fs.write_file` always needs approval · the route's policy could not decide (`no such key: amount`), so a person must."},
 		{"", "", "", ""},
 	} {
 		c.Rule, c.AutoApprove, c.PolicyError = tt.rule, tt.autoApprove, tt.policyErr

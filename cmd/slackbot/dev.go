@@ -16,8 +16,10 @@ import (
 // at /api/, and the emulator page at /dev/ that shows what slackbot posts
 // and sends signed clicks to slackbot's real webhooks.
 type devWorkspace struct {
-	slack  *slackfake.Server
-	ui     *devui.Handler
+	slack *slackfake.Server
+	ui    *devui.Handler
+	// clock is slackbot's clock in dev: the page can move it forward.
+	clock  *devui.Clock
 	secret string
 	apiURL string
 }
@@ -32,8 +34,9 @@ func newDevWorkspace(cfg *Config, addr net.Addr, log *slog.Logger) (*devWorkspac
 	// slackbot's own server, as the emulator reaches it on this machine.
 	base := devURL(addr)
 	fake := slackfake.New(slackfake.WithDemoWorkspace())
-	ui := devui.New(devui.Config{Slack: fake, SigningSecret: secret, Webhook: base, Log: log})
-	return &devWorkspace{slack: fake, ui: ui, secret: secret, apiURL: base + "/api/"}, nil
+	clock := &devui.Clock{}
+	ui := devui.New(devui.Config{Slack: fake, SigningSecret: secret, Webhook: base, Log: log, Clock: clock})
+	return &devWorkspace{slack: fake, ui: ui, clock: clock, secret: secret, apiURL: base + "/api/"}, nil
 }
 
 func (d *devWorkspace) handlers() map[string]http.Handler {

@@ -87,6 +87,9 @@ func (w *wiring) slack(ctx context.Context, cfg *Config, mode Mode, log *slog.Lo
 			return err
 		}
 		w.dev = dev
+		// Deadlines, reminders, escalations and grants follow the page's
+		// clock, which it can move forward.
+		d.StoreOptions.Now = dev.clock.Now
 		d.SigningSecret = dev.secret
 		d.Extra = dev.handlers()
 		cfg.SlackBotToken = dev.slack.Token()

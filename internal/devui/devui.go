@@ -45,6 +45,10 @@ type Config struct {
 	Now func() time.Time
 	// Log receives webhook failures; nil discards them.
 	Log *slog.Logger
+	// Clock, when set, is slackbot's clock, which the page may move
+	// forward (POST /clock) to show what happens later: reminders,
+	// escalations, expiry, grants that end.
+	Clock *Clock
 }
 
 // Handler serves the emulator page and its API. Mount it under a prefix
@@ -60,6 +64,7 @@ type Config struct {
 //	POST /click            a person clicks a button → block_actions
 //	POST /submit           a person submits a modal → view_submission
 //	POST /close            a person cancels a modal (→ view_closed)
+//	POST /clock            move slackbot's clock forward (Config.Clock)
 //	POST /response/{id}    the response_url of a click, for slackbot
 //
 // Every payload is signed with Config.SigningSecret. A POST answers JSON:
@@ -76,6 +81,7 @@ type Handler struct {
 	client  *http.Client
 	now     func() time.Time
 	log     *slog.Logger
+	clock   *Clock
 	mux     *http.ServeMux
 
 	botMu sync.Mutex
@@ -105,6 +111,7 @@ func New(cfg Config) *Handler {
 		client:  cfg.Client,
 		now:     cfg.Now,
 		log:     cfg.Log,
+		clock:   cfg.Clock,
 		done:    make(chan struct{}),
 
 		responses: map[string]*responseTarget{},
@@ -150,6 +157,7 @@ func (h *Handler) routes() *http.ServeMux {
 	mux.Handle("POST /click", h.handleClick())
 	mux.Handle("POST /submit", h.handleSubmit())
 	mux.Handle("POST /close", h.handleClose())
+	mux.Handle("POST /clock", h.handleClock())
 	mux.Handle("POST /response/{id}", h.handleResponse())
 	return mux
 }

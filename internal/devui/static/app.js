@@ -145,6 +145,8 @@
     '❓': {name: 'question', src: svg('<path d="M11 12.5C11 7.8 14.2 5 18.3 5 22.6 5 25.5 7.8 25.5 11.6c0 5.8-6.4 6.3-6.4 11" fill="none" stroke="#dd2e44" stroke-width="5" stroke-linecap="round"/><circle cx="19" cy="30" r="3.2" fill="#dd2e44"/>')},
     '❔': {name: 'grey_question', src: svg('<path d="M11 12.5C11 7.8 14.2 5 18.3 5 22.6 5 25.5 7.8 25.5 11.6c0 5.8-6.4 6.3-6.4 11" fill="none" stroke="#ccd6dd" stroke-width="5" stroke-linecap="round"/><circle cx="19" cy="30" r="3.2" fill="#ccd6dd"/>')},
     '📥': {name: 'inbox_tray', src: svg('<path d="M3 20l5-9h20l5 9v11H3z" fill="#ccd6dd" stroke="#66757f" stroke-width="1.5"/><path d="M3 20h9l2 4h8l2-4h9" fill="none" stroke="#66757f" stroke-width="1.5"/><path d="M18 2v13m-5-5l5 5 5-5" fill="none" stroke="#3b88c3" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>')},
+    '⏰': {name: 'alarm_clock', src: svg('<circle cx="18" cy="20" r="13" fill="#dd2e44"/><circle cx="18" cy="20" r="10" fill="#fff"/><path d="M18 13v7l5 3" fill="none" stroke="#292f33" stroke-width="2.5" stroke-linecap="round"/><circle cx="7" cy="7" r="4.5" fill="#dd2e44"/><circle cx="29" cy="7" r="4.5" fill="#dd2e44"/>')},
+    '🚨': {name: 'rotating_light', src: svg('<path d="M8 28V18a10 10 0 0 1 20 0v10z" fill="#dd2e44"/><rect x="5" y="28" width="26" height="5" rx="1.5" fill="#66757f"/><path d="M13 18a5 5 0 0 1 5-5" fill="none" stroke="#fff" stroke-width="2.5" stroke-linecap="round"/><path d="M18 2v4M4 10l3 2.5M32 10l-3 2.5" stroke="#ffac33" stroke-width="2.5" stroke-linecap="round"/>')},
     '🟢': {name: 'large_green_circle', src: circle('#78b159')},
     '🔴': {name: 'red_circle', src: circle('#dd2e44')},
     'ℹ': {name: 'information_source', src: svg('<rect x="2" y="2" width="32" height="32" rx="6" fill="#3b88c3"/><circle cx="18" cy="10" r="2.8" fill="#fff"/><rect x="15.5" y="15" width="5" height="13" rx="1.5" fill="#fff"/>')},
@@ -1091,10 +1093,22 @@
     });
   }
 
+  // moveClock moves slackbot's clock ten minutes forward: what is due by
+  // then (reminders, escalations, expiry) happens now.
+  async function moveClock() {
+    const res = await api.post('clock', {advance: '10m'});
+    if (!res.ok) return;
+    const badge = $('clock-offset');
+    badge.hidden = false;
+    badge.textContent = `slackbot's clock: +${res.minutes} min`;
+    toast({title: `slackbot's clock is now ${res.minutes} minutes ahead`, detail: 'Reminders, escalations and expiries due by then happen now.'});
+  }
+
   document.addEventListener('DOMContentLoaded', () => {
     composer($('composer-form'), $('composer'), () => '');
     composer($('thread-form'), $('thread-composer'), () => (app.thread ? app.thread.ts : ''));
     $('thread-close').onclick = () => { app.thread = null; render(); };
+    $('clock-forward').onclick = moveClock;
     document.addEventListener('keydown', (ev) => {
       if (ev.key !== 'Escape') return;
       const v = currentView();
