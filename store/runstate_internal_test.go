@@ -1,0 +1,67 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The dictionary's content is pinned to its id: frames already in Redis
+// name the id, so editing the content under the same id would make them
+// decode wrong. Change the dictionary only with a new id, keeping the old
+// one in the decoder.
+func TestRunStateDictPinned(t *testing.T) {
+	sum := sha256.Sum256([]byte(runStateDict))
+	const want = "276f0d71bd9bce85138d4ef80f668cc3145b40e038694ce69e53353818edc624"
+	if got := hex.EncodeToString(sum[:]); runStateDictID != 0x8001 || got != want {
+		t.Fatalf("dictionary %#x has sha256 %s, pinned %s: a changed dictionary needs a new id", runStateDictID, got, want)
+	}
+}
+
+// A frame that decompresses to more than runStateMaxBytes is refused,
+// whether its header says how large it is or not, without decompressing
+// more than the cap.
+func TestRunStateDecompressionBounded(t *testing.T) {
+	huge := make([]byte, runStateMaxBytes+1<<20) // zeros: a few bytes compressed
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withSize := enc.EncodeAll(huge, nil)
+	var stream bytes.Buffer
+	w, err := zstd.NewWriter(&stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(huge); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, frame := range map[string][]byte{"content size in the header": withSize, "streamed, no content size": stream.Bytes()} {
+		if len(frame) > 64<<10 {
+			t.Fatalf("%s: the bomb is %d B, not a bomb", name, len(frame))
+		}
+		_, err := decodeRunState(frame)
+		if !errors.Is(err, errRunStateCorrupt) {
+			t.Errorf("%s: got %v, want %v", name, err, errRunStateCorrupt)
+		}
+	}
+}
+
+// A frame compressed with another dictionary is an error, not garbage.
+func TestRunStateUnknownDict(t *testing.T) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDictRaw(0x9999, []byte(`{"other":"dictionary"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := enc.EncodeAll([]byte(`{"run_id":"r","token":"t","messages":[],"pending":{}}`), nil)
+	if _, err := decodeRunState(frame); !errors.Is(err, errRunStateCorrupt) {
+		t.Errorf("got %v, want %v", err, errRunStateCorrupt)
+	}
+}
