@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -47,7 +48,7 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("redismem", flag.ContinueOnError)
 	n := fs.Int("n", 2000, "pending approvals to create per path")
-	listpackValue := fs.Int("hash-max-listpack-value", 0, "set Redis's hash-max-listpack-value before measuring (0: leave the server's default)")
+	listpack := fs.String("hash-max-listpack-value", "64,512", "Redis's hash-max-listpack-value settings to measure with, in turn (64 is Redis's default, 512 deploy/'s)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,11 +62,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer srv.stop()
 	rdb := srv.client()
 	defer rdb.Close()
-	if *listpackValue > 0 {
-		if err := rdb.ConfigSet(ctx, "hash-max-listpack-value", fmt.Sprint(*listpackValue)).Err(); err != nil {
-			return err
-		}
-	}
 	if err := printServer(ctx, out, rdb); err != nil {
 		return err
 	}
@@ -82,23 +78,33 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		{"Slack-started run (record + run state + audit + bot keys)", createSlackRuns},
 		{"/v1 request (record + audit + idempotency key)", createAPIRequests},
 	}
-	for _, p := range paths {
-		if err := rdb.FlushAll(ctx).Err(); err != nil {
-			return err
+	var noTTL int
+	for _, lp := range strings.Split(*listpack, ",") {
+		if err := rdb.ConfigSet(ctx, "hash-max-listpack-value", strings.TrimSpace(lp)).Err(); err != nil {
+			return fmt.Errorf("hash-max-listpack-value %s: %w", lp, err)
 		}
-		e, err := newEnv(ctx, rdb, fake, slackURL)
-		if err != nil {
-			return err
+		fmt.Fprintf(out, "## hash-max-listpack-value %s\n\n", strings.TrimSpace(lp))
+		for _, p := range paths {
+			if err := rdb.FlushAll(ctx).Err(); err != nil {
+				return err
+			}
+			e, err := newEnv(ctx, rdb, fake, slackURL)
+			if err != nil {
+				return err
+			}
+			m, err := measure(ctx, rdb, e.prefix, *n, func() error { return p.create(ctx, e, *n) })
+			if os.Getenv("REDISMEM_DUMP") != "" {
+				dumpOne(ctx, out, rdb, e.prefix)
+			}
+			e.close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			noTTL += m.print(out, p.name)
 		}
-		m, err := measure(ctx, rdb, e.prefix, *n, func() error { return p.create(ctx, e, *n) })
-		if os.Getenv("REDISMEM_DUMP") != "" {
-			dumpOne(ctx, out, rdb, e.prefix)
-		}
-		e.close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		m.print(out, p.name)
+	}
+	if noTTL > 0 {
+		return fmt.Errorf("%d keys without a TTL", noTTL)
 	}
 	return nil
 }
@@ -110,7 +116,7 @@ func printServer(ctx context.Context, out io.Writer, rdb redisClient) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "redis-server %s", info["Server"]["redis_version"])
+	fmt.Fprintf(out, "redis-server %s (as started)", info["Server"]["redis_version"])
 	for _, k := range []string{"hash-max-listpack-entries", "hash-max-listpack-value", "zset-max-listpack-entries", "stream-node-max-bytes", "stream-node-max-entries"} {
 		v, err := rdb.ConfigGet(ctx, k).Result()
 		if err != nil {
