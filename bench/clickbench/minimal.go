@@ -32,8 +32,9 @@ const minimalDB = 3
 
 // minimalDecide is the one script of the minimal click path: it records an
 // approval on a pending call of a record written by store.Create (first
-// decision wins) and returns what the decided card shows.
-// KEYS: the record. ARGV: call id, by, now (ms).
+// decision wins), with the result the waiting run receives, and returns
+// what the decided card shows.
+// KEYS: the record. ARGV: call id, by, now (ms), result.
 var minimalDecide = redis.NewScript(`
 local i = redis.call('HGET', KEYS[1], 'i:' .. ARGV[1])
 if not i then return {'e:notfound'} end
@@ -41,7 +42,7 @@ local p = 'c' .. i .. '.'
 if redis.call('HGET', KEYS[1], 'state') ~= 'open' or redis.call('HGET', KEYS[1], p .. 'st') ~= 'pending' then
   return {'e:decided'}
 end
-redis.call('HSET', KEYS[1], p .. 'st', 'approved', p .. 'by', ARGV[2], p .. 'at', ARGV[3], 'state', 'resolved')
+redis.call('HSET', KEYS[1], p .. 'st', 'approved', p .. 'by', ARGV[2], p .. 'at', ARGV[3], p .. 'res', ARGV[4], 'state', 'resolved', 'left', '0')
 local f = redis.call('HMGET', KEYS[1], p .. 'tool', p .. 'args', 'requester', 'channel', 'created', 'exp', p .. 'route', p .. 'ch', p .. 'ts')
 table.insert(f, 1, 'ok')
 return f
@@ -109,6 +110,12 @@ func serveMinimal(stdout io.Writer) error {
 	return srv.Shutdown(shutdown)
 }
 
+// approvedResult is the result an approval records for the waiting run.
+var approvedResult = func() string {
+	b, _ := json.Marshal(agentrunner.Approve())
+	return string(b)
+}()
+
 // minimalUpdates bounds the minimal path's card updates in flight.
 const minimalUpdates = 128
 
@@ -134,7 +141,7 @@ func (m *minimal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	res, err := minimalDecide.Run(r.Context(), m.rdb, []string{store.DefaultPrefix + "a:" + token},
-		callID, click.User.ID, now.UnixMilli()).StringSlice()
+		callID, click.User.ID, now.UnixMilli(), approvedResult).StringSlice()
 	if err != nil {
 		http.Error(w, "redis: "+err.Error(), http.StatusInternalServerError)
 		return
