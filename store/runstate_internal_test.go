@@ -5,9 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/slackapprove/slackbot/agentrunner"
 )
 
 // The dictionary's content is pinned to its id: frames already in Redis
@@ -63,5 +68,31 @@ func TestRunStateUnknownDict(t *testing.T) {
 	frame := enc.EncodeAll([]byte(`{"run_id":"r","token":"t","messages":[],"pending":{}}`), nil)
 	if _, err := decodeRunState(frame); !errors.Is(err, errRunStateCorrupt) {
 		t.Errorf("got %v, want %v", err, errRunStateCorrupt)
+	}
+}
+
+// The encoder's heap stays small: it is held for the process's life.
+func TestRunStateEncoderHeap(t *testing.T) {
+	rs := &RunState{RunID: "run-1", Token: "t", Origin: []byte(`{"TeamID":"T0","Channel":"C0","ThreadTS":"1.2","User":"U0","Client":""}`)}
+	rs.Messages = make([]agentrunner.Message, 20)
+	for i := range rs.Messages {
+		rs.Messages[i] = agentrunner.Message{Kind: agentrunner.KindRequest, RunID: "run-1", Parts: []agentrunner.Part{agentrunner.UserPrompt(strings.Repeat("clean up the reports ", 5))}}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := encodeRunState(rs); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
+		t.Errorf("the run state encoder holds %d KB of heap, want at most 4 MB", grew>>10)
 	}
 }
