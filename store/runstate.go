@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -65,11 +66,9 @@ var (
 			zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(256<<10), zstd.WithLowerEncoderMem(true),
 			zstd.WithEncoderConcurrency(2))
 	})
-	runStateDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
-		return zstd.NewReader(nil, zstd.WithDecoderDictRaw(runStateDictID, []byte(runStateDict)),
-			zstd.WithDecoderMaxMemory(runStateMaxBytes), zstd.WithDecoderMaxWindow(runStateMaxBytes),
-			zstd.WithDecoderConcurrency(0))
-	})
+	// runStateDecoders are synchronous stream decoders (no goroutines of
+	// their own), one per LoadRun at a time.
+	runStateDecoders sync.Pool
 )
 
 // encodeRunState returns the value SaveRun stores for rs.
@@ -94,11 +93,8 @@ func encodeRunState(rs *RunState) ([]byte, error) {
 // decodeRunState reads what encodeRunState (or a previous version) stored.
 func decodeRunState(b []byte) (*RunState, error) {
 	if bytes.HasPrefix(b, zstdMagic) {
-		dec, err := runStateDecoder()
-		if err != nil {
-			return nil, fmt.Errorf("zstd decoder: %w", err)
-		}
-		if b, err = dec.DecodeAll(b, nil); err != nil {
+		var err error
+		if b, err = decompressRunState(b); err != nil {
 			return nil, fmt.Errorf("%w: %w", errRunStateCorrupt, err)
 		}
 	}
@@ -107,4 +103,40 @@ func decodeRunState(b []byte) (*RunState, error) {
 		return nil, err
 	}
 	return &rs, nil
+}
+
+// decompressRunState decompresses the frame encodeRunState wrote: one
+// frame that says how large its content is. It reads no more than that
+// size, so a hostile value (a frame of unknown size, frames one after the
+// other, a frame larger than it says) costs at most runStateMaxBytes.
+func decompressRunState(b []byte) ([]byte, error) {
+	var h zstd.Header
+	if err := h.Decode(b); err != nil {
+		return nil, err
+	}
+	if !h.HasFCS || h.FrameContentSize > runStateMaxBytes {
+		return nil, fmt.Errorf("the frame does not say its size, or it is over %d bytes", runStateMaxBytes)
+	}
+	dec, _ := runStateDecoders.Get().(*zstd.Decoder)
+	if dec == nil {
+		var err error
+		if dec, err = zstd.NewReader(nil, zstd.WithDecoderDictRaw(runStateDictID, []byte(runStateDict)),
+			zstd.WithDecoderMaxMemory(runStateMaxBytes), zstd.WithDecoderMaxWindow(runStateMaxBytes),
+			zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true)); err != nil {
+			return nil, fmt.Errorf("zstd decoder: %w", err)
+		}
+	}
+	defer runStateDecoders.Put(dec)
+	if err := dec.Reset(bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	out := bytes.NewBuffer(make([]byte, 0, h.FrameContentSize))
+	n, err := io.Copy(out, io.LimitReader(dec, int64(h.FrameContentSize)+1))
+	if err != nil {
+		return nil, err
+	}
+	if uint64(n) != h.FrameContentSize {
+		return nil, fmt.Errorf("%d bytes decoded, the frame says %d", n, h.FrameContentSize)
+	}
+	return out.Bytes(), nil
 }

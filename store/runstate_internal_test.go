@@ -48,13 +48,27 @@ func TestRunStateDecompressionBounded(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for name, frame := range map[string][]byte{"content size in the header": withSize, "streamed, no content size": stream.Bytes()} {
+	// Frames of 1 MiB each, one after the other: each within the cap, all
+	// of them over it.
+	var frames []byte
+	for range runStateMaxBytes>>20 + 2 {
+		frames = enc.EncodeAll(huge[:1<<20], frames)
+	}
+	for name, frame := range map[string][]byte{
+		"content size in the header": withSize, "streamed, no content size": stream.Bytes(), "many frames": frames,
+	} {
 		if len(frame) > 64<<10 {
 			t.Fatalf("%s: the bomb is %d B, not a bomb", name, len(frame))
 		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		_, err := decodeRunState(frame)
+		runtime.ReadMemStats(&after)
 		if !errors.Is(err, errRunStateCorrupt) {
 			t.Errorf("%s: got %v, want %v", name, err, errRunStateCorrupt)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > runStateMaxBytes+1<<20 {
+			t.Errorf("%s: decoding allocated %d MB, want at most the %d MB cap", name, alloc>>20, runStateMaxBytes>>20)
 		}
 	}
 }
