@@ -33,7 +33,8 @@ type RunState struct {
 }
 
 // SaveRun stores the state of a run that waits for a decision, replacing
-// any earlier state of the run. Save it before the token can be resolved
+// any earlier state of the run; a large state is stored compressed (see
+// runstate.go). Save it before the token can be resolved
 // (before posting the messages), so the resume queue can always find it.
 // It returns approval.ErrInvalid without a run id.
 func (s *Store) SaveRun(ctx context.Context, rs RunState) error {
@@ -46,7 +47,7 @@ func (s *Store) SaveRun(ctx context.Context, rs RunState) error {
 	if !rs.ExpiresAt.IsZero() {
 		ttl = max(rs.ExpiresAt.Sub(now), 0) + s.opts.Grace
 	}
-	b, err := json.Marshal(rs)
+	b, err := encodeRunState(&rs)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", rs.RunID, err)
 	}
@@ -65,11 +66,11 @@ func (s *Store) LoadRun(ctx context.Context, runID string) (*RunState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
 	}
-	var rs RunState
-	if err := json.Unmarshal(b, &rs); err != nil {
+	rs, err := decodeRunState(b)
+	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
 	}
-	return &rs, nil
+	return rs, nil
 }
 
 // DeleteRun removes the saved state of a run; deleting a missing state is

@@ -63,8 +63,10 @@ func postSlots(ctx context.Context, api *slack.Client) (slots, error) {
 // prepareClicks creates n pending approvals directly through the store, as
 // approval.Service.Ask would (one approval call each, route "bench", its card one of
 // the slots), and returns one block_actions body per approval: Alice
-// clicking Approve. Every body decides a distinct pending call.
-func prepareClicks(ctx context.Context, st *store.Store, sl slots, n int, tag string) ([][]byte, error) {
+// clicking Approve. Every body decides a distinct pending call. Each
+// approval is created in st and in each of also under the same token, so
+// that one body decides one call in each.
+func prepareClicks(ctx context.Context, st *store.Store, sl slots, n int, tag string, also ...*store.Store) ([][]byte, error) {
 	bodies := make([][]byte, n)
 	var next atomic.Int64
 	var firstErr error
@@ -77,7 +79,7 @@ func prepareClicks(ctx context.Context, st *store.Store, sl slots, n int, tag st
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				b, err := prepareClick(ctx, st, fmt.Sprintf("%s-%06d", tag, i), sl[i%len(sl)])
+				b, err := prepareClick(ctx, append([]*store.Store{st}, also...), fmt.Sprintf("%s-%06d", tag, i), sl[i%len(sl)])
 				if err != nil {
 					once.Do(func() { firstErr = err })
 					return
@@ -93,7 +95,7 @@ func prepareClicks(ctx context.Context, st *store.Store, sl slots, n int, tag st
 	return bodies, ctx.Err()
 }
 
-func prepareClick(ctx context.Context, st *store.Store, name string, msg approval.MessageRef) ([]byte, error) {
+func prepareClick(ctx context.Context, stores []*store.Store, name string, msg approval.MessageRef) ([]byte, error) {
 	token := agentrunner.NewToken()
 	args, _ := json.Marshal(map[string]string{"path": name})
 	now := time.Now()
@@ -103,6 +105,20 @@ func prepareClick(ctx context.Context, st *store.Store, name string, msg approva
 		CreatedAt: now, ExpiresAt: now.Add(time.Hour), RequiredApprovals: 1, State: approval.CallPending,
 		AllowDenyReason: true, AllowEdit: true,
 	}
+	for _, st := range stores {
+		if err := createClick(ctx, st, token, args, msg, now); err != nil {
+			return nil, err
+		}
+	}
+	blocksJSON, err := json.Marshal(bot.ApprovalBlocks(card))
+	if err != nil {
+		return nil, err
+	}
+	return clickBody(alice, msg.Channel, msg.TS, bot.ApprovalText(card), blocksJSON, bot.EncodeAction(token, callID), bot.ActionIDApprove), nil
+}
+
+// createClick creates the pending approval of one click in st.
+func createClick(ctx context.Context, st *store.Store, token string, args json.RawMessage, msg approval.MessageRef, now time.Time) error {
 	rec := &approval.Request{
 		Token: token, Origin: approval.Origin{Team: teamID, Channel: general, User: carol},
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
@@ -112,13 +128,9 @@ func prepareClick(ctx context.Context, st *store.Store, name string, msg approva
 		CreatedAt: now, ExpiresAt: now.Add(time.Hour),
 	}
 	if err := st.Create(ctx, rec); err != nil {
-		return nil, fmt.Errorf("create approval: %w", err)
+		return fmt.Errorf("create approval: %w", err)
 	}
-	blocksJSON, err := json.Marshal(bot.ApprovalBlocks(card))
-	if err != nil {
-		return nil, err
-	}
-	return clickBody(alice, msg.Channel, msg.TS, bot.ApprovalText(card), blocksJSON, bot.EncodeAction(token, callID), bot.ActionIDApprove), nil
+	return nil
 }
 
 // clickBody is a block_actions payload shaped like Slack's, with the whole

@@ -58,6 +58,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		switch args[0] {
 		case "baseline-serve":
 			return serveBaseline(stdout)
+		case "minimal-serve":
+			return serveMinimal(stdout)
 		case "heap-child":
 			return runHeapChild(args[1:], stdout)
 		}

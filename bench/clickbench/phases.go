@@ -46,10 +46,17 @@ func (b *bench) mainPhases(ctx context.Context, t *table) error {
 	defer base.stop()
 	st, closeStore := b.storeOn(0)
 	defer closeStore()
+	stMin, closeMin := b.storeOn(minimalDB)
+	defer closeMin()
+	minimal, err := b.startMinimal("minimal", b.redis.url(minimalDB))
+	if err != nil {
+		return err
+	}
+	defer minimal.stop()
 
 	var floor loadResult
 	if b.cfg.phases["clicks"] {
-		if floor, err = b.clickPhases(ctx, t, sb, base, st, pprofAddr); err != nil {
+		if floor, err = b.clickPhases(ctx, t, clickProcs{sb, base, minimal}, st, stMin, pprofAddr); err != nil {
 			return err
 		}
 	}
@@ -137,11 +144,17 @@ func (b *bench) redisPID(ctx context.Context) int {
 	return 0
 }
 
+// clickProcs are the servers the click phases compare: slackbot, the
+// "verify + 1 GET" baseline and the minimal full click path.
+type clickProcs struct{ sb, base, min *process }
+
 // clickPhases measures signed clicks at each offered load and at
-// saturation, baseline first, then slackbot, with the same generator. It
-// returns the baseline at the lowest load, the floor other latencies are
-// compared with.
-func (b *bench) clickPhases(ctx context.Context, t *table, sb, base *process, st *store.Store, pprofAddr string) (loadResult, error) {
+// saturation, the baseline first, then the minimal full click path, then
+// slackbot, with the same generator. Each click's approval is created in
+// st (slackbot's) and stMin (the minimal path's). It returns the baseline
+// at the lowest load, the floor other latencies are compared with.
+func (b *bench) clickPhases(ctx context.Context, t *table, procs clickProcs, st, stMin *store.Store, pprofAddr string) (loadResult, error) {
+	sb, base := procs.sb, procs.base
 	cfg := b.cfg
 	counts := make([]int, len(cfg.rates))
 	total := warmup
@@ -153,21 +166,23 @@ func (b *bench) clickPhases(ctx context.Context, t *table, sb, base *process, st
 	total += satN
 	b.logf("clicks: creating %d pending approvals and their cards", total)
 	t0 := time.Now()
-	all, err := prepareClicks(ctx, st, b.slots, total, "c")
+	all, err := prepareClicks(ctx, st, b.slots, total, "c", stMin)
 	if err != nil {
 		return loadResult{}, err
 	}
 	b.logf("clicks: created in %.1f s", time.Since(t0).Seconds())
 	cr := &clickRun{
-		b: b, t: t, sb: sb, base: base, bodies: all,
+		b: b, t: t, sb: sb, base: base, min: procs.min, bodies: all,
 		sbPost:   signedPoster{client: b.client, url: sb.base + "/slack/interactivity", secret: b.secret},
 		basePost: signedPoster{client: b.client, url: base.base + "/slack/interactivity", secret: b.secret},
+		minPost:  signedPoster{client: b.client, url: procs.min.base + "/slack/interactivity", secret: b.secret},
 	}
 	approvedBefore, _ := metric(ctx, b.client, sb.base, `slackbot_decisions_total{outcome="approved"}`)
 
 	// Warm both up: connections, pools, scripts loaded, caches filled.
 	w := cr.take(warmup)
 	openLoop(ctx, cr.basePost, w, 500)
+	openLoop(ctx, cr.minPost, w, 500)
 	cr.acked += openLoop(ctx, cr.sbPost, w, 500).OK
 	settle()
 
@@ -182,12 +197,12 @@ func (b *bench) clickPhases(ctx context.Context, t *table, sb, base *process, st
 // clickRun is one run of the click phases: the pre-created clicks not yet
 // sent, where they go, and how many slackbot acknowledged.
 type clickRun struct {
-	b                *bench
-	t                *table
-	sb, base         *process
-	bodies           [][]byte
-	sbPost, basePost signedPoster
-	acked            int
+	b                         *bench
+	t                         *table
+	sb, base, min             *process
+	bodies                    [][]byte
+	sbPost, basePost, minPost signedPoster
+	acked                     int
 }
 
 // take returns the next n pre-created clicks.
@@ -211,6 +226,8 @@ func (cr *clickRun) offeredLoads(ctx context.Context, counts []int) loadResult {
 		cr.b.logf("clicks: %.0f/s offered for %s", rate, cr.b.cfg.duration)
 		rb := openLoop(ctx, cr.basePost, bodies, rate)
 		settle()
+		rm := openLoop(ctx, cr.minPost, bodies, rate)
+		settle()
 		rs := openLoop(ctx, cr.sbPost, bodies, rate)
 		cr.acked += rs.OK
 		settle()
@@ -226,8 +243,10 @@ func (cr *clickRun) offeredLoads(ctx context.Context, counts []int) loadResult {
 			}
 		}
 		label := fmt.Sprintf("%s clicks/s offered (open loop, %d clicks)", thousands(int(rate)), len(bodies))
-		cr.t.add(label+": acknowledged/s", perSec(rs), perSec(rb), ratio(rs.PerSecond(), rb.PerSecond()))
-		cr.t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
+		cr.t.add2(label+": acknowledged/s", perSec(rs), perSec(rb), perSec(rm),
+			ratio(rs.PerSecond(), rb.PerSecond()), ratio(rs.PerSecond(), rm.PerSecond()))
+		cr.t.add2(label+": ack p50 / p99", p50p99(rs), p50p99(rb), p50p99(rm),
+			ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)", ratio(float64(rs.Quantile(0.99)), float64(rm.Quantile(0.99)))+" (p99)")
 	}
 	if at1000 != nil {
 		cr.b.logf("clicks: repeated clicks (already decided) at 1,000/s")
@@ -250,6 +269,10 @@ func (cr *clickRun) saturation(ctx context.Context, n, rpid int, pprofAddr strin
 	rb := closedLoop(ctx, cr.basePost, bodies, cfg.satConns, cfg.satDuration)
 	bc := cpu.cores()
 	settle()
+	cpu = newCPUMeter(cr.min.pid(), rpid)
+	rm := closedLoop(ctx, cr.minPost, bodies, cfg.satConns, cfg.satDuration)
+	mc := cpu.cores()
+	settle()
 	profileDone := cr.b.profileSlackbot(ctx, pprofAddr)
 	cpu = newCPUMeter(cr.sb.pid(), rpid)
 	stopSelf := cr.b.profileSelf("bench-cpu.pprof")
@@ -264,12 +287,15 @@ func (cr *clickRun) saturation(ctx context.Context, n, rpid int, pprofAddr strin
 		cr.b.logf("clicks: CPU profile saved in %s", filepath.Join(cfg.pprof, "slackbot-cpu.pprof"))
 	}
 	label := fmt.Sprintf("saturation (%d connections, closed loop, %s)", cfg.satConns, cfg.satDuration)
-	cr.t.add(label+": clicks/s", perSec(rs), perSec(rb), ratio(rs.PerSecond(), rb.PerSecond()))
-	cr.t.add(label+": ack p50 / p99", p50p99(rs), p50p99(rb), ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)")
-	cr.t.add(label+": CPU cores used by server / Redis / load generator + fake Slack",
-		fmt.Sprintf("%.2f / %.2f / %.2f", sc[0], sc[1], sc[2]), fmt.Sprintf("%.2f / %.2f / %.2f", bc[0], bc[1], bc[2]), "")
-	cr.t.add(label+": CPU time per acknowledged click, server / Redis / load generator + fake Slack",
-		perClick(sc, rs), perClick(bc, rb), ratio(sc[0]/rs.PerSecond(), bc[0]/rb.PerSecond())+" (server)")
+	cr.t.add2(label+": clicks/s", perSec(rs), perSec(rb), perSec(rm), ratio(rs.PerSecond(), rb.PerSecond()), ratio(rs.PerSecond(), rm.PerSecond()))
+	cr.t.add2(label+": ack p50 / p99", p50p99(rs), p50p99(rb), p50p99(rm),
+		ratio(float64(rs.Quantile(0.99)), float64(rb.Quantile(0.99)))+" (p99)", ratio(float64(rs.Quantile(0.99)), float64(rm.Quantile(0.99)))+" (p99)")
+	cores := func(c []float64) string { return fmt.Sprintf("%.2f / %.2f / %.2f", c[0], c[1], c[2]) }
+	cr.t.add2(label+": CPU cores used by server / Redis / load generator + fake Slack", cores(sc), cores(bc), cores(mc), "", "")
+	cr.t.add2(label+": CPU time per acknowledged click, server / Redis / load generator + fake Slack",
+		perClick(sc, rs), perClick(bc, rb), perClick(mc, rm),
+		ratio(sc[0]/rs.PerSecond(), bc[0]/rb.PerSecond())+" (server)", ratio(sc[0]/rs.PerSecond(), mc[0]/rm.PerSecond())+" (server)")
+	cr.minimalTargets(rs, rm, sc, mc)
 	if r := rs.PerSecond() / rb.PerSecond(); r >= 0.5 {
 		cr.t.note("Target: click throughput at saturation at least half the baseline's: met (%.2f).", r)
 	} else {
@@ -419,12 +445,19 @@ func saveURL(ctx context.Context, url, path string) error {
 
 // table is the bench's output: one row per figure, with its baseline.
 type table struct {
-	rows  [][4]string
+	rows  [][6]string
 	notes []string
 }
 
+// add is a row compared with the "verify + 1 GET" baseline only.
 func (t *table) add(metric, slackbot, baseline, ratio string) {
-	t.rows = append(t.rows, [4]string{metric, slackbot, baseline, ratio})
+	t.rows = append(t.rows, [6]string{metric, slackbot, baseline, "", ratio, ""})
+}
+
+// add2 is a row compared with both baselines: the "verify + 1 GET" one and
+// the minimal full click path.
+func (t *table) add2(metric, slackbot, baseline, minimal, ratio, ratioMin string) {
+	t.rows = append(t.rows, [6]string{metric, slackbot, baseline, minimal, ratio, ratioMin})
 }
 
 func (t *table) note(format string, args ...any) {
@@ -432,10 +465,10 @@ func (t *table) note(format string, args ...any) {
 }
 
 func (t *table) print(w io.Writer) {
-	fmt.Fprintln(w, "| measure | slackbot | baseline (verify signature + 1 GET) | slackbot ÷ baseline |")
-	fmt.Fprintln(w, "|---|---|---|---|")
+	fmt.Fprintln(w, "| measure | slackbot | baseline (verify signature + 1 GET) | minimal full click path | slackbot ÷ baseline | slackbot ÷ minimal |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, r := range t.rows {
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3])
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3], r[4], r[5])
 	}
 }
 
