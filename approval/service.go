@@ -51,6 +51,9 @@ type Config struct {
 	Metrics Metrics
 	Log     *slog.Logger
 	Now     func() time.Time
+	// Resumed, when set, continues a run here as soon as this process ends
+	// the run's request (see Resumed); nil leaves runs to whoever waits.
+	Resumed Resumed
 }
 
 // Service is the one approval pipeline: every way in (a run started in
@@ -66,6 +69,7 @@ type Service struct {
 	metrics Metrics
 	log     *slog.Logger
 	now     func() time.Time
+	resumed Resumed
 
 	// Card updates that follow a decision run after the caller got its
 	// answer (a click must be acknowledged within Slack's three seconds);
@@ -77,7 +81,7 @@ type Service struct {
 func New(cfg Config) *Service {
 	s := &Service{
 		store: cfg.Store, poster: cfg.Poster, dir: cfg.Directory, routes: cfg.Routes,
-		tools: cfg.Tools, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
+		tools: cfg.Tools, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now, resumed: cfg.Resumed,
 	}
 	if s.routes == nil {
 		s.routes = &routing.Routes{}
