@@ -122,7 +122,8 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 		deadline = now().Add(timeout)
 	}
 	token := newToken()
-	if err := h.Tokens.Open(ctx, token, deadline); err != nil {
+	suspend := h.suspends(rc)
+	if err := h.open(ctx, token, deadline, suspend); err != nil {
 		return nil, fmt.Errorf("ask: %w", err)
 	}
 	answer, err := h.Ask(ctx, rc, requests, token)
@@ -136,8 +137,8 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 		return nil, fmt.Errorf("ask: %w", err)
 	}
 	if answer == nil {
-		if ok, err := h.suspend(ctx, rc, requests, token, deadline); ok {
-			return nil, err
+		if suspend {
+			return nil, h.suspend(rc, requests, token, deadline)
 		}
 		answer, err = h.Tokens.Wait(ctx, token)
 		var nd *NoDecisionError

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -11,20 +12,22 @@ import (
 
 var _ agentrunner.TokenSuspender = (*Tokens)(nil)
 
-// Suspend implements agentrunner.TokenSuspender: the run of token returned
-// without waiting (agentrunner.AskHandler.Suspend), so this process
-// forgets the token and is no longer its registered waiter. Whoever
-// records the decision resumes the run (ClaimDirect), or the resume queue
-// does. It returns the error of the one round trip; the token is
-// forgotten here either way.
-func (e *Tokens) Suspend(ctx context.Context, token string) error {
+// OpenSuspended implements agentrunner.TokenSuspender: Open, with no
+// process registered as the token's waiter, since its run suspends once
+// the token is handed out (agentrunner.AskHandler.Suspend). Whoever
+// records the decision resumes the run (ClaimDirect), or the resume
+// queue does. Until Forget, a Resolve or Fail here (an answer in place)
+// claims the run for this process, as after Open.
+func (e *Tokens) OpenSuspended(ctx context.Context, token string, deadline time.Time) error {
+	return e.open(ctx, token, deadline, "")
+}
+
+// Forget implements agentrunner.TokenSuspender: the run of token
+// suspended, so this process keeps nothing of the token.
+func (e *Tokens) Forget(token string) {
 	e.mu.Lock()
 	delete(e.opened, token)
 	e.mu.Unlock()
-	if err := unwatchScript.Run(ctx, e.s.rdb, []string{e.s.recKey(token)}, e.opts.Owner).Err(); err != nil {
-		return fmt.Errorf("suspend %s: %w", short(token), err)
-	}
-	return nil
 }
 
 // ClaimDirect claims the resumption of the run waiting on token for owner,

@@ -9,29 +9,39 @@ import (
 	"github.com/slackapprove/slackbot/store"
 )
 
-// A suspended token has no waiter: once decided, its job goes to the
-// queue at once, and the process that recorded the decision claims the
-// run directly, exactly once.
+// A token opened for a suspending run has no waiter: the process that
+// records its decision claims the run directly, exactly once, while the
+// job stays on the queue until the run finished.
 func TestSuspendedTokenIsClaimedDirectly(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	s := e.store()
 	a := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	runTokens(t, a)
+	// While A waits on a token in place, the direct claim leaves the run
+	// to it.
+	waited := agentrunner.NewToken()
+	if err := a.Open(ctx, waited, e.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, &approval.Request{Token: waited, RunID: "run-0", Requests: requests("c1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(ctx, waited, approve("c1", "UA")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.ClaimDirect(ctx, waited, "B/direct"); ok || err != nil {
+		t.Fatalf("direct claim with a live waiter: got %v, %v; want false", ok, err)
+	}
+
 	token := agentrunner.NewToken()
-	if err := a.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
+	if err := a.OpenSuspended(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
-	// While A counts as the waiter, the direct claim leaves the run to it.
-	if ok, err := s.ClaimDirect(ctx, token, "B/direct"); ok || err != nil {
-		t.Fatalf("direct claim with a live waiter: got %v, %v; want false", ok, err)
-	}
-	if err := a.Suspend(ctx, token); err != nil {
-		t.Fatal(err)
-	}
+	a.Forget(token)
 	b := e.otherProcess(t)
 	bt := store.NewTokens(b, store.TokensOptions{Owner: "B"})
 	runTokens(t, bt)
