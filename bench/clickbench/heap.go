@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -53,8 +54,12 @@ type heapChildResult struct {
 	GoroutinesPerRun float64 `json:"goroutines_per_run"`
 }
 
-// heapWorkers is how many runs the heap child asks at once.
-const heapWorkers = 64
+// heapWorkers is how many runs the heap child asks at once, and
+// heapChildWarmup how many it asks before it measures.
+const (
+	heapWorkers     = 64
+	heapChildWarmup = 1024
+)
 
 // heapRoutes sends every call to one channel.
 const heapRoutes = `
@@ -93,9 +98,17 @@ func runHeapChild(args []string, stdout io.Writer) error {
 		return err == nil && res.Status == agentrunner.StatusSuspended
 	}
 	ctx := context.Background()
-	for range 256 { // pools and caches that fill on first use
-		runOne(ctx)
+	// Pools and caches that fill on first use (a Redis connection per
+	// worker) are the process's, not a run's.
+	var warm sync.WaitGroup
+	for range *workers {
+		warm.Go(func() {
+			for range heapChildWarmup / *workers {
+				runOne(ctx)
+			}
+		})
 	}
+	warm.Wait()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -191,7 +204,7 @@ func statLine(text, prefix string) (int64, error) {
 		return 0, fmt.Errorf("no %q in the profile", strings.TrimSpace(prefix))
 	}
 	rest := text[i+len(prefix):]
-	if j := strings.IndexAny(rest, " \n"); j >= 0 {
+	if j := strings.IndexAny(rest, " \r\n"); j >= 0 {
 		rest = rest[:j]
 	}
 	return strconv.ParseInt(rest, 10, 64)
@@ -253,7 +266,7 @@ func (b *bench) measurePending(ctx context.Context, db int, addrs []string, n in
 		return res, err
 	}
 	// The child's warm-up runs are pending too.
-	res.redisPerPending = float64(mem1-mem0) / float64(n+256)
+	res.redisPerPending = float64(mem1-mem0) / float64(n+heapChildWarmup/heapWorkers*heapWorkers)
 	time.Sleep(2 * time.Second) // the processes' loops look at the new keys (gauge, sweep)
 	for i, a := range addrs {
 		after, err := b.readProcStats(ctx, a)
@@ -266,6 +279,9 @@ func (b *bench) measurePending(ctx context.Context, db int, addrs []string, n in
 	return res, nil
 }
 
+// mentionWarmup runs are started by mentions before the measured ones.
+const mentionWarmup = 200
+
 // mentionedResult is what m runs started by mentions cost their process
 // while they wait.
 type mentionedResult struct {
@@ -277,22 +293,35 @@ type mentionedResult struct {
 // (pprof at addr), waits for their cards, and reads what the process
 // holds for them.
 func (b *bench) measureMentioned(ctx context.Context, base, addr string, st *store.Store, m int, tag string) (mentionedResult, error) {
-	texts := make([]string, m)
-	for i := range texts {
-		texts[i] = fmt.Sprintf("delete the file %s%05d", tag, i)
+	batch := func(n int, tag string) error {
+		texts := make([]string, n)
+		for i := range texts {
+			texts[i] = fmt.Sprintf("delete the file %s%05d", tag, i)
+		}
+		skip := len(b.fake.Messages(cardsChan))
+		if _, err := b.mentions.mentionAll(ctx, base, general, texts); err != nil {
+			return err
+		}
+		if _, err := waitCards(ctx, b.fake, st, cardsChan, skip, n, 120*time.Second); err != nil {
+			return err
+		}
+		time.Sleep(time.Second) // the last runs return (or park) after their cards
+		return nil
 	}
+	// A first batch opens the connections, fills the pools and caches
+	// that later runs reuse: they are the process's, not a run's.
+	if err := batch(mentionWarmup, tag+"w"); err != nil {
+		return mentionedResult{}, err
+	}
+	b.saveHeapProfile(ctx, addr, "heap-"+tag+"-before.pb.gz")
 	before, err := b.readProcStats(ctx, addr)
 	if err != nil {
 		return mentionedResult{}, err
 	}
-	skip := len(b.fake.Messages(cardsChan))
-	if _, err := b.mentions.mentionAll(ctx, base, general, texts); err != nil {
+	if err := batch(m, tag); err != nil {
 		return mentionedResult{}, err
 	}
-	if _, err := waitCards(ctx, b.fake, st, cardsChan, skip, m, 120*time.Second); err != nil {
-		return mentionedResult{}, err
-	}
-	time.Sleep(time.Second) // the last runs return (or park) after their cards
+	b.saveHeapProfile(ctx, addr, "heap-"+tag+"-after.pb.gz")
 	after, err := b.readProcStats(ctx, addr)
 	if err != nil {
 		return mentionedResult{}, err
@@ -301,6 +330,22 @@ func (b *bench) measureMentioned(ctx context.Context, base, addr string, st *sto
 		GoroutinesPerRun: float64(after.Goroutines-before.Goroutines) / float64(m),
 		Heap:             float64(after.HeapAlloc-before.HeapAlloc) / float64(m),
 	}, nil
+}
+
+// saveHeapProfile saves the heap profile (after a GC) of the process
+// serving pprof at addr as name in the -pprof directory, if one is set:
+// go tool pprof -base before after shows what the waiting runs hold.
+func (b *bench) saveHeapProfile(ctx context.Context, addr, name string) {
+	if b.cfg.pprof == "" {
+		return
+	}
+	body, err := httpGet(ctx, b.client, "http://"+addr+"/debug/pprof/heap?gc=1")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(b.cfg.pprof, name), body, 0o644)
+	}
+	if err != nil {
+		b.logf("heap profile %s: %v", name, err)
+	}
 }
 
 // httpGet returns the body of a GET of url.
