@@ -192,3 +192,36 @@ func (nopPoster) Post(context.Context, *approval.Request, *approval.Call) (appro
 func (nopPoster) Update(_ context.Context, _ *approval.Request, c *approval.Call) (approval.MessageRef, error) {
 	return c.Message, nil
 }
+
+// Approvals racing on two replicas for a call that needs one: one of them
+// resolves the request, and its replica alone resumes the run, once.
+func TestRacingDecisionsOnTwoReplicasResumeOnce(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	b, bURL := e.replica("replica-b")
+	thread := e.mention(carol, general, "delete customer a")
+	card := e.waitCards(1)[0]
+	done := make(chan struct{})
+	for _, c := range []struct{ base, user string }{{e.srv.URL, alice}, {bURL, bob}} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			postSigned(t, c.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(c.user, testTeam, card, bot.ActionIDApprove))
+		}()
+	}
+	<-done
+	<-done
+	if got := e.waitReply(general, thread); got != deletedAnswer {
+		t.Errorf("answer %q, want %q", got, deletedAnswer)
+	}
+	time.Sleep(directFirst + 500*time.Millisecond) // a second resume would show by now
+	direct := resumed(t, e.app, "direct") + resumed(t, b, "direct")
+	queued := resumed(t, e.app, "queue") + resumed(t, b, "queue")
+	if direct != 1 || queued != 0 {
+		t.Errorf("resumes across the replicas: %v direct, %v by the queue; want 1, 0", direct, queued)
+	}
+	if got := e.replies(general, thread); len(got) != 1 {
+		t.Errorf("answers %q, want one", got)
+	}
+	if n := len(e.tools.Runs("delete_customer")); n != 1 {
+		t.Errorf("the tool ran %d times, want 1", n)
+	}
+}
