@@ -171,6 +171,7 @@ func (p *numberedPoster) Update(_ context.Context, _ *approval.Request, c *appro
 type procStats struct {
 	Goroutines int
 	HeapAlloc  int64
+	StackInuse int64
 }
 
 // readProcStats forces a GC in the process serving pprof at addr and
@@ -190,6 +191,9 @@ func (b *bench) readProcStats(ctx context.Context, addr string) (procStats, erro
 	}
 	var s procStats
 	if s.HeapAlloc, err = statLine(heap, "# HeapAlloc = "); err != nil {
+		return s, err
+	}
+	if s.StackInuse, err = statLine(heap, "# StackInuse = "); err != nil {
 		return s, err
 	}
 	n, err := statLine(g, "goroutine profile: total ")
@@ -285,8 +289,8 @@ const mentionWarmup = 200
 // mentionedResult is what m runs started by mentions cost their process
 // while they wait.
 type mentionedResult struct {
-	Runs                   int
-	GoroutinesPerRun, Heap float64
+	Runs                          int
+	GoroutinesPerRun, Heap, Stack float64
 }
 
 // measureMentioned starts m runs by mentions in the slackbot at base
@@ -329,6 +333,7 @@ func (b *bench) measureMentioned(ctx context.Context, base, addr string, st *sto
 	return mentionedResult{Runs: m,
 		GoroutinesPerRun: float64(after.Goroutines-before.Goroutines) / float64(m),
 		Heap:             float64(after.HeapAlloc-before.HeapAlloc) / float64(m),
+		Stack:            float64(after.StackInuse-before.StackInuse) / float64(m),
 	}, nil
 }
 
@@ -340,6 +345,9 @@ func (b *bench) saveHeapProfile(ctx context.Context, addr, name string) {
 		return
 	}
 	body, err := httpGet(ctx, b.client, "http://"+addr+"/debug/pprof/heap?gc=1")
+	if err == nil {
+		err = os.MkdirAll(b.cfg.pprof, 0o755)
+	}
 	if err == nil {
 		err = os.WriteFile(filepath.Join(b.cfg.pprof, name), body, 0o644)
 	}

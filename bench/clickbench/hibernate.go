@@ -73,7 +73,7 @@ func (b *bench) heapPhase(ctx context.Context, t *table) error {
 	perRun := func(r rows) string {
 		var s []string
 		for _, m := range r.mentioned {
-			s = append(s, fmt.Sprintf("%.2f / %s", m.GoroutinesPerRun, kb(m.Heap)))
+			s = append(s, fmt.Sprintf("%.2f / %s / %s", m.GoroutinesPerRun, kb(m.Heap), kb(m.Stack)))
 		}
 		return strings.Join(s, "; ")
 	}
@@ -84,8 +84,8 @@ func (b *bench) heapPhase(ctx context.Context, t *table) error {
 		}
 		return strings.Join(s, "; ")
 	}
-	t.add(fmt.Sprintf("waiting runs started by mentions (%d per round, %d rounds): goroutines / Go heap per waiting run in its slackbot process", b.cfg.heapMentions, b.cfg.heapRounds),
-		perRun(got[0]), beforeText(perRun), "target 0 / < 1 KB")
+	t.add(fmt.Sprintf("waiting runs started by mentions (%d per round, %d rounds): goroutines / Go heap / goroutine stacks per waiting run in its slackbot process", b.cfg.heapMentions, b.cfg.heapRounds),
+		perRun(got[0]), beforeText(perRun), "target 0 / < 1 KB / 0")
 	t.add(fmt.Sprintf("click → waiting run resumed, answered in its thread, p50 / p99 (%d runs, %.0f clicks/s, per round)", b.cfg.resumeRuns, b.cfg.resumeRate),
 		resumed(got[0]), beforeText(resumed), "target < 5 ms / < 25 ms")
 	return b.pendingRows(ctx, t, builds[0])

@@ -150,7 +150,19 @@ func (a *app) done(ctx context.Context, from resumeFrom) {
 // to resume from (and returns a nil state), and returns what failed with
 // a passing error.
 func (a *app) resumable(ctx context.Context, log *slog.Logger, from resumeFrom) (*store.RunState, *agentrunner.DeferredToolResults, string, error) {
+	// The two reads go at once: a click waits for both before its run
+	// goes on.
+	type got struct {
+		rec *approval.Request
+		err error
+	}
+	recCh := make(chan got, 1)
+	go func() {
+		rec, err := a.store.Get(ctx, from.token)
+		recCh <- got{rec, err}
+	}()
 	rs, err := a.store.LoadRun(ctx, from.runID)
+	r := <-recCh
 	if errors.Is(err, store.ErrRunNotFound) {
 		log.ErrorContext(ctx, "no saved state: the run cannot be resumed", "err", err)
 		a.done(ctx, from)
@@ -169,7 +181,7 @@ func (a *app) resumable(ctx context.Context, log *slog.Logger, from resumeFrom) 
 		a.done(ctx, from)
 		return nil, nil, "", nil
 	}
-	rec, err := a.store.Get(ctx, from.token)
+	rec, err := r.rec, r.err
 	if errors.Is(err, approval.ErrNotFound) || (err == nil && rec.Results == nil) {
 		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
 		a.done(ctx, from)
