@@ -193,7 +193,7 @@ func (b *bench) readProcStats(ctx context.Context, addr string) (procStats, erro
 	if s.HeapAlloc, err = statLine(heap, "# HeapAlloc = "); err != nil {
 		return s, err
 	}
-	if s.StackInuse, err = statLine(heap, "# StackInuse = "); err != nil {
+	if s.StackInuse, err = statLine(heap, "# Stack = "); err != nil {
 		return s, err
 	}
 	n, err := statLine(g, "goroutine profile: total ")
@@ -235,7 +235,7 @@ type pendingResult struct {
 // slackbot processes serving pprof at addrs run on it.
 func (b *bench) measurePending(ctx context.Context, db int, addrs []string, n int) (pendingResult, error) {
 	var res pendingResult
-	rdb := redis.NewClient(&redis.Options{Addr: b.redis.addr, DB: db})
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.addr, DB: db, ReadTimeout: time.Minute})
 	defer rdb.Close()
 	before := make([]procStats, len(addrs))
 	for i, a := range addrs {

@@ -106,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rlChannels, "rl-channels", 10, "channels in the rate-limit phase")
 	fs.IntVar(&c.rlPerChannel, "rl-per-channel", 10, "cards per channel in the rate-limit phase")
 	fs.StringVar(&c.pprof, "pprof", "", "directory to save slackbot's CPU profile of the saturation phase in")
-	fs.IntVar(&c.heapMentions, "heap-mentions", 1000, "runs started by mentions in the heap phase, per round")
+	fs.IntVar(&c.heapMentions, "heap-mentions", 500, "runs started by mentions in the heap phase, per round")
 	fs.IntVar(&c.heapRounds, "heap-rounds", 1, "rounds of the heap phase's per-build measurements, alternating the builds")
 	fs.StringVar(&c.before, "before", "", "a commit to build and measure beside this tree in the heap phase (hibernation before/after)")
 	fs.StringVar(&c.bin, "bin", "", "a slackbot binary to measure instead of building cmd/slackbot (e.g. an older commit's, to compare)")
