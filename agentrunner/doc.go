@@ -17,6 +17,11 @@
 // and the reason, and the run goes on so the model can tell the user. A wait
 // cut short by the run's context returns the context's error and denies
 // nothing, so the run can be resumed elsewhere when the answer arrives.
+// With AskHandler.Suspend the run does not wait at all: it returns at once
+// with StatusSuspended, the token (RunResult.Suspended) and the calls
+// handed out (RunResult.Pending), holding nothing while people decide;
+// whoever records the answer resumes it with Run and RunInput{History,
+// Pending, Results}, in any process.
 //
 // What no handler decides ends the run with status pending and a
 // DeferredToolRequests (stop-the-world), when RunInput.AllowPending is set,

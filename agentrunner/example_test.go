@@ -303,3 +303,49 @@ func ExampleMemoryTokens() {
 	// resume token already resolved
 	// resume token not found
 }
+
+// A run that hands its call to people suspends instead of waiting
+// (AskHandler.Suspend): it returns with the token, and nothing of it keeps
+// running. The state is saved wherever it must outlive the process (here a
+// map); when the answer arrives, Run resumes the run from that state.
+func ExampleAskHandler_suspend() {
+	ctx := context.Background()
+	tokens := agentrunner.NewMemoryTokens()
+	saved := map[string]*agentrunner.RunResult{} // the "durable" store, by token
+	ask := &agentrunner.AskHandler{
+		Tokens:  tokens,
+		Suspend: true,
+		Ask: func(_ context.Context, _ *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
+			fmt.Println("asking a person about", req.IDs())
+			return nil, nil // handed out: the answer comes later
+		},
+	}
+	r, err := agentrunner.NewRunner(agentrunner.TestModel{}, []*agentrunner.Tool{exampleDeleteCustomer()}, agentrunner.WithHandlers(ask))
+	if err != nil {
+		panic(err)
+	}
+	res, err := r.Run(ctx, agentrunner.RunInput{Prompt: "Delete customer a."})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Status)
+	saved[res.Suspended.Token] = res
+
+	// Later, maybe in another process: the person approves.
+	token := res.Suspended.Token
+	answer := agentrunner.NewDeferredToolResults()
+	answer.Approvals["pyd_ai_tool_call_id__delete_customer"] = agentrunner.Approve()
+	if err := tokens.Resolve(ctx, token, answer); err != nil {
+		panic(err)
+	}
+	s := saved[token]
+	res, err = r.Run(ctx, agentrunner.RunInput{RunID: s.RunID, History: s.Messages, Pending: s.Pending, Results: answer})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Status, res.Output)
+	// Output:
+	// asking a person about [pyd_ai_tool_call_id__delete_customer]
+	// suspended
+	// complete {"delete_customer":"deleted a"}
+}

@@ -18,6 +18,10 @@ type RunContext struct {
 	Messages []Message
 	// Deps is whatever the caller passed in RunInput.Deps.
 	Deps any
+	// Decided holds what the earlier handlers of this round decided: it is
+	// applied once every handler had its turn, so it is not in Messages
+	// yet. Never nil inside Run.
+	Decided *DeferredToolResults
 	// Runner is the runner executing the run; use it for PendingCalls.
 	Runner *Runner
 }
@@ -66,6 +70,15 @@ type AskHandler struct {
 	NewToken func() string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Suspend, when set, makes a run whose calls Ask handed out (nil
+	// results) return at once instead of waiting on Tokens: Run ends with
+	// StatusSuspended, the token and the calls (see Suspend), and whoever
+	// gets the answer resumes the run from its history, in this process or
+	// any other. A run whose earlier handlers decided calls in the same
+	// round waits as without Suspend, since those decisions are not in its
+	// history yet. Without Suspend the run waits in place (RequestInput
+	// semantics).
+	Suspend bool
 }
 
 // HandleDeferred implements DeferredHandler. Calls whose arguments nest
@@ -109,7 +122,8 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 		deadline = now().Add(timeout)
 	}
 	token := newToken()
-	if err := h.Tokens.Open(ctx, token, deadline); err != nil {
+	suspend := h.suspends(rc)
+	if err := h.open(ctx, token, deadline, suspend); err != nil {
 		return nil, fmt.Errorf("ask: %w", err)
 	}
 	answer, err := h.Ask(ctx, rc, requests, token)
@@ -123,6 +137,9 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 		return nil, fmt.Errorf("ask: %w", err)
 	}
 	if answer == nil {
+		if suspend {
+			return nil, h.suspend(rc, requests, token, deadline)
+		}
 		answer, err = h.Tokens.Wait(ctx, token)
 		var nd *NoDecisionError
 		if errors.As(err, &nd) {

@@ -96,8 +96,8 @@ func (d *DeferredToolRequests) add(c ToolCallPart, kind CallKind, md map[string]
 func (st *run) settle(ctx context.Context, parts []Part, deferred DeferredToolRequests) ([]Part, DeferredToolRequests, error) {
 	pending := DeferredToolRequests{}
 	for !deferred.Empty() && len(st.r.handlers) > 0 {
-		rc := &RunContext{RunID: st.id, Deps: st.deps, Runner: st.r, Messages: st.withParts(st.messages, parts)}
 		decided := NewDeferredToolResults()
+		rc := &RunContext{RunID: st.id, Deps: st.deps, Runner: st.r, Messages: st.withParts(st.messages, parts), Decided: decided}
 		left := deferred
 		for _, h := range st.r.handlers {
 			if left.Empty() {

@@ -180,6 +180,9 @@ type RunResult struct {
 	Applied *DeferredToolResults `json:"applied,omitempty"`
 	// Messages is the whole history, to store and resume from.
 	Messages []Message `json:"messages"`
+	// Suspended is the token a suspended run (StatusSuspended) waits on;
+	// nil otherwise. Pending then lists the calls handed out under it.
+	Suspended *Suspension `json:"suspended,omitempty"`
 }
 
 // run is the state of one call to Run.
@@ -230,6 +233,9 @@ func (st *run) start(ctx context.Context, in RunInput) (*RunResult, error) {
 	if in.Results != nil || in.Pending != nil {
 		st.step = lastResponse(st.messages) + 1
 		pending, err := st.resume(ctx, in)
+		if res, ok := st.suspended(err); ok {
+			return res, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +250,11 @@ func (st *run) start(ctx context.Context, in RunInput) (*RunResult, error) {
 			st.messages = append(st.messages, st.request(UserPrompt(in.Prompt)))
 		}
 	}
-	return st.loop(ctx)
+	res, err := st.loop(ctx)
+	if sres, ok := st.suspended(err); ok {
+		return sres, nil
+	}
+	return res, err
 }
 
 func newRunID() string {

@@ -80,8 +80,12 @@ func (s *Service) Ask(saver RunSaver) agentrunner.AskFunc {
 				continue
 			}
 			d := Decision{CallID: c.ID, By: ByNoRoute, Action: endAction(c.Kind), Reason: NoRouteMessage(c.Tool, origin)}
-			if _, err := s.store.Decide(ctx, token, d); err != nil {
+			res, err := s.store.Decide(ctx, token, d)
+			if err != nil {
 				return nil, fmt.Errorf("deny unrouted call %s: %w", c.ID, err)
+			}
+			if res.Resolved {
+				s.resumeRun(ctx, r)
 			}
 		}
 		granted, err := s.applyGrants(ctx, r, nil)

@@ -87,6 +87,9 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	if err != nil {
 		return res, err
 	}
+	if res.Resolved {
+		s.resumeRun(ctx, r)
+	}
 	if res.Changed {
 		if d.Grant > 0 && res.Call.Status == CallApproved {
 			s.grant(ctx, r, c, d)
@@ -175,6 +178,9 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 	after, err := s.store.Answer(ctx, r.Token, by.Client, results)
 	if err != nil {
 		return nil, err
+	}
+	if after.State == StateResolved {
+		s.resumeRun(ctx, r)
 	}
 	for _, d := range ds {
 		if c := after.Call(d.CallID); c != nil {
@@ -283,6 +289,7 @@ func (s *Service) Cancel(ctx context.Context, token string, by Decider) (*Reques
 	if err != nil {
 		return nil, err
 	}
+	s.resumeRun(ctx, r)
 	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, token) })
 	return after, nil
 }
@@ -296,6 +303,7 @@ func (s *Service) Fail(ctx context.Context, token, reason string) (*Request, err
 	if err != nil {
 		return nil, err
 	}
+	s.resumeRun(ctx, after)
 	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, token) })
 	return after, nil
 }

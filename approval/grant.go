@@ -110,8 +110,13 @@ func (s *Service) applyGrants(ctx context.Context, r *Request, skip func(id stri
 			continue
 		}
 		d := Decision{CallID: c.ID, By: ByGrantPrefix + g.By, Action: ActionApprove}
-		if _, err := s.store.Decide(ctx, r.Token, d); err != nil && ErrorCode(err) != EDECIDED {
+		res, err := s.store.Decide(ctx, r.Token, d)
+		if err != nil && ErrorCode(err) != EDECIDED {
 			return decided, fmt.Errorf("record the grant's approval of %s: %w", c.ID, err)
+		}
+		if err == nil && res.Resolved {
+			// The grant decided the last pending call: the run goes on here.
+			s.resumeRun(ctx, r)
 		}
 		if decided == nil {
 			decided = map[string]bool{}

@@ -53,10 +53,13 @@ type Config struct {
 	Scheduler Scheduler
 	// Grants, when set, keeps the grants of routes with grants: and
 	// approves the calls they cover without a card; nil: no grants.
-	Grants GrantStore
-	Metrics   Metrics
-	Log       *slog.Logger
-	Now       func() time.Time
+	Grants  GrantStore
+	Metrics Metrics
+	Log     *slog.Logger
+	Now     func() time.Time
+	// Resumed, when set, continues a run here as soon as this process ends
+	// the run's request (see Resumed); nil leaves runs to whoever waits.
+	Resumed Resumed
 }
 
 // Service is the one approval pipeline: every way in (a run started in
@@ -74,6 +77,7 @@ type Service struct {
 	metrics   Metrics
 	log       *slog.Logger
 	now       func() time.Time
+	resumed   Resumed
 
 	// Card updates that follow a decision run after the caller got its
 	// answer (a click must be acknowledged within Slack's three seconds);
@@ -86,6 +90,7 @@ func New(cfg Config) *Service {
 	s := &Service{
 		store: cfg.Store, poster: cfg.Poster, dir: cfg.Directory, routes: cfg.Routes,
 		tools: cfg.Tools, scheduler: cfg.Scheduler, grants: cfg.Grants, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
+		resumed: cfg.Resumed,
 	}
 	if s.routes == nil {
 		s.routes = &routing.Routes{}

@@ -198,11 +198,15 @@ func (rs *Runs) postNote(ctx context.Context, o approval.Origin, text string) {
 
 // Resume runs in in the background, e.g. a run continued from its saved
 // state with the results of its token, and reports its end like Start.
-// done, if set, is called after the end was reported. A run of a thread
+// done, if set, is called after the end was reported, with whether the run
+// suspended again (on a later token, whose saved state replaced the one
+// it resumed from). A run whose calls were handed to people suspends
+// (agentrunner.StatusSuspended): its goroutine ends, and nothing of it
+// stays in this process; whoever records the decision resumes it. A run of a thread
 // holds the thread while it works (and while it waits for people), saves
 // the thread's history when it ends, and hands the thread to the next
 // message waiting in it, on whichever process the run ends.
-func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
+func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func(suspended bool)) {
 	ctx, cancel := rs.runContext()
 	if in.RunID == "" {
 		in.RunID = agentrunner.NewToken()[:16]
@@ -223,7 +227,7 @@ func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func()) {
 		res, err := rs.Runner.Run(ctx, in)
 		stop()
 		if rs.Finish(ctx, deps, res, err) && done != nil {
-			done()
+			done(err == nil && res.Status == agentrunner.StatusSuspended)
 		}
 	}()
 }
@@ -275,6 +279,10 @@ func (rs *Runs) Finish(ctx context.Context, deps *RunDeps, res *agentrunner.RunR
 	stopping := ctx.Err() != nil
 	runCtx := ctx
 	ctx = context.WithoutCancel(ctx)
+	if err == nil && res.Status == agentrunner.StatusSuspended {
+		rs.suspended(ctx, runCtx, deps, res)
+		return true
+	}
 	text, result := "", ""
 	switch {
 	case err != nil:

@@ -15,8 +15,22 @@ import (
 // jobs for another replica. The queued work is done on runCtx: a process
 // shutting down leaves it to the others.
 func (rs *Runs) followUp(ctx, runCtx context.Context, deps *RunDeps, res *agentrunner.RunResult, text, result string) {
-	log := rs.log().With("run", deps.runID, "channel", deps.Channel)
 	tokens := deps.Tokens()
+	var answer *Answer
+	if deps.Channel != "" {
+		last := ""
+		if len(tokens) > 0 {
+			last = tokens[len(tokens)-1]
+		}
+		answer = &Answer{Key: deps.runID + "/" + last + "/" + result, Channel: deps.Channel, ThreadTS: deps.ThreadTS, Text: text}
+	}
+	rs.followUpTokens(ctx, runCtx, deps, res, tokens, answer)
+}
+
+// followUpTokens is followUp for the tokens given, with answer (nil:
+// none) posted in the thread.
+func (rs *Runs) followUpTokens(ctx, runCtx context.Context, deps *RunDeps, res *agentrunner.RunResult, tokens []string, answer *Answer) {
+	log := rs.log().With("run", deps.runID, "channel", deps.Channel)
 	var cards []string
 	if res != nil {
 		for _, token := range tokens {
@@ -31,14 +45,6 @@ func (rs *Runs) followUp(ctx, runCtx context.Context, deps *RunDeps, res *agentr
 				cards = append(cards, token)
 			}
 		}
-	}
-	var answer *Answer
-	if deps.Channel != "" {
-		last := ""
-		if len(tokens) > 0 {
-			last = tokens[len(tokens)-1]
-		}
-		answer = &Answer{Key: deps.runID + "/" + last + "/" + result, Channel: deps.Channel, ThreadTS: deps.ThreadTS, Text: text}
 	}
 	q, err := rs.Followups.Queue(ctx, answer, cards)
 	if err != nil {

@@ -124,6 +124,12 @@ func (e *Tokens) Ready() <-chan struct{} { return e.ready }
 // the record in. Open returns approval.ErrInvalid for a malformed token and
 // errDuplicate if the token exists.
 func (e *Tokens) Open(ctx context.Context, token string, deadline time.Time) error {
+	return e.open(ctx, token, deadline, e.opts.Owner)
+}
+
+// open is Open with waiter as the token's registered waiter (none if
+// empty).
+func (e *Tokens) open(ctx context.Context, token string, deadline time.Time, waiter string) error {
 	if !validToken(token) {
 		return fmt.Errorf("open: %w: malformed token", approval.ErrInvalid)
 	}
@@ -131,7 +137,7 @@ func (e *Tokens) Open(ctx context.Context, token string, deadline time.Time) err
 	if deadline.IsZero() {
 		deadline = now.Add(e.s.opts.Grace)
 	}
-	args := e.s.tokenArgs(token, now, ms(deadline), e.opts.Owner)
+	args := e.s.tokenArgs(token, now, ms(deadline), waiter)
 	res, err := openScript.Run(ctx, e.s.rdb, e.s.tokenKeys(token), args...).StringSlice()
 	if err != nil {
 		return fmt.Errorf("open %s: %w", short(token), err)

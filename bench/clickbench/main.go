@@ -14,8 +14,11 @@
 // offered loads (open loop: requests are sent on the clock and latency
 // counts from when each was due) and at saturation (closed loop); click →
 // waiting run resumed; Redis round trips and bytes per approval lifecycle
-// (through a counting proxy); Go heap per waiting run at 10,000 and
-// 100,000 pending approvals; and posting cards under Slack's rate limit.
+// (through a counting proxy); what a waiting run costs where it waits
+// (goroutines and Go heap in every slackbot process, Redis memory) for
+// runs started by mentions and for 100,000 pending approvals created
+// through the ask path, beside an older commit's build with -before; and
+// posting cards under Slack's rate limit.
 // It needs redis-server on PATH and the Go toolchain (it builds
 // cmd/slackbot).
 package main
@@ -78,6 +81,9 @@ type config struct {
 	lifecycles   int
 	lcClicks     int
 	heap         []int
+	heapMentions int
+	heapRounds   int
+	before       string
 	rlChannels   int
 	rlPerChannel int
 	pprof        string
@@ -90,7 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	var c config
 	rates := fs.String("rates", "100,1000,5000", "offered click loads, per second (open loop)")
-	heap := fs.String("heap", "10000,100000", "waiting runs to park for the heap measurement")
+	heap := fs.String("heap", "100000", "pending approvals to create through the ask path for the heap measurement (e.g. 100000,1000000)")
 	phases := fs.String("phases", "clicks,resume,lifecycle,heap,ratelimit", "phases to run")
 	fs.DurationVar(&c.duration, "duration", 4*time.Second, "length of each offered-load phase")
 	fs.IntVar(&c.satConns, "conns", 64, "concurrent connections at saturation (closed loop)")
@@ -102,6 +108,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rlChannels, "rl-channels", 10, "channels in the rate-limit phase")
 	fs.IntVar(&c.rlPerChannel, "rl-per-channel", 10, "cards per channel in the rate-limit phase")
 	fs.StringVar(&c.pprof, "pprof", "", "directory to save slackbot's CPU profile of the saturation phase in")
+	fs.IntVar(&c.heapMentions, "heap-mentions", 500, "runs started by mentions in the heap phase, per round")
+	fs.IntVar(&c.heapRounds, "heap-rounds", 1, "rounds of the heap phase's per-build measurements, alternating the builds")
+	fs.StringVar(&c.before, "before", "", "a commit to build and measure beside this tree in the heap phase (hibernation before/after)")
 	fs.StringVar(&c.bin, "bin", "", "a slackbot binary to measure instead of building cmd/slackbot (e.g. an older commit's, to compare)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -220,16 +229,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if cfg.phases["heap"] {
-		for _, n := range cfg.heap {
-			b.logf("heap: parking %d runs", n)
-			res, err := b.measureHeap(ctx, n)
-			if err != nil {
-				return err
-			}
-			t.add(fmt.Sprintf("Go heap + stack per waiting run, %s runs parked (%.0f s to park)", thousands(n), res.Seconds),
-				fmt.Sprintf("%s + %s", kb(res.HeapPerRun), kb(res.StackPerRun)),
-				fmt.Sprintf("%s + %s (a bare goroutine blocked on a channel)", kb(res.FloorHeap), kb(res.FloorStack)),
-				fmt.Sprintf("%.1f×", (res.HeapPerRun+res.StackPerRun)/(res.FloorHeap+res.FloorStack)))
+		if err := b.heapPhase(ctx, t); err != nil {
+			return err
 		}
 	}
 	t.print(stdout)

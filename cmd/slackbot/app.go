@@ -115,7 +115,9 @@ func newApp(d appDeps) (*app, error) {
 		Logger:         d.Log,
 		// The cards of an expired token are updated through the job
 		// queue (consumeJobs), which the sweep fills atomically with the
-		// expiry, so they are updated even if this process dies.
+		// expiry, so they are updated even if this process dies. Its run
+		// continues here at once, with the timeout denial.
+		OnExpired: func(ctx context.Context, r *approval.Request) { a.expired(ctx, r) },
 	})
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
 	a.jobs = st.JobQueue(0)
@@ -132,6 +134,8 @@ func newApp(d appDeps) (*app, error) {
 	a.svc = approval.New(approval.Config{
 		Store: st, Poster: a.cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
 		Scheduler: a.jobs, Grants: st, Now: d.StoreOptions.Now,
+		// A run whose request this process ends continues here at once.
+		Resumed: a.resumeDirect,
 	})
 	a.bot = bot.New(bot.Config{
 		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,
@@ -140,7 +144,9 @@ func newApp(d appDeps) (*app, error) {
 	if err := a.wireAPI(d, owner); err != nil {
 		return nil, err
 	}
-	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(st), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline}
+	// A run whose calls were handed to people hibernates: it returns, and
+	// whoever ends its request resumes it (resume.go).
+	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(st), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
 		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),

@@ -41,7 +41,7 @@ func newMetrics(pending func() float64) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"endpoint", "status"}),
 		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "slackbot_resumes_total", Help: "Waiting runs resumed, by how (local waiter, queue, expiry).",
+			Name: "slackbot_resumes_total", Help: "Waiting runs resumed, by how (direct: by the process that ended the request; queue).",
 		}, []string{"how"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slackbot_runs_total", Help: "Agent runs finished, by result.",
