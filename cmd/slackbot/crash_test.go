@@ -358,11 +358,13 @@ func TestCrashAfterClaimBeforeTool(t *testing.T) {
 func crashAfterClaim(t *testing.T) bool {
 	// Redis's replies reach A 20 ms late, so the freeze lands before A
 	// acts on the claim's reply (it still may not, on a loaded host).
-	c, tool, _, a, b, ownerA := crashClusterSlowA(t, 20*time.Millisecond)
+	c, tool, _, a, _, ownerA := crashClusterSlowA(t, 20*time.Millisecond)
 	thread, card, e := c.mentionTicket(a)
 	rdb := c.redis.Client(t)
 	frozen := c.freezeAt(a, resumeClaimBy(ownerA))
-	postSigned(t, b.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	// The click lands on A: a hibernated run resumes on the replica that
+	// records the decision, which claims it directly.
+	postSigned(t, a.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
 	var claimKey, holder string
 	for range 50 {
 		var args string

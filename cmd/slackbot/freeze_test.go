@@ -66,7 +66,8 @@ func (c *cluster) freezeAt(p *proc, match func(args string) bool) <-chan string 
 
 // resumeClaimBy matches the scripts by which owner's process claims the
 // resumption of a run: the waiter's claim (owner in ARGV, the claim key
-// in KEYS) and the resume queue's (owner + "/queue").
+// in KEYS), the resume queue's (owner + "/queue") and the deciding
+// replica's direct claim (owner + "/direct").
 func resumeClaimBy(owner string) func(string) bool {
 	return func(args string) bool {
 		low := strings.ToLower(args)
@@ -74,7 +75,7 @@ func resumeClaimBy(owner string) func(string) bool {
 			return false
 		}
 		return strings.Contains(args, `"slackbot:claim:`) &&
-			(strings.Contains(args, `"`+owner+`"`) || strings.Contains(args, `"`+owner+`/queue"`))
+			(strings.Contains(args, `"`+owner+`"`) || strings.Contains(args, `"`+owner+`/queue"`) || strings.Contains(args, `"`+owner+`/direct"`))
 	}
 }
 
