@@ -78,14 +78,21 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 			return nil, err
 		}
 	}
+	// The card's update is scheduled durably with the decision, and its
+	// lease taken, in the same step (see updateCard).
+	d.CardJob = agentrunner.NewToken()
 	res, err := s.store.Decide(ctx, token, d)
 	if err != nil {
 		return res, err
 	}
 	if res.Changed {
 		s.metrics.Decision(string(res.Call.Status))
+		var held *Request
+		if res.CardLeased {
+			held = res.Request
+		}
 		s.later(ctx, "update card", func(ctx context.Context) error {
-			return s.UpdateCard(ctx, token, res.Call.ID)
+			return s.updateCard(ctx, token, res.Call.ID, d.CardJob, d.CardJob, held)
 		})
 	}
 	return res, nil

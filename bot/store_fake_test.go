@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -39,9 +38,10 @@ func (stubStore) SetOutcome(context.Context, string, string, approval.Outcome) e
 func (stubStore) Refused(context.Context, string, string, string, string, string) error {
 	return nil
 }
-func (stubStore) Lock(context.Context, string, time.Duration) (func(), error) {
-	return func() {}, nil
+func (stubStore) LockCard(context.Context, string, string, string) (*approval.Request, error) {
+	return nil, approval.ErrNotFound
 }
+func (stubStore) ReleaseCard(context.Context, string, string, string, string) error { return nil }
 
 // applyDecision records d on c as the store does for a first decision: its
 // status, who decided, and the result in the wire format.
