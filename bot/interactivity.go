@@ -24,11 +24,12 @@ func (b *Bot) HandleInteraction() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := b.withAckBudget(r.Context())
 		defer cancel()
-		if err := r.ParseForm(); err != nil {
+		payload, err := formValue(r, "payload")
+		if err != nil {
 			http.Error(w, "malformed form body", http.StatusBadRequest)
 			return
 		}
-		cb, err := parseClick(r.PostFormValue("payload"))
+		cb, err := parseClick(payload)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
