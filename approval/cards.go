@@ -77,6 +77,32 @@ func (s *Service) UpdateCards(ctx context.Context, token string) error {
 	return errors.Join(errs...)
 }
 
+// changeCards makes change, a change of the whole request (an API
+// answer, a cancellation, a failure), with the update of its cards
+// scheduled durably first: if this process dies after the change, any
+// replica's job consumer updates the cards once the job is due. After
+// the change the cards are updated at once, after the caller's answer,
+// and the job dropped once they are.
+func (s *Service) changeCards(ctx context.Context, token string, change func() error) error {
+	job := agentrunner.NewToken()
+	if err := s.store.ScheduleCards(ctx, token, job); err != nil {
+		return fmt.Errorf("schedule the cards' update: %w", err)
+	}
+	if err := change(); err != nil {
+		if rerr := s.store.ReleaseCard(ctx, token, "", "", job); rerr != nil {
+			s.log.WarnContext(ctx, "drop a card update job", "err", rerr)
+		}
+		return err
+	}
+	s.later(ctx, "update cards", func(ctx context.Context) error {
+		if err := s.UpdateCards(ctx, token); err != nil {
+			return err // the job does it again
+		}
+		return s.store.ReleaseCard(ctx, token, "", "", job)
+	})
+	return nil
+}
+
 // Expire brings the cards of a request that ended without a decision
 // (expired, cancelled, failed) up to date: no buttons, and why. The store
 // ends a request at its deadline atomically and queues this durably

@@ -167,3 +167,85 @@ func TestClickCardUpdateDropsItsJob(t *testing.T) {
 		t.Errorf("promoted %d (%v): a job was left behind", n, err)
 	}
 }
+
+// openAPIOn opens a request for one refund as API client ci through r.
+func openAPIOn(t *testing.T, r replica) string {
+	t.Helper()
+	token := agentrunner.NewToken()
+	reqs := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a", "refund", `{"amount":500}`)}}
+	if _, err := r.svc.Open(t.Context(), approval.Opening{Token: token, Requests: reqs, Origin: approval.Origin{Client: "ci"}}); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return token
+}
+
+// A change of the whole request (an API answer, a cancellation, a
+// failure) whose process never updates the cards leaves a card update
+// job, due CardJobDelay later, that another replica's consumer does; one
+// whose process updates the cards leaves none.
+func TestRequestChangeCardUpdateIsDurable(t *testing.T) {
+	changes := map[string]func(t *testing.T, svc *approval.Service, token string) approval.CallStatus{
+		"answer": func(t *testing.T, svc *approval.Service, token string) approval.CallStatus {
+			if _, err := svc.Decide(t.Context(), token, approval.Decider{Client: "ci"}, approval.Decision{CallID: "a", By: "ci", Action: approval.ActionDeny}); err != nil {
+				t.Fatal(err)
+			}
+			return approval.CallDenied
+		},
+		"cancel": func(t *testing.T, svc *approval.Service, token string) approval.CallStatus {
+			if _, err := svc.Cancel(t.Context(), token, approval.Decider{Client: "ci"}); err != nil {
+				t.Fatal(err)
+			}
+			return approval.CallCancelled
+		},
+		"fail": func(t *testing.T, svc *approval.Service, token string) approval.CallStatus {
+			if _, err := svc.Fail(t.Context(), token, "could not ask"); err != nil {
+				t.Fatal(err)
+			}
+			return approval.CallFailed
+		},
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			postA := &updateFails{poster: newPoster()}
+			postB := &seenPoster{poster: newPoster(), seen: map[string][]approval.CallStatus{}}
+			a, b, clock, _, _ := newReplicas(t, postA, postB)
+			token := openAPIOn(t, a)
+			want := change(t, a.svc, token)
+			a.svc.Close()
+			if postA.attempts != 1 {
+				t.Fatalf("A tried to update the card %d times, want 1", postA.attempts)
+			}
+			q := b.store.JobQueue(0)
+			clock.Add(store.CardJobDelay)
+			if n, err := q.Promote(t.Context()); err != nil || n != 1 {
+				t.Fatalf("promoted %d (%v) at the bound, want the cards' job", n, err)
+			}
+			jobs, err := q.Read(t.Context(), "replica-b", 0)
+			if err != nil || len(jobs) != 1 || jobs[0].Kind != store.JobCardUpdate || jobs[0].Token != token {
+				t.Fatalf("jobs %+v, %v; want the cards' update of the token", jobs, err)
+			}
+			if err := b.svc.Expire(t.Context(), jobs[0].Token); err != nil {
+				t.Fatal(err)
+			}
+			postB.mu.Lock()
+			got := postB.seen["a"]
+			postB.mu.Unlock()
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("B's updates of the card showed %v, want one showing %s", got, want)
+			}
+		})
+		t.Run(name+" updated", func(t *testing.T) {
+			a, _, clock, rdb, prefix := newReplicas(t, newPoster(), newPoster())
+			token := openAPIOn(t, a)
+			change(t, a.svc, token)
+			a.svc.Close()
+			if n, err := rdb.ZCard(t.Context(), prefix+"jobs:retry").Result(); err != nil || n != 0 {
+				t.Errorf("%d scheduled jobs (%v) after the cards were updated, want 0", n, err)
+			}
+			clock.Add(store.CardJobDelay)
+			if n, err := a.store.JobQueue(0).Promote(t.Context()); err != nil || n != 0 {
+				t.Errorf("promoted %d (%v): a job was left behind", n, err)
+			}
+		})
+	}
+}

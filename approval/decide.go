@@ -167,8 +167,11 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 	if err != nil {
 		return nil, err
 	}
-	after, err := s.store.Answer(ctx, r.Token, by.Client, results)
-	if err != nil {
+	var after *Request
+	if err := s.changeCards(ctx, r.Token, func() (err error) {
+		after, err = s.store.Answer(ctx, r.Token, by.Client, results)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	for _, d := range ds {
@@ -176,7 +179,6 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 			s.metrics.Decision(string(c.Status))
 		}
 	}
-	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, r.Token) })
 	return &Decided{Request: after, Changed: true, Resolved: after.State == StateResolved}, nil
 }
 
@@ -274,11 +276,13 @@ func (s *Service) Cancel(ctx context.Context, token string, by Decider) (*Reques
 	if err := s.authorize(ctx, r, nil, by, ""); err != nil {
 		return nil, err
 	}
-	after, err := s.store.Cancel(ctx, token, by.Client)
-	if err != nil {
+	var after *Request
+	if err := s.changeCards(ctx, token, func() (err error) {
+		after, err = s.store.Cancel(ctx, token, by.Client)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, token) })
 	return after, nil
 }
 
@@ -287,10 +291,12 @@ func (s *Service) Cancel(ctx context.Context, token string, by Decider) (*Reques
 // told "no decision", and the cards already posted say it. It returns
 // ENOTFOUND or the request's end.
 func (s *Service) Fail(ctx context.Context, token, reason string) (*Request, error) {
-	after, err := s.store.Fail(ctx, token, BySlackbot, reason)
-	if err != nil {
+	var after *Request
+	if err := s.changeCards(ctx, token, func() (err error) {
+		after, err = s.store.Fail(ctx, token, BySlackbot, reason)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, token) })
 	return after, nil
 }

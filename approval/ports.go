@@ -62,6 +62,11 @@ type Store interface {
 	// and drops the durable card update job (empty: none) scheduled with
 	// a decision on callID (Decision.CardJob), in one step.
 	ReleaseCard(ctx context.Context, token, callID, holder, job string) error
+	// ScheduleCards schedules, under the name job, the durable update of
+	// every card of a request, due after a delay, for a change of the
+	// whole request the caller makes next; ReleaseCard with callID empty
+	// drops it.
+	ScheduleCards(ctx context.Context, token, job string) error
 }
 
 // Directory answers who is in a usergroup. Package bot implements it over

@@ -42,6 +42,7 @@ func (stubStore) LockCard(context.Context, string, string, string) (*approval.Re
 	return nil, approval.ErrNotFound
 }
 func (stubStore) ReleaseCard(context.Context, string, string, string, string) error { return nil }
+func (stubStore) ScheduleCards(context.Context, string, string) error               { return nil }
 
 // applyDecision records d on c as the store does for a first decision: its
 // status, who decided, and the result in the wire format.

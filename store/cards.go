@@ -131,6 +131,35 @@ func (s *Store) ReleaseCard(ctx context.Context, token, callID, holder, job stri
 	return nil
 }
 
+// ScheduleCards implements approval.Store: it schedules the durable
+// update of every card of token (a JobCardUpdate due CardJobDelay from
+// now, data job), before a change of the whole request (an API answer, a
+// cancellation, a failure) whose process then updates the cards itself
+// and drops the job (ReleaseCard with callID empty). It returns
+// approval.ErrInvalid for a malformed job name.
+func (s *Store) ScheduleCards(ctx context.Context, token, job string) error {
+	if !validToken(token) {
+		return fmt.Errorf("schedule cards %s: %w", short(token), approval.ErrNotFound)
+	}
+	if !validCardJob(job) {
+		return fmt.Errorf("schedule cards %s: %w: bad job name", short(token), approval.ErrInvalid)
+	}
+	due := ms(s.now().Add(CardJobDelay))
+	err := scheduleCardsScript.Run(ctx, s.rdb, []string{s.jobsRetryKey()}, due, cardJobMember(token, "", job), s.opts.Retention.Milliseconds()).Err()
+	if err != nil && !isRedisNil(err) {
+		return fmt.Errorf("schedule cards %s: %w", short(token), err)
+	}
+	return nil
+}
+
+// scheduleCardsScript adds a member to the job retry set and keeps the
+// set's TTL. KEYS: retry set. ARGV: due (ms), member, retention (ms).
+var scheduleCardsScript = redis.NewScript(`
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`)
+
 // leaseLua takes a lease: free, or held by a process (the value up to its
 // first '/') without a heartbeat (as lockScript does).
 const leaseLua = `

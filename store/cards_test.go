@@ -201,3 +201,41 @@ func TestLockCard(t *testing.T) {
 		t.Errorf("leases %v, want the two taken (none for the unknown token)", keys)
 	}
 }
+
+// ScheduleCards schedules the update of every card of a token under its
+// job's name (data without a call), due CardJobDelay later; ReleaseCard
+// with no call drops it; a malformed name schedules nothing.
+func TestScheduleCards(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ctx := t.Context()
+	a := e.create(t, s, requests("c1", "c2"), 1)
+	if err := s.ScheduleCards(ctx, a.Token, "bad name"); !errors.Is(err, approval.ErrInvalid) {
+		t.Fatalf("bad job name: %v, want ErrInvalid", err)
+	}
+	if err := s.ScheduleCards(ctx, a.Token, "job1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ScheduleCards(ctx, a.Token, "job2"); err != nil {
+		t.Fatal(err)
+	}
+	due := e.clock.Now().Add(store.CardJobDelay).UnixMilli()
+	m1, m2 := "1 card.update "+a.Token+" job1", "1 card.update "+a.Token+" job2"
+	if got := e.retrySchedule(t); len(got) != 2 || got[m1] != due || got[m2] != due {
+		t.Fatalf("scheduled %v, want %q and %q due at %d", got, m1, m2, due)
+	}
+	if err := s.ReleaseCard(ctx, a.Token, "", "", "job1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.retrySchedule(t); len(got) != 1 || got[m2] != due {
+		t.Fatalf("scheduled %v after dropping job1, want only %q", got, m2)
+	}
+	e.clock.Advance(store.CardJobDelay)
+	q := s.JobQueue(0)
+	if n, err := q.Promote(ctx); err != nil || n != 1 {
+		t.Fatalf("promoted %d (%v), want 1", n, err)
+	}
+	if jobs := readAll(t, q, "w1"); len(jobs) != 1 || jobs[0].Token != a.Token || jobs[0].Data != "job2" {
+		t.Fatalf("jobs %+v, want job2's card update of the token", jobs)
+	}
+}
