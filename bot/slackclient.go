@@ -1,12 +1,12 @@
 package bot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -53,32 +53,36 @@ func NewSlackClient(token, apiURL string, hc *http.Client) *SlackClient {
 const maxSlackAnswer = 4 << 20
 
 // UpdateMessageLean replaces the text and blocks of the message at
-// channelID/timestamp: the request slack-go's UpdateMessageContext sends
-// (form fields channel, ts, text, blocks; the token as a bearer header),
-// and its errors as slack-go makes them — *slack.RateLimitedError for a 429
-// with Retry-After, slack.StatusCodeError for another status,
-// slack.SlackErrorResponse for ok:false — so Retry and the fallbacks treat
-// both alike. Of the answer it decodes only ok and error.
+// channelID/timestamp with the arguments slack-go's UpdateMessageContext
+// sends (channel, ts, text, blocks), as a JSON body with the token as a
+// bearer header (Slack takes both forms; JSON spares escaping the blocks
+// into a form), and returns Slack's refusals as slack-go makes them —
+// *slack.RateLimitedError for a 429 with Retry-After,
+// slack.StatusCodeError for another status, slack.SlackErrorResponse for
+// ok:false — so Retry and the fallbacks treat both alike. Of the answer
+// it decodes only ok and error, and an answer that starts {"ok":true not
+// at all.
 func (c *SlackClient) UpdateMessageLean(ctx context.Context, channelID, timestamp, text string, blocks []slack.Block) error {
 	if blocks == nil {
 		blocks = []slack.Block{}
 	}
-	b, err := json.Marshal(blocks)
+	body, err := json.Marshal(updateRequest{Channel: channelID, TS: timestamp, Text: text, Blocks: blocks})
 	if err != nil {
-		return fmt.Errorf("chat.update: blocks: %w", err)
+		return fmt.Errorf("chat.update: %w", err)
 	}
-	form := url.Values{"channel": {channelID}, "ts": {timestamp}, "text": {text}, "blocks": {string(b)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.update, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.update, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	// Read to the end (bounded) whatever happens, so the connection is reused.
+	defer func() { _, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxSlackAnswer)) }()
 	if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
 		secs, err := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
 		if err != nil {
@@ -87,17 +91,38 @@ func (c *SlackClient) UpdateMessageLean(ctx context.Context, channelID, timestam
 		return &slack.RateLimitedError{RetryAfter: time.Duration(secs) * time.Second}
 	}
 	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxSlackAnswer))
 		return slack.StatusCodeError{Code: resp.StatusCode, Status: resp.Status}
+	}
+	return slackAnswerErr(resp.Body)
+}
+
+// updateRequest is the JSON body of a chat.update.
+type updateRequest struct {
+	Channel string        `json:"channel"`
+	TS      string        `json:"ts"`
+	Text    string        `json:"text"`
+	Blocks  []slack.Block `json:"blocks"`
+}
+
+// okPrefix is how Slack's answers of success begin.
+const okPrefix = `{"ok":true`
+
+// slackAnswerErr reads ok and error of a Slack answer: nil for ok, a
+// slack.SlackErrorResponse for ok:false with an error, as slack-go.
+func slackAnswerErr(body io.Reader) error {
+	var head [len(okPrefix)]byte
+	n, err := io.ReadFull(body, head[:])
+	if err == nil && string(head[:]) == okPrefix {
+		return nil
 	}
 	var answer struct {
 		OK    bool   `json:"ok"`
 		Error string `json:"error"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxSlackAnswer)).Decode(&answer); err != nil {
+	dec := json.NewDecoder(io.MultiReader(bytes.NewReader(head[:n]), io.LimitReader(body, maxSlackAnswer)))
+	if err := dec.Decode(&answer); err != nil {
 		return fmt.Errorf("chat.update: malformed answer: %w", err)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxSlackAnswer)) // so the connection is reused
 	if !answer.OK && strings.TrimSpace(answer.Error) != "" {
 		return slack.SlackErrorResponse{Err: answer.Error}
 	}
