@@ -34,7 +34,7 @@ func (b *Bot) HandleInteraction() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp := b.Interact(ctx, cb)
+		resp := b.interact(ctx, cb) // ctx has the budget already
 		if resp == nil {
 			w.WriteHeader(http.StatusOK)
 			return
@@ -54,6 +54,11 @@ func (b *Bot) HandleInteraction() http.Handler {
 func (b *Bot) Interact(ctx context.Context, cb *slack.InteractionCallback) any {
 	ctx, cancel := b.withAckBudget(ctx)
 	defer cancel()
+	return b.interact(ctx, cb)
+}
+
+// interact is Interact within ctx's budget.
+func (b *Bot) interact(ctx context.Context, cb *slack.InteractionCallback) any {
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
 		b.blockActions(ctx, cb)
