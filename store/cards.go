@@ -153,10 +153,12 @@ func (s *Store) ScheduleCards(ctx context.Context, token, job string) error {
 }
 
 // scheduleCardsScript adds a member to the job retry set and keeps the
-// set's TTL. KEYS: retry set. ARGV: due (ms), member, retention (ms).
+// set at least the retention (never shortening a longer TTL: the set
+// holds work due later too). KEYS: retry set. ARGV: due (ms), member,
+// retention (ms).
 var scheduleCardsScript = redis.NewScript(`
 redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return 1
 `)
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
@@ -237,5 +239,32 @@ func TestScheduleCards(t *testing.T) {
 	}
 	if jobs := readAll(t, q, "w1"); len(jobs) != 1 || jobs[0].Token != a.Token || jobs[0].Data != "job2" {
 		t.Fatalf("jobs %+v, want job2's card update of the token", jobs)
+	}
+}
+
+// Scheduling a card job never shortens the TTL of the job schedule, which
+// holds work due later too (reminders, escalations).
+func TestCardJobsKeepALongerScheduleTTL(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ctx := t.Context()
+	a := e.create(t, s, requests("c1"), 1)
+	key := e.prefix + "jobs:retry"
+	const long = 365 * 24 * time.Hour
+	if err := e.rdb.ZAdd(ctx, key, redis.Z{Score: 1, Member: "1 call.remind " + a.Token + " 1 c1"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.PExpire(ctx, key, long).Err(); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := withJob(approve("c1", "UA"))
+	if _, err := s.Decide(ctx, a.Token, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ScheduleCards(ctx, a.Token, "job1"); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := e.rdb.PTTL(ctx, key).Result(); err != nil || ttl < long-time.Hour {
+		t.Errorf("schedule TTL %v (%v) after card jobs, want it kept near %v", ttl, err, long)
 	}
 }

@@ -245,7 +245,8 @@ end
 local function changed(code)
   if ARGV[18] == '' then return answer(code, '0') end
   redis.call('ZADD', KEYS[6], ARGV[19], ARGV[18])
-  redis.call('PEXPIRE', KEYS[6], keep)
+  -- Only ever lengthen the schedule's TTL: it holds work due later too.
+  if redis.call('PTTL', KEYS[6]) < tonumber(keep) then redis.call('PEXPIRE', KEYS[6], keep) end
   if takeLease(KEYS[7], ARGV[20], ARGV[21], ARGV[22]) then return answer(code, '1') end
   return answer(code, '0')
 end
