@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -247,5 +248,41 @@ func TestRequestChangeCardUpdateIsDurable(t *testing.T) {
 				t.Errorf("promoted %d (%v): a job was left behind", n, err)
 			}
 		})
+	}
+}
+
+// lostReply is a store whose Decide records the decision and then loses
+// the reply, as when Redis ran the script but its answer came after the
+// acknowledgement budget.
+type lostReply struct{ *store.Store }
+
+func (l lostReply) Decide(ctx context.Context, token string, d approval.Decision) (*approval.Decided, error) {
+	if _, err := l.Store.Decide(ctx, token, d); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("decide: %w", context.DeadlineExceeded)
+}
+
+// A decision whose reply was lost leaves no card lease behind it: the
+// update that follows (the click's late confirmation, or the job) does not
+// wait out the lease the script took for the lost reply.
+func TestLostDecideReplyFreesTheCardLease(t *testing.T) {
+	p := newPoster()
+	a, _, _, _, _ := newReplicas(t, p, newPoster())
+	routes, err := routing.ParseRoutes([]byte(testRoutes), "routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := approval.New(approval.Config{Store: lostReply{a.store}, Poster: p, Directory: directory{}, Routes: routes, Metrics: &metrics{}})
+	t.Cleanup(svc.Close)
+	req, card := askRefund(t, a, p)
+	if _, err := svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},
+		approval.Decision{CallID: "c1", By: "UALICE", Action: approval.ActionApprove}); err == nil {
+		t.Fatal("the lost reply was not an error")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := svc.UpdateCard(ctx, req.Token, "c1"); err != nil {
+		t.Fatalf("the card's update after a lost reply: %v (waited on the lease the lost decision took?)", err)
 	}
 }

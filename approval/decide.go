@@ -82,6 +82,15 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	// lease taken, in the same step (see updateCard).
 	d.CardJob = agentrunner.NewToken()
 	res, err := s.store.Decide(ctx, token, d)
+	if ErrorCode(err) == EINTERNAL {
+		// The reply was lost (a timeout at the acknowledgement budget): the
+		// script may have taken the card's lease. Free it, so that whoever
+		// updates the card next need not wait out the lease; the scheduled
+		// job, if any, stays.
+		s.later(ctx, "release a card lease", func(ctx context.Context) error {
+			return s.store.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
+		})
+	}
 	if err != nil {
 		return res, err
 	}
