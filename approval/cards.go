@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-)
 
-// cardLease bounds how long one process may hold a card while it updates
-// it.
-const cardLease = 30 * time.Second
+	"github.com/slackapprove/slackbot/agentrunner"
+)
 
 // UpdateCard brings the card of one call up to date: under the card's
 // lease (so concurrent updates from any processes end with the latest
@@ -17,15 +14,35 @@ const cardLease = 30 * time.Second
 // it. A card whose message was never recorded (its poster died between
 // posting and recording) is recorded once the Poster finds it.
 func (s *Service) UpdateCard(ctx context.Context, token, callID string) error {
-	release, err := s.store.Lock(ctx, "card:"+token+":"+callID, cardLease)
-	if err != nil {
-		return fmt.Errorf("update card: %w", err)
+	return s.updateCard(ctx, token, callID, agentrunner.NewToken(), "", nil)
+}
+
+// updateCard updates the card of callID under the lease of holder. held
+// is the request as read under that lease when the caller holds it already
+// (the decision took it); nil: the lease is taken and the request read
+// now, in one step. job, when set, is the durable update of this card the
+// store scheduled with the decision: it is dropped with the lease's
+// release once the card is up to date, and left for any replica's job
+// consumer if the update failed.
+func (s *Service) updateCard(ctx context.Context, token, callID, holder, job string, held *Request) error {
+	r := held
+	if r == nil {
+		var err error
+		if r, err = s.store.LockCard(ctx, token, callID, holder); err != nil {
+			return fmt.Errorf("update card: %w", err)
+		}
 	}
-	defer release()
-	r, err := s.store.Get(ctx, token)
+	err := s.updateCall(ctx, r, callID)
 	if err != nil {
-		return fmt.Errorf("update card: %w", err)
+		job = "" // left to the job queue
 	}
+	if rerr := s.store.ReleaseCard(ctx, token, callID, holder, job); rerr != nil {
+		s.log.WarnContext(ctx, "release a card's lease", "err", rerr)
+	}
+	return err
+}
+
+func (s *Service) updateCall(ctx context.Context, r *Request, callID string) error {
 	c := r.Call(callID)
 	if c == nil {
 		return fmt.Errorf("update card %s: %w", callID, ErrNotFound)
@@ -58,6 +75,32 @@ func (s *Service) UpdateCards(ctx context.Context, token string) error {
 		errs = append(errs, s.UpdateCard(ctx, token, c.ID))
 	}
 	return errors.Join(errs...)
+}
+
+// changeCards makes change, a change of the whole request (an API
+// answer, a cancellation, a failure), with the update of its cards
+// scheduled durably first: if this process dies after the change, any
+// replica's job consumer updates the cards once the job is due. After
+// the change the cards are updated at once, after the caller's answer,
+// and the job dropped once they are.
+func (s *Service) changeCards(ctx context.Context, token string, change func() error) error {
+	job := agentrunner.NewToken()
+	if err := s.store.ScheduleCards(ctx, token, job); err != nil {
+		return fmt.Errorf("schedule the cards' update: %w", err)
+	}
+	if err := change(); err != nil {
+		if rerr := s.store.ReleaseCard(ctx, token, "", "", job); rerr != nil {
+			s.log.WarnContext(ctx, "drop a card update job", "err", rerr)
+		}
+		return err
+	}
+	s.later(ctx, "update cards", func(ctx context.Context) error {
+		if err := s.UpdateCards(ctx, token); err != nil {
+			return err // the job does it again
+		}
+		return s.store.ReleaseCard(ctx, token, "", "", job)
+	})
+	return nil
 }
 
 // Expire brings the cards of a request that ended without a decision

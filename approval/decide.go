@@ -83,7 +83,19 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 			return nil, err
 		}
 	}
+	// The card's update is scheduled durably with the decision, and its
+	// lease taken, in the same step (see updateCard).
+	d.CardJob = agentrunner.NewToken()
 	res, err := s.store.Decide(ctx, token, d)
+	if ErrorCode(err) == EINTERNAL {
+		// The reply was lost (a timeout at the acknowledgement budget): the
+		// script may have taken the card's lease. Free it, so that whoever
+		// updates the card next need not wait out the lease; the scheduled
+		// job, if any, stays.
+		s.later(ctx, "release a card lease", func(ctx context.Context) error {
+			return s.store.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
+		})
+	}
 	if err != nil {
 		return res, err
 	}
@@ -96,8 +108,12 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 		}
 		s.noteEscalation(ctx, r, c, by, d.Action)
 		s.metrics.Decision(string(res.Call.Status))
+		var held *Request
+		if res.CardLeased {
+			held = res.Request
+		}
 		s.later(ctx, "update card", func(ctx context.Context) error {
-			return s.UpdateCard(ctx, token, res.Call.ID)
+			return s.updateCard(ctx, token, res.Call.ID, d.CardJob, d.CardJob, held)
 		})
 	}
 	return res, nil
@@ -175,8 +191,11 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 	if err != nil {
 		return nil, err
 	}
-	after, err := s.store.Answer(ctx, r.Token, by.Client, results)
-	if err != nil {
+	var after *Request
+	if err := s.changeCards(ctx, r.Token, func() (err error) {
+		after, err = s.store.Answer(ctx, r.Token, by.Client, results)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	if after.State == StateResolved {
@@ -187,7 +206,6 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 			s.metrics.Decision(string(c.Status))
 		}
 	}
-	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, r.Token) })
 	return &Decided{Request: after, Changed: true, Resolved: after.State == StateResolved}, nil
 }
 
@@ -285,12 +303,14 @@ func (s *Service) Cancel(ctx context.Context, token string, by Decider) (*Reques
 	if err := s.authorize(ctx, r, nil, by, ""); err != nil {
 		return nil, err
 	}
-	after, err := s.store.Cancel(ctx, token, by.Client)
-	if err != nil {
+	var after *Request
+	if err := s.changeCards(ctx, token, func() (err error) {
+		after, err = s.store.Cancel(ctx, token, by.Client)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	s.resumeRun(ctx, r)
-	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, token) })
 	return after, nil
 }
 
@@ -299,11 +319,13 @@ func (s *Service) Cancel(ctx context.Context, token string, by Decider) (*Reques
 // told "no decision", and the cards already posted say it. It returns
 // ENOTFOUND or the request's end.
 func (s *Service) Fail(ctx context.Context, token, reason string) (*Request, error) {
-	after, err := s.store.Fail(ctx, token, BySlackbot, reason)
-	if err != nil {
+	var after *Request
+	if err := s.changeCards(ctx, token, func() (err error) {
+		after, err = s.store.Fail(ctx, token, BySlackbot, reason)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	s.resumeRun(ctx, after)
-	s.later(ctx, "update cards", func(ctx context.Context) error { return s.UpdateCards(ctx, token) })
 	return after, nil
 }

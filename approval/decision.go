@@ -47,6 +47,13 @@ type Decision struct {
 	// records nothing (ETOOLATE), so a caller that gave up waiting at
 	// NotAfter knows the decision is either recorded or never will be.
 	NotAfter time.Time
+	// CardJob, when set, names the update of the call's card that follows
+	// the decision (a random name, agentrunner.NewToken): with a decision
+	// that changes the call, the store schedules that update durably, in
+	// the same step, for any replica to do after a delay unless the
+	// decider drops it first (Store.ReleaseCard), and takes the card's
+	// lease for holder CardJob if it is free (Decided.CardLeased).
+	CardJob string
 }
 
 // Decided says what recording a decision did.
@@ -65,4 +72,8 @@ type Decided struct {
 	// (or, when the call is decided, the decision made) concerns; Required
 	// is how many the call needs.
 	Votes, Required int
+	// CardLeased is true when the store took the card's lease for
+	// Decision.CardJob with the decision: Request is the state under it,
+	// and the decider must release it (Store.ReleaseCard).
+	CardLeased bool
 }

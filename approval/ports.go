@@ -2,7 +2,6 @@ package approval
 
 import (
 	"context"
-	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 )
@@ -56,10 +55,22 @@ type Store interface {
 	// (detail: which reminder), "escalated" (detail: the channel the card
 	// was linked in), "escalation_decided" (detail: the action).
 	Note(ctx context.Context, token, callID, event, detail string) error
-	// Lock takes a lease on name, held until release is called or ttl
-	// passes (or its process dies), so that one card is re-rendered by one
-	// process at a time.
-	Lock(ctx context.Context, name string, ttl time.Duration) (release func(), err error)
+	// LockCard takes the lease of one call's card for holder (a random
+	// name), waiting while another live process holds it, and returns the
+	// request as it stands under the lease, so that one card is
+	// re-rendered by one process at a time and the last to render read
+	// last. The lease is held until ReleaseCard, a bound, or its process's
+	// death. It returns ENOTFOUND, holding nothing, if the token is gone.
+	LockCard(ctx context.Context, token, callID, holder string) (*Request, error)
+	// ReleaseCard frees the card's lease if holder (empty: none) holds it
+	// and drops the durable card update job (empty: none) scheduled with
+	// a decision on callID (Decision.CardJob), in one step.
+	ReleaseCard(ctx context.Context, token, callID, holder, job string) error
+	// ScheduleCards schedules, under the name job, the durable update of
+	// every card of a request, due after a delay, for a change of the
+	// whole request the caller makes next; ReleaseCard with callID empty
+	// drops it.
+	ScheduleCards(ctx context.Context, token, job string) error
 }
 
 // Directory answers who is in a usergroup. Package bot implements it over

@@ -186,10 +186,15 @@ func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, ca
 	if ref.Channel == "" || ref.TS == "" {
 		return nil // never posted (or the post failed): nothing to update
 	}
+	text := ApprovalText(card)
+	lean, _ := cs.slack.(messageUpdater)
 	update := func(blocks []slack.Block) error {
 		return cs.retry.Do(ctx, func(ctx context.Context) error {
+			if lean != nil {
+				return lean.UpdateMessageLean(ctx, ref.Channel, ref.TS, text, blocks)
+			}
 			_, _, _, err := cs.slack.UpdateMessageContext(ctx, ref.Channel, ref.TS,
-				slack.MsgOptionText(ApprovalText(card), false),
+				slack.MsgOptionText(text, false),
 				slack.MsgOptionBlocks(blocks...))
 			return err
 		})

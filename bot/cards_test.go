@@ -59,14 +59,30 @@ type openEnv struct {
 	now   time.Time
 }
 
+// newOpenEnv is an openEnv over the production Slack client
+// (bot.SlackClient, whose chat.update reads only ok/error).
 func newOpenEnv(t *testing.T) *openEnv {
+	t.Helper()
+	return newOpenEnvWith(t, leanClient)
+}
+
+// slackClients make the Slack client of a test's Cards: the production
+// one, and slack-go's own (whose chat.update decodes the echoed message).
+var slackClients = map[string]func(token, apiURL string) bot.SlackAPI{"lean": leanClient, "slack-go": slackGoClient}
+
+func leanClient(token, apiURL string) bot.SlackAPI { return bot.NewSlackClient(token, apiURL, nil) }
+func slackGoClient(token, apiURL string) bot.SlackAPI {
+	return slack.New(token, slack.OptionAPIURL(apiURL))
+}
+
+func newOpenEnvWith(t *testing.T, client func(token, apiURL string) bot.SlackAPI) *openEnv {
 	t.Helper()
 	now := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace(), slackfake.WithClock(clock))
 	rdb, prefix := redistest.Client(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock})
-	api := slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))
+	api := client(fake.Token(), slackfaketest.APIURL(srv))
 	routes := parseRoutes(t, apiRoutes)
 	cards := bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes})
 	svc := approval.New(approval.Config{
@@ -298,44 +314,47 @@ func TestOpenCardNotPosted(t *testing.T) {
 // posted again minimal, with its buttons; an update Slack refuses is sent
 // minimal, so a decided card never keeps live buttons.
 func TestCardRefusedBySlackIsSentMinimal(t *testing.T) {
-	for _, code := range []string{"msg_blocks_too_long", "invalid_blocks"} {
-		t.Run(code, func(t *testing.T) {
-			e := newOpenEnv(t)
-			e.slack.ErrorNext("chat.postMessage", code, 1)
-			token := agentrunner.NewToken()
-			if _, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
-				Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`)},
-			}}); err != nil {
-				t.Fatal(err)
-			}
-			a, _ := e.store.Get(t.Context(), token)
-			if c := a.Call("d1"); c.Status != approval.CallPending || c.Message.TS == "" {
-				t.Fatalf("d1: %s, card %+v; want pending with a card", c.Status, c.Message)
-			}
-			msgs := e.slack.Messages("C0APPROVALS")
-			if len(msgs) != 1 {
-				t.Fatalf("%d cards posted, want 1", len(msgs))
-			}
-			if got := buttonIDs(msgs[0]); !slices.Contains(got, bot.ActionIDApprove) || !strings.Contains(string(msgs[0].BlocksJSON), "shortened") {
-				t.Errorf("posted card has buttons %v; want the minimal card with Approve:\n%s", got, msgs[0].BlocksJSON)
-			}
+	for name, client := range slackClients {
+		for _, code := range []string{"msg_blocks_too_long", "invalid_blocks"} {
+			t.Run(name+"/"+code, func(t *testing.T) { cardRefusedIsSentMinimal(t, newOpenEnvWith(t, client), code) })
+		}
+	}
+}
 
-			// deletions take two approvals (memApprovals, which this test
-			// used to run on, approved at the first).
-			for _, by := range []string{"U0ALICE", "U0BOB"} {
-				if _, err := e.store.Decide(t.Context(), token, approval.Decision{CallID: "d1", By: by, Action: approval.ActionApprove}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			e.slack.ErrorNext("chat.update", code, 1)
-			if err := e.svc.UpdateCards(t.Context(), token); err != nil {
-				t.Fatalf("UpdateCards: %v", err)
-			}
-			m := e.slack.Messages("C0APPROVALS")[0]
-			if got := buttonIDs(m); len(got) != 0 || !strings.Contains(string(m.BlocksJSON), "Approved") {
-				t.Errorf("decided card has buttons %v; want the minimal approved card:\n%s", got, m.BlocksJSON)
-			}
-		})
+func cardRefusedIsSentMinimal(t *testing.T, e *openEnv, code string) {
+	e.slack.ErrorNext("chat.postMessage", code, 1)
+	token := agentrunner.NewToken()
+	if _, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "billing"}, Requests: agentrunner.DeferredToolRequests{
+		Approvals: []agentrunner.ToolCallPart{call("d1", "delete_file", `{"path":"/a"}`)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := e.store.Get(t.Context(), token)
+	if c := a.Call("d1"); c.Status != approval.CallPending || c.Message.TS == "" {
+		t.Fatalf("d1: %s, card %+v; want pending with a card", c.Status, c.Message)
+	}
+	msgs := e.slack.Messages("C0APPROVALS")
+	if len(msgs) != 1 {
+		t.Fatalf("%d cards posted, want 1", len(msgs))
+	}
+	if got := buttonIDs(msgs[0]); !slices.Contains(got, bot.ActionIDApprove) || !strings.Contains(string(msgs[0].BlocksJSON), "shortened") {
+		t.Errorf("posted card has buttons %v; want the minimal card with Approve:\n%s", got, msgs[0].BlocksJSON)
+	}
+
+	// deletions take two approvals (memApprovals, which this test
+	// used to run on, approved at the first).
+	for _, by := range []string{"U0ALICE", "U0BOB"} {
+		if _, err := e.store.Decide(t.Context(), token, approval.Decision{CallID: "d1", By: by, Action: approval.ActionApprove}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.slack.ErrorNext("chat.update", code, 1)
+	if err := e.svc.UpdateCards(t.Context(), token); err != nil {
+		t.Fatalf("UpdateCards: %v", err)
+	}
+	m := e.slack.Messages("C0APPROVALS")[0]
+	if got := buttonIDs(m); len(got) != 0 || !strings.Contains(string(m.BlocksJSON), "Approved") {
+		t.Errorf("decided card has buttons %v; want the minimal approved card:\n%s", got, m.BlocksJSON)
 	}
 }
 

@@ -65,6 +65,11 @@ type decideLog struct {
 	decisions []approval.Decision
 }
 
+// LockCard reads the request as Get does: the fake holds no leases.
+func (d *decideLog) LockCard(ctx context.Context, token, _, _ string) (*approval.Request, error) {
+	return d.Get(ctx, token)
+}
+
 func (d *decideLog) Get(_ context.Context, token string) (*approval.Request, error) {
 	if token != d.a.Token {
 		return nil, approval.ErrNotFound
@@ -74,6 +79,7 @@ func (d *decideLog) Get(_ context.Context, token string) (*approval.Request, err
 func (d *decideLog) Decide(_ context.Context, _ string, dec approval.Decision) (*approval.Decided, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	dec.CardJob = "" // random per decision
 	d.decisions = append(d.decisions, dec)
 	c := *d.a.Call(dec.CallID)
 	return &approval.Decided{Request: d.a, Call: &c, Changed: false}, nil

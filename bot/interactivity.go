@@ -24,16 +24,17 @@ func (b *Bot) HandleInteraction() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := b.withAckBudget(r.Context())
 		defer cancel()
-		if err := r.ParseForm(); err != nil {
+		payload, err := formValue(r, "payload")
+		if err != nil {
 			http.Error(w, "malformed form body", http.StatusBadRequest)
 			return
 		}
-		cb, err := parseClick(r.PostFormValue("payload"))
+		cb, err := parseClick(payload)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp := b.Interact(ctx, cb)
+		resp := b.interact(ctx, cb) // ctx has the budget already
 		if resp == nil {
 			w.WriteHeader(http.StatusOK)
 			return
@@ -53,6 +54,11 @@ func (b *Bot) HandleInteraction() http.Handler {
 func (b *Bot) Interact(ctx context.Context, cb *slack.InteractionCallback) any {
 	ctx, cancel := b.withAckBudget(ctx)
 	defer cancel()
+	return b.interact(ctx, cb)
+}
+
+// interact is Interact within ctx's budget.
+func (b *Bot) interact(ctx context.Context, cb *slack.InteractionCallback) any {
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
 		b.blockActions(ctx, cb)

@@ -53,6 +53,11 @@ type oneApproval struct {
 	a *approval.Request
 }
 
+// LockCard reads the request as Get does: the fake holds no leases.
+func (o oneApproval) LockCard(ctx context.Context, token, _, _ string) (*approval.Request, error) {
+	return o.Get(ctx, token)
+}
+
 func (o oneApproval) Get(_ context.Context, token string) (*approval.Request, error) {
 	if token != o.a.Token {
 		return nil, approval.ErrNotFound

@@ -169,6 +169,11 @@ func (s *stallingApprovals) flags() (get, decide, late, tooLate bool) {
 	return s.stallGet, s.stallDecide, s.lateReply, s.tooLate
 }
 
+// LockCard reads the request as Get does: the fake holds no leases.
+func (s *stallingApprovals) LockCard(ctx context.Context, token, _, _ string) (*approval.Request, error) {
+	return s.Get(ctx, token)
+}
+
 func (s *stallingApprovals) Get(ctx context.Context, token string) (*approval.Request, error) {
 	if get, _, _, _ := s.flags(); get {
 		<-ctx.Done()

@@ -402,6 +402,9 @@ type recordingApprovals struct {
 	refusals  []clickRefusal
 	// withoutDeadline counts the decisions that had no NotAfter.
 	withoutDeadline int
+	// withoutCardJob counts the decisions that named no durable card
+	// update (Decision.CardJob).
+	withoutCardJob int
 }
 
 func newRecordingApprovals() *recordingApprovals {
@@ -428,6 +431,11 @@ func (r *recordingApprovals) snapshot() *approval.Request {
 	return &a
 }
 
+// LockCard reads the request as Get does: the fake holds no leases.
+func (r *recordingApprovals) LockCard(ctx context.Context, token, _, _ string) (*approval.Request, error) {
+	return r.Get(ctx, token)
+}
+
 func (r *recordingApprovals) Get(_ context.Context, token string) (*approval.Request, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -443,8 +451,12 @@ func (r *recordingApprovals) Decide(_ context.Context, token string, d approval.
 	if d.NotAfter.IsZero() {
 		r.withoutDeadline++
 	}
+	if d.CardJob == "" {
+		r.withoutCardJob++
+	}
 	recorded := d
 	recorded.NotAfter = time.Time{}
+	recorded.CardJob = "" // random per decision (its presence is counted above)
 	r.decisions = append(r.decisions, recorded)
 	c := r.a.Call(d.CallID)
 	if token != r.a.Token || c == nil {

@@ -280,6 +280,7 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 		Ack             string
 		Decisions       []approval.Decision
 		WithoutDeadline int
+		WithoutCardJob  int
 		Refusals        []clickRefusal
 		Slack           []string
 	}
@@ -294,7 +295,7 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 		b.Close()
 		approvals.mu.Lock()
 		defer approvals.mu.Unlock()
-		return outcome{Ack: ack, Decisions: approvals.decisions, WithoutDeadline: approvals.withoutDeadline,
+		return outcome{Ack: ack, Decisions: approvals.decisions, WithoutDeadline: approvals.withoutDeadline, WithoutCardJob: approvals.withoutCardJob,
 			Refusals: approvals.refusals, Slack: slackAPI.Calls()}
 	}
 	fake := newFakeSocketSlack(t, smAppToken)
@@ -333,6 +334,9 @@ func TestSocketModeInteractivityMatchesHTTP(t *testing.T) {
 			got := overSocket
 			if diff := cmp.Diff(tt.wantDecisions, got.Decisions); diff != "" {
 				t.Errorf("decisions recorded (-want +got):\n%s", diff)
+			}
+			if got.WithoutCardJob != 0 {
+				t.Errorf("%d decisions reached the store without a card job; every click's card update is scheduled durably with it", got.WithoutCardJob)
 			}
 			if got.WithoutDeadline != 0 {
 				t.Errorf("%d decisions reached the store without a NotAfter; every click's has its acknowledgement deadline", got.WithoutDeadline)

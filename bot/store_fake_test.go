@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -40,9 +39,11 @@ func (stubStore) Refused(context.Context, string, string, string, string, string
 	return nil
 }
 func (stubStore) Note(context.Context, string, string, string, string) error { return nil }
-func (stubStore) Lock(context.Context, string, time.Duration) (func(), error) {
-	return func() {}, nil
+func (stubStore) LockCard(context.Context, string, string, string) (*approval.Request, error) {
+	return nil, approval.ErrNotFound
 }
+func (stubStore) ReleaseCard(context.Context, string, string, string, string) error { return nil }
+func (stubStore) ScheduleCards(context.Context, string, string) error               { return nil }
 
 // applyDecision records d on c as the store does for a first decision: its
 // status, who decided, and the result in the wire format.

@@ -45,23 +45,37 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 	if err != nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
+	if d.CardJob != "" && !validCardJob(d.CardJob) {
+		return nil, fmt.Errorf("decide %s %s: %w: bad card job name", short(token), d.CallID, approval.ErrInvalid)
+	}
 	notAfter := ""
 	if !d.NotAfter.IsZero() {
 		notAfter = strconv.FormatInt(d.NotAfter.UnixMicro(), 10)
 	}
-	args := s.tokenArgs(token, s.now(), d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Reason, p.answer, notAfter)
-	res, err := decideScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	now := s.now()
+	member, holder := "", ""
+	if d.CardJob != "" {
+		member, holder = cardJobMember(token, d.CallID, d.CardJob), s.cardHolder(d.CardJob)
+	}
+	args := s.tokenArgs(token, now, d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Reason, p.answer, notAfter,
+		member, ms(now.Add(CardJobDelay)), holder, cardLeaseTTL.Milliseconds(), s.procKey(""))
+	keys := append(s.tokenKeys(token), s.jobsRetryKey(), s.cardLeaseKey(token, d.CallID))
+	res, err := decideScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
 	code := res[0]
 	var out *approval.Decided
-	if len(res) > 1 {
-		a, err := parseApproval(token, flatMap(res[1:]))
+	if len(res) > 2 {
+		a, err := parseApproval(token, flatMap(res[2:]))
 		if err != nil {
+			if res[1] == "1" {
+				_ = s.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
+			}
 			return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 		}
 		out = decided(a, code, d, p.key)
+		out.CardLeased = res[1] == "1"
 	}
 	if err := codeErr(code); err != nil {
 		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)

@@ -359,7 +359,9 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	if err := s.SaveRun(ctx, store.RunState{RunID: a.RunID, Token: a.Token, ExpiresAt: a.ExpiresAt}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Decide(ctx, a.Token, approve("c1", "UA")); err != nil {
+	withCard := approve("c1", "UA")
+	withCard.CardJob = "job1" // a card lease and a scheduled card update
+	if _, err := s.Decide(ctx, a.Token, withCard); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Cancel(ctx, a.Token, "UREQ"); err != nil {
@@ -402,7 +404,7 @@ func TestEveryKeyHasTTL(t *testing.T) {
 		}
 		kinds[keyKind(k[len(e.prefix):])] = true
 	}
-	for _, want := range []string{"a", "deadlines", "resume", "audit", "run", "claim", "proc", "dedupe"} {
+	for _, want := range []string{"a", "deadlines", "resume", "audit", "run", "claim", "proc", "dedupe", "lock", "jobs"} {
 		if !kinds[want] {
 			t.Errorf("no %q key was created; the test does not cover it (keys: %v)", want, keys)
 		}

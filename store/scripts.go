@@ -223,9 +223,33 @@ return {'ok', exp}
 // the call is an approval, 12: result if it is a question or external
 // call, 13: results metadata, 14: override args, 15: message, 16: answer,
 // 17: the last instant it may be recorded at, in Unix microseconds by
-// Redis's clock (empty for none).
-var decideScript = redis.NewScript(scriptPrelude + `
+// Redis's clock (empty for none), 18: the durable card update job to
+// schedule with a change (its member of the job retry set; empty for
+// none), 19: when it is due (ms), 20: the card lease's holder, 21: the
+// lease's ttl (ms), 22: the heartbeat key prefix.
+// KEYS 6: the job retry set, 7: the card's lease.
+// It replies {code} for an error that changed nothing, else {code, leased
+// ('1' if it took the card's lease for the holder), record...}.
+var decideScript = redis.NewScript(scriptPrelude + leaseLua + `
 local callID, by, action, key = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+-- answer replies code, whether the card's lease was taken, and the record.
+local function answer(code, leased)
+  local r = redis.call('HGETALL', rec)
+  table.insert(r, 1, leased)
+  table.insert(r, 1, code)
+  return r
+end
+-- changed schedules the durable update of the call's card, if asked, and
+-- takes the card's lease for the caller when it is free, so that the
+-- record of this reply is the state under it (no re-read).
+local function changed(code)
+  if ARGV[18] == '' then return answer(code, '0') end
+  redis.call('ZADD', KEYS[6], ARGV[19], ARGV[18])
+  -- Only ever lengthen the schedule's TTL: it holds work due later too.
+  if redis.call('PTTL', KEYS[6]) < tonumber(keep) then redis.call('PEXPIRE', KEYS[6], keep) end
+  if takeLease(KEYS[7], ARGV[20], ARGV[21], ARGV[22]) then return answer(code, '1') end
+  return answer(code, '0')
+end
 local function refuse(why)
   audit({'type', 'refused', 'call', callID, 'by', by, 'decision', action, 'reason', why})
 end
@@ -263,10 +287,10 @@ end
 if action == 'approve' then
   local v = redis.call('HGET', rec, p .. 'v:' .. by)
   if v and string.match(v, '^%S+') == key and (st == 'pending' or st == 'approved') then
-    return reply('same')
+    return answer('same', '0')
   end
 elseif st ~= 'pending' and act == action and dby == by and dkey == key then
-  return reply('same')
+  return answer('same', '0')
 end
 
 if tstate == 'expired' or tstate == 'cancelled' or tstate == 'failed' then
@@ -275,7 +299,7 @@ if tstate == 'expired' or tstate == 'cancelled' or tstate == 'failed' then
 end
 if st ~= 'pending' and st ~= 'undecided' then
   refuse('already decided')
-  return reply('e:decided')
+  return answer('e:decided', '0')
 end
 if tstate ~= 'open' then
   refuse('resolved')
@@ -307,7 +331,7 @@ if action == 'approve' then
   if cnt < tonumber(need) then
     audit({'type', 'voted', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', 'approve',
       'args', args or '', 'override', ARGV[14]})
-    return reply('voted')
+    return changed('voted')
   end
   newst = 'approved'
 elseif action == 'deny' then
@@ -323,9 +347,9 @@ audit({'type', 'decided', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'd
   'args', args or '', 'override', ARGV[14], 'reason', ARGV[15], 'detail', ARGV[16]})
 if redis.call('HINCRBY', rec, 'left', -1) <= 0 then
   finish('resolved', by, '')
-  return reply('resolved')
+  return changed('resolved')
 end
-return reply('decided')
+return changed('decided')
 `)
 
 // resolveScript answers many calls at once and resolves the token.

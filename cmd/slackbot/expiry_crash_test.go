@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -37,8 +38,7 @@ func (h *holdExpiredUpdates) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	form, _ := url.ParseQuery(string(body))
-	if strings.Contains(form.Get("blocks"), "Expired") {
+	if strings.Contains(updateBlocks(r.Header.Get("Content-Type"), body), "Expired") {
 		h.heldOnce.Do(func() { close(h.held) })
 		select {
 		case <-h.release:
@@ -47,6 +47,20 @@ func (h *holdExpiredUpdates) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// updateBlocks is the blocks argument of a chat.update body, sent as a
+// form (slack-go) or as JSON (bot.SlackClient).
+func updateBlocks(contentType string, body []byte) string {
+	if strings.HasPrefix(contentType, "application/json") {
+		var args struct {
+			Blocks json.RawMessage `json:"blocks"`
+		}
+		_ = json.Unmarshal(body, &args)
+		return string(args.Blocks)
+	}
+	form, _ := url.ParseQuery(string(body))
+	return form.Get("blocks")
 }
 
 // A claims the expiry of a token and dies before the card is updated; B

@@ -90,6 +90,9 @@ func withRequestID(log *slog.Logger, next http.Handler) http.Handler {
 		if path == "" {
 			path = "unmatched"
 		}
+		if !log.Enabled(ctx, level) {
+			return // build no attributes for a line nobody reads (every click's)
+		}
 		log.Log(ctx, level, "http request", "method", r.Method, "route", path,
 			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	})

@@ -95,8 +95,9 @@ func (w *wiring) slack(ctx context.Context, cfg *Config, mode Mode, log *slog.Lo
 		cfg.SlackBotToken = dev.slack.Token()
 		cfg.SlackAPIURL = dev.apiURL
 	}
-	client := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(slackHTTPClient()))
-	d.Slack = client
+	sc := bot.NewSlackClient(cfg.SlackBotToken, cfg.SlackAPIURL, slackHTTPClient())
+	client := sc.Client
+	d.Slack = sc
 	if w.dev != nil {
 		// The emulated workspace is served by this very process, which does
 		// not answer yet: ask it directly.
