@@ -35,6 +35,7 @@ func (s *Service) UpdateCard(ctx context.Context, token, callID string) error {
 
 func (s *Service) update(ctx context.Context, r *Request, c *Call) error {
 	ref, err := s.poster.Update(ctx, r, c)
+	s.homeChanged(ctx, r, c)
 	if err != nil {
 		return err
 	}
