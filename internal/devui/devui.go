@@ -150,6 +150,8 @@ func (h *Handler) routes() *http.ServeMux {
 	mux.Handle("POST /click", h.handleClick())
 	mux.Handle("POST /submit", h.handleSubmit())
 	mux.Handle("POST /close", h.handleClose())
+	mux.Handle("POST /home/open", h.handleHomeOpen())
+	mux.Handle("POST /home/click", h.handleHomeClick())
 	mux.Handle("POST /response/{id}", h.handleResponse())
 	return mux
 }

@@ -145,6 +145,10 @@
     '❓': {name: 'question', src: svg('<path d="M11 12.5C11 7.8 14.2 5 18.3 5 22.6 5 25.5 7.8 25.5 11.6c0 5.8-6.4 6.3-6.4 11" fill="none" stroke="#dd2e44" stroke-width="5" stroke-linecap="round"/><circle cx="19" cy="30" r="3.2" fill="#dd2e44"/>')},
     '❔': {name: 'grey_question', src: svg('<path d="M11 12.5C11 7.8 14.2 5 18.3 5 22.6 5 25.5 7.8 25.5 11.6c0 5.8-6.4 6.3-6.4 11" fill="none" stroke="#ccd6dd" stroke-width="5" stroke-linecap="round"/><circle cx="19" cy="30" r="3.2" fill="#ccd6dd"/>')},
     '📥': {name: 'inbox_tray', src: svg('<path d="M3 20l5-9h20l5 9v11H3z" fill="#ccd6dd" stroke="#66757f" stroke-width="1.5"/><path d="M3 20h9l2 4h8l2-4h9" fill="none" stroke="#66757f" stroke-width="1.5"/><path d="M18 2v13m-5-5l5 5 5-5" fill="none" stroke="#3b88c3" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>')},
+    '📤': {name: 'outbox_tray', src: svg('<path d="M3 20l5-9h20l5 9v11H3z" fill="#ccd6dd" stroke="#66757f" stroke-width="1.5"/><path d="M18 17V4M12.5 9.5L18 4l5.5 5.5" fill="none" stroke="#3b88c3" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>')},
+    '🔓': {name: 'unlock', src: svg('<path d="M11 16V10a7 7 0 0 1 13.5-2.6" fill="none" stroke="#99aab5" stroke-width="3.5" stroke-linecap="round"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
+    '🔒': {name: 'lock', src: svg('<path d="M11 16v-5a7 7 0 0 1 14 0v5" fill="none" stroke="#99aab5" stroke-width="3.5"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
+    '🚨': {name: 'rotating_light', src: svg('<path d="M8 30V18a10 10 0 0 1 20 0v12z" fill="#dd2e44"/><rect x="4" y="29" width="28" height="5" rx="1.5" fill="#66757f"/><path d="M14 18a4 4 0 0 1 4-4" fill="none" stroke="#fff" stroke-width="2.5" stroke-linecap="round"/>')},
     '🟢': {name: 'large_green_circle', src: circle('#78b159')},
     '🔴': {name: 'red_circle', src: circle('#dd2e44')},
     'ℹ': {name: 'information_source', src: svg('<rect x="2" y="2" width="32" height="32" rx="6" fill="#3b88c3"/><circle cx="18" cy="10" r="2.8" fill="#fff"/><rect x="15.5" y="15" width="5" height="13" rx="1.5" fill="#fff"/>')},
@@ -483,11 +487,12 @@
     const b = h('button', {
       type: 'button',
       className: 'btn' + style + (ctx.surface === 'modal' ? ' btn-large' : ''),
-      disabled: busy || ctx.surface !== 'message',
+      disabled: busy || (ctx.surface !== 'message' && ctx.surface !== 'home'),
       dataset: {actionId: el.action_id || '', blockId: blockID || '', style: el.style || 'default'},
     });
     textObject(b, el.text);
     if (ctx.surface === 'message') b.onclick = () => click(ctx, blockID, el);
+    if (ctx.surface === 'home') b.onclick = () => homeClick(blockID, el);
     return b;
   }
 
@@ -596,6 +601,29 @@
     render();
     try {
       await api.post('click', {user: app.user, channel: ctx.channel, ts: ctx.ts, action_id: el.action_id, block_id: blockID, value: el.value || ''});
+    } finally {
+      app.inFlight.delete(k);
+      render();
+    }
+  }
+
+  // HOME is the main pane's "channel" while it shows the app's Home tab.
+  const HOME = 'home';
+
+  // openHome tells slackbot the acting person opened the app's Home tab
+  // (app_home_opened); it answers with views.publish, which the page shows.
+  async function openHome() {
+    await api.post('home/open', {user: app.user});
+  }
+
+  // homeClick clicks a button of the acting person's Home tab.
+  async function homeClick(blockID, el) {
+    if (el.confirm && !(await confirmDialog(el.confirm))) return;
+    const k = 'home/' + app.user;
+    app.inFlight.add(k);
+    render();
+    try {
+      await api.post('home/click', {user: app.user, action_id: el.action_id, block_id: blockID, value: el.value || ''});
     } finally {
       app.inFlight.delete(k);
       render();
@@ -753,6 +781,7 @@
     dismiss('channel', id);
     localStorage.setItem('devui.channel', id);
     render(true);
+    if (id === HOME) openHome();
   }
 
   function openThread(channel, ts) {
@@ -769,6 +798,7 @@
     localStorage.setItem('devui.user', id);
     app.modalKey = '';
     render(true);
+    if (app.channel === HOME) openHome();
   }
 
   // ---------------------------------------------------------------- rendering
@@ -790,7 +820,7 @@
       const requester = people().find((u) => role(u.id) === 'requester');
       app.user = (requester || people()[0] || {}).id || '';
     }
-    if (!app.channel || (!channelByID(app.channel) && app.channel !== dmOf(app.user))) {
+    if (!app.channel || (!channelByID(app.channel) && app.channel !== dmOf(app.user) && app.channel !== HOME)) {
       const general = s.channels.find((c) => c.name === 'general');
       app.channel = (general || s.channels.find((c) => !c.is_im) || {}).id || dmOf(app.user);
     }
@@ -802,7 +832,9 @@
     $('search-text').textContent = `Local Slack emulator · ${s.team.name} · payloads signed and sent to slackbot`;
     renderUsers();
     renderSidebar();
-    renderChannel(jump);
+    $('composer-form').hidden = app.channel === HOME;
+    if (app.channel === HOME) renderHome();
+    else renderChannel(jump);
     renderThread();
     renderModal();
   }
@@ -834,6 +866,22 @@
     const dm = dmOf(app.user);
     const botAvatar = avatar(bot);
     $('dms').replaceChildren(sidebarItem(dm, botAvatar, displayName(bot)));
+    $('apps').replaceChildren(sidebarItem(HOME, avatar(bot), displayName(bot) + ' · Home'));
+  }
+
+  // renderHome shows the app's Home tab as the acting person sees it: the
+  // view slackbot last published for them, its buttons live.
+  function renderHome() {
+    const bot = app.state.bot_user_id;
+    $('channel-title').replaceChildren(avatar(bot, 24), displayName(bot), h('span', {className: 'app-badge'}, 'APP'), h('span', {className: 'home-tab'}, 'Home'));
+    $('channel-topic').textContent = 'The app\'s Home tab: what waits for you, your requests, your grants.';
+    const home = (app.state.homes || {})[app.user];
+    const busy = app.inFlight.has('home/' + app.user);
+    if (!changed('channel', HOME, app.user, home, busy, app.state.users, app.state.channels, app.state.usergroups)) return;
+    const body = home
+      ? h('div', {className: 'home', dataset: {home: app.user}}, blocks(home.view.blocks, {surface: 'home', busy}))
+      : h('div', {className: 'intro'}, h('p', {}, 'Opening the Home tab…'));
+    $('messages').replaceChildren(body);
   }
 
   // visible lists what the acting person sees in a channel: top-level
@@ -1054,6 +1102,7 @@
           app.state = next;
           for (const id of Object.keys(app.modalValues)) if (!next.views.some((v) => v.id === id)) { delete app.modalValues[id]; delete app.modalErrors[id]; }
           render(!prev);
+          if (!prev && app.channel === HOME) openHome();
         } catch (err) {
           toast({error: true, title: 'Could not load the workspace', detail: String(err)});
         }
