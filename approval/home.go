@@ -77,8 +77,7 @@ type HomeView struct {
 // decide now (the authorization of a click from their Home: the route's
 // approvers and usergroups, its escalation approvers once it escalated,
 // never their own call unless the route allows self-approval), their own
-// pending requests, and their grants. It records that viewer watches their
-// Home, so that changes republish it. Without a HomeStore it shows only
+// pending requests, and their grants. Without a HomeStore it shows only
 // the grants.
 func (s *Service) Home(ctx context.Context, viewer string) (*HomeView, error) {
 	v := &HomeView{Viewer: viewer}
@@ -88,9 +87,6 @@ func (s *Service) Home(ctx context.Context, viewer string) (*HomeView, error) {
 	}
 	if s.home == nil || viewer == "" {
 		return v, nil
-	}
-	if err := s.home.HomeOpened(ctx, viewer, HomeViewerTTL); err != nil {
-		s.log.WarnContext(ctx, "record a Home viewer", "err", err)
 	}
 	pending, err := s.home.Pending(ctx, MaxHomeScan)
 	if err != nil {
@@ -121,6 +117,18 @@ func (s *Service) Home(ctx context.Context, viewer string) (*HomeView, error) {
 		}
 	}
 	return v, nil
+}
+
+// HomeOpened records that user looks at their Home (they opened it, or
+// clicked on it): for HomeViewerTTL, changes that concern them republish
+// it. A failure is logged: their Home is only republished when opened.
+func (s *Service) HomeOpened(ctx context.Context, user string) {
+	if s.home == nil || user == "" {
+		return
+	}
+	if err := s.home.HomeOpened(ctx, user, HomeViewerTTL); err != nil {
+		s.log.WarnContext(ctx, "record a Home viewer", "err", err)
+	}
 }
 
 // decideAction is the action a Home's first button takes on a call of

@@ -72,10 +72,14 @@ func (b *Bot) HomeOpened(ctx context.Context, user string) {
 	b.publishHomeLater(ctx, user, "")
 }
 
+// publishHomeLater publishes the Home of user, who looks at it (they
+// opened it or clicked on it, so changes republish it for a while), after
+// the acknowledgement.
 func (b *Bot) publishHomeLater(ctx context.Context, user, notice string) {
 	b.goAsync(ctx, "publish home", func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, homePublishTimeout)
 		defer cancel()
+		b.svc.HomeOpened(ctx, user)
 		return b.PublishHome(ctx, user, notice)
 	})
 }

@@ -208,3 +208,21 @@ func TestHomePublishRetries429(t *testing.T) {
 		t.Errorf("Alice's Home was published %d times, want once", n)
 	}
 }
+
+// TestHomeOtherTabsPublishNothing: app_home_opened for the Messages tab
+// publishes no Home.
+func TestHomeOtherTabsPublishNothing(t *testing.T) {
+	e := newEnv(t, envOptions{routes: homeRoutes, model: deleteNamedModel()})
+	body := slacktest.HomeOpened{Team: testTeam, User: alice, Tab: "messages"}.Body()
+	if resp := e.post("/slack/events", slacktest.JSONContentType, body, time.Now(), testSecret); resp.StatusCode != http.StatusOK {
+		t.Fatalf("app_home_opened: status %d", resp.StatusCode)
+	}
+	e.openHome(bob) // a Home tab opened after it is published: the first event was handled
+	e.app.bot.Close()
+	if n := len(e.slack.Calls("views.publish")); n != 1 {
+		t.Errorf("%d views.publish calls, want Bob's one", n)
+	}
+	if _, ok := e.slack.Home(alice); ok {
+		t.Error("opening the Messages tab published Alice's Home")
+	}
+}
