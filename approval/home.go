@@ -30,7 +30,10 @@ const (
 )
 
 // HomeStore is what App Home reads and keeps in the store. Package store
-// implements it over Redis.
+// implements it over Redis. A Service serves Homes when its Store
+// implements HomeStore too (store.Store does), and keeps them fresh when
+// its Scheduler implements HomeScheduler too (store.JobQueue does); with
+// neither, Homes show grants only and are republished only when opened.
 type HomeStore interface {
 	// Pending returns at most limit requests still pending, soonest
 	// deadline first.
@@ -45,6 +48,18 @@ type HomeStore interface {
 // many changes ask for it meanwhile. store.JobQueue implements it.
 type HomeScheduler interface {
 	ScheduleHome(ctx context.Context, user string, delay time.Duration) error
+}
+
+// homeStore is the Service's HomeStore, or nil.
+func (s *Service) homeStore() HomeStore {
+	h, _ := s.store.(HomeStore)
+	return h
+}
+
+// homeScheduler is the Service's HomeScheduler, or nil.
+func (s *Service) homeScheduler() HomeScheduler {
+	h, _ := s.scheduler.(HomeScheduler)
+	return h
 }
 
 // HomeCall is one call a Home lists, with the request it belongs to.
@@ -85,10 +100,11 @@ func (s *Service) Home(ctx context.Context, viewer string) (*HomeView, error) {
 	if v.Grants, err = s.Grants(ctx, viewer); err != nil {
 		return nil, err
 	}
-	if s.home == nil || viewer == "" {
+	home := s.homeStore()
+	if home == nil || viewer == "" {
 		return v, nil
 	}
-	pending, err := s.home.Pending(ctx, MaxHomeScan)
+	pending, err := home.Pending(ctx, MaxHomeScan)
 	if err != nil {
 		return nil, err
 	}
@@ -123,10 +139,11 @@ func (s *Service) Home(ctx context.Context, viewer string) (*HomeView, error) {
 // clicked on it): for HomeViewerTTL, changes that concern them republish
 // it. A failure is logged: their Home is only republished when opened.
 func (s *Service) HomeOpened(ctx context.Context, user string) {
-	if s.home == nil || user == "" {
+	home := s.homeStore()
+	if home == nil || user == "" {
 		return
 	}
-	if err := s.home.HomeOpened(ctx, user, HomeViewerTTL); err != nil {
+	if err := home.HomeOpened(ctx, user, HomeViewerTTL); err != nil {
 		s.log.WarnContext(ctx, "record a Home viewer", "err", err)
 	}
 }
@@ -163,14 +180,15 @@ func (s *Service) escalatedFor(ctx context.Context, r *Request, c *Call, user st
 // and its requester. At most MaxHomeRefresh Homes; a failure is logged
 // (the Homes are only stale until they are opened again).
 func (s *Service) homeChanged(ctx context.Context, r *Request, c *Call) {
-	if s.home == nil || s.homeRefresh == nil {
+	home, refresh := s.homeStore(), s.homeScheduler()
+	if home == nil || refresh == nil {
 		return
 	}
 	users := s.concerned(ctx, r, c)
 	if len(users) == 0 {
 		return
 	}
-	viewers, err := s.home.HomeViewers(ctx, users, HomeViewerTTL)
+	viewers, err := home.HomeViewers(ctx, users, HomeViewerTTL)
 	if err != nil {
 		s.log.WarnContext(ctx, "look up Home viewers", "err", err)
 		return
@@ -180,7 +198,7 @@ func (s *Service) homeChanged(ctx context.Context, r *Request, c *Call) {
 		viewers = viewers[:MaxHomeRefresh]
 	}
 	for _, u := range viewers {
-		if err := s.homeRefresh.ScheduleHome(ctx, u, HomeCoalesce); err != nil {
+		if err := refresh.ScheduleHome(ctx, u, HomeCoalesce); err != nil {
 			s.log.WarnContext(ctx, "schedule a Home refresh", "err", err)
 			return
 		}

@@ -15,8 +15,8 @@ import (
 )
 
 // homeFixture is the attention fixture's routing on the real store, with
-// App Home wired as cmd/slackbot wires it (the store lists, its job queue
-// republishes).
+// App Home wired as cmd/slackbot wires it: the store lists, its job queue
+// (the Scheduler) republishes.
 type homeFixture struct {
 	*fixture
 	rdb    redis.UniversalClient
@@ -36,7 +36,7 @@ func newHomeFixture(t *testing.T) *homeFixture {
 	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
 	f.svc = approval.New(approval.Config{
 		Store: st, Poster: f.poster, Directory: directory{"SONCALL": {"UFRANK"}}, Routes: routes,
-		Metrics: f.metrics, Home: st, HomeRefresh: st.JobQueue(0), Now: clock.Now,
+		Metrics: f.metrics, Scheduler: st.JobQueue(0), Now: clock.Now,
 	})
 	t.Cleanup(f.svc.Close)
 	return &homeFixture{fixture: f, rdb: rdb, prefix: prefix, clock: clock}

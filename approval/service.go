@@ -54,14 +54,9 @@ type Config struct {
 	// Grants, when set, keeps the grants of routes with grants: and
 	// approves the calls they cover without a card; nil: no grants.
 	Grants GrantStore
-	// Home, when set, serves App Home (Home) and HomeRefresh republishes
-	// the Homes a change concerns; nil: Homes show grants only and are
-	// republished only when opened.
-	Home        HomeStore
-	HomeRefresh HomeScheduler
-	Metrics     Metrics
-	Log         *slog.Logger
-	Now         func() time.Time
+	Metrics   Metrics
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Service is the one approval pipeline: every way in (a run started in
@@ -69,18 +64,16 @@ type Config struct {
 // and every way of deciding (a button, a form, an API answer) decides
 // through Decide.
 type Service struct {
-	store       Store
-	poster      Poster
-	dir         Directory
-	routes      *routing.Routes
-	tools       Tools
-	scheduler   Scheduler
-	grants      GrantStore
-	home        HomeStore
-	homeRefresh HomeScheduler
-	metrics     Metrics
-	log         *slog.Logger
-	now         func() time.Time
+	store     Store
+	poster    Poster
+	dir       Directory
+	routes    *routing.Routes
+	tools     Tools
+	scheduler Scheduler
+	grants    GrantStore
+	metrics   Metrics
+	log       *slog.Logger
+	now       func() time.Time
 
 	// Card updates that follow a decision run after the caller got its
 	// answer (a click must be acknowledged within Slack's three seconds);
@@ -92,7 +85,7 @@ type Service struct {
 func New(cfg Config) *Service {
 	s := &Service{
 		store: cfg.Store, poster: cfg.Poster, dir: cfg.Directory, routes: cfg.Routes,
-		tools: cfg.Tools, scheduler: cfg.Scheduler, grants: cfg.Grants, home: cfg.Home, homeRefresh: cfg.HomeRefresh, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
+		tools: cfg.Tools, scheduler: cfg.Scheduler, grants: cfg.Grants, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
 	}
 	if s.routes == nil {
 		s.routes = &routing.Routes{}

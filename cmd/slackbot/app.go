@@ -131,7 +131,7 @@ func newApp(d appDeps) (*app, error) {
 	groups := &bot.Usergroups{Slack: d.Slack}
 	a.svc = approval.New(approval.Config{
 		Store: st, Poster: a.cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
-		Scheduler: a.jobs, Grants: st, Home: st, HomeRefresh: a.jobs, Now: d.StoreOptions.Now,
+		Scheduler: a.jobs, Grants: st, Now: d.StoreOptions.Now,
 	})
 	a.bot = bot.New(bot.Config{
 		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,

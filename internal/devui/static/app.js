@@ -145,15 +145,14 @@
     '❓': {name: 'question', src: svg('<path d="M11 12.5C11 7.8 14.2 5 18.3 5 22.6 5 25.5 7.8 25.5 11.6c0 5.8-6.4 6.3-6.4 11" fill="none" stroke="#dd2e44" stroke-width="5" stroke-linecap="round"/><circle cx="19" cy="30" r="3.2" fill="#dd2e44"/>')},
     '❔': {name: 'grey_question', src: svg('<path d="M11 12.5C11 7.8 14.2 5 18.3 5 22.6 5 25.5 7.8 25.5 11.6c0 5.8-6.4 6.3-6.4 11" fill="none" stroke="#ccd6dd" stroke-width="5" stroke-linecap="round"/><circle cx="19" cy="30" r="3.2" fill="#ccd6dd"/>')},
     '📥': {name: 'inbox_tray', src: svg('<path d="M3 20l5-9h20l5 9v11H3z" fill="#ccd6dd" stroke="#66757f" stroke-width="1.5"/><path d="M3 20h9l2 4h8l2-4h9" fill="none" stroke="#66757f" stroke-width="1.5"/><path d="M18 2v13m-5-5l5 5 5-5" fill="none" stroke="#3b88c3" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>')},
-    '📤': {name: 'outbox_tray', src: svg('<path d="M3 20l5-9h20l5 9v11H3z" fill="#ccd6dd" stroke="#66757f" stroke-width="1.5"/><path d="M18 17V4M12.5 9.5L18 4l5.5 5.5" fill="none" stroke="#3b88c3" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>')},
-    '🔓': {name: 'unlock', src: svg('<path d="M11 16V10a7 7 0 0 1 13.5-2.6" fill="none" stroke="#99aab5" stroke-width="3.5" stroke-linecap="round"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
-    '🔒': {name: 'lock', src: svg('<path d="M11 16v-5a7 7 0 0 1 14 0v5" fill="none" stroke="#99aab5" stroke-width="3.5"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
-    '🚨': {name: 'rotating_light', src: svg('<path d="M8 30V18a10 10 0 0 1 20 0v12z" fill="#dd2e44"/><rect x="4" y="29" width="28" height="5" rx="1.5" fill="#66757f"/><path d="M14 18a4 4 0 0 1 4-4" fill="none" stroke="#fff" stroke-width="2.5" stroke-linecap="round"/>')},
     '🟢': {name: 'large_green_circle', src: circle('#78b159')},
     '🔴': {name: 'red_circle', src: circle('#dd2e44')},
     'ℹ': {name: 'information_source', src: svg('<rect x="2" y="2" width="32" height="32" rx="6" fill="#3b88c3"/><circle cx="18" cy="10" r="2.8" fill="#fff"/><rect x="15.5" y="15" width="5" height="13" rx="1.5" fill="#fff"/>')},
     '🙂': {name: 'slightly_smiling_face', src: svg('<circle cx="18" cy="18" r="16" fill="#ffcc4d"/><ellipse cx="12.5" cy="14" rx="2" ry="3" fill="#664500"/><ellipse cx="23.5" cy="14" rx="2" ry="3" fill="#664500"/><path d="M10.5 21.5c2 3.5 5 4.5 7.5 4.5s5.5-1 7.5-4.5" fill="none" stroke="#664500" stroke-width="2" stroke-linecap="round"/>')},
     '🤖': {name: 'robot_face', src: svg('<rect x="5" y="9" width="26" height="22" rx="5" fill="#99aab5"/><circle cx="12.5" cy="19" r="3" fill="#292f33"/><circle cx="23.5" cy="19" r="3" fill="#292f33"/><rect x="12" y="25" width="12" height="2.5" rx="1.2" fill="#292f33"/><rect x="17" y="3" width="2" height="6" fill="#66757f"/><circle cx="18" cy="3" r="2.2" fill="#dd2e44"/>')},
+    '📤': {name: 'outbox_tray', src: svg('<path d="M3 20l5-9h20l5 9v11H3z" fill="#ccd6dd" stroke="#66757f" stroke-width="1.5"/><path d="M18 17V4M12.5 9.5L18 4l5.5 5.5" fill="none" stroke="#3b88c3" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>')},
+    '🔓': {name: 'unlock', src: svg('<path d="M11 16V10a7 7 0 0 1 13.5-2.6" fill="none" stroke="#99aab5" stroke-width="3.5" stroke-linecap="round"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
+    '🔒': {name: 'lock', src: svg('<path d="M11 16v-5a7 7 0 0 1 14 0v5" fill="none" stroke="#99aab5" stroke-width="3.5"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
   };
   const SHORTCODES = {};
   for (const [ch, e] of Object.entries(EMOJI)) SHORTCODES[e.name] = ch;
