@@ -52,6 +52,7 @@ func (s *Service) updateCall(ctx context.Context, r *Request, callID string) err
 
 func (s *Service) update(ctx context.Context, r *Request, c *Call) error {
 	ref, err := s.poster.Update(ctx, r, c)
+	s.homeChanged(ctx, r, c)
 	if err != nil {
 		return err
 	}

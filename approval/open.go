@@ -219,6 +219,7 @@ func (s *Service) post(ctx context.Context, r *Request, c *Call) error {
 		return fmt.Errorf("record card of %s: %w", c.ID, err)
 	}
 	s.schedule(ctx, r, c)
+	s.homeChanged(ctx, r, c)
 	return nil
 }
 

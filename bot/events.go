@@ -26,8 +26,9 @@ type Deduper interface {
 const EventDedupeTTL = 2 * time.Hour
 
 // HandleEvents serves POST /slack/events (Events API). Wrap it in
-// VerifySlack. It answers url_verification, and starts a run for an
-// app_mention or a direct message; the run happens after the ack.
+// VerifySlack. It answers url_verification, starts a run for an
+// app_mention or a direct message, and publishes the Home tab of a person
+// who opened it (app_home_opened); both happen after the ack.
 func (rs *Runs) HandleEvents() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -79,6 +80,13 @@ func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.
 	var turn Turn
 	var text string
 	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppHomeOpenedEvent:
+		// The Home tab (not Messages or About): publish it after the ack;
+		// a publish replaces the Home, so a redelivery needs no dedupe.
+		if e.Tab == "home" && e.User != "" && rs.Bot != nil {
+			rs.Bot.HomeOpened(ctx, e.User)
+		}
+		return nil
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == rs.BotUserID {
 			return nil

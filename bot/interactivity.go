@@ -204,6 +204,10 @@ var formActions = map[string]approval.Action{
 }
 
 func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
+	if homeClick(cb) {
+		b.homeAction(ctx, cb)
+		return
+	}
 	act := cb.ActionCallback.BlockActions[0]
 	msg := approval.MessageRef{Channel: cb.Channel.ID, TS: cb.Message.Timestamp}
 	if cb.Container.ChannelID != "" {

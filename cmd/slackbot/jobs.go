@@ -46,6 +46,11 @@ func (a *app) doJob(ctx context.Context, j store.Job) error {
 		return a.answerJob(ctx, log, j)
 	case store.JobRemind, store.JobEscalate:
 		return a.attend(ctx, log, j)
+	case store.JobHomeRefresh:
+		// A call the user could decide (or asked for) changed: their Home
+		// is published afresh, once for the changes of the coalescing
+		// window. A 429 is waited out inside PublishHome.
+		return a.bot.PublishHome(ctx, j.Data, "")
 	default:
 		log.WarnContext(ctx, "unknown job kind: left for another replica")
 		return store.ErrJobLeft

@@ -153,6 +153,8 @@ func (h *Handler) routes() *http.ServeMux {
 	mux.Handle("GET /static/", noCache(http.StripPrefix("/static/", http.FileServerFS(assets))))
 	mux.Handle("GET /state", h.handleState())
 	mux.Handle("GET /changes", h.handleChanges())
+	mux.Handle("POST /home/open", h.handleHomeOpen())
+	mux.Handle("POST /home/click", h.handleHomeClick())
 	mux.Handle("POST /post", h.handlePost())
 	mux.Handle("POST /click", h.handleClick())
 	mux.Handle("POST /submit", h.handleSubmit())

@@ -18,6 +18,8 @@ type stateResponse struct {
 	Messages   map[string][]messageJSON   `json:"messages"`
 	Ephemerals map[string][]ephemeralJSON `json:"ephemerals"`
 	Views      []viewJSON                 `json:"views"`
+	// Homes are the app's Home tabs, by user.
+	Homes map[string]viewJSON `json:"homes"`
 }
 
 type teamJSON struct {
@@ -107,9 +109,13 @@ func (h *Handler) snapshot() stateResponse {
 		Messages:   map[string][]messageJSON{},
 		Ephemerals: map[string][]ephemeralJSON{},
 		Views:      []viewJSON{},
+		Homes:      map[string]viewJSON{},
 	}
 	for _, u := range h.slack.Users() {
 		out.Users = append(out.Users, userJSON{ID: u.ID, Name: u.Name, RealName: u.RealName, DisplayName: u.DisplayName, IsBot: u.IsBot})
+		if home, ok := h.slack.Home(u.ID); ok {
+			out.Homes[u.ID] = viewOf(home)
+		}
 		for _, e := range h.slack.Ephemerals(u.ID) {
 			blocks, _ := decodeBlocks(e.BlocksJSON)
 			out.Ephemerals[u.ID] = append(out.Ephemerals[u.ID], ephemeralJSON{

@@ -119,13 +119,16 @@ func validateBlocks(raw json.RawMessage, maxBlocks int) []string {
 	return v.problems
 }
 
-// validateView checks a modal view.
-func validateView(view map[string]any) []string {
+// validateSurface checks a view of type kind: "modal", or "home" (an
+// app's Home tab, which has no title, submit or close).
+func validateSurface(view map[string]any, kind string) []string {
 	v := &bk{blockIDs: map[string]bool{}}
-	if t, _ := view["type"].(string); t != "modal" {
-		v.fail("/view/type", "must be \"modal\"")
+	if t, _ := view["type"].(string); t != kind {
+		v.fail("/view/type", "must be %q", kind)
 	}
-	v.plainText("/view/title", view["title"], maxViewTitle, true)
+	if kind == "modal" {
+		v.plainText("/view/title", view["title"], maxViewTitle, true)
+	}
 	v.plainText("/view/submit", view["submit"], maxViewTitle, false)
 	v.plainText("/view/close", view["close"], maxViewTitle, false)
 	v.length("/view/private_metadata", view["private_metadata"], maxPrivateMeta)
@@ -137,7 +140,7 @@ func validateView(view map[string]any) []string {
 		return v.problems
 	}
 	v.blocks("/view/blocks", blocks, maxViewBlocks)
-	if _, hasSubmit := view["submit"]; !hasSubmit && slices.ContainsFunc(blocks, func(b any) bool {
+	if _, hasSubmit := view["submit"]; kind == "modal" && !hasSubmit && slices.ContainsFunc(blocks, func(b any) bool {
 		m, _ := b.(map[string]any)
 		return m["type"] == "input"
 	}) {

@@ -32,6 +32,7 @@ var methods = map[string]methodFunc{
 	"views.open":            (*Server).viewsOpen,
 	"views.push":            (*Server).viewsPush,
 	"views.update":          (*Server).viewsUpdate,
+	"views.publish":         (*Server).viewsPublish,
 }
 
 // maxMessageText is the longest text Slack accepts in a message.
@@ -379,8 +380,15 @@ const (
 	maxViewBlocks    = 100
 )
 
-// readView reads and checks the view parameter of views.*.
+// readView reads and checks the view parameter of views.open, push and
+// update.
 func readView(r *request) (map[string]any, json.RawMessage, []slack.Block, *apiError) {
+	return readSurface(r, "modal")
+}
+
+// readSurface reads and checks the view parameter of views.*: a view of
+// type kind.
+func readSurface(r *request, kind string) (map[string]any, json.RawMessage, []slack.Block, *apiError) {
 	raw, ok := r.json("view")
 	if !ok || len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil, nil, &apiError{code: "invalid_arguments", errors: []string{"missing required field: view"}}
@@ -389,7 +397,7 @@ func readView(r *request) (map[string]any, json.RawMessage, []slack.Block, *apiE
 	if err := json.Unmarshal(raw, &view); err != nil {
 		return nil, nil, nil, &apiError{code: "invalid_arguments", errors: []string{"view: " + err.Error()}}
 	}
-	if problems := validateView(view); len(problems) > 0 {
+	if problems := validateSurface(view, kind); len(problems) > 0 {
 		return nil, nil, nil, &apiError{code: "invalid_arguments", errors: problems}
 	}
 	blocksRaw, err := json.Marshal(view["blocks"])

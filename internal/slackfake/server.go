@@ -52,6 +52,8 @@ type Server struct {
 	messages   map[string][]*Message
 	ephemerals []*Ephemeral
 	views      map[string]*View
+	homes      map[string]*View // the Home tab published for each user
+	noHome     bool
 	viewOrder  []string
 	triggers   map[string]*trigger
 	ids        int
@@ -79,6 +81,7 @@ func New(opts ...Option) *Server {
 		channels: map[string]*Channel{},
 		messages: map[string][]*Message{},
 		views:    map[string]*View{},
+		homes:    map[string]*View{},
 		triggers: map[string]*trigger{},
 		limits:   map[string]*rateLimit{},
 		fails:    map[string]*failure{},

@@ -152,6 +152,9 @@
     'ℹ': {name: 'information_source', src: svg('<rect x="2" y="2" width="32" height="32" rx="6" fill="#3b88c3"/><circle cx="18" cy="10" r="2.8" fill="#fff"/><rect x="15.5" y="15" width="5" height="13" rx="1.5" fill="#fff"/>')},
     '🙂': {name: 'slightly_smiling_face', src: svg('<circle cx="18" cy="18" r="16" fill="#ffcc4d"/><ellipse cx="12.5" cy="14" rx="2" ry="3" fill="#664500"/><ellipse cx="23.5" cy="14" rx="2" ry="3" fill="#664500"/><path d="M10.5 21.5c2 3.5 5 4.5 7.5 4.5s5.5-1 7.5-4.5" fill="none" stroke="#664500" stroke-width="2" stroke-linecap="round"/>')},
     '🤖': {name: 'robot_face', src: svg('<rect x="5" y="9" width="26" height="22" rx="5" fill="#99aab5"/><circle cx="12.5" cy="19" r="3" fill="#292f33"/><circle cx="23.5" cy="19" r="3" fill="#292f33"/><rect x="12" y="25" width="12" height="2.5" rx="1.2" fill="#292f33"/><rect x="17" y="3" width="2" height="6" fill="#66757f"/><circle cx="18" cy="3" r="2.2" fill="#dd2e44"/>')},
+    '📤': {name: 'outbox_tray', src: svg('<path d="M3 20l5-9h20l5 9v11H3z" fill="#ccd6dd" stroke="#66757f" stroke-width="1.5"/><path d="M18 17V4M12.5 9.5L18 4l5.5 5.5" fill="none" stroke="#3b88c3" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>')},
+    '🔓': {name: 'unlock', src: svg('<path d="M11 16V10a7 7 0 0 1 13.5-2.6" fill="none" stroke="#99aab5" stroke-width="3.5" stroke-linecap="round"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
+    '🔒': {name: 'lock', src: svg('<path d="M11 16v-5a7 7 0 0 1 14 0v5" fill="none" stroke="#99aab5" stroke-width="3.5"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
   };
   const SHORTCODES = {};
   for (const [ch, e] of Object.entries(EMOJI)) SHORTCODES[e.name] = ch;
@@ -485,11 +488,12 @@
     const b = h('button', {
       type: 'button',
       className: 'btn' + style + (ctx.surface === 'modal' ? ' btn-large' : ''),
-      disabled: busy || ctx.surface !== 'message',
+      disabled: busy || (ctx.surface !== 'message' && ctx.surface !== 'home'),
       dataset: {actionId: el.action_id || '', blockId: blockID || '', style: el.style || 'default'},
     });
     textObject(b, el.text);
     if (ctx.surface === 'message') b.onclick = () => click(ctx, blockID, el);
+    if (ctx.surface === 'home') b.onclick = () => homeClick(blockID, el);
     return b;
   }
 
@@ -598,6 +602,29 @@
     render();
     try {
       await api.post('click', {user: app.user, channel: ctx.channel, ts: ctx.ts, action_id: el.action_id, block_id: blockID, value: el.value || ''});
+    } finally {
+      app.inFlight.delete(k);
+      render();
+    }
+  }
+
+  // HOME is the main pane's "channel" while it shows the app's Home tab.
+  const HOME = 'home';
+
+  // openHome tells slackbot the acting person opened the app's Home tab
+  // (app_home_opened); it answers with views.publish, which the page shows.
+  async function openHome() {
+    await api.post('home/open', {user: app.user});
+  }
+
+  // homeClick clicks a button of the acting person's Home tab.
+  async function homeClick(blockID, el) {
+    if (el.confirm && !(await confirmDialog(el.confirm))) return;
+    const k = 'home/' + app.user;
+    app.inFlight.add(k);
+    render();
+    try {
+      await api.post('home/click', {user: app.user, action_id: el.action_id, block_id: blockID, value: el.value || ''});
     } finally {
       app.inFlight.delete(k);
       render();
@@ -755,6 +782,7 @@
     dismiss('channel', id);
     localStorage.setItem('devui.channel', id);
     render(true);
+    if (id === HOME) openHome();
   }
 
   function openThread(channel, ts) {
@@ -771,6 +799,7 @@
     localStorage.setItem('devui.user', id);
     app.modalKey = '';
     render(true);
+    if (app.channel === HOME) openHome();
   }
 
   // ---------------------------------------------------------------- rendering
@@ -792,7 +821,7 @@
       const requester = people().find((u) => role(u.id) === 'requester');
       app.user = (requester || people()[0] || {}).id || '';
     }
-    if (!app.channel || (!channelByID(app.channel) && app.channel !== dmOf(app.user))) {
+    if (!app.channel || (!channelByID(app.channel) && app.channel !== dmOf(app.user) && app.channel !== HOME)) {
       const general = s.channels.find((c) => c.name === 'general');
       app.channel = (general || s.channels.find((c) => !c.is_im) || {}).id || dmOf(app.user);
     }
@@ -804,7 +833,9 @@
     $('search-text').textContent = `Local Slack emulator · ${s.team.name} · payloads signed and sent to slackbot`;
     renderUsers();
     renderSidebar();
-    renderChannel(jump);
+    $('composer-form').hidden = app.channel === HOME;
+    if (app.channel === HOME) renderHome();
+    else renderChannel(jump);
     renderThread();
     renderModal();
   }
@@ -836,6 +867,22 @@
     const dm = dmOf(app.user);
     const botAvatar = avatar(bot);
     $('dms').replaceChildren(sidebarItem(dm, botAvatar, displayName(bot)));
+    $('apps').replaceChildren(sidebarItem(HOME, avatar(bot), displayName(bot) + ' · Home'));
+  }
+
+  // renderHome shows the app's Home tab as the acting person sees it: the
+  // view slackbot last published for them, its buttons live.
+  function renderHome() {
+    const bot = app.state.bot_user_id;
+    $('channel-title').replaceChildren(avatar(bot, 24), displayName(bot), h('span', {className: 'app-badge'}, 'APP'), h('span', {className: 'home-tab'}, 'Home'));
+    $('channel-topic').textContent = 'The app\'s Home tab: what waits for you, your requests, your grants.';
+    const home = (app.state.homes || {})[app.user];
+    const busy = app.inFlight.has('home/' + app.user);
+    if (!changed('channel', HOME, app.user, home, busy, app.state.users, app.state.channels, app.state.usergroups)) return;
+    const body = home
+      ? h('div', {className: 'home', dataset: {home: app.user}}, blocks(home.view.blocks, {surface: 'home', busy}))
+      : h('div', {className: 'intro'}, h('p', {}, 'Opening the Home tab…'));
+    $('messages').replaceChildren(body);
   }
 
   // visible lists what the acting person sees in a channel: top-level
@@ -1056,6 +1103,7 @@
           app.state = next;
           for (const id of Object.keys(app.modalValues)) if (!next.views.some((v) => v.id === id)) { delete app.modalValues[id]; delete app.modalErrors[id]; }
           render(!prev);
+          if (!prev && app.channel === HOME) openHome();
         } catch (err) {
           toast({error: true, title: 'Could not load the workspace', detail: String(err)});
         }

@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/approval"
+)
+
+// What App Home reads and keeps. The pending requests are those in the
+// expiry set (deadlines) whose deadline has not passed; the users who
+// opened their Home recently are a sorted set, homes, scored by when each
+// last opened it, trimmed as it is written; a Home waiting to be
+// republished is one member of the job queue's schedule per user.
+
+// JobHomeRefresh republishes one user's App Home (Job.Data is the user
+// id): a call they could decide changed state.
+const JobHomeRefresh JobKind = "home.refresh"
+
+// MaxPending bounds Pending's limit.
+const MaxPending = 1000
+
+var _ approval.HomeStore = (*Store)(nil)
+
+func (s *Store) homesKey() string { return s.key("homes") }
+
+// Pending implements approval.HomeStore: at most limit (capped at
+// MaxPending) requests still pending, soonest deadline first, in two
+// round trips (the expiry set, then every record in one pipeline).
+// Records gone or ended meanwhile are left out.
+func (s *Store) Pending(ctx context.Context, limit int) ([]*approval.Request, error) {
+	limit = min(max(limit, 0), MaxPending)
+	if limit == 0 {
+		return nil, nil
+	}
+	tokens, err := s.rdb.ZRangeByScore(ctx, s.deadlinesKey(), &redis.ZRangeBy{
+		Min: "(" + ms(s.now()), Max: "+inf", Count: int64(limit),
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("pending: %w", err)
+	}
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, 0, len(tokens))
+	pipe := s.rdb.Pipeline()
+	valid := tokens[:0]
+	for _, t := range tokens {
+		if validToken(t) {
+			valid = append(valid, t)
+			cmds = append(cmds, pipe.HGetAll(ctx, s.recKey(t)))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("pending: %w", err)
+	}
+	out := make([]*approval.Request, 0, len(valid))
+	for i, cmd := range cmds {
+		m := cmd.Val()
+		if len(m) == 0 {
+			continue
+		}
+		r, err := parseApproval(valid[i], m)
+		if err != nil {
+			return nil, fmt.Errorf("pending %s: %w", short(valid[i]), err)
+		}
+		if r.State == approval.StatePending {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// HomeOpened implements approval.HomeStore: user opened their Home now;
+// they count as a recent viewer for ttl. Entries older than ttl are
+// dropped as it writes, so the set stays as small as its viewers.
+func (s *Store) HomeOpened(ctx context.Context, user string, ttl time.Duration) error {
+	if user == "" || ttl <= 0 {
+		return fmt.Errorf("home opened: %w: a user and a ttl", approval.ErrInvalid)
+	}
+	now := s.now()
+	pipe := s.rdb.TxPipeline()
+	pipe.ZAdd(ctx, s.homesKey(), redis.Z{Score: float64(now.UnixMilli()), Member: user})
+	pipe.ZRemRangeByScore(ctx, s.homesKey(), "-inf", "("+ms(now.Add(-ttl)))
+	pipe.PExpire(ctx, s.homesKey(), ttl)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("home opened: %w", err)
+	}
+	return nil
+}
+
+// HomeViewers implements approval.HomeStore: which of users opened their
+// Home within ttl, in the order given.
+func (s *Store) HomeViewers(ctx context.Context, users []string, ttl time.Duration) ([]string, error) {
+	if len(users) == 0 {
+		return nil, nil
+	}
+	scores, err := s.rdb.ZMScore(ctx, s.homesKey(), users...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("home viewers: %w", err)
+	}
+	since := float64(s.now().Add(-ttl).UnixMilli())
+	var out []string
+	for i, sc := range scores {
+		// ZMSCORE answers 0 for a member that is not in the set.
+		if sc > 0 && sc >= since {
+			out = append(out, users[i])
+		}
+	}
+	return out, nil
+}
+
+// ScheduleHome implements approval.HomeScheduler: a JobHomeRefresh for
+// user, due after delay (by the store's clock). While one waits for the
+// user, another is not added and the one waiting keeps its time, so the
+// changes within one delay are published once.
+func (q *JobQueue) ScheduleHome(ctx context.Context, user string, delay time.Duration) error {
+	if user == "" || len(user) > 64 {
+		return fmt.Errorf("schedule home: %w: bad user", approval.ErrInvalid)
+	}
+	member := "1 " + string(JobHomeRefresh) + " - " + user
+	at := q.s.now().Add(delay)
+	ttl := delay.Milliseconds() + q.s.opts.Retention.Milliseconds()
+	err := homeScheduleScript.Run(ctx, q.s.rdb, []string{q.s.jobsRetryKey()}, ms(at), member, strconv.FormatInt(ttl, 10)).Err()
+	if err != nil && !isRedisNil(err) {
+		return fmt.Errorf("schedule home: %w", err)
+	}
+	return nil
+}
+
+// homeScheduleScript adds a member to the retry schedule unless it is
+// there. KEYS: retry set. ARGV: score, member, ttl (ms).
+var homeScheduleScript = redis.NewScript(`
+local added = redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return added
+`)
