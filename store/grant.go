@@ -29,7 +29,7 @@ const maxGrantsListed = 100
 // they granted scored by when each ends. A grant's id is a digest of its
 // route, requester, tool and the RFC 8785 (JCS) canonical form of its
 // arguments, so the same call asked again finds it, and nothing else does.
-func (s *Store) grantKey(id string) string         { return s.key("grant:" + id) }
+func (s *Store) grantKey(id string) string        { return s.key("grant:" + id) }
 func (s *Store) grantsKey(approver string) string { return s.key("grants:" + approver) }
 
 // grantID names the grant of route, requester, tool and args; ok is false
