@@ -77,6 +77,11 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	if err := s.Authorize(ctx, r, c, by, d.Action); err != nil {
 		return nil, err
 	}
+	if d.Grant > 0 {
+		if err := s.checkGrantor(ctx, r, c, by); err != nil {
+			return nil, err
+		}
+	}
 	if d.Action == ActionApprove && len(d.OverrideArgs) > 0 {
 		var err error
 		if d.OverrideArgs, err = s.CheckEdit(ctx, r, c, d.OverrideArgs); err != nil {
