@@ -146,3 +146,22 @@ func TestGrantNumbersNeverWiden(t *testing.T) {
 		}
 	}
 }
+
+// An approver's index of grants forgets the grants that ended: one who
+// grants every day keeps it alive, and it must not grow for ever.
+func TestGrantIndexForgetsEndedGrants(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	for day := range 5 {
+		now := e.clock.Now()
+		g := &approval.Grant{Route: "r", Requester: "U0CAROL", Tool: "t", Args: json.RawMessage(`{"day":` + string(rune('0'+day)) + `}`),
+			By: "U0ALICE", CreatedAt: now, Until: now.Add(time.Hour)}
+		if err := s.SaveGrant(t.Context(), g); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(24 * time.Hour)
+	}
+	if n, err := e.rdb.ZCard(t.Context(), e.prefix+"grants:U0ALICE").Result(); err != nil || n != 1 {
+		t.Errorf("Alice's index holds %d grants (%v), want only the one in force when the last was made", n, err)
+	}
+}
