@@ -23,6 +23,11 @@ routes:
     timeout: 2h
     grants: 8h
     escalate: {after: 30m, channel: CONCALL, approvers: {users: ["UDAVE"]}}
+  - name: deploys
+    when: {tools: ["deploy"]}
+    channel: CDEPLOY
+    approvers: {users: ["UALICE", "UBOB"]}
+    required_approvals: 2
 `
 
 // groups is a Directory whose usergroups change while the test runs.
@@ -160,5 +165,55 @@ routes:
 	shorter := service(strings.Replace(route, "grants: 8h", "grants: 1h", 1))
 	if c := shorter.open(t, "UERIN", call("c5", "note", `{"text":"hi"}`)).Call("c5"); c.Status != approval.CallPending {
 		t.Errorf("an 8 h grant an hour old on a route that now grants 1 h: %s by %s, want a card", c.Status, c.DecidedBy)
+	}
+}
+
+// A forged "Approve for …" (a length the route does not offer, a route
+// without grants or with a quorum, edited arguments, the requester's own
+// call, someone who is no approver) is refused and changes nothing.
+func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
+	f, _, _ := newGrantFixture(t)
+	r := f.open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
+	q := f.open(t, "UCAROL", call("q1", "deploy", `{"env":"prod"}`))
+	own := f.open(t, "UBOB", call("o1", "refund", `{"amount":50}`))
+	for _, tt := range []struct {
+		name string
+		r    *approval.Request
+		user string
+		d    approval.Decision
+		code string
+	}{
+		{"2 h on a route of 1 h / 8 h", r, "UALICE", approval.Decision{CallID: "c1", Grant: 2 * time.Hour}, approval.EINVALID},
+		{"9 h, beyond the route", r, "UALICE", approval.Decision{CallID: "c1", Grant: 9 * time.Hour}, approval.EINVALID},
+		{"a huge length", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Duration(1<<62)}, approval.EINVALID},
+		{"a negative length", r, "UALICE", approval.Decision{CallID: "c1", Grant: -time.Hour}, approval.EINVALID},
+		{"edited arguments", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Hour, OverrideArgs: []byte(`{"amount":5000}`)}, approval.EINVALID},
+		{"a denial", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Hour, Action: approval.ActionDeny}, approval.EINVALID},
+		{"a quorum route", q, "UALICE", approval.Decision{CallID: "q1", Grant: time.Hour}, approval.EINVALID},
+		{"no approver", r, "UGRACE", approval.Decision{CallID: "c1", Grant: time.Hour}, approval.ENOTAPPROVER},
+		{"the requester's own call", own, "UBOB", approval.Decision{CallID: "o1", Grant: time.Hour}, approval.ESELFAPPROVAL},
+	} {
+		d := tt.d
+		d.By = tt.user
+		if d.Action == "" {
+			d.Action = approval.ActionApprove
+		}
+		_, err := f.svc.Decide(t.Context(), tt.r.Token, approval.Decider{User: tt.user, Card: f.poster.posted[d.CallID]}, d)
+		if approval.ErrorCode(err) != tt.code {
+			t.Errorf("%s: %v, want %s", tt.name, err, tt.code)
+		}
+	}
+	for _, req := range []*approval.Request{r, q, own} {
+		got, _ := f.store.Get(t.Context(), req.Token)
+		for _, c := range got.Calls {
+			if c.Status != approval.CallPending || len(c.Votes) > 0 {
+				t.Errorf("%s after refused grants: %s, votes %v", c.ID, c.Status, c.Votes)
+			}
+		}
+	}
+	for _, u := range []string{"UALICE", "UBOB", "UGRACE"} {
+		if g, _ := f.svc.Grants(t.Context(), u); len(g) != 0 {
+			t.Errorf("%s made grants: %+v", u, g)
+		}
 	}
 }
