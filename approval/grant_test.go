@@ -185,7 +185,7 @@ func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
 	}{
 		{"2 h on a route of 1 h / 8 h", r, "UALICE", approval.Decision{CallID: "c1", Grant: 2 * time.Hour}, approval.EINVALID},
 		{"9 h, beyond the route", r, "UALICE", approval.Decision{CallID: "c1", Grant: 9 * time.Hour}, approval.EINVALID},
-		{"a huge length", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Duration(1<<62)}, approval.EINVALID},
+		{"a huge length", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Duration(1 << 62)}, approval.EINVALID},
 		{"a negative length", r, "UALICE", approval.Decision{CallID: "c1", Grant: -time.Hour}, approval.EINVALID},
 		{"edited arguments", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Hour, OverrideArgs: []byte(`{"amount":5000}`)}, approval.EINVALID},
 		{"a denial", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Hour, Action: approval.ActionDeny}, approval.EINVALID},
