@@ -663,8 +663,9 @@ func grantOf(actionID string) (time.Duration, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(strings.TrimSuffix(m, "m"), 10, 32)
-	if err != nil || n <= 0 || !strings.HasSuffix(m, "m") {
-		return 0, false
+	d := time.Duration(n) * time.Minute
+	if err != nil || n <= 0 || GrantActionID(d) != actionID {
+		return 0, false // only the spelling a card's button has
 	}
-	return time.Duration(n) * time.Minute, true
+	return d, true
 }
