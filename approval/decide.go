@@ -70,7 +70,7 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 		return nil, fmt.Errorf("decide %s: %w", d.CallID, ErrNotFound)
 	}
 	if d.Grant != 0 {
-		if err := s.checkGrant(c, d); err != nil {
+		if err := s.checkGrant(r, c, d); err != nil {
 			return nil, err
 		}
 	}

@@ -55,9 +55,12 @@ type GrantNotifier interface {
 
 // checkGrant refuses a grant the call's route does not offer: only an
 // approval, never with edited arguments, for one of the lengths the route
-// offers (none on a quorum route).
-func (s *Service) checkGrant(c *Call, d Decision) error {
+// offers (none on a quorum route), and for arguments a grant can hold
+// exactly (ExactNumbers).
+func (s *Service) checkGrant(r *Request, c *Call, d Decision) error {
 	route := s.Route(c.Route)
+	call, _ := r.Requests.Call(c.ID)
+	args, argsErr := call.ArgsObject()
 	switch {
 	case d.Action != ActionApprove || c.Kind != agentrunner.KindApproval:
 		return Errorf(EINVALID, "only an approval can grant")
@@ -65,6 +68,8 @@ func (s *Service) checkGrant(c *Call, d Decision) error {
 		return Errorf(EINVALID, "a grant approves the arguments asked for; edited arguments cannot be granted")
 	case route == nil || !route.AllowsGrant(d.Grant):
 		return Errorf(EINVALID, "The route of this call does not grant approvals for %s.", d.Grant)
+	case argsErr != nil || !ExactNumbers(args):
+		return Errorf(EINVALID, "These arguments hold a number that later calls could not be told apart from, so they cannot be granted; Approve approves this call once.")
 	}
 	return nil
 }

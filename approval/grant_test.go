@@ -217,3 +217,21 @@ func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
 		}
 	}
 }
+
+// Arguments no grant can hold exactly (a number beyond what a double
+// says) are refused before anything is decided, so the approver is told
+// rather than believing they granted: Approve still approves once.
+func TestGrantRefusesArgumentsItCannotHold(t *testing.T) {
+	f, _, _ := newGrantFixture(t)
+	r := f.open(t, "UCAROL", call("c1", "refund", `{"to":9007199254740993}`))
+	_, err := f.grantClick(t, r, "UALICE", "c1", 8*time.Hour)
+	if approval.ErrorCode(err) != approval.EINVALID || !strings.Contains(approval.ErrorMessage(err), "once") {
+		t.Fatalf("a grant of an inexact number: %v, want EINVALID that says Approve approves once", err)
+	}
+	if got, _ := f.store.Get(t.Context(), r.Token); got.Call("c1").Status != approval.CallPending {
+		t.Errorf("the refused grant decided the call: %s", got.Call("c1").Status)
+	}
+	if d, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
+		t.Errorf("Approve: %+v, %v", d, err)
+	}
+}

@@ -1,15 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
 
 	"github.com/gowebpki/jcs"
@@ -36,7 +33,7 @@ func (s *Store) grantsKey(approver string) string { return s.key("grants:" + app
 // for arguments that are not a JSON object.
 func grantID(route, requester, tool string, args json.RawMessage) (string, bool) {
 	obj, err := (agentrunner.ToolCallPart{ToolName: tool, Args: args}).ArgsObject()
-	if err != nil || !exactNumbers(obj) {
+	if err != nil || !approval.ExactNumbers(obj) {
 		return "", false
 	}
 	canon, err := jcs.Transform(obj)
@@ -50,60 +47,6 @@ func grantID(route, requester, tool string, args json.RawMessage) (string, bool)
 	}
 	h.Write(canon)
 	return hex.EncodeToString(h.Sum(nil)[:16]), true
-}
-
-// exactNumbers reports whether every number in the JSON document doc says
-// the same value as the IEEE 754 double RFC 8785 writes for it. When one
-// does not (an integer beyond 2^53, more digits than a double holds, an
-// exponent out of range), distinct arguments would share a canonical form,
-// so they get no grant. Its cost is linear in len(doc).
-func exactNumbers(doc []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return true
-		}
-		if err != nil {
-			return false
-		}
-		n, ok := tok.(json.Number)
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(string(n), 64)
-		if err != nil || decimalValue(string(n)) != decimalValue(strconv.FormatFloat(f, 'g', -1, 64)) {
-			return false
-		}
-	}
-}
-
-// decimalValue writes a JSON number's value as sign, significant digits
-// and exponent ("-25e-1" for -2.50), the same for every way to write it;
-// zero is "0" whatever its sign. Empty for a malformed number.
-func decimalValue(n string) string {
-	sign := ""
-	if rest, ok := strings.CutPrefix(n, "-"); ok {
-		sign, n = "-", rest
-	}
-	mant, expText, hasExp := strings.Cut(strings.ToLower(n), "e")
-	exp := 0
-	if hasExp {
-		var err error
-		if exp, err = strconv.Atoi(expText); err != nil {
-			return ""
-		}
-	}
-	whole, frac, _ := strings.Cut(mant, ".")
-	digits := strings.TrimLeft(whole+frac, "0")
-	exp -= len(frac)
-	if digits == "" {
-		return "0"
-	}
-	trimmed := strings.TrimRight(digits, "0")
-	exp += len(digits) - len(trimmed)
-	return sign + trimmed + "e" + strconv.Itoa(exp)
 }
 
 // SaveGrant implements approval.GrantStore: it stores g until g.Until (by
