@@ -102,19 +102,21 @@ func (s *Service) Attend(ctx context.Context, token string, w Scheduled) (*Notic
 }
 
 // Attended records in the audit stream that n was posted and, for an
-// escalation, brings the card up to date (it names who may now decide).
+// escalation, first brings the card up to date (it names who may now
+// decide): when that fails, the caller tries again and nothing was
+// audited yet, so the audit stream says it once.
 func (s *Service) Attended(ctx context.Context, n *Notice) error {
 	event, detail := "reminded", strconv.Itoa(n.N)
 	if n.Kind == Escalate {
+		if err := s.UpdateCard(ctx, n.Request.Token, n.Call.ID); err != nil {
+			return err
+		}
 		event, detail = "escalated", n.Route.Escalate.Channel
 	}
 	if err := s.store.Note(ctx, n.Request.Token, n.Call.ID, event, detail); err != nil {
 		s.log.ErrorContext(ctx, "audit a "+n.Kind, "err", err, "call", n.Call.ID)
 	}
 	s.log.InfoContext(ctx, event, "route", n.Route.Name, "call", n.Call.ID, "n", n.N)
-	if n.Kind == Escalate {
-		return s.UpdateCard(ctx, n.Request.Token, n.Call.ID)
-	}
 	return nil
 }
 

@@ -2,8 +2,10 @@ package approval_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,5 +189,61 @@ func TestWhyItNeedsApproval(t *testing.T) {
 	}
 	if c := stored.Call("a1"); c.Rule != approval.RuleClient || c.PolicyError != "" {
 		t.Errorf("an API client's call: rule %q, policy error %q; want %q and none", c.Rule, c.PolicyError, approval.RuleClient)
+	}
+}
+
+// failingUpdates is a poster whose card updates fail while fail is set
+// (Slack down, or another replica holding the card).
+type failingUpdates struct {
+	*poster
+	fail atomic.Bool
+}
+
+func (p *failingUpdates) Update(ctx context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
+	if p.fail.Load() {
+		return approval.MessageRef{}, errors.New("ratelimited")
+	}
+	return p.poster.Update(ctx, r, c)
+}
+
+// An escalation whose card could not be brought up to date is retried
+// (its messages are posted once by the caller's post-once path); the
+// audit stream still says "escalated" once.
+func TestAttendedAuditsOnceAcrossRetries(t *testing.T) {
+	f, _, clock := newAttentionFixture(t)
+	p := &failingUpdates{poster: f.poster}
+	routes, err := routing.ParseRoutes([]byte(attentionRoutes), "routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := approval.New(approval.Config{Store: f.store, Poster: p, Directory: directory{}, Routes: routes, Metrics: f.metrics, Now: clock.Now})
+	t.Cleanup(svc.Close)
+	r := f.open(t, "UCAROL", call("c1", "delete", `{"path":"/tmp/x"}`))
+	clock.Add(30 * time.Minute)
+	p.fail.Store(true)
+	w := approval.Scheduled{Kind: approval.Escalate, CallID: "c1"}
+	for attempt := range 2 {
+		n, err := svc.Attend(t.Context(), r.Token, w)
+		if err != nil || n == nil {
+			t.Fatalf("attempt %d: Attend = %+v, %v", attempt, n, err)
+		}
+		err = svc.Attended(t.Context(), n)
+		if (attempt == 0) != (err != nil) {
+			t.Fatalf("attempt %d: Attended = %v", attempt, err)
+		}
+		p.fail.Store(false)
+	}
+	events, err := f.store.ReadAudit(t.Context(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escalated := 0
+	for _, ev := range events {
+		if ev.Type == "escalated" {
+			escalated++
+		}
+	}
+	if escalated != 1 {
+		t.Errorf("escalated audited %d times, want once", escalated)
 	}
 }

@@ -74,13 +74,18 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	if c == nil {
 		return nil, fmt.Errorf("decide %s: %w", d.CallID, ErrNotFound)
 	}
-	if d.Grant > 0 {
-		if err := s.checkGrant(c, d); err != nil {
+	if d.Grant != 0 {
+		if err := s.checkGrant(r, c, d); err != nil {
 			return nil, err
 		}
 	}
 	if err := s.Authorize(ctx, r, c, by, d.Action); err != nil {
 		return nil, err
+	}
+	if d.Grant > 0 {
+		if err := s.checkGrantor(ctx, r, c, by); err != nil {
+			return nil, err
+		}
 	}
 	if d.Action == ActionApprove && len(d.OverrideArgs) > 0 {
 		var err error

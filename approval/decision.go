@@ -40,7 +40,8 @@ type Decision struct {
 	Metadata map[string]any
 	// Grant, with ActionApprove by a person, also approves every later
 	// call of the same tool with the same arguments by the same requester
-	// on the same route for this long (a Grant), if the route offers it.
+	// on the same route for this long (a Grant), if the route offers it
+	// (any other non-zero length is refused, EINVALID).
 	Grant time.Duration
 	// NotAfter, when set, is the last instant, by the store's clock, at
 	// which the decision may be recorded: one that reaches the store later

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // ByGrantPrefix + an approver's user id: that approver's grant approved
@@ -54,9 +55,12 @@ type GrantNotifier interface {
 
 // checkGrant refuses a grant the call's route does not offer: only an
 // approval, never with edited arguments, for one of the lengths the route
-// offers (none on a quorum route).
-func (s *Service) checkGrant(c *Call, d Decision) error {
+// offers (none on a quorum route), and for arguments a grant can hold
+// exactly (ExactNumbers).
+func (s *Service) checkGrant(r *Request, c *Call, d Decision) error {
 	route := s.Route(c.Route)
+	call, _ := r.Requests.Call(c.ID)
+	args, argsErr := call.ArgsObject()
 	switch {
 	case d.Action != ActionApprove || c.Kind != agentrunner.KindApproval:
 		return Errorf(EINVALID, "only an approval can grant")
@@ -64,8 +68,45 @@ func (s *Service) checkGrant(c *Call, d Decision) error {
 		return Errorf(EINVALID, "a grant approves the arguments asked for; edited arguments cannot be granted")
 	case route == nil || !route.AllowsGrant(d.Grant):
 		return Errorf(EINVALID, "The route of this call does not grant approvals for %s.", d.Grant)
+	case argsErr != nil || !ExactNumbers(args):
+		return Errorf(EINVALID, "These arguments hold a number that later calls could not be told apart from, so they cannot be granted; Approve approves this call once.")
 	}
 	return nil
+}
+
+// checkGrantor refuses a grant by someone who may decide c only because
+// it escalated: a grant approves later calls, which never escalated, so
+// only the route's own approvers may make one. Authorize has let by
+// decide c already.
+func (s *Service) checkGrantor(ctx context.Context, r *Request, c *Call, by Decider) error {
+	own, err := s.Route(c.Route).IsApprover(ctx, by.User, s.dir.Members)
+	if err != nil {
+		return &Error{Code: EUNAVAILABLE, Message: "The approvers of this request could not be looked up.", Err: fmt.Errorf("grant by %s: %w", by.User, err)}
+	}
+	if !own {
+		refused := Errorf(ENOTAPPROVER, "Only an approver of %s requests can approve for longer; you may approve this call once.", c.Route)
+		s.Refuse(ctx, r, c, by, refused)
+		return refused
+	}
+	return nil
+}
+
+// grantHolds reports whether grant g may still approve call c of r: its
+// approver is still one of the route's (the routing file or a usergroup
+// changed since), and would not be approving their own call against the
+// route, and the grant is within the length the route now allows.
+func (s *Service) grantHolds(ctx context.Context, r *Request, c *Call, route *routing.Route, g *Grant) bool {
+	if !s.now().Before(g.CreatedAt.Add(route.Grants)) {
+		return false
+	}
+	if g.By == r.Origin.User && !route.AllowSelfApproval {
+		return false
+	}
+	ok, err := route.IsApprover(ctx, g.By, s.dir.Members)
+	if err != nil {
+		s.log.WarnContext(ctx, "look up a grant's approver; asking a person", "err", err, "call", c.ID)
+	}
+	return ok && err == nil
 }
 
 // grant saves the grant a decision made, once the call is approved.
@@ -106,7 +147,7 @@ func (s *Service) applyGrants(ctx context.Context, r *Request, skip func(id stri
 			s.log.ErrorContext(ctx, "look up a grant; asking a person", "err", err, "call", c.ID)
 			continue
 		}
-		if g == nil {
+		if g == nil || !s.grantHolds(ctx, r, c, route, g) {
 			continue
 		}
 		d := Decision{CallID: c.ID, By: ByGrantPrefix + g.By, Action: ActionApprove}

@@ -3,7 +3,6 @@ package bot
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
@@ -439,43 +438,6 @@ func requesterLine(c Card) string {
 	return b.String()
 }
 
-// whyLine says why the call needs a person: the rule that deferred it,
-// and what the route's policy made of it.
-func whyLine(c Card, max int) string {
-	var why string
-	switch c.Rule {
-	case approval.RuleTool:
-		why = literal(c.ToolLabel) + " always needs approval"
-	case approval.RuleArguments:
-		why = literal(c.ToolLabel) + " asked for approval of these arguments"
-	case approval.RuleMCP:
-		why = literal(c.ToolLabel) + " is an MCP tool its server does not list as read-only"
-	case approval.RuleClient:
-		why = "the API client " + literal(c.Requester) + " asked for it"
-	}
-	var policy string
-	switch {
-	case c.PolicyError != "":
-		policy = "the route's policy could not decide (" + inlineCode(oneLine(c.PolicyError), 300) + "), so a person must"
-	case strings.TrimSpace(c.AutoApprove) != "":
-		policy = "the route's auto_approve " + inlineCode(oneLine(c.AutoApprove), 200) + " did not approve it"
-	}
-	switch {
-	case why == "" && policy == "":
-		return ""
-	case why == "":
-		return fit("Why: "+policy+".", max, "…", func(r rune) string { return string(r) })
-	case policy == "":
-		return "Why: " + why + "."
-	}
-	return fitJoin([]string{"Why: " + why, policy + "."}, " · ", max)
-}
-
-// inlineCode is s as an inline code span of at most max characters.
-func inlineCode(s string, max int) string {
-	return "`" + fit(strings.ReplaceAll(s, "`", "ˋ"), max, "…", escapeRune) + "`"
-}
-
 // statusLine is the expiry and the quorum while pending, and who approved
 // when a quorum of several was reached.
 func statusLine(c Card, max int) string {
@@ -608,24 +570,6 @@ func actionsBlock(c Card, version string) *slack.ActionBlock {
 	return slack.NewActionBlock(versionedID(BlockIDActions, version), elems...)
 }
 
-// Slack's limits on a confirm dialog (composition objects: confirmation
-// dialog object).
-const (
-	maxConfirmTitle = 100
-	maxConfirmText  = 300
-)
-
-// confirmDialog is the "Are you sure?" of an Approve button: the tool in
-// the title, the confirmation text (the tool and its arguments on one
-// line) as the body, and "Approve" / "Cancel".
-func confirmDialog(c Card) *slack.ConfirmationBlockObject {
-	title := fitPlain("Approve "+oneLine(c.ToolLabel)+"?", maxConfirmTitle)
-	text := fitPlain(oneLine(c.Confirmation), maxConfirmText)
-	d := slack.NewConfirmationBlockObject(plain(title, false), plain(text, false), plain("Approve", false), plain("Cancel", false))
-	d.Style = slack.StylePrimary
-	return d
-}
-
 // viewArgsButton opens ArgsModal.
 func viewArgsButton(c Card) *slack.ButtonBlockElement {
 	return slack.NewButtonBlockElement(ActionIDViewArgs, EncodeAction(c.Token, c.ToolCallID), plain("View all arguments", true))
@@ -647,24 +591,4 @@ func (l *cardLayout) argsBlocks(label string, args preview, blockID string, view
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.note(viewButton))))
 	}
 	return blocks
-}
-
-// GrantActionID is the action id of the button that approves and grants
-// for d: ActionIDApproveFor and d in whole minutes.
-func GrantActionID(d time.Duration) string {
-	return ActionIDApproveFor + strconv.FormatInt(int64(d/time.Minute), 10) + "m"
-}
-
-// grantOf returns the grant length an action id asks for; ok is false for
-// an action id that is not a grant button's.
-func grantOf(actionID string) (time.Duration, bool) {
-	m, ok := strings.CutPrefix(actionID, ActionIDApproveFor)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(strings.TrimSuffix(m, "m"), 10, 32)
-	if err != nil || n <= 0 || !strings.HasSuffix(m, "m") {
-		return 0, false
-	}
-	return time.Duration(n) * time.Minute, true
 }

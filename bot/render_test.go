@@ -553,7 +553,7 @@ func TestGrantActionID(t *testing.T) {
 			t.Errorf("grantOf(%q) = %v, %v; want %v", id, got, ok, d)
 		}
 	}
-	for _, id := range []string{"approve", "approve_for_", "approve_for_8h", "approve_for_-5m", "approve_for_0m", "approve_for_1e9m", "approve_for_99999999999m", "approve_for_60"} {
+	for _, id := range []string{"approve", "approve_for_", "approve_for_8h", "approve_for_-5m", "approve_for_0m", "approve_for_1e9m", "approve_for_99999999999m", "approve_for_60", "approve_for_+60m", "approve_for_060m", "approve_for_60m\n"} {
 		if d, ok := grantOf(id); ok {
 			t.Errorf("grantOf(%q) = %v, want not a grant", id, d)
 		}

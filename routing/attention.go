@@ -32,10 +32,15 @@ type Escalation struct {
 	Usergroups []string
 }
 
+// reminderLead is the least time a reminder leaves before the expiry.
+const reminderLead = time.Minute
+
 // Reminders returns when a call of the route created at created and
 // expiring at expires is reminded about: every RemindEvery, at most
-// MaxReminders times, each before it expires. None when the route does not
-// remind.
+// MaxReminders times, each at least reminderLead before it expires (the
+// request's creation and deadline come from two readings of the clock, so
+// "before" alone would count a reminder milliseconds before the expiry, or
+// not, by chance). None when the route does not remind.
 func (r *Route) Reminders(created, expires time.Time) []time.Time {
 	if r.RemindEvery <= 0 {
 		return nil
@@ -43,7 +48,7 @@ func (r *Route) Reminders(created, expires time.Time) []time.Time {
 	var at []time.Time
 	for i := 1; i <= MaxReminders; i++ {
 		t := created.Add(time.Duration(i) * r.RemindEvery)
-		if !t.Before(expires) {
+		if t.Add(reminderLead).After(expires) {
 			break
 		}
 		at = append(at, t)

@@ -75,6 +75,11 @@ func TestReminders(t *testing.T) {
 		{25 * time.Minute, at(10, 20)},  // none at or after the expiry
 		{20 * time.Minute, at(10)},
 		{5 * time.Minute, nil},
+		// The request's deadline and creation come from two readings of
+		// the clock: a reminder a few milliseconds before the expiry asks
+		// for what cannot be done, and its count would depend on them.
+		{30*time.Minute + 3*time.Millisecond, at(10, 20)},
+		{31 * time.Minute, at(10, 20, 30)},
 	} {
 		got := r.Reminders(created, created.Add(tt.expires))
 		if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -143,14 +143,16 @@ func (q *CallbackQueue) Promote(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// callbackRetryScript acknowledges a job and schedules its next attempt.
+// callbackRetryScript acknowledges a job and schedules its next attempt,
+// keeping the retry set at least retention more (never less: the jobs'
+// set also holds work scheduled further out, see JobQueue.Schedule).
 // KEYS: stream, retry set. ARGV: group, job id, due (ms), member
 // ("<attempt> <state> <token>"), retention (ms).
 var callbackRetryScript = redis.NewScript(`
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
 return 1
 `)
 

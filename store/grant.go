@@ -33,7 +33,7 @@ func (s *Store) grantsKey(approver string) string { return s.key("grants:" + app
 // for arguments that are not a JSON object.
 func grantID(route, requester, tool string, args json.RawMessage) (string, bool) {
 	obj, err := (agentrunner.ToolCallPart{ToolName: tool, Args: args}).ArgsObject()
-	if err != nil {
+	if err != nil || !approval.ExactNumbers(obj) {
 		return "", false
 	}
 	canon, err := jcs.Transform(obj)
@@ -73,12 +73,15 @@ func (s *Store) SaveGrant(ctx context.Context, g *approval.Grant) error {
 // grantSaveScript stores a grant and indexes it. A grant of the same id
 // that another approver made earlier is replaced; their index keeps the
 // id until it expires, and Grants, which checks who made each grant, no
-// longer lists it. KEYS: grant, approver's index. ARGV: ttl (ms), until
+// longer lists it. The index forgets the grants that ended (until - ttl
+// is now), so an approver who grants often keeps it small. KEYS: grant,
+// approver's index. ARGV: ttl (ms), until
 // (ms), id, route, requester, tool, args, by, created (ms).
 var grantSaveScript = redis.NewScript(`
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'route', ARGV[4], 'requester', ARGV[5], 'tool', ARGV[6], 'args', ARGV[7], 'by', ARGV[8], 'created', ARGV[9], 'until', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[1]))
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
 return 1

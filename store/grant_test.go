@@ -98,3 +98,70 @@ func TestRevokeGrant(t *testing.T) {
 		}
 	}
 }
+
+// RFC 8785 writes numbers as IEEE 754 doubles, so integers beyond 2^53 (an
+// account id, an amount in cents) and decimals with more digits than a
+// double holds collapse into one canonical form. A grant must never cover
+// another number: such arguments get no grant (a card every time), while
+// the number forms that say the same value (1, 1.0, 1e0) still share one.
+func TestGrantNumbersNeverWiden(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	now := e.clock.Now()
+	save := func(args string) error {
+		g := &approval.Grant{Route: "r", Requester: "U0CAROL", Tool: "transfer", Args: json.RawMessage(args),
+			By: "U0ALICE", CreatedAt: now, Until: now.Add(time.Hour)}
+		return s.SaveGrant(t.Context(), g)
+	}
+	find := func(args string) *approval.Grant {
+		t.Helper()
+		g, err := s.FindGrant(t.Context(), "r", "U0CAROL", "transfer", json.RawMessage(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	for _, tt := range []struct{ granted, other string }{
+		{`{"to":9007199254740993}`, `{"to":9007199254740992}`},
+		{`{"to":12345678901234567891}`, `{"to":12345678901234567890}`},
+		{`{"amount":0.10000000000000001}`, `{"amount":0.1}`},
+		{`{"amount":1e-400}`, `{"amount":0}`},
+	} {
+		if err := save(tt.granted); !errors.Is(err, approval.ErrInvalid) {
+			t.Errorf("SaveGrant(%s) = %v, want ErrInvalid (no double holds it)", tt.granted, err)
+		}
+		if g := find(tt.other); g != nil {
+			t.Errorf("a grant of %s approves %s", tt.granted, tt.other)
+		}
+		if g := find(tt.granted); g != nil {
+			t.Errorf("a grant of %s is found", tt.granted)
+		}
+	}
+	if err := save(`{"amount":1,"n":[0.5,-0,2.50]}`); err != nil {
+		t.Fatal(err)
+	}
+	for _, same := range []string{`{"amount":1.0,"n":[5e-1,0,2.5]}`, `{"n":[0.50,0.0,25E-1],"amount":1e0}`} {
+		if find(same) == nil {
+			t.Errorf("%s says the same numbers: no grant", same)
+		}
+	}
+}
+
+// An approver's index of grants forgets the grants that ended: one who
+// grants every day keeps it alive, and it must not grow for ever.
+func TestGrantIndexForgetsEndedGrants(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	for day := range 5 {
+		now := e.clock.Now()
+		g := &approval.Grant{Route: "r", Requester: "U0CAROL", Tool: "t", Args: json.RawMessage(`{"day":` + string(rune('0'+day)) + `}`),
+			By: "U0ALICE", CreatedAt: now, Until: now.Add(time.Hour)}
+		if err := s.SaveGrant(t.Context(), g); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(24 * time.Hour)
+	}
+	if n, err := e.rdb.ZCard(t.Context(), e.prefix+"grants:U0ALICE").Result(); err != nil || n != 1 {
+		t.Errorf("Alice's index holds %d grants (%v), want only the one in force when the last was made", n, err)
+	}
+}

@@ -102,3 +102,46 @@ func TestScheduleRefusesBadWork(t *testing.T) {
 		}
 	}
 }
+
+// A job's retry must not shorten the schedule's life below work scheduled
+// further out than the store's Retention (a route whose escalation comes
+// after days): the schedule would expire on a quiet Redis with the
+// escalation in it. Call ids with spaces and newlines come back whole.
+func TestScheduleOutlivesRetries(t *testing.T) {
+	e := newEnv(t)
+	e.opts.Retention = time.Hour
+	s := e.store()
+	q := s.JobQueue(0)
+	token := agentrunner.NewToken()
+	id := "call 1\nx y"
+	due := e.clock.Now().Add(48 * time.Hour)
+	if err := q.Schedule(t.Context(), token, approval.Scheduled{Kind: approval.Escalate, CallID: id, At: due}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Add(t.Context(), store.JobCardUpdate, token, "c"); err != nil {
+		t.Fatal(err)
+	}
+	jobs := readAll(t, q, "w")
+	if len(jobs) != 1 {
+		t.Fatalf("jobs: %+v", jobs)
+	}
+	if err := q.Retry(t.Context(), jobs[0], time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := e.rdb.PTTL(t.Context(), e.prefix+"jobs:retry").Result(); err != nil || ttl < 48*time.Hour {
+		t.Errorf("after a retry the schedule expires in %v (%v), before its escalation is due in 48h", ttl, err)
+	}
+	e.clock.Advance(48 * time.Hour)
+	if _, err := q.Promote(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got []approval.Scheduled
+	for _, j := range readAll(t, q, "w") {
+		if w, ok := store.ScheduledJob(j); ok {
+			got = append(got, w)
+		}
+	}
+	if diff := cmp.Diff([]approval.Scheduled{{Kind: approval.Escalate, CallID: id}}, got); diff != "" {
+		t.Errorf("due work (-want +got):\n%s", diff)
+	}
+}

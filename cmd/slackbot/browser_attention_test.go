@@ -63,23 +63,34 @@ func TestDevBrowserRemindEscalateGrant(t *testing.T) {
 		e.textContent.includes('Escalated:') && e.textContent.includes('@Bob') && e.textContent.includes('open the request'))`)
 	p.Screenshot("dev-escalation.png")
 
-	// Bob, an approver only since the escalation, approves for an hour.
+	// Bob, an approver only since the escalation, decides it: he denies it.
+	// (He could approve it, once, but not grant: later calls never
+	// escalated.)
 	p.Do("open #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
-	p.Do("click Approve for 1 h as Bob", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve_for_60m"]`)))
-	p.WaitFor("the card says Approved by Bob", cardIs("issue_refund", `card.textContent.includes('Approved by @Bob') && !card.querySelector('button[data-action-id="approve"]')`))
+	p.Do("click Deny as Bob", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="deny"]`)))
+	p.WaitFor("the card says Denied by Bob", cardIs("issue_refund", `card.textContent.includes('Denied by @Bob') && !card.querySelector('button[data-action-id="approve"]')`))
 
-	// Carol asks for the same refund again: Bob's grant approves it.
+	// Carol asks for the same refund again: a card, which Alice approves
+	// for an hour; the third time, Alice's grant approves it.
 	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
 	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
 	p.Send("@slackbot refund order A-1002 120")
-	p.WaitFor("a grant note in the new request's thread", `[...document.querySelectorAll('#messages .msg[data-user="U0CAROL"]')].length === 2`)
+	p.Do("act as Alice", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
+	p.Do("open #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
+	p.WaitFor("the repeat's card", `[...document.querySelectorAll('#messages .msg[data-user="U0BOT"] .bk-header')].filter(h => h.textContent.includes('issue_refund')).length === 2`)
+	p.Do("click Approve for 1 h as Alice", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve_for_60m"]`)))
+	p.WaitFor("the card says Approved by Alice", cardIs("issue_refund", `card.textContent.includes('Approved by @Alice') && !card.querySelector('button[data-action-id="approve"]')`))
+	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
+	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
+	p.Send("@slackbot refund order A-1002 120")
+	p.WaitFor("a grant note in the new request's thread", `[...document.querySelectorAll('#messages .msg[data-user="U0CAROL"]')].length === 3`)
 	p.Do("open the new request's thread", chromedp.Click(chromedp.CSS(`#messages .msg[data-user="U0CAROL"]:last-of-type .thread-summary`)))
 	p.WaitFor("the thread says the grant approved it, and the refund ran", `(() => {
 		const bot = [...document.querySelectorAll('#thread-messages .msg[data-user="U0BOT"]')].map(e => e.textContent);
-		return bot.some(t => t.includes('was approved without a card') && t.includes('@Bob granted this call')) &&
+		return bot.some(t => t.includes('was approved without a card') && t.includes('@Alice granted this call')) &&
 			bot.some(t => t.includes('refunded $120.00 on order A-1002'));
 	})()`)
 	p.Screenshot("dev-grant-thread.png")
 	p.Do("open #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
-	p.WaitFor("still one refund card: none for the granted repeat", `[...document.querySelectorAll('#messages .msg[data-user="U0BOT"] .bk-header')].filter(h => h.textContent.includes('issue_refund')).length === 1`)
+	p.WaitFor("still two refund cards: none for the granted repeat", `[...document.querySelectorAll('#messages .msg[data-user="U0BOT"] .bk-header')].filter(h => h.textContent.includes('issue_refund')).length === 2`)
 }

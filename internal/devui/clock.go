@@ -24,8 +24,25 @@ func (c *Clock) Offset() time.Duration { return time.Duration(c.offset.Load()) }
 func (c *Clock) Advance(d time.Duration) time.Duration { return time.Duration(c.offset.Add(int64(d))) }
 
 // maxAdvance bounds one step of the page's clock: past a week every
-// request has expired anyway.
-const maxAdvance = 7 * 24 * time.Hour
+// request has expired anyway; maxOffset bounds all the steps together.
+const (
+	maxAdvance = 7 * 24 * time.Hour
+	maxOffset  = 366 * 24 * time.Hour
+)
+
+// advanceWithin moves the clock forward by d unless that takes it more
+// than maxOffset ahead; ok is false, and nothing moved, then.
+func (c *Clock) advanceWithin(d time.Duration) (off time.Duration, ok bool) {
+	for {
+		cur := c.offset.Load()
+		if time.Duration(cur)+d > maxOffset {
+			return time.Duration(cur), false
+		}
+		if c.offset.CompareAndSwap(cur, cur+int64(d)) {
+			return time.Duration(cur) + d, true
+		}
+	}
+}
 
 type clockRequest struct {
 	// Advance is a Go duration, e.g. "10m".
@@ -58,7 +75,11 @@ func (h *Handler) handleClock() http.Handler {
 			h.writeError(w, r, fmt.Errorf("advance must be a duration between 1ns and %s, like 10m: %w", maxAdvance, errBadRequest))
 			return
 		}
-		off := h.clock.Advance(d)
+		off, ok := h.clock.advanceWithin(d)
+		if !ok {
+			h.writeError(w, r, fmt.Errorf("the clock is %s ahead already, and goes at most %s ahead: %w", off, maxOffset, errBadRequest))
+			return
+		}
 		h.log.Info("dev clock moved forward", "by", d, "offset", off)
 		writeJSON(w, http.StatusOK, clockResponse{OK: true, Offset: off.String(), Minutes: int64(off / time.Minute)})
 	})

@@ -45,3 +45,23 @@ func TestClockForward(t *testing.T) {
 		t.Errorf("an emulator without a clock: %d, want 404", code)
 	}
 }
+
+// The clock moves forward a bounded distance in all: steps of a week add
+// up to at most a year ahead (then every step is refused), never to an
+// offset that overflows into the past.
+func TestClockForwardIsBoundedInAll(t *testing.T) {
+	clock := &devui.Clock{}
+	h := devui.New(devui.Config{Slack: slackfake.New(slackfake.WithDemoWorkspace()), SigningSecret: secret, Clock: clock})
+	srv := httptest.NewServer(http.StripPrefix("/dev", h))
+	t.Cleanup(srv.Close)
+	e := &env{url: srv.URL + "/dev/"}
+	refused := 0
+	for range 60 {
+		if code, _ := e.call(t, "clock", map[string]string{"advance": "168h"}); code == http.StatusBadRequest {
+			refused++
+		}
+	}
+	if off := clock.Offset(); off > 366*24*time.Hour || off < 300*24*time.Hour || refused == 0 {
+		t.Errorf("after 60 steps of a week the clock is %v ahead (%d refused), want at most a year", off, refused)
+	}
+}

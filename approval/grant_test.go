@@ -1,0 +1,237 @@
+package approval_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/clocktest"
+	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/store"
+	"github.com/slackapprove/slackbot/store/redistest"
+)
+
+const grantRoutes = `
+routes:
+  - name: refunds
+    when: {tools: ["refund"]}
+    channel: CREFUND
+    approvers: {users: ["UALICE"], usergroups: ["SFIN"]}
+    timeout: 2h
+    grants: 8h
+    escalate: {after: 30m, channel: CONCALL, approvers: {users: ["UDAVE"]}}
+  - name: deploys
+    when: {tools: ["deploy"]}
+    channel: CDEPLOY
+    approvers: {users: ["UALICE", "UBOB"]}
+    required_approvals: 2
+`
+
+// groups is a Directory whose usergroups change while the test runs.
+type groups struct {
+	mu      sync.Mutex
+	members map[string][]string
+}
+
+func (g *groups) Members(_ context.Context, id string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.members[id], nil
+}
+func (g *groups) Warm(...string) {}
+
+func (g *groups) set(id string, users ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.members[id] = users
+}
+
+func newGrantFixture(t *testing.T) (*fixture, *groups, *clocktest.Clock) {
+	t.Helper()
+	routes, err := routing.ParseRoutes([]byte(grantRoutes), "routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := clocktest.Stopped(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	rdb, prefix := redistest.Client(t)
+	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
+	dir := &groups{members: map[string][]string{"SFIN": {"UBOB"}}}
+	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
+	f.svc = approval.New(approval.Config{
+		Store: st, Poster: f.poster, Directory: dir, Routes: routes, Metrics: f.metrics, Grants: st, Now: clock.Now,
+	})
+	t.Cleanup(f.svc.Close)
+	return f, dir, clock
+}
+
+// grantClick is an "Approve for d" click on call id of r by user.
+func (f *fixture) grantClick(t *testing.T, r *approval.Request, user, id string, d time.Duration) (*approval.Decided, error) {
+	t.Helper()
+	return f.svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Card: f.poster.posted[id]},
+		approval.Decision{CallID: id, By: user, Action: approval.ActionApprove, Grant: d})
+}
+
+// An escalation approver may decide an escalated call, once: a grant
+// would approve later calls that never escalated, which they may not
+// decide. Their "Approve for 8 h" is refused (audited) and changes nothing.
+func TestEscalationApproverCannotGrant(t *testing.T) {
+	f, _, clock := newGrantFixture(t)
+	r := f.open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
+	clock.Add(30 * time.Minute)
+	if _, err := f.grantClick(t, r, "UDAVE", "c1", 8*time.Hour); approval.ErrorCode(err) != approval.ENOTAPPROVER {
+		t.Fatalf("an escalation approver grants: %v, want ENOTAPPROVER", err)
+	}
+	if got, _ := f.store.Get(t.Context(), r.Token); got.Call("c1").Status != approval.CallPending {
+		t.Errorf("the refused grant decided the call: %s", got.Call("c1").Status)
+	}
+	if g, _ := f.svc.Grants(t.Context(), "UDAVE"); len(g) != 0 {
+		t.Errorf("grants made: %+v", g)
+	}
+	if d, err := f.click(t, r, "UDAVE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
+		t.Errorf("the escalation approver approves once: %+v, %v", d, err)
+	}
+	again := f.open(t, "UCAROL", call("c2", "refund", `{"amount":50}`))
+	if c := again.Call("c2"); c.Status != approval.CallPending {
+		t.Errorf("the repeat call: %s by %s, want a card", c.Status, c.DecidedBy)
+	}
+}
+
+// A grant approves only while its approver still may: one who left the
+// route's usergroup, or a grant older than the route now allows, leaves
+// the repeat call to a card.
+func TestGrantNeedsItsApproverStill(t *testing.T) {
+	f, dir, clock := newGrantFixture(t)
+	r := f.open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
+	if d, err := f.grantClick(t, r, "UBOB", "c1", 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
+		t.Fatalf("Bob grants: %+v, %v", d, err)
+	}
+	if c := f.open(t, "UCAROL", call("c2", "refund", `{"amount":50}`)).Call("c2"); c.Status != approval.CallApproved || c.DecidedBy != approval.ByGrantPrefix+"UBOB" {
+		t.Fatalf("the repeat while Bob approves refunds: %s by %s, want approved by his grant", c.Status, c.DecidedBy)
+	}
+	dir.set("SFIN")
+	if c := f.open(t, "UCAROL", call("c3", "refund", `{"amount":50}`)).Call("c3"); c.Status != approval.CallPending {
+		t.Errorf("the repeat after Bob left SFIN: %s by %s, want a card", c.Status, c.DecidedBy)
+	}
+	dir.set("SFIN", "UBOB")
+	clock.Add(8*time.Hour + time.Minute)
+	if c := f.open(t, "UCAROL", call("c4", "refund", `{"amount":50}`)).Call("c4"); c.Status != approval.CallPending {
+		t.Errorf("the repeat after the grant ended: %s by %s, want a card", c.Status, c.DecidedBy)
+	}
+}
+
+// A grant follows the routing file it is used under (a replica started
+// with a new one): one made while self-approval was allowed, or for longer
+// than the route now grants, approves nothing it would not allow today.
+func TestGrantFollowsTheRoutingFile(t *testing.T) {
+	clock := clocktest.Stopped(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	rdb, prefix := redistest.Client(t)
+	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
+	service := func(routes string) *fixture {
+		rs, err := routing.ParseRoutes([]byte(routes), "routes.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
+		f.svc = approval.New(approval.Config{Store: st, Poster: f.poster, Directory: directory{}, Routes: rs, Metrics: f.metrics, Grants: st, Now: clock.Now})
+		t.Cleanup(f.svc.Close)
+		return f
+	}
+	const route = `
+routes:
+  - name: notes
+    when: {tools: ["note"]}
+    channel: CNOTE
+    approvers: {users: ["UALICE", "UCAROL"]}
+    grants: 8h
+`
+	before := service(route + "    allow_self_approval: true\n")
+	for _, c := range []struct{ requester, approver, id string }{{"UCAROL", "UCAROL", "c1"}, {"UERIN", "UALICE", "c2"}} {
+		r := before.open(t, c.requester, call(c.id, "note", `{"text":"hi"}`))
+		if d, err := before.grantClick(t, r, c.approver, c.id, 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
+			t.Fatalf("%s grants %s's call: %+v, %v", c.approver, c.requester, d, err)
+		}
+	}
+	now := service(route)
+	if c := now.open(t, "UCAROL", call("c3", "note", `{"text":"hi"}`)).Call("c3"); c.Status != approval.CallPending {
+		t.Errorf("Carol's own grant without self-approval: %s by %s, want a card", c.Status, c.DecidedBy)
+	}
+	if c := now.open(t, "UERIN", call("c4", "note", `{"text":"hi"}`)).Call("c4"); c.Status != approval.CallApproved {
+		t.Errorf("Alice's grant for Erin: %s, want approved", c.Status)
+	}
+	clock.Add(time.Hour)
+	shorter := service(strings.Replace(route, "grants: 8h", "grants: 1h", 1))
+	if c := shorter.open(t, "UERIN", call("c5", "note", `{"text":"hi"}`)).Call("c5"); c.Status != approval.CallPending {
+		t.Errorf("an 8 h grant an hour old on a route that now grants 1 h: %s by %s, want a card", c.Status, c.DecidedBy)
+	}
+}
+
+// A forged "Approve for …" (a length the route does not offer, a route
+// without grants or with a quorum, edited arguments, the requester's own
+// call, someone who is no approver) is refused and changes nothing.
+func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
+	f, _, _ := newGrantFixture(t)
+	r := f.open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
+	q := f.open(t, "UCAROL", call("q1", "deploy", `{"env":"prod"}`))
+	own := f.open(t, "UBOB", call("o1", "refund", `{"amount":50}`))
+	for _, tt := range []struct {
+		name string
+		r    *approval.Request
+		user string
+		d    approval.Decision
+		code string
+	}{
+		{"2 h on a route of 1 h / 8 h", r, "UALICE", approval.Decision{CallID: "c1", Grant: 2 * time.Hour}, approval.EINVALID},
+		{"9 h, beyond the route", r, "UALICE", approval.Decision{CallID: "c1", Grant: 9 * time.Hour}, approval.EINVALID},
+		{"a huge length", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Duration(1 << 62)}, approval.EINVALID},
+		{"a negative length", r, "UALICE", approval.Decision{CallID: "c1", Grant: -time.Hour}, approval.EINVALID},
+		{"edited arguments", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Hour, OverrideArgs: []byte(`{"amount":5000}`)}, approval.EINVALID},
+		{"a denial", r, "UALICE", approval.Decision{CallID: "c1", Grant: time.Hour, Action: approval.ActionDeny}, approval.EINVALID},
+		{"a quorum route", q, "UALICE", approval.Decision{CallID: "q1", Grant: time.Hour}, approval.EINVALID},
+		{"no approver", r, "UGRACE", approval.Decision{CallID: "c1", Grant: time.Hour}, approval.ENOTAPPROVER},
+		{"the requester's own call", own, "UBOB", approval.Decision{CallID: "o1", Grant: time.Hour}, approval.ESELFAPPROVAL},
+	} {
+		d := tt.d
+		d.By = tt.user
+		if d.Action == "" {
+			d.Action = approval.ActionApprove
+		}
+		_, err := f.svc.Decide(t.Context(), tt.r.Token, approval.Decider{User: tt.user, Card: f.poster.posted[d.CallID]}, d)
+		if approval.ErrorCode(err) != tt.code {
+			t.Errorf("%s: %v, want %s", tt.name, err, tt.code)
+		}
+	}
+	for _, req := range []*approval.Request{r, q, own} {
+		got, _ := f.store.Get(t.Context(), req.Token)
+		for _, c := range got.Calls {
+			if c.Status != approval.CallPending || len(c.Votes) > 0 {
+				t.Errorf("%s after refused grants: %s, votes %v", c.ID, c.Status, c.Votes)
+			}
+		}
+	}
+	for _, u := range []string{"UALICE", "UBOB", "UGRACE"} {
+		if g, _ := f.svc.Grants(t.Context(), u); len(g) != 0 {
+			t.Errorf("%s made grants: %+v", u, g)
+		}
+	}
+}
+
+// Arguments no grant can hold exactly (a number beyond what a double
+// says) are refused before anything is decided, so the approver is told
+// rather than believing they granted: Approve still approves once.
+func TestGrantRefusesArgumentsItCannotHold(t *testing.T) {
+	f, _, _ := newGrantFixture(t)
+	r := f.open(t, "UCAROL", call("c1", "refund", `{"to":9007199254740993}`))
+	_, err := f.grantClick(t, r, "UALICE", "c1", 8*time.Hour)
+	if approval.ErrorCode(err) != approval.EINVALID || !strings.Contains(approval.ErrorMessage(err), "once") {
+		t.Fatalf("a grant of an inexact number: %v, want EINVALID that says Approve approves once", err)
+	}
+	if got, _ := f.store.Get(t.Context(), r.Token); got.Call("c1").Status != approval.CallPending {
+		t.Errorf("the refused grant decided the call: %s", got.Call("c1").Status)
+	}
+	if d, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
+		t.Errorf("Approve: %+v, %v", d, err)
+	}
+}
