@@ -281,11 +281,12 @@ func (e *env) mention(user, channel, text string) string {
 	return msg.TS
 }
 
-// waitFor polls cond until it holds, failing the test after 10 seconds.
-// It bounds a wait; it asserts nothing about speed.
+// waitFor polls cond until it holds, failing the test after 30 seconds
+// (a loaded CI machine running every package under -race is slow; a
+// bound, not a measure). It asserts nothing about speed.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("timed out waiting for %s", what)
