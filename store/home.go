@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -90,28 +91,82 @@ func (s *Store) HomeOpened(ctx context.Context, user string, ttl time.Duration) 
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("home opened: %w", err)
 	}
+	s.homes.saw(user, float64(now.UnixMilli()))
 	return nil
 }
 
 // HomeViewers implements approval.HomeStore: which of users opened their
-// Home within ttl, in the order given.
+// Home within ttl, in the order given. Every card update asks it, so the
+// answer comes from this process's copy of the viewers, read from Redis at
+// most once per homeCacheAge (a Home opened on another replica is seen
+// within that; one opened here at once); with more than homeCacheMax
+// viewers it asks Redis for users alone each time.
 func (s *Store) HomeViewers(ctx context.Context, users []string, ttl time.Duration) ([]string, error) {
 	if len(users) == 0 {
 		return nil, nil
 	}
-	scores, err := s.rdb.ZMScore(ctx, s.homesKey(), users...).Result()
+	scores, err := s.homes.lookup(ctx, s, users)
 	if err != nil {
 		return nil, fmt.Errorf("home viewers: %w", err)
 	}
 	since := float64(s.now().Add(-ttl).UnixMilli())
 	var out []string
 	for i, sc := range scores {
-		// ZMSCORE answers 0 for a member that is not in the set.
+		// A member that is not in the set scores 0.
 		if sc > 0 && sc >= since {
 			out = append(out, users[i])
 		}
 	}
 	return out, nil
+}
+
+// homeCache is a process's copy of the Home viewers set.
+const (
+	homeCacheAge = time.Second
+	homeCacheMax = 5000
+)
+
+type homeCache struct {
+	mu     sync.Mutex
+	read   time.Time // by the wall clock: how fresh the copy is
+	big    bool      // the set had more than homeCacheMax members
+	scores map[string]float64
+}
+
+// lookup returns the score of each of users in the viewers set (0 when
+// absent), from the copy when it is fresh.
+func (c *homeCache) lookup(ctx context.Context, s *Store, users []string) ([]float64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.read) >= homeCacheAge {
+		zs, err := s.rdb.ZRangeWithScores(ctx, s.homesKey(), 0, homeCacheMax).Result()
+		if err != nil {
+			return nil, err
+		}
+		c.read, c.big, c.scores = time.Now(), len(zs) > homeCacheMax, make(map[string]float64, len(zs))
+		for _, z := range zs {
+			if m, ok := z.Member.(string); ok {
+				c.scores[m] = z.Score
+			}
+		}
+	}
+	if c.big {
+		return s.rdb.ZMScore(ctx, s.homesKey(), users...).Result()
+	}
+	out := make([]float64, len(users))
+	for i, u := range users {
+		out[i] = c.scores[u]
+	}
+	return out, nil
+}
+
+// saw records in the copy that user opened their Home at score.
+func (c *homeCache) saw(user string, score float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scores != nil {
+		c.scores[user] = score
+	}
 }
 
 // ScheduleHome implements approval.HomeScheduler: a JobHomeRefresh for

@@ -71,6 +71,9 @@ type Options struct {
 type Store struct {
 	rdb  redis.UniversalClient
 	opts Options
+	// homes is this process's short-lived copy of who opened their Home
+	// lately, so that a card update does not ask Redis (HomeViewers).
+	homes *homeCache
 }
 
 // New returns a store on rdb.
@@ -90,7 +93,7 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{rdb: rdb, opts: opts}
+	return &Store{rdb: rdb, opts: opts, homes: &homeCache{}}
 }
 
 // Client returns the Redis client the store uses.
