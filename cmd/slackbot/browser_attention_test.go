@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/slackapprove/slackbot/internal/browsertest"
 )
 
 // TestDevBrowserRemindEscalateGrant is what waits for people, seen in the
@@ -16,25 +14,7 @@ import (
 // asks for the same refund again it is approved by his grant, without a
 // card, and her thread says so.
 func TestDevBrowserRemindEscalateGrant(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped in -short mode")
-	}
-	chromium := browsertest.ChromiumPath(t)
-	shots := ""
-	if *screenshots {
-		shots = docsDir
-	}
-	base, logs := startRun(t, map[string]string{"ADDR": "127.0.0.1:0", "LOG_FORMAT": "text"}, "dev")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("slackbot's log:\n%s", logs)
-		}
-	})
-	p := browsertest.Open(t, chromium, shots)
-
-	p.Do("open the emulator", chromedp.Navigate(base+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
+	p := devBrowser(t)
 	p.Send("@slackbot refund order A-1002 120")
 
 	p.Do("act as Alice", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))

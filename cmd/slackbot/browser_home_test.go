@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/slackapprove/slackbot/internal/browsertest"
 )
 
 // TestDevBrowserHome drives the emulator's App Home in headless chromium:
@@ -14,25 +12,7 @@ import (
 // tells her so, lists the grant with Revoke and keeps the second waiting;
 // the card in #approvals says approved by Alice too.
 func TestDevBrowserHome(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped in -short mode")
-	}
-	chromium := browsertest.ChromiumPath(t)
-	shots := ""
-	if *screenshots {
-		shots = docsDir
-	}
-	base, logs := startRun(t, map[string]string{"ADDR": "127.0.0.1:0", "LOG_FORMAT": "text"}, "dev")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("slackbot's log:\n%s", logs)
-		}
-	})
-	p := browsertest.Open(t, chromium, shots)
-
-	p.Do("open the emulator", chromedp.Navigate(base+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
+	p := devBrowser(t)
 	p.Send("@slackbot refund order A-1003 250")
 	p.WaitFor("a toast about the first approval request",
 		`[...document.querySelectorAll('.toast')].some(e => e.textContent.includes('New approval request in #approvals'))`)

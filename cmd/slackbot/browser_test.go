@@ -24,30 +24,8 @@ const docsDir = "../../docs"
 // message only he sees, and Alice's approval is one of the two the route
 // needs.
 func TestDevBrowserEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped in -short mode")
-	}
-	chromium := browsertest.ChromiumPath(t)
-	shots := "" // a temporary directory
-	if *screenshots {
-		shots = docsDir
-	}
-
-	// The defaults of `slackbot dev`: demo model, demo tools, demo routes,
-	// embedded Redis, the emulated workspace.
-	base, logs := startRun(t, map[string]string{"ADDR": "127.0.0.1:0", "LOG_FORMAT": "text"}, "dev")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("slackbot's log:\n%s", logs)
-		}
-	})
-
-	p := browsertest.Open(t, chromium, shots)
-
 	// Carol asks in #general.
-	p.Do("open the emulator", chromedp.Navigate(base+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
+	p := devBrowser(t)
 	p.Send("@slackbot refund order A-1002 150")
 	p.WaitFor("Carol's request in #general, the mention drawn as a chip",
 		`[...document.querySelectorAll('#messages .msg[data-user="U0CAROL"] .mention')].some(e => e.textContent === '@slackbot')`)
@@ -156,4 +134,31 @@ func cardIs(tool, predicate string) string {
 		const card = cards[cards.length - 1];
 		return !!card && (%s);
 	})()`, tool, predicate)
+}
+
+// devBrowser starts `slackbot dev` with its defaults (demo model, tools and
+// routes, embedded Redis, the emulated workspace), opens the emulator in
+// headless chromium and acts as Carol in #general. slackbot's log is shown
+// if the test fails; screenshots go to docs/ with -screenshots.
+func devBrowser(t *testing.T) *browsertest.Page {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
+	chromium := browsertest.ChromiumPath(t)
+	shots := "" // a temporary directory
+	if *screenshots {
+		shots = docsDir
+	}
+	base, logs := startRun(t, map[string]string{"ADDR": "127.0.0.1:0", "LOG_FORMAT": "text"}, "dev")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("slackbot's log:\n%s", logs)
+		}
+	})
+	p := browsertest.Open(t, chromium, shots)
+	p.Do("open the emulator", chromedp.Navigate(base+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
+	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
+	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
+	return p
 }
