@@ -7,12 +7,12 @@ import (
 )
 
 // TestDevBrowserRemindEscalateGrant is what waits for people, seen in the
-// emulator of `slackbot dev` without waiting: Carol asks for a $150 refund;
+// emulator of `slackbot dev` without waiting: Carol asks for a $120 refund;
 // the page's "Clock +10 min" brings the card's thread a reminder that
-// mentions Alice; ten more minutes escalate it, and #general links the
-// card for Bob, who may now decide; Bob approves for 1 h, and when Carol
-// asks for the same refund again it is approved by his grant, without a
-// card, and her thread says so.
+// mentions Alice; ten more minutes escalate it, #general links the card
+// for Bob, and Bob, who may decide it from then on, denies it. Carol asks
+// again; Alice approves for 1 h; when Carol asks a third time, Alice's
+// grant approves it without a card, and Carol's thread says so.
 func TestDevBrowserRemindEscalateGrant(t *testing.T) {
 	p := devBrowser(t)
 	p.Send("@slackbot refund order A-1002 120")
