@@ -39,6 +39,27 @@ func (e *env) openHome(user string) slackfake.View {
 	return e.waitHome(user, before)
 }
 
+// waitCardRecorded waits until every pending call's card is recorded on
+// its request: the card shows in Slack a moment before its place is
+// stored, and a Home says where each card is.
+func (e *env) waitCardRecorded() {
+	e.t.Helper()
+	e.waitFor("the cards recorded on their requests", func() bool {
+		pending, err := e.app.store.Pending(e.t.Context(), 100)
+		if err != nil || len(pending) == 0 {
+			return false
+		}
+		for _, r := range pending {
+			for _, c := range r.Calls {
+				if c.Message.TS == "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
 // homeVersions counts the versions of user's Home published so far.
 func (e *env) homeVersions(user string) int {
 	v, ok := e.slack.Home(user)
@@ -94,6 +115,7 @@ func TestHomeListsAndDecides(t *testing.T) {
 	e := newEnv(t, envOptions{routes: homeRoutes, model: deleteNamedModel()})
 	e.mention(carol, general, "delete customer C-1")
 	card := e.waitCards(1)[0]
+	e.waitCardRecorded()
 
 	aliceHome := e.openHome(alice)
 	for _, want := range []string{"Waiting for you", "`delete_customer`", "Requested by <@U0CAROL>", "card in <#C0APPROVALS>", `"action_id":"approve_for_480m"`} {
@@ -159,6 +181,7 @@ func TestHomeEscalationGrantAndRevoke(t *testing.T) {
 	e := newEnv(t, envOptions{routes: homeRoutes, model: deleteNamedModel()})
 	e.mention(carol, general, "delete customer C-7")
 	e.waitCards(1)
+	e.waitCardRecorded()
 	e.clock.Add(25 * time.Minute)
 	dave := e.openHome(dave)
 	if !strings.Contains(homeText(dave), "escalated to you") || len(slacktest.HomeButtons(dave, "approve")) != 1 {
