@@ -128,8 +128,7 @@ func (s *Service) Escalated(r *Request, c *Call) bool {
 	if route == nil {
 		return false
 	}
-	at, ok := route.EscalatesAt(r.CreatedAt, r.ExpiresAt)
-	return ok && !s.now().Before(at)
+	return route.Escalated(r.CreatedAt, r.ExpiresAt, s.now())
 }
 
 // noteEscalation records in the audit stream that a person decided c only

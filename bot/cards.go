@@ -137,7 +137,7 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 		if c.Kind == agentrunner.KindApproval && c.Required <= 1 {
 			card.GrantChoices = r.GrantChoices()
 		}
-		if at, ok := r.EscalatesAt(a.CreatedAt, a.ExpiresAt); ok && !cs.now().Before(at) {
+		if r.Escalated(a.CreatedAt, a.ExpiresAt, cs.now()) {
 			card.EscalatedTo = append(slices.Clone(r.Escalate.Users), r.Escalate.Usergroups...)
 		}
 	}

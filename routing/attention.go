@@ -66,6 +66,13 @@ func (r *Route) EscalatesAt(created, expires time.Time) (time.Time, bool) {
 	return t, t.Before(expires)
 }
 
+// Escalated reports whether a call of the route created at created and
+// expiring at expires has escalated by now.
+func (r *Route) Escalated(created, expires, now time.Time) bool {
+	at, ok := r.EscalatesAt(created, expires)
+	return ok && !now.Before(at)
+}
+
 // GrantChoices returns the grant lengths a card of the route offers, the
 // shortest first: the standard steps (1 h, 8 h, 24 h) up to the route's
 // grants, and the route's own length when it is not one of them. None on a

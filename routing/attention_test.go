@@ -97,6 +97,14 @@ func TestEscalatesAt(t *testing.T) {
 	if at, ok := r.EscalatesAt(created, created.Add(2*time.Hour)); !ok || !at.Equal(created.Add(time.Hour)) {
 		t.Errorf("EscalatesAt = %v, %v; want an hour after creation", at, ok)
 	}
+	for _, tt := range []struct {
+		now  time.Duration
+		want bool
+	}{{59 * time.Minute, false}, {time.Hour, true}, {90 * time.Minute, true}} {
+		if got := r.Escalated(created, created.Add(2*time.Hour), created.Add(tt.now)); got != tt.want {
+			t.Errorf("Escalated %s after creation = %v, want %v", tt.now, got, tt.want)
+		}
+	}
 	if _, ok := r.EscalatesAt(created, created.Add(30*time.Minute)); ok {
 		t.Error("a call that expires before its escalation escalates")
 	}
