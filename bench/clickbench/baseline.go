@@ -48,6 +48,13 @@ func serveBaseline(stdout io.Writer) error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/interactivity", bot.VerifySlack(secret, slog.New(slog.DiscardHandler), get))
+	return serveUntilDone(ctx, stdout, "baseline", mux)
+}
+
+// serveUntilDone serves a baseline's handler, with /healthz added, on a
+// free loopback port with slackbot's server settings until ctx ends, and
+// prints where it listens as "<name> listening on http://…".
+func serveUntilDone(ctx context.Context, stdout io.Writer, name string, mux *http.ServeMux) error {
 	mux.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,7 +70,7 @@ func serveBaseline(stdout io.Writer) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "baseline listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "%s listening on http://%s\n", name, ln.Addr())
 	select {
 	case err := <-errc:
 		return err
