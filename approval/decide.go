@@ -175,7 +175,7 @@ func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider
 	}
 	if err != nil {
 		// Not a refusal: who may decide could not be learnt.
-		return &Error{Code: EUNAVAILABLE, Message: "The approvers of this request could not be looked up.", Err: fmt.Errorf("authorize %s: %w", by.User, err)}
+		return approversUnavailable("authorize "+by.User, err)
 	}
 	if !ok {
 		return Errorf(ENOTAPPROVER, "You are not an approver for %s requests.", route.Name)
@@ -338,4 +338,11 @@ func (s *Service) Fail(ctx context.Context, token, reason string) (*Request, err
 	}
 	s.resumeRun(ctx, after)
 	return after, nil
+}
+
+// approversUnavailable is the error of a decision whose approvers could
+// not be looked up (a usergroup lookup failed): not a refusal, nothing is
+// audited, the person may try again.
+func approversUnavailable(what string, err error) *Error {
+	return &Error{Code: EUNAVAILABLE, Message: "The approvers of this request could not be looked up.", Err: fmt.Errorf("%s: %w", what, err)}
 }

@@ -81,7 +81,7 @@ func (s *Service) checkGrant(r *Request, c *Call, d Decision) error {
 func (s *Service) checkGrantor(ctx context.Context, r *Request, c *Call, by Decider) error {
 	own, err := s.Route(c.Route).IsApprover(ctx, by.User, s.dir.Members)
 	if err != nil {
-		return &Error{Code: EUNAVAILABLE, Message: "The approvers of this request could not be looked up.", Err: fmt.Errorf("grant by %s: %w", by.User, err)}
+		return approversUnavailable("grant by "+by.User, err)
 	}
 	if !own {
 		refused := Errorf(ENOTAPPROVER, "Only an approver of %s requests can approve for longer; you may approve this call once.", c.Route)
@@ -91,22 +91,20 @@ func (s *Service) checkGrantor(ctx context.Context, r *Request, c *Call, by Deci
 	return nil
 }
 
-// grantHolds reports whether grant g may still approve call c of r: its
-// approver is still one of the route's (the routing file or a usergroup
-// changed since), and would not be approving their own call against the
-// route, and the grant is within the length the route now allows.
+// grantHolds reports whether grant g may still approve call c of r: the
+// grant is within the length the route now allows, and its approver could
+// approve c now, by the same authorization as a click (still one of the
+// route's approvers after the routing file or a usergroup changed, and not
+// approving their own call against the route).
 func (s *Service) grantHolds(ctx context.Context, r *Request, c *Call, route *routing.Route, g *Grant) bool {
 	if !s.now().Before(g.CreatedAt.Add(route.Grants)) {
 		return false
 	}
-	if g.By == r.Origin.User && !route.AllowSelfApproval {
-		return false
-	}
-	ok, err := route.IsApprover(ctx, g.By, s.dir.Members)
-	if err != nil {
+	err := s.authorize(ctx, r, c, Decider{User: g.By, Card: c.Message}, ActionApprove)
+	if ErrorCode(err) == EUNAVAILABLE {
 		s.log.WarnContext(ctx, "look up a grant's approver; asking a person", "err", err, "call", c.ID)
 	}
-	return ok && err == nil
+	return err == nil
 }
 
 // grant saves the grant a decision made, once the call is approved.
