@@ -144,23 +144,11 @@ func (s *Store) ScheduleCards(ctx context.Context, token, job string) error {
 	if !validCardJob(job) {
 		return fmt.Errorf("schedule cards %s: %w: bad job name", short(token), approval.ErrInvalid)
 	}
-	due := ms(s.now().Add(CardJobDelay))
-	err := scheduleCardsScript.Run(ctx, s.rdb, []string{s.jobsRetryKey()}, due, cardJobMember(token, "", job), s.opts.Retention.Milliseconds()).Err()
-	if err != nil && !isRedisNil(err) {
+	if err := s.addDue(ctx, false, dueJob{at: s.now().Add(CardJobDelay), member: cardJobMember(token, "", job)}); err != nil {
 		return fmt.Errorf("schedule cards %s: %w", short(token), err)
 	}
 	return nil
 }
-
-// scheduleCardsScript adds a member to the job retry set and keeps the
-// set at least the retention (never shortening a longer TTL: the set
-// holds work due later too). KEYS: retry set. ARGV: due (ms), member,
-// retention (ms).
-var scheduleCardsScript = redis.NewScript(`
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-return 1
-`)
 
 // leaseLua takes a lease: free, or held by a process (the value up to its
 // first '/') without a heartbeat (as lockScript does).

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -178,19 +177,8 @@ func (q *JobQueue) ScheduleHome(ctx context.Context, user string, delay time.Dur
 		return fmt.Errorf("schedule home: %w: bad user", approval.ErrInvalid)
 	}
 	member := "1 " + string(JobHomeRefresh) + " - " + user
-	at := q.s.now().Add(delay)
-	ttl := delay.Milliseconds() + q.s.opts.Retention.Milliseconds()
-	err := homeScheduleScript.Run(ctx, q.s.rdb, []string{q.s.jobsRetryKey()}, ms(at), member, strconv.FormatInt(ttl, 10)).Err()
-	if err != nil && !isRedisNil(err) {
+	if err := q.s.addDue(ctx, true, dueJob{at: q.s.now().Add(delay), member: member}); err != nil {
 		return fmt.Errorf("schedule home: %w", err)
 	}
 	return nil
 }
-
-// homeScheduleScript adds a member to the retry schedule unless it is
-// there. KEYS: retry set. ARGV: score, member, ttl (ms).
-var homeScheduleScript = redis.NewScript(`
-local added = redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2])
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-return added
-`)

@@ -35,32 +35,54 @@ func (q *JobQueue) Schedule(ctx context.Context, token string, work ...approval.
 	if !validToken(token) {
 		return fmt.Errorf("schedule: %w: bad token", approval.ErrInvalid)
 	}
-	args := []any{0}
-	last := q.s.now()
+	due := make([]dueJob, 0, len(work))
 	for _, w := range work {
 		kind, ok := scheduledKinds[w.Kind]
 		if !ok || w.CallID == "" || w.N < 0 {
 			return fmt.Errorf("schedule %s: %w: kind %q, call %q", short(token), approval.ErrInvalid, w.Kind, w.CallID)
 		}
-		member := strings.Join([]string{"1", string(kind), token, strconv.Itoa(w.N), w.CallID}, " ")
-		args = append(args, ms(w.At), member)
-		last = maxTime(last, w.At)
+		due = append(due, dueJob{at: w.At, member: strings.Join([]string{"1", string(kind), token, strconv.Itoa(w.N), w.CallID}, " ")})
 	}
-	if len(work) == 0 {
-		return nil
-	}
-	args[0] = last.Sub(q.s.now()).Milliseconds() + q.s.opts.Retention.Milliseconds()
-	if err := scheduleScript.Run(ctx, q.s.rdb, []string{q.s.jobsRetryKey()}, args...).Err(); err != nil && !isRedisNil(err) {
+	if err := q.s.addDue(ctx, false, due...); err != nil {
 		return fmt.Errorf("schedule %s: %w", short(token), err)
 	}
 	return nil
 }
 
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// dueJob is a member of the job schedule ("<attempt> <kind> <token or ->
+// <data>", as Promote reads it) and when it is due.
+type dueJob struct {
+	at     time.Time
+	member string
+}
+
+// addDue puts jobs on the job schedule in one round trip; with keep, a job
+// already there stays as it is (its time too, so that changes within its
+// delay are done once). The schedule is kept at least until the last job
+// is due plus the store's retention, never shortened: it holds work due at
+// other times too.
+func (s *Store) addDue(ctx context.Context, keep bool, jobs ...dueJob) error {
+	if len(jobs) == 0 {
+		return nil
 	}
-	return a
+	now := s.now()
+	last := now
+	flag := ""
+	if keep {
+		flag = "NX"
+	}
+	args := []any{0, flag}
+	for _, j := range jobs {
+		args = append(args, ms(j.at), j.member)
+		if j.at.After(last) {
+			last = j.at
+		}
+	}
+	args[0] = last.Sub(now).Milliseconds() + s.opts.Retention.Milliseconds()
+	if err := addDueScript.Run(ctx, s.rdb, []string{s.jobsRetryKey()}, args...).Err(); err != nil && !isRedisNil(err) {
+		return err
+	}
+	return nil
 }
 
 // ScheduledJob decodes a JobRemind or JobEscalate job into the work it
@@ -80,12 +102,16 @@ func ScheduledJob(j Job) (approval.Scheduled, bool) {
 	return approval.Scheduled{Kind: kind, CallID: call, N: count}, true
 }
 
-// scheduleScript adds scheduled jobs to the retry schedule, keeping the
-// schedule for at least ARGV[1] ms more. KEYS: retry set. ARGV: ttl (ms),
-// then score, member pairs.
-var scheduleScript = redis.NewScript(`
-for i = 2, #ARGV, 2 do
-  redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i + 1])
+// addDueScript adds jobs to the job schedule, with ZADD's NX when ARGV[2]
+// says so, and keeps the schedule for at least ARGV[1] ms more. KEYS:
+// retry set. ARGV: ttl (ms), "NX" or "", then score, member pairs.
+var addDueScript = redis.NewScript(`
+for i = 3, #ARGV, 2 do
+  if ARGV[2] == 'NX' then
+    redis.call('ZADD', KEYS[1], 'NX', ARGV[i], ARGV[i + 1])
+  else
+    redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
 end
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return 1
