@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/routing"
 )
 
@@ -56,7 +57,7 @@ type GrantNotifier interface {
 // checkGrant refuses a grant the call's route does not offer: only an
 // approval, never with edited arguments, for one of the lengths the route
 // offers (none on a quorum route), and for arguments a grant can hold
-// exactly (ExactNumbers).
+// exactly (receipt.ExactNumbers).
 func (s *Service) checkGrant(r *Request, c *Call, d Decision) error {
 	route := s.Route(c.Route)
 	call, _ := r.Requests.Call(c.ID)
@@ -68,7 +69,7 @@ func (s *Service) checkGrant(r *Request, c *Call, d Decision) error {
 		return Errorf(EINVALID, "a grant approves the arguments asked for; edited arguments cannot be granted")
 	case route == nil || !route.AllowsGrant(d.Grant):
 		return Errorf(EINVALID, "The route of this call does not grant approvals for %s.", d.Grant)
-	case argsErr != nil || !ExactNumbers(args):
+	case argsErr != nil || !receipt.ExactNumbers(args):
 		return Errorf(EINVALID, "These arguments hold a number that later calls could not be told apart from, so they cannot be granted; Approve approves this call once.")
 	}
 	return nil

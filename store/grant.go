@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gowebpki/jcs"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/receipt"
 )
 
 var _ approval.GrantStore = (*Store)(nil)
@@ -33,10 +33,10 @@ func (s *Store) grantsKey(approver string) string { return s.key("grants:" + app
 // for arguments that are not a JSON object.
 func grantID(route, requester, tool string, args json.RawMessage) (string, bool) {
 	obj, err := (agentrunner.ToolCallPart{ToolName: tool, Args: args}).ArgsObject()
-	if err != nil || !approval.ExactNumbers(obj) {
+	if err != nil {
 		return "", false
 	}
-	canon, err := jcs.Transform(obj)
+	canon, err := receipt.Canonical(obj)
 	if err != nil {
 		return "", false
 	}
