@@ -120,4 +120,3 @@ func TestReceiptsNotVerifiedWithoutKeys(t *testing.T) {
 		t.Errorf("the tool ran %d times, want 1", ran.Load())
 	}
 }
-
