@@ -20,6 +20,7 @@ import (
 
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -165,8 +166,21 @@ func testCallbacks(t *testing.T) {
 			t.Errorf("%s: audited attempts (-want +got):\n%s", tc.status, diff)
 		}
 	}
-	// The callback body is what GET answers.
+	// The callback body is what GET answers, receipt included.
 	last := rc.deliveries(resolved.Token)[1]
+	var body struct {
+		Results struct {
+			Metadata map[string]map[string]any `json:"metadata"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(last.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.receipts.Verify(receipt.FromMetadata(body.Results.Metadata["cb1"]), receipt.Expect{
+		CallID: "cb1", Tool: "delete_file", Args: json.RawMessage(`{"path":"/tmp/a"}`), Token: resolved.Token, Now: e.clock.Now(),
+	}); err != nil {
+		t.Errorf("the callback's receipt: %v", err)
+	}
 	get := e.do(request{key: keyBilling, method: http.MethodGet, path: "/v1/approvals/" + resolved.Token})
 	jsonEqual(t, "callback body", last.body, string(get.body))
 	if got := rc.deliveries(silent.Token); len(got) != 0 {

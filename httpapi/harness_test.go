@@ -16,10 +16,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/internal/apitest"
 	"github.com/slackapprove/slackbot/internal/clocktest"
+	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -58,6 +60,8 @@ type env struct {
 	clock  *clocktest.Clock
 	log    *bytes.Buffer
 	doc    *apitest.Doc
+	// receipts verifies the receipts the store signs.
+	receipts *receipt.KeySet
 }
 
 type envOptions struct {
@@ -79,7 +83,15 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	clock := &clocktest.Clock{}
 	var logBuf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
+	rk, err := receipt.NewKey([]byte("httpapi-test-receipt-key-32bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := receipt.NewSigner(rk, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now, Receipts: signer})
 	routes, err := routing.ParseRoutes([]byte(routesYAML), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +157,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 			t.Errorf("a bearer key is in the log")
 		}
 	})
-	return &env{t: t, srv: srv, poster: p, store: st, rdb: rdb, prefix: prefix, api: api, svc: svc, clock: clock, log: &logBuf, doc: apitest.Load(t)}
+	return &env{t: t, srv: srv, poster: p, store: st, rdb: rdb, prefix: prefix, api: api, svc: svc, clock: clock, log: &logBuf, doc: apitest.Load(t), receipts: receipt.NewKeySet(rk)}
 }
 
 // poster is the Slack side as the Service sees it: it records the cards
@@ -433,6 +445,64 @@ func (e *env) auditOf(token string) []store.AuditEvent {
 		if ev.Token == token {
 			out = append(out, ev)
 		}
+	}
+	return out
+}
+
+// receiptless verifies the receipt of every call results (of token)
+// approve — for the call's tool and the arguments that run — fails t for
+// an approved call without one or a receipt on another call, and returns
+// results without the receipts, for comparing the rest.
+func (e *env) receiptless(t *testing.T, token string, results json.RawMessage) json.RawMessage {
+	t.Helper()
+	rec, err := e.store.Get(t.Context(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Metadata map[string]map[string]any `json:"metadata"`
+	}
+	if err := json.Unmarshal(results, &doc); err != nil {
+		t.Fatal(err)
+	}
+	res := agentrunner.NewDeferredToolResults()
+	if err := json.Unmarshal(results, res); err != nil {
+		t.Fatal(err)
+	}
+	for id, md := range res.Metadata {
+		a, approved := res.Approvals[id]
+		jws := receipt.FromMetadata(md)
+		if jws == "" {
+			continue
+		}
+		if !approved || !a.Approved {
+			t.Errorf("call %s has a receipt but is not approved", id)
+			continue
+		}
+		call, _ := rec.Requests.Call(id)
+		if len(a.OverrideArgs) > 0 {
+			call.Args = a.OverrideArgs
+		}
+		args, err := call.ArgsObject()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.receipts.Verify(jws, receipt.Expect{CallID: id, Tool: call.ToolName, Args: args, Token: token, Now: e.clock.Now()}); err != nil {
+			t.Errorf("receipt of %s: %v", id, err)
+		}
+		delete(md, receipt.MetadataKey)
+		if len(md) == 0 {
+			delete(res.Metadata, id)
+		}
+	}
+	for id, a := range res.Approvals {
+		if a.Approved && receipt.FromMetadata(doc.Metadata[id]) == "" {
+			t.Errorf("approved call %s has no receipt: %s", id, results)
+		}
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
