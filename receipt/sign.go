@@ -26,10 +26,11 @@ const Type = "slackbot-receipt+jwt"
 // DefaultIssuer is the iss of receipts when slackbot has no PUBLIC_URL.
 const DefaultIssuer = "slackbot"
 
-// DefaultTTL is how long a receipt holds after its decision: as long as
-// slackbot keeps the decided request (its deadline plus a day's grace),
-// so a run resumed or an API client reading results within that time gets
-// a receipt that still verifies.
+// DefaultTTL is how long a receipt holds after its decision: a day, so a
+// run resumed late (its replica died, slackbot restarted) or a client
+// reading its results hours later still gets one that verifies, while an
+// old receipt cannot be replayed for long (a tool that must run a call
+// once also remembers the sub it ran).
 const DefaultTTL = 24 * time.Hour
 
 // Claims are what a receipt says (the JWT claims of its payload).
