@@ -23,6 +23,7 @@ import unittest
 import uuid
 
 import slackbot_client as sc
+from test_receipt import *  # noqa: F401,F403 -- the receipt verifier's tests run with these (TestPythonExample)
 
 # Pydantic AI's DeferredToolResults as JSON, in the key order Pydantic AI
 # and slackbot write it.
@@ -464,6 +465,11 @@ class InstallTest(unittest.TestCase):
             ).stdout
             self.assertTrue(out.startswith(os.path.join(target, "slackbot_client.py")), out)
             self.assertIn("make_handler", out)
+            out = subprocess.run(
+                [sys.executable, "-c", "import slackbot_receipt; print(slackbot_receipt.__file__)"],
+                check=True, capture_output=True, text=True, cwd=target, env=dict(env, PYTHONPATH=target), timeout=60,
+            ).stdout
+            self.assertTrue(out.startswith(os.path.join(target, "slackbot_receipt.py")), out)
             dist = [d for d in os.listdir(target) if d.endswith(".dist-info")]
             self.assertEqual(dist, ["slackbot_client-0.2.0.dist-info"])
 
