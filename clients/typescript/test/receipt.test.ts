@@ -26,6 +26,8 @@ import {
   verifyMetadata,
   verifyReceipt,
 } from "../src/index.js";
+import type { Approval } from "../src/client.js";
+import { outcomeOf } from "../src/decisions.js";
 
 interface VectorCase {
   name: string;
@@ -301,5 +303,18 @@ describe("JWKS", () => {
       srv.closeAllConnections();
       srv.close();
     }
+  });
+});
+
+describe("adapters' outcomes", () => {
+  test("carry an approved call's receipt, and a denied call has none", () => {
+    const a = {
+      token: "t", status: "resolved", calls: [],
+      results: { approvals: { c1: true, c2: { kind: "tool-approved", override_args: { path: "/b" } }, c3: false, c4: { kind: "tool-denied", message: "no" } },
+        metadata: { c1: { slackbot_receipt: "r1" }, c2: { slackbot_receipt: "r2" }, c3: { slackbot_receipt: "forged" }, c4: { slackbot_receipt: "forged" } } },
+    } as unknown as Approval;
+    const r = a.results!.approvals!;
+    assert.deepEqual(["c1", "c2", "c3", "c4", "c5"].map((id) => outcomeOf(id, r[id], a).receipt), ["r1", "r2", undefined, undefined, undefined]);
+    assert.equal(outcomeOf("c1", true, { ...a, results: { approvals: r, metadata: { c1: { slackbot_receipt: 7 } } } }).receipt, undefined);
   });
 });
