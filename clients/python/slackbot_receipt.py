@@ -403,11 +403,13 @@ _B64URL = re.compile(r"[A-Za-z0-9_-]*")
 
 
 def _b64url(part: str) -> bytes | None:
-    """Base64url, padding optional (as go-jose reads it); None if not base64url."""
-    part = part.rstrip("=")
+    """Unpadded base64url, as a JWS writes it (go-jose refuses padding too);
+    None for anything else, including a non-canonical spelling (non-zero
+    trailing bits), so one receipt has one spelling only."""
     if not _B64URL.fullmatch(part) or len(part) % 4 == 1:
         return None
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    return raw if _b64url_encode(raw) == part else None
 
 
 def _b64url_encode(b: bytes) -> str:

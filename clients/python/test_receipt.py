@@ -10,6 +10,7 @@ TestPythonExample runs them too.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.server
 import json
@@ -79,6 +80,15 @@ def make_receipt(claims: dict | None = None, header: dict | None = None, seed: b
     head = header if header is not None else {"alg": "EdDSA", "kid": sr._thumbprint(_public(seed)), "typ": sr.RECEIPT_TYPE}
     text = _b64(json.dumps(head).encode()) + "." + _b64(json.dumps(claims if claims is not None else make_claims()).encode())
     return text + "." + _b64(_sign(seed, text.encode()))
+
+
+def _respell(part: str) -> str:
+    """part with non-zero trailing bits: the same bytes to a lenient decoder."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    assert len(part) % 4 == 2, "the last character carries 4 unused bits"
+    alt = part[:-1] + alphabet[alphabet.index(part[-1]) + 1]
+    assert base64.urlsafe_b64decode(alt + "==") == base64.urlsafe_b64decode(part + "==")
+    return alt
 
 
 def verify(receipt, jwks=JWKS, **over):
@@ -294,6 +304,8 @@ class ReceiptRefusalTest(unittest.TestCase):
             ("garbage", "malformed", "not.a.jws", {}),
             ("four parts", "malformed", good + ".x", {}),
             ("not base64url", "malformed", h + "." + p + "." + s[:-2] + "+/", {}),
+            ("padded", "malformed", h + "." + p + "." + s + "==", {}),
+            ("the same signature spelled otherwise", "malformed", h + "." + p + "." + _respell(s), {}),
             ("huge", "malformed", "a" * (sr.MAX_RECEIPT_BYTES + 1), {}),
             ("header not JSON", "malformed", _b64(b"{x") + "." + p + "." + s, {}),
             ("alg none", "malformed", make_receipt(header=dict(head, alg="none")).rsplit(".", 1)[0] + ".", {}),

@@ -100,12 +100,17 @@ type Bytes = Uint8Array<ArrayBuffer>;
 const enc = new TextEncoder();
 const B64URL = /^[A-Za-z0-9_-]*$/;
 
-/** b64url decodes base64url, padding optional (as slackbot's Go verifier reads it); undefined if it is not. */
+/**
+ * b64url decodes unpadded base64url, as a JWS writes it (slackbot's Go
+ * verifier refuses padding too); undefined for anything else, including a
+ * non-canonical spelling (non-zero trailing bits), so one receipt has one
+ * spelling only.
+ */
 function b64url(s: string): Bytes | undefined {
-  s = s.replace(/=+$/, "");
   if (!B64URL.test(s) || s.length % 4 === 1) return undefined;
   const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (s.length % 4)) % 4));
-  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  const b = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  return b64urlEncode(b) === s ? b : undefined;
 }
 
 function b64urlEncode(b: ArrayBuffer | Uint8Array): string {

@@ -179,6 +179,15 @@ async function signer() {
   return { kid, jwks, claims, sign };
 }
 
+/** respell writes part with non-zero trailing bits: the same bytes to a lenient decoder. */
+function respell(part: string): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  assert.equal(part.length % 4, 2, "the last character carries 4 unused bits");
+  const alt = part.slice(0, -1) + alphabet[alphabet.indexOf(part.at(-1)!) + 1];
+  assert.deepEqual(Buffer.from(alt, "base64url"), Buffer.from(part, "base64url"));
+  return alt;
+}
+
 describe("verifyReceipt refuses", () => {
   const want = (over: Partial<ReceiptExpect> = {}): ReceiptExpect => ({ callId: "call_1", tool: "issue_refund", args: ARGS, now: (T0 + 60) * 1000, ...over });
 
@@ -200,6 +209,8 @@ describe("verifyReceipt refuses", () => {
       ["garbage", "malformed", "not.a.jws", {}],
       ["four parts", "malformed", good + ".x", {}],
       ["not base64url", "malformed", `${h}.${p}.${sig.slice(0, -2)}+/`, {}],
+      ["padded", "malformed", `${h}.${p}.${sig}==`, {}],
+      ["the same signature spelled otherwise", "malformed", `${h}.${p}.${respell(sig)}`, {}],
       ["huge", "malformed", "a".repeat(MaxReceiptBytes + 1), {}],
       ["header not JSON", "malformed", `${b64("{x")}.${p}.${sig}`, {}],
       ["alg none", "malformed", `${b64({ ...head, alg: "none" })}.${p}.`, {}],
