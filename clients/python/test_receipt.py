@@ -20,6 +20,7 @@ import threading
 import types
 import unittest
 
+import slackbot_ed25519 as ed
 import slackbot_receipt as sr
 
 __all__ = ["ReceiptVectorsTest", "CanonicalJSONTest", "Ed25519Test", "ReceiptRefusalTest", "JWKSTest"]
@@ -30,7 +31,7 @@ VECTORS_PATH = os.path.join(HERE, "..", "..", "receipt", "testdata", "vectors.js
 with open(VECTORS_PATH, encoding="utf-8") as _f:
     VECTORS = json.load(_f)
 
-BACKENDS = ["pure"] + (["cryptography"] if sr._has_cryptography() else [])
+BACKENDS = ["pure"] + (["cryptography"] if sr.has_cryptography() else [])
 
 
 def _b64(b: bytes) -> str:
@@ -40,25 +41,25 @@ def _b64(b: bytes) -> str:
 # A test-only RFC 8032 signer (5.1.6) over the module's curve arithmetic, so
 # the refusal tests need no compiled dependency either.
 def _compress(p: tuple) -> bytes:
-    zinv = pow(p[2], sr._P - 2, sr._P)
-    x, y = p[0] * zinv % sr._P, p[1] * zinv % sr._P
+    zinv = pow(p[2], ed._P - 2, ed._P)
+    x, y = p[0] * zinv % ed._P, p[1] * zinv % ed._P
     return (y | (x & 1) << 255).to_bytes(32, "little")
 
 
 def _public(seed: bytes) -> bytes:
     h = hashlib.sha512(seed).digest()
     a = (int.from_bytes(h[:32], "little") & ((1 << 254) - 8)) | (1 << 254)
-    return _compress(sr._mul(a, sr._G))
+    return _compress(ed._mul(a, ed._G))
 
 
 def _sign(seed: bytes, msg: bytes) -> bytes:
     h = hashlib.sha512(seed).digest()
     a = (int.from_bytes(h[:32], "little") & ((1 << 254) - 8)) | (1 << 254)
-    pub = _compress(sr._mul(a, sr._G))
-    r = int.from_bytes(hashlib.sha512(h[32:] + msg).digest(), "little") % sr._L
-    big_r = _compress(sr._mul(r, sr._G))
-    k = int.from_bytes(hashlib.sha512(big_r + pub + msg).digest(), "little") % sr._L
-    return big_r + ((r + k * a) % sr._L).to_bytes(32, "little")
+    pub = _compress(ed._mul(a, ed._G))
+    r = int.from_bytes(hashlib.sha512(h[32:] + msg).digest(), "little") % ed._L
+    big_r = _compress(ed._mul(r, ed._G))
+    k = int.from_bytes(hashlib.sha512(big_r + pub + msg).digest(), "little") % ed._L
+    return big_r + ((r + k * a) % ed._L).to_bytes(32, "little")
 
 
 SEED = b"p" * 32
@@ -119,7 +120,7 @@ class ReceiptVectorsTest(unittest.TestCase):
     def test_vectors_pure(self):
         self.check_vectors("pure")
 
-    @unittest.skipUnless(sr._has_cryptography(), "cryptography is not installed: its backend NOT TESTED (the pure one is)")
+    @unittest.skipUnless(sr.has_cryptography(), "cryptography is not installed: its backend NOT TESTED (the pure one is)")
     def test_vectors_cryptography(self):
         self.check_vectors("cryptography")
 
@@ -132,7 +133,7 @@ class ReceiptVectorsTest(unittest.TestCase):
         self.assertEqual(claims["exp"] - claims["iat"], 3600)
 
     def test_default_backend(self):
-        self.assertEqual(sr.DEFAULT_BACKEND, "cryptography" if sr._has_cryptography() else "pure")
+        self.assertEqual(sr.DEFAULT_BACKEND, "cryptography" if sr.has_cryptography() else "pure")
         with self.assertRaises(ValueError):
             sr.ed25519_verify(PUB, b"", bytes(64), backend="openssl")
 
@@ -250,20 +251,20 @@ class Ed25519Test(unittest.TestCase):
     def test_refuses_non_canonical(self):
         pub, msg, sig = (bytes.fromhex(x) for x in self.RFC8032[1])
         s = int.from_bytes(sig[32:], "little")
-        identity_plus_p = (1 + sr._P).to_bytes(32, "little")  # y = 1 written as y + p
+        identity_plus_p = (1 + ed._P).to_bytes(32, "little")  # y = 1 written as y + p
         negative_zero_x = (1 | 1 << 255).to_bytes(32, "little")  # x = 0 with the sign bit set
         for backend in BACKENDS:
             with self.subTest(backend=backend):
                 # S + L is the same scalar mod L: RFC 8032 requires S < L.
-                self.assertFalse(sr.ed25519_verify(pub, msg, sig[:32] + (s + sr._L).to_bytes(32, "little"), backend=backend))
+                self.assertFalse(sr.ed25519_verify(pub, msg, sig[:32] + (s + ed._L).to_bytes(32, "little"), backend=backend))
                 self.assertFalse(sr.ed25519_verify(pub, msg, identity_plus_p + sig[32:], backend=backend))
                 self.assertFalse(sr.ed25519_verify(identity_plus_p, msg, sig, backend=backend))
-        self.assertIsNone(sr._decompress(identity_plus_p))
-        self.assertIsNone(sr._decompress(negative_zero_x))
-        self.assertIsNone(sr._decompress((2**255 - 1).to_bytes(32, "little")))  # y = p + 18 >= p
-        self.assertIsNotNone(sr._decompress((1).to_bytes(32, "little")))
+        self.assertIsNone(ed._decompress(identity_plus_p))
+        self.assertIsNone(ed._decompress(negative_zero_x))
+        self.assertIsNone(ed._decompress((2**255 - 1).to_bytes(32, "little")))  # y = p + 18 >= p
+        self.assertIsNotNone(ed._decompress((1).to_bytes(32, "little")))
 
-    @unittest.skipUnless(sr._has_cryptography(), "cryptography is not installed: pure and cryptography NOT COMPARED")
+    @unittest.skipUnless(sr.has_cryptography(), "cryptography is not installed: pure and cryptography NOT COMPARED")
     def test_backends_agree(self):
         msg = b"header.payload"
         sig = _sign(SEED, msg)
