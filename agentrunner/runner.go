@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/slackapprove/slackbot/receipt"
 )
 
 // Errors of Run. Bad resumes fail with these, as Pydantic AI's do.
@@ -47,6 +49,8 @@ type Runner struct {
 	sources      []ToolSource // WithToolSource, added to box by NewRunner
 	toolbox      *Toolbox     // WithToolbox
 	journal      Journal
+	receipts     *receipt.KeySet  // WithReceiptKeys
+	now          func() time.Time // WithClock
 }
 
 // ToolSource supplies tools that may change while the runner lives, such

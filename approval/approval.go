@@ -268,24 +268,8 @@ func (c *Call) VotesFor(key string) int {
 
 // AnsweredBy names who decided the call, as the results' answered_by
 // does: every approver of the approved arguments for a quorum, the decider
-// otherwise.
-func (c *Call) AnsweredBy() string {
-	if c.Status != CallApproved || c.Required < 2 {
-		return c.DecidedBy
-	}
-	var by []string
-	for _, v := range c.Votes {
-		if v.Key == c.ApprovedKey {
-			by = append(by, v.By)
-		}
-	}
-	if len(by) == 0 {
-		// Approved with no votes: an authoritative answer (an API client
-		// answering for its own request) met the quorum at once.
-		return c.DecidedBy
-	}
-	return strings.Join(by, ",")
-}
+// otherwise (see Approvers).
+func (c *Call) AnsweredBy() string { return strings.Join(c.Approvers(), ",") }
 
 // Request is the record of one resume token: the calls a run waits on,
 // who asked and where, the decisions so far, and how it ended.

@@ -25,6 +25,9 @@ type Policy struct {
 	// Record, when set, is told every decision the policy makes, for the
 	// audit stream: decisions without a person are audited too.
 	Record func(ctx context.Context, d PolicyDecision)
+	// Signer, when set, signs the receipt of every call auto_approve
+	// approves (AddReceipts does it for decisions a store records).
+	Signer Signer
 }
 
 // PolicyDecision is one decision a policy made without a person.
@@ -71,6 +74,10 @@ func (p *Policy) decide(ctx context.Context, runID string, origin *Origin, reque
 		case routing.AutoApproved:
 			res.Approvals[id] = agentrunner.Approve()
 			res.AnsweredBy[id] = ByPolicyPrefix + route.Name
+			if p.Signer != nil {
+				claims, err := receiptOf(call, []string{res.AnsweredBy[id]}, route.Name, "", p.now())
+				addReceipt(res, id, claims, err, p.Signer)
+			}
 		}
 	}
 	for _, call := range requests.Calls {
@@ -113,13 +120,16 @@ func (p *Policy) evaluate(ctx context.Context, route *routing.Route, call agentr
 	if err != nil {
 		return routing.Undecided, fmt.Errorf("route %s: %w", route.Name, err)
 	}
-	now := time.Now
-	if p.Now != nil {
-		now = p.Now
-	}
 	return route.Evaluate(ctx, routing.PolicyInput{
-		Tool: call.ToolName, Args: args, Requester: origin.Requester(), Channel: origin.Channel, Metadata: md, Now: now(),
+		Tool: call.ToolName, Args: args, Requester: origin.Requester(), Channel: origin.Channel, Metadata: md, Now: p.now(),
 	})
+}
+
+func (p *Policy) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
 }
 
 func (p *Policy) logger() *slog.Logger {

@@ -14,6 +14,11 @@ import (
 // its tool_call_id.
 const MetadataKey = "slackbot_receipt"
 
+// ErrorMetadataKey is where, instead of a receipt, slackbot says why an
+// approved call has none (its arguments hold a number no receipt can bind
+// exactly, see Canonical).
+const ErrorMetadataKey = "slackbot_receipt_error"
+
 // Type is the typ header of a receipt (RFC 8725 explicit typing), so no
 // other JWT signed by the key passes for a receipt.
 const Type = "slackbot-receipt+jwt"

@@ -56,7 +56,7 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 	if err := codeErr(res[0]); err != nil {
 		return nil, fmt.Errorf("answer %s: %w", short(token), err)
 	}
-	a, err := parseApproval(token, flatMap(res[1:]))
+	a, err := s.parseApproval(token, flatMap(res[1:]))
 	if err != nil {
 		return nil, fmt.Errorf("answer %s: %w", short(token), err)
 	}

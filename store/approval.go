@@ -187,7 +187,7 @@ func (s *Store) Get(ctx context.Context, token string) (*approval.Request, error
 	if len(m) == 0 {
 		return nil, fmt.Errorf("get %s: %w", short(token), approval.ErrNotFound)
 	}
-	a, err := parseApproval(token, m)
+	a, err := s.parseApproval(token, m)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", short(token), err)
 	}
@@ -294,8 +294,10 @@ func callEnd(c *approval.Call, a *approval.Request) {
 	}
 }
 
-// parseApproval reads a record written by the scripts.
-func parseApproval(token string, m map[string]string) (*approval.Request, error) {
+// parseApproval reads a record written by the scripts; the results of a
+// resolved one carry the receipts of its approved calls, signed by
+// Options.Receipts.
+func (s *Store) parseApproval(token string, m map[string]string) (*approval.Request, error) {
 	a := &approval.Request{
 		Token:       token,
 		RunID:       m["run"],
@@ -323,6 +325,9 @@ func parseApproval(token string, m map[string]string) (*approval.Request, error)
 	res, err := results(a, m["raw"], mds)
 	if err != nil {
 		return nil, err
+	}
+	if res != nil {
+		approval.AddReceipts(a, res, s.opts.Receipts)
 	}
 	a.Results = res
 	return a, nil

@@ -87,7 +87,7 @@ func (s *Store) LockCard(ctx context.Context, token, callID, holder string) (*ap
 		case "gone":
 			return nil, fmt.Errorf("lock card %s: %w", short(token), approval.ErrNotFound)
 		case "held":
-			a, err := parseApproval(token, flatMap(res[1:]))
+			a, err := s.parseApproval(token, flatMap(res[1:]))
 			if err != nil {
 				_ = s.ReleaseCard(ctx, token, callID, holder, "")
 				return nil, fmt.Errorf("lock card %s: %w", short(token), err)

@@ -67,7 +67,7 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 	code := res[0]
 	var out *approval.Decided
 	if len(res) > 2 {
-		a, err := parseApproval(token, flatMap(res[2:]))
+		a, err := s.parseApproval(token, flatMap(res[2:]))
 		if err != nil {
 			if res[1] == "1" {
 				_ = s.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
@@ -301,7 +301,7 @@ func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrun
 	if err := codeErr(res[0]); err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
 	}
-	a, err := parseApproval(token, flatMap(res[1:]))
+	a, err := s.parseApproval(token, flatMap(res[1:]))
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
 	}
@@ -394,7 +394,7 @@ func (s *Store) end(ctx context.Context, op, token string, state approval.State,
 	if err := codeErr(res[0]); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
 	}
-	a, err := parseApproval(token, flatMap(res[1:]))
+	a, err := s.parseApproval(token, flatMap(res[1:]))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
 	}
@@ -441,7 +441,7 @@ func (s *Store) Sweep(ctx context.Context) ([]*approval.Request, error) {
 			if len(res) == 0 {
 				continue // another sweeper claimed it, or it ended first
 			}
-			a, err := parseApproval(tokens[i], flatMap(res[1:]))
+			a, err := s.parseApproval(tokens[i], flatMap(res[1:]))
 			if err != nil {
 				return out, fmt.Errorf("sweep %s: %w", short(tokens[i]), err)
 			}

@@ -46,6 +46,7 @@
 //	P thread:<team>/<channel>/<ts>:h  string: a Slack thread's history (JSON), ThreadTTL
 //	P thread:<team>/<channel>/<ts>:l  string: the run id holding the thread (lease)
 //	P thread:<team>/<channel>/<ts>:q  list: turns waiting for the thread, "<run id>|<payload>"
+//	P receipt:key    string: the receipt signing seed, when RECEIPT_KEY is not set (no TTL)
 //	P ended          pub/sub channel (not a key): tokens that ended
 //
 // # Redis Cluster

@@ -64,7 +64,7 @@ func (s *Store) Pending(ctx context.Context, limit int) ([]*approval.Request, er
 		if len(m) == 0 {
 			continue
 		}
-		r, err := parseApproval(valid[i], m)
+		r, err := s.parseApproval(valid[i], m)
 		if err != nil {
 			return nil, fmt.Errorf("pending %s: %w", short(valid[i]), err)
 		}

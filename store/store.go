@@ -9,6 +9,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // Errors of the store that have no meaning in package approval's
@@ -59,6 +60,10 @@ type Options struct {
 	// a lease whose process's heartbeat is gone is taken over at once
 	// instead of after its ttl. Empty: leases last their ttl.
 	Owner string
+	// Receipts, when set, signs the receipt of every approved call in the
+	// results the store reads (approval.AddReceipts), so that every door
+	// hands them on; nil: results carry no receipt.
+	Receipts approval.Signer
 	// Now is the clock; nil means time.Now. Deadlines are judged by it, so
 	// tests expire tokens by moving it.
 	Now func() time.Time

@@ -233,7 +233,7 @@ func (e *Tokens) look(ctx context.Context, token string, register, claim bool) (
 	case "lost":
 		return nil, fmt.Errorf("wait %s: %w", short(token), ErrClaimed)
 	}
-	a, err := parseApproval(token, flatMap(res[1:]))
+	a, err := e.s.parseApproval(token, flatMap(res[1:]))
 	if err != nil {
 		return nil, fmt.Errorf("wait %s: %w", short(token), err)
 	}

@@ -138,7 +138,8 @@ func (x apiE2E) approveByClick(t *testing.T) {
 	if status != http.StatusOK || done.Status != "resolved" || done.Calls[0].State != "approved" || *done.Calls[0].DecidedBy != alice {
 		t.Errorf("after the click: got %d %s", status, b)
 	}
-	jsonEqual(t, "results", done.Results, `{"calls":{},"approvals":{"call_1":true},"metadata":{},"answered_by":{"call_1":"U0ALICE"}}`)
+	rest := takeReceipt(t, x.srv.URL, done.Results, "call_1", "delete_file", `{"path":"/tmp/report.csv"}`, a.Token)
+	jsonEqual(t, "results", rest, `{"calls":{},"approvals":{"call_1":true},"metadata":{},"answered_by":{"call_1":"U0ALICE"}}`)
 	x.waitFor("the card to say approved", func() bool {
 		return strings.Contains(string(x.latest(card).BlocksJSON), "Approved")
 	})

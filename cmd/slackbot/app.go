@@ -15,6 +15,7 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -53,6 +54,11 @@ type appDeps struct {
 	// AllowPrivateCallbacks lets API callbacks reach loopback and private
 	// addresses: dev only.
 	AllowPrivateCallbacks bool
+	// ReceiptKey signs receipts (RECEIPT_KEY); nil: the key kept in Redis.
+	// ReceiptPrevious (RECEIPT_KEY_PREVIOUS) only verifies them, in the
+	// JWKS during a rotation. ReceiptIssuer is their iss (PUBLIC_URL).
+	ReceiptKey, ReceiptPrevious *receipt.Key
+	ReceiptIssuer               string
 	// ResumeBlock is how long one read of the resume queue or the job
 	// queue blocks; it also bounds how long shutdown waits for their
 	// consumers. Default 2s.
@@ -62,19 +68,20 @@ type appDeps struct {
 // app is slackbot wired together: the store, the Slack side, the agent
 // runner, and the background loops (see loops) that lifecycle starts.
 type app struct {
-	log     *slog.Logger
-	store   *store.Store
-	tokens  *store.Tokens
-	queue   *store.ResumeQueue
-	jobs    *store.JobQueue
-	svc     *approval.Service
-	cards   *bot.Cards
-	bot     *bot.Bot
-	runs    *bot.Runs
-	runner  *agentrunner.Runner
-	metrics *metrics
-	deps    appDeps
-	owner   string
+	log      *slog.Logger
+	store    *store.Store
+	tokens   *store.Tokens
+	queue    *store.ResumeQueue
+	jobs     *store.JobQueue
+	svc      *approval.Service
+	cards    *bot.Cards
+	bot      *bot.Bot
+	runs     *bot.Runs
+	runner   *agentrunner.Runner
+	metrics  *metrics
+	deps     appDeps
+	owner    string
+	receipts *receiptKeys
 	// api and callbacks serve the HTTP API; nil without API keys.
 	api       *httpapi.API
 	callbacks *httpapi.Callbacks
@@ -90,10 +97,16 @@ type app struct {
 	slackOK slackHealth
 }
 
-func newApp(d appDeps) (*app, error) {
+func newApp(ctx context.Context, d appDeps) (*app, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	rk, err := loadReceiptKeys(ctx, d.Redis, d.StoreOptions.Prefix, d.ReceiptKey, d.ReceiptPrevious, d.ReceiptIssuer, d.Log)
+	if err != nil {
+		return nil, err
+	}
+	// Every approved call the store reads carries its receipt.
+	d.StoreOptions.Receipts = rk.signer
 	owner := d.Owner
 	if owner == "" {
 		owner = agentrunner.NewToken()[:12]
@@ -103,7 +116,7 @@ func newApp(d appDeps) (*app, error) {
 		d.StoreOptions.Owner = owner
 	}
 	st := store.New(d.Redis, d.StoreOptions)
-	a := &app{log: d.Log, store: st, deps: d, handOff: make(chan struct{})}
+	a := &app{log: d.Log, store: st, deps: d, receipts: rk, handOff: make(chan struct{})}
 	a.metrics = newMetrics(a.pendingApprovals)
 	a.owner = owner
 	a.tokens = store.NewTokens(st, store.TokensOptions{
@@ -149,7 +162,11 @@ func newApp(d appDeps) (*app, error) {
 	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(st), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
-		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Log: d.Log, Record: a.auditPolicy}, ask),
+		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Now: d.StoreOptions.Now, Log: d.Log, Record: a.auditPolicy, Signer: rk.signer}, ask),
+		// An approved call runs only if its receipt verifies, by the
+		// clock its decision was stamped with.
+		agentrunner.WithReceiptKeys(rk.keys),
+		agentrunner.WithClock(d.StoreOptions.Now),
 		// A tool runs at most once, approved or not, even across a
 		// takeover of its run by another replica, which goes on from the
 		// run's last checkpoint.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/receipt"
 )
 
 // Config is slackbot's configuration, read from the environment variables
@@ -37,6 +39,8 @@ type Config struct {
 	APIMaxOpen         int      `envconfig:"API_MAX_OPEN" default:"1000"`
 	APIRate            float64  `envconfig:"API_RATE" default:"20"`
 	PublicURL          string   `envconfig:"PUBLIC_URL"`
+	ReceiptKey         string   `envconfig:"RECEIPT_KEY"`
+	ReceiptKeyPrevious string   `envconfig:"RECEIPT_KEY_PREVIOUS"`
 	LogLevel           string   `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat          string   `envconfig:"LOG_FORMAT" default:"json"`
 }
@@ -157,7 +161,7 @@ func (c *Config) validate(mode Mode) error {
 	c.checkSlack(&p, mode)
 	c.checkServer(&p)
 	c.checkModel(&p)
-	c.checkRest(&p)
+	c.checkRest(&p, mode)
 	if len(p) > 0 {
 		return &ConfigError{Problems: p}
 	}
@@ -246,8 +250,9 @@ func (c *Config) checkModel(p *problems) {
 	}
 }
 
-// checkRest checks the tools, the HTTP API, the public URL and logging.
-func (c *Config) checkRest(p *problems) {
+// checkRest checks the tools, the HTTP API, the public URL, the receipt
+// keys and logging.
+func (c *Config) checkRest(p *problems, mode Mode) {
 	if c.Tools != "" && c.Tools != "demo" {
 		p.add("TOOLS must be empty or demo (got %q)", c.Tools)
 	}
@@ -268,6 +273,19 @@ func (c *Config) checkRest(p *problems) {
 			p.add("PUBLIC_URL must be an http(s) URL")
 		}
 	}
+	// ParseSeed's errors never quote the seed.
+	for name, seed := range map[string]string{"RECEIPT_KEY": c.ReceiptKey, "RECEIPT_KEY_PREVIOUS": c.ReceiptKeyPrevious} {
+		switch _, err := receipt.ParseSeed(seed); {
+		case seed == "":
+		case err != nil:
+			p.add("%s: %v", name, err)
+		case mode == ModeServe && isExampleSeed(seed):
+			p.add("%s is the example from .env.example: generate your own with `openssl rand -base64 32`", name)
+		}
+	}
+	if c.ReceiptKeyPrevious != "" && c.ReceiptKey == "" {
+		p.add("RECEIPT_KEY_PREVIOUS is set but RECEIPT_KEY is not: set the new key in RECEIPT_KEY")
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -278,4 +296,11 @@ func (c *Config) checkRest(p *problems) {
 	default:
 		p.add("LOG_FORMAT must be json or text (got %q)", c.LogFormat)
 	}
+}
+
+// isExampleSeed reports whether seed is one of .env.example's receipt
+// keys, whose bytes spell EXAMPLE-ONLY-….
+func isExampleSeed(seed string) bool {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(seed))
+	return err == nil && strings.HasPrefix(string(b), "EXAMPLE-ONLY-")
 }

@@ -38,3 +38,36 @@ func TestLoadConfigNamesEveryUnparsableVariable(t *testing.T) {
 		t.Errorf("the unparsable API_MAX_OPEN is also reported as 0:\n%v", err)
 	}
 }
+
+// A bad receipt key is named, never quoted; a previous key needs a
+// current one.
+func TestLoadConfigReceiptKeys(t *testing.T) {
+	secretish := "c2VjcmV0LXNlZWQtdGhhdC1pcy10b28tc2hvcnQ"
+	_, err := loadConfig(getenvOf(map[string]string{"RECEIPT_KEY": secretish, "RECEIPT_KEY_PREVIOUS": "%%%"}), ModeDev)
+	if err == nil {
+		t.Fatal("loadConfig took a 29-byte RECEIPT_KEY")
+	}
+	for _, want := range []string{"RECEIPT_KEY: an Ed25519 seed is 32 bytes", "RECEIPT_KEY_PREVIOUS: not base64"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), secretish) {
+		t.Errorf("the error quotes the key:\n%v", err)
+	}
+	_, err = loadConfig(getenvOf(map[string]string{"RECEIPT_KEY_PREVIOUS": receiptSeed("o")}), ModeDev)
+	if err == nil || !strings.Contains(err.Error(), "RECEIPT_KEY is not") {
+		t.Errorf("RECEIPT_KEY_PREVIOUS alone: %v", err)
+	}
+	if _, err := loadConfig(getenvOf(map[string]string{"RECEIPT_KEY": receiptSeed("n"), "RECEIPT_KEY_PREVIOUS": receiptSeed("o")}), ModeDev); err != nil {
+		t.Errorf("good keys: %v", err)
+	}
+	// serve refuses .env.example's keys.
+	example := map[string]string{"RECEIPT_KEY": "RVhBTVBMRS1PTkxZLXJlY2VpcHQta2V5LUNIQU5HRSE="}
+	if _, err := loadConfig(getenvOf(example), ModeServe); err == nil || !strings.Contains(err.Error(), "RECEIPT_KEY is the example") {
+		t.Errorf("serve with the example RECEIPT_KEY: %v", err)
+	}
+	if _, err := loadConfig(getenvOf(example), ModeDev); err != nil {
+		t.Errorf("dev with the example RECEIPT_KEY: %v", err)
+	}
+}

@@ -407,7 +407,7 @@ func (e *env) replica(owner string) (*app, string) {
 	e.t.Helper()
 	d := e.app.deps
 	d.Owner = owner
-	a, err := newApp(d)
+	a, err := newApp(e.t.Context(), d)
 	if err != nil {
 		e.t.Fatal(err)
 	}

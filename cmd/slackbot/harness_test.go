@@ -211,7 +211,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		// Waits (Retry-After, backoff) pass on the test clock at once.
 		opts.retry.Sleep = func(_ context.Context, d time.Duration) error { clock.Add(d); return nil }
 	}
-	a, err := newApp(appDeps{
+	a, err := newApp(t.Context(), appDeps{
 		Redis: rdb, StoreOptions: store.Options{Prefix: prefix, Now: clock.Now},
 		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),
 		Routes: routes, Model: opts.model, Tools: append(tools.tools(), opts.extraTools...),

@@ -16,7 +16,7 @@ func TestLifecycleStopsEverythingWhenAPartFails(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	d := e.app.deps
 	d.Owner = "replica-failing"
-	a, err := newApp(d)
+	a, err := newApp(t.Context(), d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,8 @@ func (a *app) handler() http.Handler {
 	if a.api != nil {
 		mux.Handle("/v1/", a.metrics.timed("api", a.api))
 	}
+	// Tools verify receipts with these keys; a rotation shows within 5 min.
+	mux.Handle("GET /.well-known/jwks.json", a.receipts.keys.Handler(300))
 	mux.Handle("GET /healthz", handleHealthz())
 	mux.Handle("GET /readyz", a.handleReadyz())
 	mux.Handle("GET /metrics", a.metrics.handler())

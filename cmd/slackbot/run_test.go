@@ -16,6 +16,7 @@ import (
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
+	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
@@ -97,6 +98,20 @@ func startRun(t *testing.T, env map[string]string, args ...string) (string, *syn
 	}
 }
 
+// receiptSeed is a RECEIPT_KEY made of one repeated letter.
+func receiptSeed(letter string) string {
+	return receipt.EncodeSeed([]byte(strings.Repeat(letter, receipt.SeedSize)))
+}
+
+func receiptKeyID(t *testing.T, letter string) string {
+	t.Helper()
+	k, err := receipt.ParseSeed(receiptSeed(letter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.ID()
+}
+
 // TestServeEndToEnd runs `slackbot serve` as an operator would, against a
 // fake Slack and a real redis-server: a signed app_mention starts a run,
 // the approval card appears, an authorized approver clicks Approve, and the
@@ -112,8 +127,14 @@ func TestServeEndToEnd(t *testing.T) {
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret,
 		"SLACK_API_URL": slackfaketest.APIURL(fakeSrv), "REDIS_URL": rs.URL(), "ROUTES_FILE": routes,
 		"ADDR": "127.0.0.1:0", "MODEL": "test:delete_customer", "TOOLS": "demo", "LOG_FORMAT": "text",
+		"RECEIPT_KEY": receiptSeed("n"), "RECEIPT_KEY_PREVIOUS": receiptSeed("o"),
 	}
 	base, stderr := startRun(t, vars, "serve")
+	// The JWKS holds RECEIPT_KEY, then RECEIPT_KEY_PREVIOUS; the approval
+	// below runs only if its receipt, signed with RECEIPT_KEY, verifies.
+	if got, want := jwks(t, base).IDs(), []string{receiptKeyID(t, "n"), receiptKeyID(t, "o")}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("JWKS key ids %v, want %v", got, want)
+	}
 
 	resp, err := http.Get(base + "/readyz")
 	if err != nil {
@@ -159,7 +180,8 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if strings.Contains(stderr.String(), testSecret) || strings.Contains(stderr.String(), fake.Token()) {
+	if strings.Contains(stderr.String(), testSecret) || strings.Contains(stderr.String(), fake.Token()) ||
+		strings.Contains(stderr.String(), vars["RECEIPT_KEY"]) || strings.Contains(stderr.String(), vars["RECEIPT_KEY_PREVIOUS"]) {
 		t.Error("a secret appears in the logs")
 	}
 }

@@ -54,7 +54,7 @@ func serve(ctx context.Context, mode Mode, getenv func(string) string, stdout, s
 		return err
 	}
 	defer w.close()
-	a, err := newApp(w.deps)
+	a, err := newApp(ctx, w.deps)
 	if err != nil {
 		return err
 	}

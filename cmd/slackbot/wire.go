@@ -19,6 +19,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner/openai"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/routing"
 )
 
@@ -41,12 +42,24 @@ func (w *wiring) close() {
 // client and the bot's identity (or the emulated workspace in dev mode),
 // the routes, the model and tools, the API keys and the MCP servers.
 func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) string, log *slog.Logger, addr net.Addr, rdb redis.UniversalClient) (*wiring, error) {
-	w := &wiring{deps: appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret, AllowPrivateCallbacks: mode == ModeDev}}
+	w := &wiring{deps: appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret, AllowPrivateCallbacks: mode == ModeDev,
+		ReceiptIssuer: cfg.PublicURL}}
 	d := &w.deps
+	var err error
+	if cfg.ReceiptKey != "" {
+		// loadConfig checked both seeds.
+		if d.ReceiptKey, err = receipt.ParseSeed(cfg.ReceiptKey); err != nil {
+			return nil, fmt.Errorf("RECEIPT_KEY: %w", err)
+		}
+	}
+	if cfg.ReceiptKeyPrevious != "" {
+		if d.ReceiptPrevious, err = receipt.ParseSeed(cfg.ReceiptKeyPrevious); err != nil {
+			return nil, fmt.Errorf("RECEIPT_KEY_PREVIOUS: %w", err)
+		}
+	}
 	if err := w.slack(ctx, cfg, mode, log, addr); err != nil {
 		return nil, err
 	}
-	var err error
 	if d.Routes, err = loadRoutes(cfg, mode); err != nil {
 		return nil, err
 	}

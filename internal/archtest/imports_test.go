@@ -90,14 +90,18 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 	for rel, p := range pkgs {
 		for _, imp := range ours(p) {
 			switch {
+			case rel == "receipt":
+				bad(rel, imp, "receipt is a leaf: a tool's service verifies receipts with it alone")
+			case imp == "receipt":
+				// Anyone may sign or verify receipts.
 			case rel == "approval" && !under(imp, "agentrunner") && imp != "routing":
-				bad(rel, imp, "approval may import only agentrunner and routing of ours")
+				bad(rel, imp, "approval may import only agentrunner, routing and receipt of ours")
 			case rel == "store" && imp != "approval" && !under(imp, "agentrunner"):
-				bad(rel, imp, "store may import only approval and agentrunner of ours")
+				bad(rel, imp, "store may import only approval, agentrunner and receipt of ours")
 			case rel == "routing" && !under(imp, "agentrunner"):
 				bad(rel, imp, "routing knows only the agent's tool calls")
 			case under(rel, "agentrunner") && !under(imp, "agentrunner"):
-				bad(rel, imp, "agentrunner knows nothing of slackbot")
+				bad(rel, imp, "agentrunner knows nothing of slackbot but its receipts")
 			}
 			for _, door := range []string{"bot", "httpapi", "mcpgateway"} {
 				if !under(rel, door) {
@@ -117,7 +121,7 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 			slack := strings.HasPrefix(dep, "github.com/slack-go/slack")
 			redis := strings.HasPrefix(dep, "github.com/redis/go-redis")
 			switch {
-			case (rel == "approval" || rel == "routing" || under(rel, "agentrunner")) && (slack || redis):
+			case (rel == "approval" || rel == "routing" || rel == "receipt" || under(rel, "agentrunner")) && (slack || redis):
 				bad(rel, dep, "it must know neither Slack nor Redis")
 			case under(rel, "store") && slack:
 				bad(rel, dep, "store never speaks Slack")

@@ -1,0 +1,115 @@
+package approval
+
+import (
+	"time"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/receipt"
+)
+
+// Receipt is what a receipt of an approved call says (package receipt
+// signs and verifies it; DESIGN.md, "Receipt").
+type Receipt = receipt.Claims
+
+// Signer signs the receipts of approved calls; *receipt.Signer
+// implements it.
+type Signer interface {
+	Sign(c Receipt) (string, error)
+}
+
+// Approvers returns who approved c: every approver of the approved
+// arguments when c needed several, the one who decided otherwise.
+func (c *Call) Approvers() []string {
+	if c.Status == CallApproved && c.Required >= 2 {
+		var by []string
+		for _, v := range c.Votes {
+			if v.Key == c.ApprovedKey {
+				by = append(by, v.By)
+			}
+		}
+		if len(by) > 0 {
+			return by
+		}
+		// Approved with no votes: an authoritative answer (an API client
+		// answering for its own request) met the quorum at once.
+	}
+	if c.DecidedBy == "" {
+		return nil
+	}
+	return []string{c.DecidedBy}
+}
+
+// Receipt returns the receipt of approved call c of r: for the arguments
+// that will run (the approver's edit, else the call's own), by its
+// approvers, on r's token, at the time of the decision.
+func (r *Request) Receipt(c *Call) (Receipt, error) {
+	call, _ := r.Requests.Call(c.ID)
+	if edit := c.OverrideArgs(); len(edit) > 0 {
+		call.Args = edit
+	}
+	return receiptOf(call, c.Approvers(), c.Route, r.Token, c.DecidedAt)
+}
+
+// receiptOf is the receipt of call approved by by on route at at; token
+// is empty for a decision made before any request was recorded.
+func receiptOf(call agentrunner.ToolCallPart, by []string, route, token string, at time.Time) (Receipt, error) {
+	args, err := call.ArgsObject()
+	if err != nil {
+		return Receipt{}, err
+	}
+	digest, err := receipt.ArgsSHA256(args)
+	if err != nil {
+		return Receipt{}, err
+	}
+	c := Receipt{CallID: call.ToolCallID, Tool: call.ToolName, ArgsSHA256: digest, By: by, Route: route, IssuedAt: at.Unix()}
+	if token != "" {
+		c.TokenSHA256 = receipt.TokenSHA256(token)
+	}
+	return c, nil
+}
+
+// AddReceipts puts into res, the results of r, the receipt of every call
+// res approves, signed by s, under receipt.MetadataKey of the call's
+// metadata; a call slackbot cannot sign for (arguments no receipt can
+// bind exactly) gets receipt.ErrorMetadataKey instead, saying why. A
+// receipt anyone else put in the metadata is taken out first: only
+// slackbot's signature makes one.
+func AddReceipts(r *Request, res *agentrunner.DeferredToolResults, s Signer) {
+	for id, md := range res.Metadata {
+		delete(md, receipt.MetadataKey)
+		delete(md, receipt.ErrorMetadataKey)
+		if len(md) == 0 {
+			delete(res.Metadata, id)
+		}
+	}
+	if s == nil {
+		return
+	}
+	for i := range r.Calls {
+		c := &r.Calls[i]
+		if a, ok := res.Approvals[c.ID]; !ok || !a.Approved || c.Status != CallApproved {
+			continue
+		}
+		claims, err := r.Receipt(c)
+		addReceipt(res, c.ID, claims, err, s)
+	}
+}
+
+// addReceipt signs claims into res's metadata of call id, or records why
+// there is no receipt (err, or the signer's error).
+func addReceipt(res *agentrunner.DeferredToolResults, id string, claims Receipt, err error, s Signer) {
+	var jws string
+	if err == nil {
+		jws, err = s.Sign(claims)
+	}
+	md := res.Metadata[id]
+	if md == nil {
+		md = map[string]any{}
+		res.Metadata[id] = md
+	}
+	if err != nil {
+		md[receipt.ErrorMetadataKey] = "slackbot could not sign a receipt for this call: " + err.Error()
+		return
+	}
+	md[receipt.MetadataKey] = jws
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/slackapprove/slackbot/receipt"
+)
+
+// jwks fetches the receipt keys a slackbot at base serves.
+func jwks(t *testing.T, base string) *receipt.KeySet {
+	t.Helper()
+	ks, err := receipt.Fetch(t.Context(), http.DefaultClient, base+"/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+// takeReceipt verifies the receipt of call id in results (a
+// DeferredToolResults document) with the keys slackbot at base serves —
+// for tool, args (the arguments that run) and token — and returns results
+// without it, for comparing the rest.
+func takeReceipt(t *testing.T, base string, results json.RawMessage, id, tool, args, token string) json.RawMessage {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(results, &doc); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := doc["metadata"].(map[string]any)
+	callMD, _ := md[id].(map[string]any)
+	jws, _ := callMD[receipt.MetadataKey].(string)
+	if _, err := jwks(t, base).Verify(jws, receipt.Expect{CallID: id, Tool: tool, Args: json.RawMessage(args), Token: token}); err != nil {
+		t.Fatalf("the receipt of %s: %v (results %s)", id, err, results)
+	}
+	delete(callMD, receipt.MetadataKey)
+	if len(callMD) == 0 {
+		delete(md, id)
+	}
+	out, _ := json.Marshal(doc)
+	return out
+}
+
+// Every replica on one Redis serves the one receipt key kept there, with
+// caching headers, and signs with it.
+func TestReceiptKeyShared(t *testing.T) {
+	e := newAPIEnv(t)
+	_, other := e.replica("replica-b")
+	for _, base := range []string{e.srv.URL, other} {
+		resp, err := http.Get(base + "/.well-known/jwks.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "public, max-age=300" || resp.Header.Get("ETag") == "" {
+			t.Errorf("%s: %s, headers %v", base, resp.Status, resp.Header)
+		}
+	}
+	a, b := jwks(t, e.srv.URL).IDs(), jwks(t, other).IDs()
+	if len(a) != 1 || len(b) != 1 || a[0] != b[0] || a[0] != e.app.receipts.signer.KeyID() {
+		t.Errorf("replica keys %v and %v, want one shared key %s", a, b, e.app.receipts.signer.KeyID())
+	}
+}
+
+// normalizeReceipts replaces every receipt in s by "…", for comparing
+// outputs whose receipts are checked elsewhere.
+func normalizeReceipts(s string) string {
+	var out strings.Builder
+	const key = `"slackbot_receipt":"`
+	for {
+		i := strings.Index(s, key)
+		if i < 0 {
+			return out.String() + s
+		}
+		out.WriteString(s[:i+len(key)] + "…")
+		s = s[i+len(key):]
+		if j := strings.IndexByte(s, '"'); j >= 0 {
+			s = s[j:]
+		}
+	}
+}
