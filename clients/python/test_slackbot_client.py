@@ -23,6 +23,8 @@ import unittest
 import uuid
 
 import slackbot_client as sc
+import slackbot_receipt as sr
+from test_receipt import *  # noqa: F401,F403 -- the receipt verifier's tests run with these (TestPythonExample)
 
 # Pydantic AI's DeferredToolResults as JSON, in the key order Pydantic AI
 # and slackbot write it.
@@ -464,6 +466,11 @@ class InstallTest(unittest.TestCase):
             ).stdout
             self.assertTrue(out.startswith(os.path.join(target, "slackbot_client.py")), out)
             self.assertIn("make_handler", out)
+            out = subprocess.run(
+                [sys.executable, "-c", "import slackbot_receipt; print(slackbot_receipt.__file__)"],
+                check=True, capture_output=True, text=True, cwd=target, env=dict(env, PYTHONPATH=target), timeout=60,
+            ).stdout
+            self.assertTrue(out.startswith(os.path.join(target, "slackbot_receipt.py")), out)
             dist = [d for d in os.listdir(target) if d.endswith(".dist-info")]
             self.assertEqual(dist, ["slackbot_client-0.2.0.dist-info"])
 
@@ -479,9 +486,25 @@ class LiveTest(unittest.TestCase):
     deploy_web to people; someone must click Approve on the delete_file cards
     (and leave deploy_web's alone)."""
 
+    @classmethod
+    def setUpClass(cls):
+        cls.jwks = sr.fetch_jwks(LIVE_URL)
+
     def setUp(self):
         self.client = sc.SlackbotClient(LIVE_URL, LIVE_KEY)
         self.run_id = "live-" + uuid.uuid4().hex[:12]
+
+    def assertReceipt(self, results: dict, call_id: str, tool: str, args, **kw) -> dict:
+        """The approved call's receipt, as slackbot signed it, verifies; for other arguments it does not."""
+        md = results["metadata"].get(call_id)
+        claims = sr.verify_metadata(md, self.jwks, call_id=call_id, tool=tool, args=args, **kw)
+        self.assertEqual(claims["by"], ["U0ALICE"])
+        with self.assertRaises(sr.ReceiptMismatch):
+            sr.verify_metadata(md, self.jwks, call_id=call_id, tool=tool, args=dict(args, extra=1), **kw)
+        return claims
+
+    def assertNoReceipt(self, results: dict, call_id: str) -> None:
+        self.assertNotIn(sr.METADATA_KEY, results["metadata"].get(call_id) or {}, f"{call_id} was not approved")
 
     def test_handler_waits_for_a_click(self):
         handler = sc.make_handler(self.client, requester="pydantic-ai example", context="Live test of the deferred-tool handler.")
@@ -494,6 +517,7 @@ class LiveTest(unittest.TestCase):
         results = asyncio.run(asyncio.wait_for(handler(ctx, requests), LIVE_TIMEOUT))
         print("LIVE handler results:", compact(results), flush=True)
         self.assertEqual(results["approvals"], {"call_live_1": True})
+        self.assertReceipt(results, "call_live_1", "delete_file", {"path": "/tmp/live.txt"})
         # The same run asking for the same calls gets the same answer, not new cards.
         again = asyncio.run(asyncio.wait_for(handler(ctx, requests), 10))
         self.assertEqual(again, results)
@@ -515,6 +539,14 @@ class LiveTest(unittest.TestCase):
         print("LIVE stop-the-world results:", compact(results), flush=True)
         self.assertEqual(results["calls"], {"call_2": {"rows": 3}})
         self.assertEqual(results["approvals"], {"call_1": True, "call_3": True})
+        self.assertReceipt(results, "call_1", "delete_file", {"order_id": "A-1002", "amount": 250}, token=token)
+        self.assertReceipt(results, "call_3", "delete_file", {"order_id": "A-1003", "amount": 900}, token=token)
+        with self.assertRaises(sr.ReceiptMismatch):  # one call's receipt is no other call's
+            sr.verify_receipt(results["metadata"]["call_1"][sr.METADATA_KEY], self.jwks, call_id="call_3",
+                              tool="delete_file", args={"order_id": "A-1003", "amount": 900})
+        with self.assertRaises(sr.ReceiptMismatch):  # nor another request's
+            self.assertReceipt(results, "call_1", "delete_file", {"order_id": "A-1002", "amount": 250}, token="x" * 43)
+        self.assertNoReceipt(results, "call_2")  # an external call's result, not an approval
 
     def test_cancel(self):
         # deploy_web goes to approvers who do not click in the Go test.
@@ -524,6 +556,7 @@ class LiveTest(unittest.TestCase):
         self.assertEqual(done["status"], "cancelled")
         self.assertEqual(sc.results_from_json(done, pydantic=False)["approvals"],
                          {"c1": {"message": sc.NO_DECISION_PREFIX + "cancelled", "kind": "tool-denied"}})
+        self.assertNoReceipt(sc.results_from_json(done, pydantic=False), "c1")  # a denial has no receipt
         with self.assertRaises(sc.SlackbotError) as cm:
             self.client.cancel(approval["token"])
         self.assertEqual(cm.exception.code, "conflict")

@@ -2,6 +2,7 @@
 // call, the arguments a framework hands over, and idempotency keys.
 
 import type { Approval, ApprovalResult, ToolCall } from "./client.js";
+import { MetadataKey } from "./receipt.js";
 
 /** Outcome is what happened to one call. */
 export interface Outcome {
@@ -12,6 +13,11 @@ export interface Outcome {
   /** The edited arguments the tool runs with. */
   overrideArgs?: unknown;
   decidedBy?: string;
+  /**
+   * The approval receipt slackbot signed for an approved call: hand it to
+   * the tool, which checks it with verifyReceipt before acting.
+   */
+  receipt?: string;
 }
 
 function noDecision(a: Approval): string {
@@ -21,9 +27,11 @@ function noDecision(a: Approval): string {
 /** outcomeOf reads the decision on call id from an ended request. */
 export function outcomeOf(id: string, r: ApprovalResult | undefined, a: Approval): Outcome {
   const decidedBy = a.results?.answered_by?.[id];
-  if (r === true) return { callId: id, approved: true, decidedBy };
+  const signed = a.results?.metadata?.[id]?.[MetadataKey];
+  const receipt = typeof signed === "string" ? signed : undefined;
+  if (r === true) return { callId: id, approved: true, decidedBy, receipt };
   if (r === false) return { callId: id, approved: false, message: "The tool call was denied.", decidedBy };
-  if (r?.kind === "tool-approved") return { callId: id, approved: true, overrideArgs: r.override_args ?? undefined, decidedBy };
+  if (r?.kind === "tool-approved") return { callId: id, approved: true, overrideArgs: r.override_args ?? undefined, decidedBy, receipt };
   if (r?.kind === "tool-denied") return { callId: id, approved: false, message: r.message || "The tool call was denied.", decidedBy };
   return { callId: id, approved: false, message: noDecision(a) };
 }

@@ -9,7 +9,7 @@ import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import type { Approval } from "../src/index.js";
 import { generateWithApprovals, type Message } from "../src/ai-sdk.js";
-import { click, client, uniqueId } from "./support/live.js";
+import { assertNoReceipt, assertReceipt, click, client, uniqueId } from "./support/live.js";
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
@@ -75,21 +75,26 @@ describe("Vercel AI SDK", () => {
     assert.equal(result.text, `${f.callId}: deleted /srv/data`);
     assert.equal((await client.get(pending!.token)).results?.answered_by?.[f.callId], "U0ALICE");
     assert.equal(f.model.doGenerateCalls.length, 2);
+    assert.deepEqual((await assertReceipt(pending!.token, f.callId, { path: "/srv/data" })).by, ["U0ALICE"]);
   });
 
   test("deny with a reason: the tool never runs and the model sees the reason", async () => {
     const f = fixture();
+    let token = "";
     const { result } = await generateWithApprovals(f.generate, f.start, client, {
-      onPending: (a) => click(a.token, f.callId, "deny_reason", "Not on a Friday."),
+      onPending: (a) => click((token = a.token), f.callId, "deny_reason", "Not on a Friday."),
     });
     assert.deepEqual(f.ran, []);
     assert.equal(result.text, `${f.callId}: denied: Not on a Friday.`);
+    await assertNoReceipt(token, f.callId);
   });
 
   test("edited arguments reach the tool", async () => {
     const f = fixture("/srv/all");
+    let token = "";
     const { result, messages } = await generateWithApprovals(f.generate, f.start, client, {
       onPending: async (a) => {
+        token = a.token;
         await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
       },
     });
@@ -97,13 +102,17 @@ describe("Vercel AI SDK", () => {
     assert.equal(result.text, `${f.callId}: deleted /srv/all/tmp`);
     // The conversation shows the call as it ran.
     assert.match(JSON.stringify(messages), /"input":\{"path":"\/srv\/all\/tmp"\}/);
+    // The receipt is for the edited arguments, the ones that ran.
+    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
   });
 
   test("expiry: the tool never runs and the model is told no decision arrived", async () => {
     const f = fixture();
     // One second, the shortest timeout slackbot takes; nobody clicks.
-    const { result } = await generateWithApprovals(f.generate, f.start, client, { timeout: 1 });
+    let token = "";
+    const { result } = await generateWithApprovals(f.generate, f.start, client, { timeout: 1, onPending: (a) => void (token = a.token) });
     assert.deepEqual(f.ran, []);
     assert.match(result.text, new RegExp(`^${f.callId}: denied: No decision on this tool call arrived: the request expired`));
+    await assertNoReceipt(token, f.callId);
   });
 });

@@ -14,7 +14,7 @@ import {
   signCallback,
   verifyCallback,
 } from "../src/index.js";
-import { apiKey, click, client, slackbotURL, uniqueId } from "./support/live.js";
+import { apiKey, assertNoReceipt, assertReceipt, click, client, slackbotURL, uniqueId } from "./support/live.js";
 
 function deletion(id: string, path = "/tmp/x") {
   return { approvals: [{ tool_name: "delete_file", args: { path }, tool_call_id: id }] };
@@ -39,6 +39,8 @@ describe("SlackbotClient", () => {
     const done = await client.wait(a.token);
     assert.equal(done.status, "resolved");
     assert.deepEqual(done.results?.approvals, { [id]: true });
+    const claims = await assertReceipt(a.token, id, { path: "/tmp/x" });
+    assert.deepEqual([claims.sub, claims.tool, claims.by], [id, "delete_file", ["U0ALICE"]]);
   });
 
   test("errors carry slackbot's code and status", async () => {
@@ -50,6 +52,7 @@ describe("SlackbotClient", () => {
     await rejects(client.results(a.token, { approvals: { other: true } }), 400, "invalid_request");
     const cancelled = await client.cancel(a.token);
     assert.equal(cancelled.status, "cancelled");
+    await assertNoReceipt(a.token, "x");
     await rejects(client.cancel(a.token), 409, "conflict");
   });
 

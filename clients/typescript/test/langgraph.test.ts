@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import { Annotation, Command, END, MemorySaver, START, StateGraph, interrupt } from "@langchain/langgraph";
 import type { Approval } from "../src/index.js";
 import { type Decisions, type PendingToolCall, invokeWithApprovals, pendingToolCalls, resume, suspend } from "../src/langgraph.js";
-import { click, client, uniqueId } from "./support/live.js";
+import { assertNoReceipt, assertReceipt, click, client, uniqueId } from "./support/live.js";
 
 const State = Annotation.Root({
   path: Annotation<string>(),
@@ -57,34 +57,42 @@ describe("LangGraph.js", () => {
     assert.deepEqual(f.ran, ["/srv/data"]);
     assert.deepEqual(out.results, [`${f.callId}: deleted /srv/data`]);
     assert.equal((await client.get(pending!.token)).results?.answered_by?.[f.callId], "U0ALICE");
+    assert.deepEqual((await assertReceipt(pending!.token, f.callId, { path: "/srv/data" })).by, ["U0ALICE"]);
   });
 
   test("deny with a reason: the tool never runs and the node gets the reason", async () => {
     const f = fixture();
+    let token = "";
     const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
-      onPending: (a) => click(a.token, f.callId, "deny_reason", "Not on a Friday."),
+      onPending: (a) => click((token = a.token), f.callId, "deny_reason", "Not on a Friday."),
     });
     assert.deepEqual(f.ran, []);
     assert.deepEqual(out.results, [`${f.callId}: denied: Not on a Friday.`]);
+    await assertNoReceipt(token, f.callId);
   });
 
   test("edited arguments reach the tool", async () => {
     const f = fixture("/srv/all");
+    let token = "";
     const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
       onPending: async (a) => {
+        token = a.token;
         await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
       },
     });
     assert.deepEqual(f.ran, ["/srv/all/tmp"]);
     assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
+    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" }); // for the edited arguments, the ones that ran
   });
 
   test("expiry: the tool never runs and the node is told no decision arrived", async () => {
     const f = fixture();
     // One second, the shortest timeout slackbot takes; nobody clicks.
-    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, { timeout: 1 });
+    let token = "";
+    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, { timeout: 1, onPending: (a) => void (token = a.token) });
     assert.deepEqual(f.ran, []);
     assert.match(out.results[0], new RegExp(`^${f.callId}: denied: No decision on this tool call arrived: the request expired`));
+    await assertNoReceipt(token, f.callId);
   });
 
   test("stop the world: the thread is resumed later from the stored token, once", async () => {
@@ -97,5 +105,6 @@ describe("LangGraph.js", () => {
     const out = await resume(client, f.graph, Command, saved, { wait: true });
     assert.deepEqual(f.ran, ["/srv/old"]);
     assert.deepEqual(out?.results, [`${f.callId}: deleted /srv/old`]);
+    await assertReceipt(saved.token, f.callId, { path: "/srv/old" });
   });
 });

@@ -6,9 +6,9 @@ import { describe, test } from "node:test";
 import { Agent, Runner, RunState, Usage, tool } from "@openai/agents";
 import type { AgentInputItem, Model, ModelRequest, ModelResponse } from "@openai/agents";
 import { z } from "zod";
-import type { Approval } from "../src/index.js";
+import { type Approval, verifyReceipt } from "../src/index.js";
 import { runWithApprovals, resume, suspend } from "../src/openai-agents.js";
-import { click, client, uniqueId } from "./support/live.js";
+import { assertNoReceipt, click, client, jwks, uniqueId } from "./support/live.js";
 
 function outputText(o: unknown): string {
   if (typeof o === "string") return o;
@@ -47,17 +47,26 @@ class ScriptedModel implements Model {
   }
 }
 
-/** fixture is an agent whose delete_file needs approval, and what the tool ran with. */
+/**
+ * fixture is an agent whose delete_file needs approval, and what the tool
+ * ran with. The tool runs only on a receipt it verified itself, as the
+ * README shows: for its call and the raw arguments the SDK hands it, on
+ * the request of f.token.
+ */
 function fixture(path = "/srv/data") {
   const callId = uniqueId("call_oa");
   const model = new ScriptedModel(callId, { path });
   const ran: string[] = [];
+  const f = { token: "" };
   const deleteFile = tool({
     name: "delete_file",
     description: "Deletes a file.",
     parameters: z.object({ path: z.string() }),
     needsApproval: true,
-    execute: async ({ path }) => {
+    execute: async ({ path }, _ctx, details) => {
+      const { callId: id, name, arguments: args } = details!.toolCall!;
+      const receipt = (await client.get(f.token)).results?.metadata?.[id]?.slackbot_receipt;
+      await verifyReceipt(receipt, await jwks(), { callId: id, tool: name, args, token: f.token });
       ran.push(path);
       return `deleted ${path}`;
     },
@@ -65,7 +74,7 @@ function fixture(path = "/srv/data") {
   const agent = new Agent({ name: "janitor", instructions: "Clean up.", model, tools: [deleteFile] });
   const runner = new Runner({ tracingDisabled: true });
   const run = (a: typeof agent, input: string | RunState<any, typeof agent>) => runner.run(a, input);
-  return { callId, model, ran, agent, run };
+  return Object.assign(f, { callId, model, ran, agent, run });
 }
 
 describe("OpenAI Agents SDK", () => {
@@ -76,6 +85,7 @@ describe("OpenAI Agents SDK", () => {
       requester: "janitor agent",
       onPending: async (a) => {
         pending = a;
+        f.token = a.token;
         await click(a.token, f.callId, "approve");
       },
     });
@@ -90,18 +100,20 @@ describe("OpenAI Agents SDK", () => {
   test("deny with a reason: the tool never runs and the model sees the reason", async () => {
     const f = fixture();
     const result = await runWithApprovals(f.run, f.agent, "clean /srv/data", client, {
-      onPending: (a) => click(a.token, f.callId, "deny_reason", "Not on a Friday."),
+      onPending: (a) => click((f.token = a.token), f.callId, "deny_reason", "Not on a Friday."),
     });
     assert.deepEqual(f.ran, []);
     assert.equal(result.finalOutput, `${f.callId}: Not on a Friday.`);
+    await assertNoReceipt(f.token, f.callId);
   });
 
   test("plain Deny: the model sees slackbot's denial", async () => {
     const f = fixture();
     const result = await runWithApprovals(f.run, f.agent, "clean", client, {
-      onPending: (a) => click(a.token, f.callId, "deny"),
+      onPending: (a) => click((f.token = a.token), f.callId, "deny"),
     });
     assert.deepEqual(f.ran, []);
+    await assertNoReceipt(f.token, f.callId);
     assert.match(String(result.finalOutput), new RegExp(`^${f.callId}: .*denied`, "i"));
   });
 
@@ -110,10 +122,11 @@ describe("OpenAI Agents SDK", () => {
     const result = await runWithApprovals(f.run, f.agent, "clean", client, {
       // Edits arrive as override_args; here a program (the API) makes them.
       onPending: async (a) => {
+        f.token = a.token;
         await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
       },
     });
-    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]); // the receipt binds the edit: the tool verified it
     assert.equal(result.finalOutput, `${f.callId}: deleted /srv/all/tmp`);
   });
 
@@ -130,6 +143,7 @@ describe("OpenAI Agents SDK", () => {
     assert.deepEqual(f.ran, []);
     assert.match(String(result.finalOutput), new RegExp(`^${f.callId}: No decision on this tool call arrived: the request expired`));
     assert.equal((await client.get(token)).status, "expired");
+    await assertNoReceipt(token, f.callId);
   });
 
   test("stop the world: the state is stored as a string and resumed later, once", async () => {
@@ -140,7 +154,7 @@ describe("OpenAI Agents SDK", () => {
     const saved = JSON.parse(stored);
     // No decision yet: nothing to resume.
     assert.equal(await resume(client, RunState, f.agent, saved), undefined);
-    await click(saved.token, f.callId, "approve");
+    await click((f.token = saved.token), f.callId, "approve");
     const state = await resume(client, RunState, f.agent, saved, { wait: true });
     assert.ok(state);
     const result = await f.run(f.agent, state);
@@ -153,6 +167,7 @@ describe("OpenAI Agents SDK", () => {
     const f = fixture("/srv/all");
     const first = await f.run(f.agent, "clean");
     const saved = await suspend(client, first);
+    f.token = saved.token;
     await client.results(saved.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/old" } } } });
     const state = await resume(client, RunState, f.agent, saved);
     const result = await f.run(f.agent, state!);

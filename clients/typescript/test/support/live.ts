@@ -3,8 +3,9 @@
 // and a real Redis and passes SLACKBOT_URL, SLACKBOT_API_KEY and
 // SLACKBOT_CONTROL_URL; without them the tests fail, saying how to run them.
 
+import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { SlackbotClient } from "../../src/index.js";
+import { type KeySet, type ReceiptClaims, SlackbotClient, fetchJwks, verifyMetadata } from "../../src/index.js";
 
 function env(name: string): string {
   const v = process.env[name];
@@ -37,4 +38,31 @@ export type Action = "approve" | "deny" | "deny_reason";
 /** click makes an approver (U0ALICE by default) click a call's card, signed as Slack signs. */
 export function click(token: string, toolCallId: string, action: Action, reason?: string, user?: string): Promise<void> {
   return control("/decide", { token, tool_call_id: toolCallId, action, reason, user });
+}
+
+let keys: Promise<KeySet> | undefined;
+
+/** jwks is the receipt keys of the slackbot under test (its /.well-known/jwks.json). */
+export function jwks(): Promise<KeySet> {
+  keys ??= fetchJwks(slackbotURL);
+  return keys;
+}
+
+/**
+ * assertReceipt checks that the approved delete_file call callId of the
+ * request token carries a receipt slackbot signed for exactly args (the
+ * arguments that ran) on that request, and for no other arguments.
+ */
+export async function assertReceipt(token: string, callId: string, args: Record<string, unknown>): Promise<ReceiptClaims> {
+  const md = (await client.get(token)).results?.metadata?.[callId];
+  const claims = await verifyMetadata(md, await jwks(), { callId, tool: "delete_file", args, token });
+  await assert.rejects(verifyMetadata(md, await jwks(), { callId, tool: "delete_file", args: { ...args, extra: 1 }, token }), { kind: "mismatch" });
+  return claims;
+}
+
+/** assertNoReceipt checks that call callId of the request token, not approved, has no receipt. */
+export async function assertNoReceipt(token: string, callId: string): Promise<void> {
+  const a = await client.get(token);
+  assert.notEqual(a.status, "pending");
+  assert.equal(a.results?.metadata?.[callId]?.slackbot_receipt, undefined, `${callId} was not approved, yet has a receipt`);
 }

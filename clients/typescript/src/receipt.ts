@@ -1,0 +1,334 @@
+// The verifier of slackbot's approval receipts. slackbot puts one in
+// DeferredToolResults.metadata[tool_call_id].slackbot_receipt for every
+// call it approved (by people, a policy or a grant): a compact JWS (EdDSA
+// over Ed25519, typ slackbot-receipt+jwt, kid the RFC 7638 thumbprint of
+// the key) whose claims bind the call — sub (tool_call_id), tool,
+// args_sha256 (base64url SHA-256 of the RFC 8785 canonical JSON of the
+// arguments that run), by, route, tok (base64url SHA-256 of the resume
+// token), iat, exp. Whoever runs the tool verifies it, with the keys
+// slackbot serves at /.well-known/jwks.json, before acting.
+//
+// A receipt proves what slackbot decided, no more: the tool still enforces
+// its own limits. WebCrypto only (Ed25519 is in Node ≥ 20 without a flag,
+// Deno, Bun, and current browsers); the rules follow slackbot's Go
+// verifier (package receipt) and are tested against the same vectors.
+
+import { canonicalJson } from "./canonical.js";
+
+export { InexactNumberError, canonicalJson } from "./canonical.js";
+
+/** MetadataKey is where a receipt is in a call's results metadata. */
+export const MetadataKey = "slackbot_receipt";
+/** ReceiptType is the typ header of every receipt. */
+export const ReceiptType = "slackbot-receipt+jwt";
+/** SkewSeconds is the clock difference allowed on exp and iat. */
+export const SkewSeconds = 60;
+/** MaxReceiptBytes bounds a receipt verifyReceipt reads. */
+export const MaxReceiptBytes = 8 << 10;
+/** MaxJWKSBytes bounds a JWK Set parseJwks or fetchJwks reads. */
+export const MaxJWKSBytes = 64 << 10;
+
+/** ReceiptErrorKind says why a receipt does not verify (the shared vectors' names). */
+export type ReceiptErrorKind = "missing" | "malformed" | "unknown_key" | "signature" | "mismatch" | "expired";
+
+const reasons: Record<ReceiptErrorKind, string> = {
+  missing: "no approval receipt",
+  malformed: "approval receipt malformed",
+  unknown_key: "approval receipt signed by an unknown key",
+  signature: "approval receipt signature does not verify",
+  mismatch: "approval receipt is for another call",
+  expired: "approval receipt expired",
+};
+
+/**
+ * ReceiptError is verifyReceipt's refusal. kind "unknown_key" means the
+ * keys rotated (or the receipt is not slackbot's): fetch the JWKS again.
+ */
+export class ReceiptError extends Error {
+  constructor(
+    readonly kind: ReceiptErrorKind,
+    detail?: string,
+  ) {
+    super(reasons[kind] + (detail ? `: ${detail}` : ""));
+    this.name = "ReceiptError";
+  }
+}
+
+/** JWKSError says why a JWK Set is unusable. */
+export class JWKSError extends Error {
+  constructor(message: string) {
+    super(`JWKS: ${message}`);
+    this.name = "JWKSError";
+  }
+}
+
+/** ReceiptClaims is what a receipt says. */
+export interface ReceiptClaims {
+  iss: string;
+  /** The tool_call_id of the approved call. */
+  sub: string;
+  tool: string;
+  args_sha256: string;
+  /** Approver ids, "policy:<route>" or "grant:<approver>". */
+  by: string[];
+  route: string;
+  tok: string;
+  /** Unix seconds. */
+  iat: number;
+  exp: number;
+}
+
+/** ReceiptExpect is the call a receipt must be for. */
+export interface ReceiptExpect {
+  callId: string;
+  tool: string;
+  /**
+   * The arguments that will run: their JSON text (a string: best, as the
+   * model's raw arguments string is, since only the text shows a number
+   * JSON.parse rounded) or the parsed value; undefined means {}.
+   */
+  args: unknown;
+  /** The resume token the call was decided on, when known. */
+  token?: string;
+  /** The iss the receipt must name (slackbot's PUBLIC_URL), when set. */
+  issuer?: string;
+  /** Now, in milliseconds since the epoch, or a Date; default Date.now(). */
+  now?: number | Date;
+}
+
+type Bytes = Uint8Array<ArrayBuffer>;
+const enc = new TextEncoder();
+const B64URL = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * b64url decodes unpadded base64url, as a JWS writes it (slackbot's Go
+ * verifier refuses padding too); undefined for anything else, including a
+ * non-canonical spelling (non-zero trailing bits), so one receipt has one
+ * spelling only.
+ */
+function b64url(s: string): Bytes | undefined {
+  if (!B64URL.test(s) || s.length % 4 === 1) return undefined;
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (s.length % 4)) % 4));
+  const b = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  return b64urlEncode(b) === s ? b : undefined;
+}
+
+function b64urlEncode(b: ArrayBuffer | Uint8Array): string {
+  return btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+async function sha256(s: string): Promise<string> {
+  return b64urlEncode(await crypto.subtle.digest("SHA-256", enc.encode(s)));
+}
+
+/** argsSha256 is a receipt's args_sha256 of these arguments (see canonicalJson). */
+export function argsSha256(args: unknown): Promise<string> {
+  return sha256(canonicalJson(args));
+}
+
+/** tokenSha256 is a receipt's tok of a resume token. */
+export function tokenSha256(token: string): Promise<string> {
+  return sha256(token);
+}
+
+/** KeySet is the public keys receipts are verified with, by kid (current first). */
+export class KeySet {
+  constructor(private readonly keys: ReadonlyMap<string, CryptoKey>) {}
+
+  /** ids are the key ids, in the JWKS's order. */
+  get ids(): string[] {
+    return [...this.keys.keys()];
+  }
+
+  /** key returns the public key of kid. */
+  key(kid: string): CryptoKey | undefined {
+    return this.keys.get(kid);
+  }
+}
+
+/** JsonWebKeySet is a JWK Set as slackbot serves it. */
+export interface JsonWebKeySet {
+  keys: Record<string, unknown>[];
+}
+
+/**
+ * parseJwks keeps a JWK Set's Ed25519 signing keys (JSON text or parsed).
+ * Other key types, private keys and encryption keys are skipped; a key
+ * whose kid is not its RFC 7638 thumbprint is refused, and so is a set
+ * without an Ed25519 key. Throws JWKSError.
+ */
+export async function parseJwks(data: string | JsonWebKeySet | KeySet): Promise<KeySet> {
+  if (data instanceof KeySet) return data;
+  let set: unknown = data;
+  if (typeof data === "string") {
+    if (data.length > MaxJWKSBytes) throw new JWKSError(`${data.length} bytes, at most ${MaxJWKSBytes}`);
+    try {
+      set = JSON.parse(data);
+    } catch (err) {
+      throw new JWKSError(`not JSON: ${(err as Error).message}`);
+    }
+  }
+  const keys = (set as JsonWebKeySet | null)?.keys;
+  if (typeof set !== "object" || set === null || !Array.isArray(keys)) throw new JWKSError('want {"keys": [...]}');
+  const out = new Map<string, CryptoKey>();
+  for (const jwk of keys) {
+    if (typeof jwk !== "object" || jwk === null) throw new JWKSError("a key is not an object");
+    if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || "d" in jwk || !["", "sig", undefined].includes(jwk.use as string)) continue;
+    const x = typeof jwk.x === "string" ? b64url(jwk.x) : undefined;
+    if (x === undefined || x.length !== 32) throw new JWKSError(`key ${JSON.stringify(jwk.kid)}: x is not a 32-byte base64url Ed25519 key`);
+    const kid = await sha256(`{"crv":"Ed25519","kty":"OKP","x":"${b64urlEncode(x)}"}`);
+    if (jwk.kid !== kid) throw new JWKSError(`key ${JSON.stringify(jwk.kid)}: kid is not the key's RFC 7638 thumbprint "${kid}"`);
+    if (!out.has(kid)) out.set(kid, await crypto.subtle.importKey("raw", x, { name: "Ed25519" }, false, ["verify"]));
+  }
+  if (out.size === 0) throw new JWKSError("no Ed25519 signing key");
+  return new KeySet(out);
+}
+
+/** FetchJwksOptions tune fetchJwks. */
+export interface FetchJwksOptions {
+  /** The fetch to use; default globalThis.fetch. */
+  fetch?: typeof fetch;
+  signal?: AbortSignal;
+}
+
+/**
+ * fetchJwks reads the keys slackbot serves at baseUrl +
+ * "/.well-known/jwks.json" (baseUrl may be that URL), at most
+ * MaxJWKSBytes of them. Fetch again when a verification fails with kind
+ * "unknown_key": the keys rotated. Throws JWKSError.
+ */
+export async function fetchJwks(baseUrl: string, opts: FetchJwksOptions = {}): Promise<KeySet> {
+  let url = baseUrl.replace(/\/+$/, "");
+  if (!url.endsWith("/.well-known/jwks.json")) url += "/.well-known/jwks.json";
+  if (!/^https?:\/\//i.test(url)) throw new JWKSError(`${url} is not an http(s) URL`);
+  let resp: Response;
+  try {
+    resp = await (opts.fetch ?? fetch)(url, { headers: { Accept: "application/json" }, signal: opts.signal });
+  } catch (err) {
+    throw new JWKSError(`fetch ${url}: ${(err as Error).message}`);
+  }
+  if (!resp.ok) throw new JWKSError(`fetch ${url}: ${resp.status} ${resp.statusText}`);
+  return parseJwks(await boundedText(resp, url));
+}
+
+async function boundedText(resp: Response, url: string): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  const reader = resp.body?.getReader();
+  while (reader) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    n += value.length;
+    if (n > MaxJWKSBytes) {
+      await reader.cancel();
+      throw new JWKSError(`${url}: more than ${MaxJWKSBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return new TextDecoder().decode(all);
+}
+
+function jsonObject(b: Bytes, what: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(b));
+  } catch (err) {
+    throw new ReceiptError("malformed", `${what}: ${(err as Error).message}`);
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new ReceiptError("malformed", `${what}: not a JSON object`);
+  return v as Record<string, unknown>;
+}
+
+/** claimsOf types the payload as Go does: a missing or null claim is its zero value. */
+function claimsOf(b: Bytes): ReceiptClaims {
+  const c = jsonObject(b, "claims");
+  for (const name of ["iss", "sub", "tool", "args_sha256", "route", "tok"]) {
+    c[name] ??= "";
+    if (typeof c[name] !== "string") throw new ReceiptError("malformed", `claims: ${name} is not a string`);
+  }
+  c.by ??= [];
+  if (!Array.isArray(c.by) || !c.by.every((x) => typeof x === "string")) throw new ReceiptError("malformed", "claims: by is not a list of strings");
+  for (const name of ["iat", "exp"]) {
+    c[name] ??= 0;
+    if (!Number.isSafeInteger(c[name])) throw new ReceiptError("malformed", `claims: ${name} is not an integer`);
+  }
+  return c as unknown as ReceiptClaims;
+}
+
+/** verified returns the claims of a receipt whose signature one of keys verifies. */
+async function verified(receipt: unknown, keys: KeySet): Promise<ReceiptClaims> {
+  if (receipt === undefined || receipt === null || receipt === "") throw new ReceiptError("missing");
+  if (typeof receipt !== "string") throw new ReceiptError("malformed", `a ${typeof receipt}, not a string`);
+  if (receipt.length > MaxReceiptBytes) throw new ReceiptError("malformed", `${receipt.length} bytes, at most ${MaxReceiptBytes}`);
+  const parts = receipt.split(".");
+  const raw = parts.map(b64url);
+  if (parts.length !== 3 || raw.includes(undefined)) throw new ReceiptError("malformed", "not a compact JWS (header.payload.signature, base64url)");
+  const [head, payload, sig] = raw as Bytes[];
+  const h = jsonObject(head, "header");
+  if (h.alg !== "EdDSA") throw new ReceiptError("malformed", `alg ${JSON.stringify(h.alg)}, want "EdDSA"`);
+  if ("crit" in h) throw new ReceiptError("malformed", "crit header");
+  if (h.typ !== ReceiptType) throw new ReceiptError("malformed", `typ ${JSON.stringify(h.typ)}, want "${ReceiptType}"`);
+  const kid = h.kid ?? "";
+  if (typeof kid !== "string") throw new ReceiptError("malformed", "kid is not a string");
+  const key = keys.key(kid);
+  if (!key) throw new ReceiptError("unknown_key", `kid "${kid}"`);
+  const ok = await crypto.subtle.verify({ name: "Ed25519" }, key, sig, enc.encode(parts[0] + "." + parts[1]));
+  if (!ok) throw new ReceiptError("signature");
+  return claimsOf(payload);
+}
+
+function iso(t: number): string {
+  return new Date(t * 1000).toISOString().replace(/\.000Z$/, "Z");
+}
+
+/** check refuses claims that are not for want's call (Go's Claims.check, in its order). */
+async function check(c: ReceiptClaims, want: ReceiptExpect): Promise<void> {
+  let digest: string;
+  try {
+    digest = await argsSha256(want.args);
+  } catch (err) {
+    throw new ReceiptError("mismatch", `the arguments: ${(err as Error).message}`);
+  }
+  const now = (want.now instanceof Date ? want.now.getTime() : (want.now ?? Date.now())) / 1000;
+  if (c.sub !== want.callId) throw new ReceiptError("mismatch", `it approves tool call "${c.sub}", not "${want.callId}"`);
+  if (c.tool !== want.tool) throw new ReceiptError("mismatch", `it approves tool "${c.tool}", not "${want.tool}"`);
+  if (c.args_sha256 !== digest) throw new ReceiptError("mismatch", "it approves other arguments than these");
+  if (want.token && c.tok !== (await tokenSha256(want.token))) throw new ReceiptError("mismatch", "it was decided on another request");
+  if (want.issuer && c.iss !== want.issuer) throw new ReceiptError("mismatch", `issued by "${c.iss}", not "${want.issuer}"`);
+  if (now > c.exp + SkewSeconds) throw new ReceiptError("expired", `at ${iso(c.exp)}`);
+  if (c.iat > now + SkewSeconds) throw new ReceiptError("malformed", `issued in the future (${iso(c.iat)})`);
+}
+
+/**
+ * verifyReceipt checks that receipt was signed by one of jwks's keys for
+ * exactly the call want describes, and returns its claims. jwks is a
+ * KeySet (fetchJwks, parseJwks) or a JWK Set. It throws ReceiptError,
+ * whose kind says why: missing, malformed (including any alg but EdDSA
+ * and any typ but slackbot-receipt+jwt), unknown_key, signature, mismatch
+ * (another call, tool, arguments, request or issuer), expired; and
+ * JWKSError for an unusable jwks.
+ */
+export async function verifyReceipt(receipt: unknown, jwks: KeySet | JsonWebKeySet | string, want: ReceiptExpect): Promise<ReceiptClaims> {
+  const claims = await verified(receipt, await parseJwks(jwks));
+  await check(claims, want);
+  return claims;
+}
+
+/**
+ * verifyMetadata is verifyReceipt of the receipt in a call's results
+ * metadata (DeferredToolResults.metadata[callId]); none there throws kind
+ * "missing".
+ */
+export function verifyMetadata(
+  metadata: Record<string, unknown> | null | undefined,
+  jwks: KeySet | JsonWebKeySet | string,
+  want: ReceiptExpect,
+): Promise<ReceiptClaims> {
+  return verifyReceipt(metadata?.[MetadataKey], jwks, want);
+}
