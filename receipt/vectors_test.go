@@ -81,6 +81,7 @@ func makeVectors(t *testing.T) vectors {
 	add("nested arguments, unicode and exponents", sign(s, claims(t, nested)), nested, "", "", now)
 	add("missing", "", refundArgs, "", "missing", now)
 	add("tampered payload", parts[0]+"."+base64.RawURLEncoding.EncodeToString(bytes.Replace(payload, []byte("U0ALICE"), []byte("U0MALLO"), 1))+"."+parts[2], refundArgs, "", "signature", now)
+	add("signature with unused bits set in its last character", parts[0]+"."+parts[1]+"."+lastBits(parts[2]), refundArgs, "", "malformed", now)
 	add("swapped signature", parts[0]+"."+parts[1]+"."+strings.Split(forOther, ".")[2], refundArgs, "", "signature", now)
 	add("another call's receipt", forOther, refundArgs, "", "mismatch", now)
 	add("other arguments", good, `{"amount": 251, "customer": "cus_42", "note": "dup charge ✓"}`, "", "mismatch", now)
@@ -142,4 +143,13 @@ func mustCompact(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// lastBits returns part with the unused low bits of its last base64url
+// character set: the same bytes to a lax decoder, another spelling.
+func lastBits(part string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	unused := map[int]int{2: 4, 3: 2}[len(part)%4] // bits the last character carries beyond the bytes
+	last := strings.IndexByte(alphabet, part[len(part)-1])
+	return part[:len(part)-1] + string(alphabet[last|(1<<unused-1)])
 }

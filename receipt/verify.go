@@ -2,9 +2,11 @@ package receipt
 
 import (
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -75,6 +77,9 @@ func (ks *KeySet) verified(jws string) (*Claims, error) {
 	case len(jws) > MaxReceiptBytes:
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrMalformed, len(jws), MaxReceiptBytes)
 	}
+	if err := canonicalParts(jws); err != nil {
+		return nil, err
+	}
 	obj, err := jose.ParseSignedCompact(jws, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
@@ -133,6 +138,19 @@ func (c *Claims) check(want Expect) error {
 		return fmt.Errorf("%w at %s", ErrExpired, time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	case time.Unix(c.IssuedAt, 0).After(now.Add(Skew)):
 		return fmt.Errorf("%w: issued in the future (%s)", ErrMalformed, time.Unix(c.IssuedAt, 0).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// canonicalParts refuses a JWS whose parts are not each the one unpadded
+// base64url form of their bytes: a decoder that ignores the unused bits
+// of the last character would take several spellings of one receipt, and
+// a tool that remembers the receipts it ran by their text would be fooled.
+func canonicalParts(jws string) error {
+	for i, part := range strings.SplitN(jws, ".", 4) {
+		if _, err := base64.RawURLEncoding.Strict().DecodeString(part); err != nil {
+			return fmt.Errorf("%w: part %d is not canonical unpadded base64url", ErrMalformed, i+1)
+		}
 	}
 	return nil
 }
