@@ -166,6 +166,10 @@ type Call struct {
 	Votes       []Vote     `json:"votes,omitempty"`
 	DecidedBy   string     `json:"decided_by,omitempty"`
 	DecidedAt   time.Time  `json:"decided_at,omitzero"`
+	// ByClient: the request's own API client decided the call (its answers
+	// are authoritative), and DecidedBy is its name (and who it says
+	// answered, after a "/"), not a Slack user.
+	ByClient bool `json:"by_client,omitempty"`
 	// ApprovedKey is, once the call is approved, the Vote.Key of the
 	// arguments approved.
 	ApprovedKey string `json:"approved_key,omitempty"`

@@ -41,13 +41,19 @@ func (c *Call) Approvers() []string {
 
 // Receipt returns the receipt of approved call c of r: for the arguments
 // that will run (the approver's edit, else the call's own), by its
-// approvers, on r's token, at the time of the decision.
+// approvers — an API client answering its own request as
+// APIClientPrefix+name, so that no client's name passes for a Slack
+// user's id — on r's token, at the time of the decision.
 func (r *Request) Receipt(c *Call) (Receipt, error) {
 	call, _ := r.Requests.Call(c.ID)
 	if edit := c.OverrideArgs(); len(edit) > 0 {
 		call.Args = edit
 	}
-	return receiptOf(call, c.Approvers(), c.Route, r.Token, c.DecidedAt)
+	by := c.Approvers()
+	if c.ByClient {
+		by = []string{APIClientPrefix + c.DecidedBy}
+	}
+	return receiptOf(call, by, c.Route, r.Token, c.DecidedAt)
 }
 
 // receiptOf is the receipt of call approved by by on route at at; token

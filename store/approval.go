@@ -347,6 +347,9 @@ func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, 
 		Status:    approval.CallStatus(m[p+"st"]),
 		DecidedBy: m[p+"by"],
 		DecidedAt: fromMS(m[p+"at"]),
+		// The answer script records act "answer": the request's own API
+		// client answered, not a person or a rule.
+		ByClient: m[p+"act"] == "answer",
 		Message:   approval.MessageRef{Channel: m[p+"ch"], TS: m[p+"ts"]},
 
 		Rule: m[p+"rule"], PolicyError: m[p+"perr"],

@@ -133,11 +133,16 @@ func TestAnswerReceipt(t *testing.T) {
 	a := e.create(t, s, requests("c1"), 1)
 	res := agentrunner.NewDeferredToolResults()
 	res.Approvals["c1"] = agentrunner.Approve()
-	got, err := s.Answer(t.Context(), a.Token, "api:billing", res)
+	got, err := s.Answer(t.Context(), a.Token, "U0ALICE", res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := keys.Verify(receipt.FromMetadata(got.Results.Metadata["c1"]), receipt.Expect{CallID: "c1", Tool: "delete_file", Args: json.RawMessage(`{"path":"c1.txt"}`), Now: e.clock.Now()}); err != nil {
-		t.Errorf("receipt of an answered call: %v", err)
+	c, err := keys.Verify(receipt.FromMetadata(got.Results.Metadata["c1"]), receipt.Expect{CallID: "c1", Tool: "delete_file", Args: json.RawMessage(`{"path":"c1.txt"}`), Now: e.clock.Now()})
+	if err != nil {
+		t.Fatalf("receipt of an answered call: %v", err)
+	}
+	// A client named like a Slack user does not pass for one.
+	if !cmp.Equal(c.By, []string{"api:U0ALICE"}) || got.Results.AnsweredBy["c1"] != "U0ALICE" {
+		t.Errorf("by = %v, answered_by %q; want [api:U0ALICE] and the client's name", c.By, got.Results.AnsweredBy["c1"])
 	}
 }
