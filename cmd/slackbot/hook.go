@@ -151,14 +151,18 @@ func ask(ctx context.Context, api *apiClient, agent *hookAgent, ev *hookEvent, t
 	if callID == "" {
 		callID = "hook_" + agentrunner.NewToken()
 	}
-	st, err := api.create(wctx, agent.request(ev, callID))
+	// The create is not cut short by an interruption: slackbot posts the
+	// card before it answers, and only its answer tells which request to
+	// cancel.
+	st, err := api.create(context.WithoutCancel(wctx), agent.request(ev, callID))
 	if err != nil {
-		if wctx.Err() != nil {
-			return ended(ctx, timeout)
-		}
 		return unreachable(api, err)
 	}
 	token, failures := st.Token, 0
+	if wctx.Err() != nil {
+		api.cancelQuietly(token)
+		return ended(ctx, timeout)
+	}
 	for st.Status == statusPending {
 		next, err := api.wait(wctx, token)
 		switch {

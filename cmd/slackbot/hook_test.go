@@ -97,12 +97,12 @@ func hookInput(t *testing.T, name string) []byte {
 
 // checkHookGolden compares the hook's stdout with
 // testdata/hooks/golden/<name>.json byte for byte, after replacing in got
-// each value of vars (a URL, a port) with its {{NAME}}; -update-hooks
-// rewrites the file.
-func checkHookGolden(t *testing.T, name, got string, vars map[string]string) {
+// each value of the name, value pairs vars (a URL, an address), in order,
+// with its {{NAME}}; -update-hooks rewrites the file.
+func checkHookGolden(t *testing.T, name, got string, vars ...string) {
 	t.Helper()
-	for k, v := range vars {
-		got = strings.ReplaceAll(got, v, "{{"+k+"}}")
+	for i := 0; i+1 < len(vars); i += 2 {
+		got = strings.ReplaceAll(got, vars[i+1], "{{"+vars[i]+"}}")
 	}
 	path := filepath.Join("testdata", "hooks", "golden", name+".json")
 	if *updateHooks {
@@ -246,33 +246,33 @@ func TestHookClaudeCode(t *testing.T) {
 			t.Errorf("the card shows the command's && as \\u0026 (escaped before it reached slackbot): %s", text)
 		}
 		e.clickCard(t, alice, card, bot.ActionIDApprove)
-		checkHookGolden(t, "claude-code-bash-allow", waitHook(t, done).stdout, nil)
+		checkHookGolden(t, "claude-code-bash-allow", waitHook(t, done).stdout)
 	})
 	t.Run("Edit approved with edited input", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), hookInput(t, "claude-code/edit.json"), vars, "claude-code")
 		card := e.waitLiveCard(t, before, "Edit", "replicas: 30")
 		e.answerWithEdit(t, card, `{"file_path":"/home/dev/shop/config/prod.yaml","old_string":"replicas: 3","new_string":"replicas: 5","replace_all":false}`)
-		checkHookGolden(t, "claude-code-edit-allow-edited", waitHook(t, done).stdout, nil)
+		checkHookGolden(t, "claude-code-edit-allow-edited", waitHook(t, done).stdout)
 	})
 	t.Run("Write denied with a reason", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), hookInput(t, "claude-code/write.json"), vars, "claude-code")
 		card := e.waitLiveCard(t, before, "Write", "release.yml")
 		e.denyWithReason(t, bob, card, "Release workflows change only through a reviewed PR.")
-		checkHookGolden(t, "claude-code-write-deny", waitHook(t, done).stdout, nil)
+		checkHookGolden(t, "claude-code-write-deny", waitHook(t, done).stdout)
 	})
 	t.Run("MCP tool denied", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), hookInput(t, "claude-code/mcp_github_create_issue.json"), vars, "claude-code")
 		card := e.waitLiveCard(t, before, "mcp__github__create_issue", "Checkout fails for carts over 100 items")
 		e.clickCard(t, bob, card, bot.ActionIDDeny)
-		checkHookGolden(t, "claude-code-mcp-deny", waitHook(t, done).stdout, nil)
+		checkHookGolden(t, "claude-code-mcp-deny", waitHook(t, done).stdout)
 	})
 	t.Run("Read approved by the routes, no card", func(t *testing.T) {
 		before := len(e.cards())
 		r := waitHook(t, startHook(t.Context(), hookInput(t, "claude-code/read.json"), vars, "claude-code"))
-		checkHookGolden(t, "claude-code-read-policy", r.stdout, nil)
+		checkHookGolden(t, "claude-code-read-policy", r.stdout)
 		if n := len(e.cards()); n != before {
 			t.Errorf("%d cards after a read-only call, want %d (none posted)", n, before)
 		}
@@ -292,20 +292,20 @@ func TestHookCodex(t *testing.T) {
 		done := startHook(t.Context(), input, vars, "codex")
 		card := e.waitLiveCard(t, before, "Bash", "git push --force-with-lease origin release", "Codex (/home/dev/shop, session 019ad3f2…)", "gpt-5-codex")
 		e.clickCard(t, alice, card, bot.ActionIDApprove)
-		checkHookGolden(t, "codex-bash-allow", waitHook(t, done).stdout, nil)
+		checkHookGolden(t, "codex-bash-allow", waitHook(t, done).stdout)
 	})
 	t.Run("approved with edited arguments", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), input, vars, "codex")
 		card := e.waitLiveCard(t, before, "git push --force-with-lease origin release")
 		e.answerWithEdit(t, card, `{"command":"git push --force-with-lease origin release-candidate","description":"Publish the rebased release branch"}`)
-		checkHookGolden(t, "codex-bash-allow-edited", waitHook(t, done).stdout, nil)
+		checkHookGolden(t, "codex-bash-allow-edited", waitHook(t, done).stdout)
 	})
 	t.Run("denied with a reason", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), input, vars, "codex")
 		card := e.waitLiveCard(t, before, "git push --force-with-lease origin release")
 		e.denyWithReason(t, bob, card, "Not during the freeze.")
-		checkHookGolden(t, "codex-bash-deny", waitHook(t, done).stdout, nil)
+		checkHookGolden(t, "codex-bash-deny", waitHook(t, done).stdout)
 	})
 }
