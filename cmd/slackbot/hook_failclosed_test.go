@@ -168,3 +168,63 @@ func (e *env) waitCardSays(t *testing.T, card slackfake.Message, what string) {
 		return ok && !live && strings.Contains(cardText(cur), what)
 	})
 }
+
+// scriptedAPI is a server in slackbot's place that answers the create
+// with a pending request and each long poll with the next of polls (a
+// status and a body), counting the cancellations.
+func scriptedAPI(t *testing.T, polls ...[2]string) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var next, cancels atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/approvals":
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"token":"tok","status":"pending"}`))
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/approvals/tok" && r.URL.Query().Get("wait") != "":
+			i := int(next.Add(1)) - 1
+			if i >= len(polls) {
+				t.Errorf("poll %d: the script has %d", i+1, len(polls))
+				i = len(polls) - 1
+			}
+			status := http.StatusOK
+			if polls[i][0] != "200" {
+				status = http.StatusServiceUnavailable
+			}
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(polls[i][1]))
+		case r.Method == http.MethodDelete && r.URL.Path == "/v1/approvals/tok":
+			cancels.Add(1)
+			_, _ = w.Write([]byte(`{"token":"tok","status":"cancelled"}`))
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL)
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &cancels
+}
+
+// TestHookRidesOutPollFailures: a long wait outlives a few failed polls
+// (a replica restarting behind the load balancer); more in a row deny,
+// and the request is cancelled.
+func TestHookRidesOutPollFailures(t *testing.T) {
+	input := hookInput(t, "claude-code/bash.json")
+	unavailable := [2]string{"503", `{"error":{"code":"internal","message":"restarting"}}`}
+	pending := [2]string{"200", `{"token":"tok","status":"pending"}`}
+	approved := [2]string{"200", `{"token":"tok","status":"resolved","results":{"approvals":{"toolu_01HcWq7sYh3cVbY5Zp3kK2Xa":true},"answered_by":{"toolu_01HcWq7sYh3cVbY5Zp3kK2Xa":"U0ALICE"}}}`}
+
+	api, cancels := scriptedAPI(t, pending, unavailable, unavailable, pending, unavailable, approved)
+	r := waitHook(t, startHook(t.Context(), input, map[string]string{"SLACKBOT_URL": api.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code"))
+	checkHookGolden(t, "claude-code-bash-allow", r.stdout)
+	if n := cancels.Load(); n != 0 {
+		t.Errorf("%d cancellations of a request that was approved", n)
+	}
+
+	api, cancels = scriptedAPI(t, unavailable, unavailable, unavailable, unavailable)
+	r = waitHook(t, startHook(t.Context(), input, map[string]string{"SLACKBOT_URL": api.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code"))
+	checkHookGolden(t, "fail-polls", r.stdout, "URL", api.URL)
+	if n := cancels.Load(); n != 1 {
+		t.Errorf("%d cancellations after the polls failed, want 1", n)
+	}
+}
