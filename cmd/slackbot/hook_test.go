@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/apitest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 )
@@ -213,19 +214,8 @@ func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) 
 		return token != ""
 	})
 	body := `{"approvals":{"` + callID + `":{"kind":"tool-approved","override_args":` + args + `}}}`
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.srv.URL+"/v1/approvals/"+token+"/results", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+keyBilling)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("answer with edited arguments: got %d", resp.StatusCode)
+	if status, b := e.apiCall(apitest.Load(t), keyBilling, http.MethodPost, "/v1/approvals/"+token+"/results", body); status != http.StatusOK {
+		t.Fatalf("answer with edited arguments: got %d %s", status, b)
 	}
 }
 
