@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
 
@@ -53,35 +52,40 @@ func hookCommand(ctx context.Context, args []string, getenv func(string) string,
 	if !ok {
 		return fmt.Errorf("hook: unknown agent %q (want claude-code or codex)\n%s", args[0], hookUsage)
 	}
-	fs := flag.NewFlagSet("slackbot hook "+agent.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for a decision")
-	d := func() hookDecision {
-		if err := fs.Parse(args[1:]); err != nil {
-			return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name)
-		}
-		if fs.NArg() > 0 {
-			return denyf("slackbot hook %s: unexpected argument %q", agent.name, fs.Arg(0))
-		}
-		if *timeout < time.Second || *timeout > maxHookTimeout {
-			return denyf("slackbot hook %s: --timeout %s: want between 1s and %s", agent.name, *timeout, maxHookTimeout)
-		}
-		ev, err := readHookEvent(stdin, agent)
-		if err != nil {
-			return denyf("slackbot hook %s: %v", agent.name, err)
-		}
-		api, err := newAPIClient(getenv("SLACKBOT_URL"), getenv("SLACKBOT_API_KEY"))
-		if err != nil {
-			return denyf("slackbot hook %s is not configured: %v", agent.name, err)
-		}
-		return ask(ctx, api, agent, ev, *timeout)
-	}()
+	d := decideHook(ctx, agent, args[1:], getenv, stdin)
 	if !d.allow {
 		fmt.Fprintln(stderr, "slackbot hook:", d.reason)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false) // the agents show the reason as text
 	return enc.Encode(agent.output(d))
+}
+
+// decideHook is the hook's decision for agent, given the command's flags
+// (args), the environment and the event on stdin: a denial for anything
+// that keeps it from asking slackbot, else slackbot's answer.
+func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv func(string) string, stdin io.Reader) hookDecision {
+	fs := flag.NewFlagSet("slackbot hook "+agent.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for a decision")
+	if err := fs.Parse(args); err != nil {
+		return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name)
+	}
+	if fs.NArg() > 0 {
+		return denyf("slackbot hook %s: unexpected argument %q", agent.name, fs.Arg(0))
+	}
+	if *timeout < time.Second || *timeout > maxHookTimeout {
+		return denyf("slackbot hook %s: --timeout %s: want between 1s and %s", agent.name, *timeout, maxHookTimeout)
+	}
+	ev, err := readHookEvent(stdin, agent)
+	if err != nil {
+		return denyf("slackbot hook %s: %v", agent.name, err)
+	}
+	api, err := newAPIClient(getenv("SLACKBOT_URL"), getenv("SLACKBOT_API_KEY"))
+	if err != nil {
+		return denyf("slackbot hook %s is not configured: %v", agent.name, err)
+	}
+	return ask(ctx, api, agent, ev, *timeout)
 }
 
 // hookDecision is what the hook tells the agent.
@@ -208,18 +212,4 @@ func unreachable(api *apiClient, err error) hookDecision {
 		return denyf("slackbot could not be reached at %s: %v", api.shown(), down.Err)
 	}
 	return denyf("slackbot at %s gave no decision: %v", api.shown(), err)
-}
-
-// parseAPIBase checks SLACKBOT_URL: an http or https URL with a host.
-func parseAPIBase(raw string) (*url.URL, error) {
-	if raw == "" {
-		return nil, errors.New("SLACKBOT_URL is not set (the base URL of slackbot, e.g. https://slackbot.example.com)")
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("SLACKBOT_URL: want an http:// or https:// URL such as https://slackbot.example.com")
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	u.RawQuery, u.Fragment = "", ""
-	return u, nil
 }

@@ -67,6 +67,20 @@ func newAPIClient(rawURL, key string) (*apiClient, error) {
 	return &apiClient{base: base, key: key, client: &http.Client{}}, nil
 }
 
+// parseAPIBase checks SLACKBOT_URL: an http or https URL with a host.
+func parseAPIBase(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, errors.New("SLACKBOT_URL is not set (the base URL of slackbot, e.g. https://slackbot.example.com)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("SLACKBOT_URL: want an http:// or https:// URL such as https://slackbot.example.com")
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawQuery, u.Fragment = "", ""
+	return u, nil
+}
+
 // shown is the base URL as the hook may show it (no password).
 func (c *apiClient) shown() string { return c.base.Redacted() }
 
