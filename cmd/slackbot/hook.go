@@ -155,11 +155,18 @@ func ask(ctx context.Context, api *apiClient, agent *hookAgent, ev *hookEvent, t
 	if callID == "" {
 		callID = "hook_" + agentrunner.NewToken()
 	}
-	// The create is not cut short by an interruption: slackbot posts the
-	// card before it answers, and only its answer tells which request to
-	// cancel.
-	st, err := api.create(context.WithoutCancel(wctx), agent.request(ev, callID))
+	// The create outlives an interruption by createGrace: slackbot posts
+	// the card before it answers, and only its answer tells which request
+	// to cancel.
+	cctx, cancelCreate := context.WithCancel(context.WithoutCancel(wctx))
+	defer cancelCreate()
+	stop := context.AfterFunc(wctx, func() { time.AfterFunc(createGrace, cancelCreate) })
+	defer stop()
+	st, err := api.create(cctx, agent.request(ev, callID))
 	if err != nil {
+		if wctx.Err() != nil {
+			return ended(ctx, timeout)
+		}
 		return unreachable(api, err)
 	}
 	token, failures := st.Token, 0
@@ -192,9 +199,13 @@ func ask(ctx context.Context, api *apiClient, agent *hookAgent, ev *hookEvent, t
 	return agent.decision(st, callID)
 }
 
-// maxPollFailures bounds the failed long polls in a row that the wait
-// tolerates before it denies.
-const maxPollFailures = 3
+const (
+	// maxPollFailures bounds the failed long polls in a row that the
+	// wait tolerates before it denies.
+	maxPollFailures = 3
+	// createGrace is how long the create may go on after the wait ended.
+	createGrace = 5 * time.Second
+)
 
 // ended is the denial when the wait ends before a decision: interrupted
 // (ctx) or out of time.

@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -227,4 +228,23 @@ func TestHookRidesOutPollFailures(t *testing.T) {
 	if n := cancels.Load(); n != 1 {
 		t.Errorf("%d cancellations after the polls failed, want 1", n)
 	}
+}
+
+// TestHookInterruptedWhileSlackbotHangs: an interruption while slackbot
+// has not answered the create ends the hook after a short grace with the
+// interruption's denial, not after the create's own timeout.
+func TestHookInterruptedWhileSlackbotHangs(t *testing.T) {
+	got := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server sees the hook hang up
+		got <- struct{}{}
+		<-r.Context().Done() // until the hook gives up
+	}))
+	t.Cleanup(srv.Close)
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	done := startHook(ctx, hookInput(t, "claude-code/bash.json"), map[string]string{"SLACKBOT_URL": srv.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code")
+	<-got
+	interrupt()
+	checkHookGolden(t, "fail-interrupted", waitHook(t, done).stdout)
 }
