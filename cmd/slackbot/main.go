@@ -4,6 +4,7 @@
 //	slackbot serve             run against Slack (configuration from the environment)
 //	slackbot dev               run locally: embedded Redis, Slack emulator at /dev
 //	slackbot routes check FILE validate a routing file and print its routes
+//	slackbot hook AGENT        a coding agent's approval hook (claude-code, codex)
 //	slackbot version           print the version
 package main
 
@@ -27,7 +28,7 @@ var version = ""
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "slackbot:", err)
 		os.Exit(1)
 	}
@@ -37,13 +38,16 @@ const usage = `usage:
   slackbot serve              run against Slack (configuration from the environment)
   slackbot dev                run locally with an embedded Redis and a Slack emulator at /dev
   slackbot routes check FILE  validate a routing file and print its routes
+  slackbot hook claude-code   Claude Code's PreToolUse hook: ask slackbot, print the decision
+  slackbot hook codex         Codex's PermissionRequest hook: ask slackbot, print the decision
   slackbot version            print the version`
 
 // run does everything main does, so tests can start the real program:
 // args are the command line without the program's name, getenv reads the
-// environment (os.Getenv), and stdout and stderr are where output and logs
-// go. Nothing below run reads the process environment.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// environment (os.Getenv), stdin is what the hook command reads, and
+// stdout and stderr are where output and logs go. Nothing below run reads
+// the process environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
@@ -60,6 +64,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return errors.New(usage)
 		}
 		return routesCheck(args[2], stdout)
+	case "hook":
+		return hookCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

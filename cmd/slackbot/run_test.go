@@ -54,7 +54,7 @@ func startRun(t *testing.T, env map[string]string, args ...string) (string, *syn
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, getenvOf(env), stdout, stderr) }()
+	go func() { done <- run(ctx, args, getenvOf(env), nil, stdout, stderr) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -212,7 +212,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		"MODEL": "gpt-4", "LOG_LEVEL": "loud", "LOG_FORMAT": "xml", "TLS_CERT_FILE": "/nonexistent.pem",
 		"TOOLS": "everything", "API_KEYS": "short", "API_MAX_OPEN": "0", "API_RATE": "-1",
 	}
-	err := run(t.Context(), []string{"serve"}, getenvOf(vars), &bytes.Buffer{}, &bytes.Buffer{})
+	err := run(t.Context(), []string{"serve"}, getenvOf(vars), nil, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("serve started with a broken configuration")
 	}
@@ -235,7 +235,7 @@ func TestRoutesCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := run(t.Context(), []string{"routes", "check", good}, getenvOf(nil), &out, &bytes.Buffer{}); err != nil {
+	if err := run(t.Context(), []string{"routes", "check", good}, getenvOf(nil), nil, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"3 routes", "deploys", "refunds", "deletions", "C0APPROVALS"} {
@@ -243,7 +243,7 @@ func TestRoutesCheck(t *testing.T) {
 			t.Errorf("routes check output lacks %q:\n%s", want, out.String())
 		}
 	}
-	err := run(t.Context(), []string{"routes", "check", bad}, getenvOf(nil), &out, &bytes.Buffer{})
+	err := run(t.Context(), []string{"routes", "check", bad}, getenvOf(nil), nil, &out, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml:3") {
 		t.Errorf("bad file: got %v, want an error at bad.yaml:3", err)
 	}
@@ -251,13 +251,13 @@ func TestRoutesCheck(t *testing.T) {
 
 func TestVersionAndUsage(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(t.Context(), []string{"version"}, getenvOf(nil), &out, &bytes.Buffer{}); err != nil || !strings.HasPrefix(out.String(), "slackbot ") {
+	if err := run(t.Context(), []string{"version"}, getenvOf(nil), nil, &out, &bytes.Buffer{}); err != nil || !strings.HasPrefix(out.String(), "slackbot ") {
 		t.Errorf("version: got %q, %v", out.String(), err)
 	}
-	if err := run(t.Context(), nil, getenvOf(nil), &out, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "usage") {
+	if err := run(t.Context(), nil, getenvOf(nil), nil, &out, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "usage") {
 		t.Errorf("no args: got %v, want usage", err)
 	}
-	if err := run(t.Context(), []string{"launch"}, getenvOf(nil), &out, &bytes.Buffer{}); err == nil {
+	if err := run(t.Context(), []string{"launch"}, getenvOf(nil), nil, &out, &bytes.Buffer{}); err == nil {
 		t.Error("unknown command accepted")
 	}
 }

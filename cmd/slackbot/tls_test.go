@@ -76,7 +76,7 @@ func TestServeHTTPS(t *testing.T) {
 	stdout := &syncBuffer{}
 	done := make(chan error, 1)
 	runCtx, cancel := context.WithCancel(ctx)
-	go func() { done <- run(runCtx, []string{"serve"}, getenvOf(vars), stdout, &syncBuffer{}) }()
+	go func() { done <- run(runCtx, []string{"serve"}, getenvOf(vars), nil, stdout, &syncBuffer{}) }()
 	t.Cleanup(func() { cancel(); <-done })
 	var base string
 	deadline := time.Now().Add(20 * time.Second)

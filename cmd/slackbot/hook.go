@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// This file is `slackbot hook claude-code|codex`: a coding agent's hook
+// command that asks slackbot, through /v1, whether the agent may run a
+// tool call, waits for people to decide in Slack, and prints the decision
+// in the agent's hook output format (hookagent.go). It fails closed: when
+// no decision can be had, for whatever reason, it prints a denial.
+//
+// It always exits 0 once it knows the agent, because both agents read the
+// hook's JSON only on exit 0 and treat most other exit codes as a
+// "non-blocking error" that lets the normal permission flow go on (Claude
+// Code, https://code.claude.com/docs/en/hooks "Other exit codes"; Codex,
+// https://developers.openai.com/codex/hooks: a failed PermissionRequest
+// hook falls back to Codex's own approval prompt).
+
+// Limits of the hook.
+const (
+	// maxHookInput bounds the hook event read from stdin.
+	maxHookInput = 1 << 20
+	// defaultHookTimeout is below both agents' default command-hook timeout
+	// (600 s), so the hook's own denial arrives before the agent kills it.
+	defaultHookTimeout = 9 * time.Minute
+	// maxHookTimeout is the longest request slackbot accepts (7 days).
+	maxHookTimeout = 7 * 24 * time.Hour
+)
+
+const hookUsage = `usage: slackbot hook claude-code|codex [--timeout 9m]
+
+Reads the agent's hook event (Claude Code PreToolUse, Codex PermissionRequest)
+on stdin, asks slackbot (SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits
+at most --timeout, and prints the agent's hook decision JSON`
+
+// hookCommand runs `slackbot hook AGENT [flags]`; args start after "hook".
+func hookCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(hookUsage)
+	}
+	agent, ok := hookAgents[args[0]]
+	if !ok {
+		return fmt.Errorf("hook: unknown agent %q (want claude-code or codex)\n%s", args[0], hookUsage)
+	}
+	d := decideHook(ctx, agent, args[1:], getenv, stdin)
+	if !d.allow {
+		fmt.Fprintln(stderr, "slackbot hook:", d.reason)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false) // the agents show the reason as text
+	return enc.Encode(agent.output(d))
+}
+
+// decideHook is the hook's decision for agent, given the command's flags
+// (args), the environment and the event on stdin: a denial for anything
+// that keeps it from asking slackbot, else slackbot's answer.
+func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv func(string) string, stdin io.Reader) hookDecision {
+	fs := flag.NewFlagSet("slackbot hook "+agent.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for a decision")
+	if err := fs.Parse(args); err != nil {
+		return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name)
+	}
+	if fs.NArg() > 0 {
+		return denyf("slackbot hook %s: unexpected argument %q", agent.name, fs.Arg(0))
+	}
+	if *timeout < time.Second || *timeout > maxHookTimeout {
+		return denyf("slackbot hook %s: --timeout %s: want between 1s and %s", agent.name, *timeout, maxHookTimeout)
+	}
+	ev, err := readHookEvent(stdin, agent)
+	if err != nil {
+		return denyf("slackbot hook %s: %v", agent.name, err)
+	}
+	api, err := newAPIClient(getenv("SLACKBOT_URL"), getenv("SLACKBOT_API_KEY"))
+	if err != nil {
+		return denyf("slackbot hook %s is not configured: %v", agent.name, err)
+	}
+	return ask(ctx, api, agent, ev, *timeout)
+}
+
+// hookDecision is what the hook tells the agent.
+type hookDecision struct {
+	allow  bool
+	reason string
+	// edited holds the whole input to run instead, when an approver
+	// changed the arguments.
+	edited json.RawMessage
+}
+
+func denyf(format string, args ...any) hookDecision {
+	return hookDecision{reason: fmt.Sprintf(format, args...)}
+}
+
+// noDecision is the denial of a call nobody decided, worded as every
+// other way in words it.
+func noDecision(reason string) hookDecision {
+	return hookDecision{reason: agentrunner.NoDecisionPrefix + reason}
+}
+
+// readHookEvent reads and checks the hook event on stdin: at most
+// maxHookInput bytes, a JSON object of the agent's event with a tool name
+// and a tool_input object nested no deeper than the API accepts.
+func readHookEvent(stdin io.Reader, agent *hookAgent) (*hookEvent, error) {
+	if stdin == nil {
+		return nil, errors.New("no hook event on stdin")
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the hook event on stdin: %w", err)
+	}
+	if len(b) > maxHookInput {
+		return nil, fmt.Errorf("the hook event on stdin is larger than %d bytes", maxHookInput)
+	}
+	var ev hookEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return nil, fmt.Errorf("the hook event on stdin is not a JSON object: %v", err)
+	}
+	switch {
+	case ev.HookEventName != agent.event:
+		return nil, fmt.Errorf("hook_event_name %q: this hook handles %s events of %s", ev.HookEventName, agent.event, agent.product)
+	case ev.ToolName == "":
+		return nil, errors.New("the hook event has no tool_name")
+	case !isJSONObject(ev.ToolInput):
+		return nil, errors.New("the hook event's tool_input is not a JSON object")
+	}
+	if err := agentrunner.CheckArgsDepth(ev.ToolInput); err != nil {
+		return nil, fmt.Errorf("tool_input: %w", err)
+	}
+	return &ev, nil
+}
+
+func isJSONObject(b json.RawMessage) bool {
+	s := strings.TrimSpace(string(b))
+	return strings.HasPrefix(s, "{")
+}
+
+// ask opens one approval for the event's tool call and waits for its end,
+// at most timeout: then, or when ctx ends (the agent interrupts the
+// hook), the request is cancelled, so the card says nobody needs to
+// decide any more.
+func ask(ctx context.Context, api *apiClient, agent *hookAgent, ev *hookEvent, timeout time.Duration) hookDecision {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	callID := ev.ToolUseID
+	if callID == "" {
+		callID = "hook_" + agentrunner.NewToken()
+	}
+	// The create outlives an interruption by createGrace: slackbot posts
+	// the card before it answers, and only its answer tells which request
+	// to cancel.
+	cctx, cancelCreate := context.WithCancel(context.WithoutCancel(wctx))
+	defer cancelCreate()
+	stop := context.AfterFunc(wctx, func() { time.AfterFunc(createGrace, cancelCreate) })
+	defer stop()
+	st, err := api.create(cctx, agent.request(ev, callID))
+	if err != nil {
+		if wctx.Err() != nil {
+			return ended(ctx, timeout)
+		}
+		return unreachable(api, err)
+	}
+	token, failures := st.Token, 0
+	if wctx.Err() != nil {
+		api.cancelQuietly(token)
+		return ended(ctx, timeout)
+	}
+	for st.Status == statusPending {
+		next, err := api.wait(wctx, token)
+		switch {
+		case err == nil:
+			st, failures = next, 0
+			continue
+		case wctx.Err() != nil:
+			api.cancelQuietly(token)
+			return ended(ctx, timeout)
+		case transient(err) && failures < maxPollFailures:
+			// A long wait outlives blips of the network or a replica
+			// restarting; the request waits in Redis meanwhile.
+			failures++
+			select {
+			case <-wctx.Done():
+			case <-time.After(time.Duration(failures) * time.Second):
+			}
+			continue
+		}
+		api.cancelQuietly(token)
+		return unreachable(api, err)
+	}
+	return agent.decision(st, callID)
+}
+
+const (
+	// maxPollFailures bounds the failed long polls in a row that the
+	// wait tolerates before it denies.
+	maxPollFailures = 3
+	// createGrace is how long the create may go on after the wait ended.
+	createGrace = 5 * time.Second
+)
+
+// ended is the denial when the wait ends before a decision: interrupted
+// (ctx) or out of time.
+func ended(ctx context.Context, timeout time.Duration) hookDecision {
+	if ctx.Err() != nil {
+		return noDecision("the hook was interrupted before anyone decided")
+	}
+	return noDecision(fmt.Sprintf("nobody decided within %s (slackbot hook --timeout)", timeout))
+}
+
+// unreachable words an error of the API for the agent.
+func unreachable(api *apiClient, err error) hookDecision {
+	var down *apiDownError
+	if errors.As(err, &down) {
+		return denyf("slackbot could not be reached at %s: %v", api.shown(), down.Err)
+	}
+	return denyf("slackbot at %s gave no decision: %v", api.shown(), err)
+}
