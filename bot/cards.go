@@ -141,6 +141,12 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 			card.EscalatedTo = append(slices.Clone(r.Escalate.Users), r.Escalate.Usergroups...)
 		}
 	}
+	if agent, ok := a.Requests.Metadata[c.ID][approval.MetaPermissionPrompt].(string); ok && agent != "" {
+		// The agent's own tool (Bash, Edit): slackbot has no confirmation
+		// text of its own for it.
+		card.PromptAgent = agent
+		return card
+	}
 	for _, p := range cs.pendingViews(a.Requests) {
 		if p.Call.ToolCallID == c.ID {
 			card.Confirmation = p.Message
