@@ -178,6 +178,10 @@ func (h *Handler) authenticated(next http.Handler) http.Handler {
 			http.Error(w, "a bearer key from API_KEYS is required: Authorization: Bearer <key>", http.StatusUnauthorized)
 			return
 		}
+		// A call waits as long as its route's timeout, far past the
+		// server's WriteTimeout (sized for the HTTP API's long polls);
+		// its own deadline bounds it (see wait).
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		ri := &requestInfo{client: c, userAgent: r.UserAgent()}
 		if r.Method == http.MethodPost && r.Body != nil {
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))

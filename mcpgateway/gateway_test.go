@@ -129,6 +129,20 @@ func TestApprovedCallRunsOnceWithEditedArguments(t *testing.T) {
 	}
 }
 
+// TestWaitOutlivesTheServersWriteTimeout: a call waits for people longer
+// than the HTTP server's WriteTimeout allows a response to take.
+func TestWaitOutlivesTheServersWriteTimeout(t *testing.T) {
+	e := newEnv(t, envOptions{writeTimeout: 300 * time.Millisecond})
+	cs := e.client(billingKey, nil)
+	ch := call(t.Context(), cs, &mcp.CallToolParams{Name: "tickets__create_issue", Arguments: map[string]any{"title": "slow"}})
+	token, callID, _ := e.waitCard(1)
+	time.Sleep(600 * time.Millisecond)
+	e.decide(token, callID, approval.Decision{Action: approval.ActionApprove})
+	if res := wait(t, ch); res.IsError || text(res) != "created #1: slow" {
+		t.Errorf("result = %q (isError %v); want the upstream's", text(res), res.IsError)
+	}
+}
+
 func TestApprovedCallOfAStdioServer(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	cs := e.client(billingKey, nil)

@@ -202,6 +202,8 @@ type envOptions struct {
 	quota approval.Quota
 	// progressEvery; zero: 50ms.
 	progressEvery time.Duration
+	// writeTimeout is the gateway's server's; zero: none.
+	writeTimeout time.Duration
 	// shared, when set, is the env whose Redis prefix, Slack and
 	// upstreams a second replica uses.
 	shared *env
@@ -256,7 +258,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", e.gw)
-	e.srv = httptest.NewServer(mux)
+	e.srv = httptest.NewUnstartedServer(mux)
+	e.srv.Config.WriteTimeout = o.writeTimeout
+	e.srv.Start()
 	t.Cleanup(func() {
 		e.gw.Close()
 		e.srv.CloseClientConnections()

@@ -15,6 +15,7 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/mcpgateway"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -36,6 +37,9 @@ type appDeps struct {
 	Tools         []*agentrunner.Tool
 	// ToolSource adds tools that change at run time (MCP servers); nil: none.
 	ToolSource agentrunner.ToolSource
+	// MCPUpstream is the same MCP servers as the MCP gateway (/mcp) offers
+	// them; nil: the gateway offers only approval_prompt.
+	MCPUpstream mcpgateway.Upstream
 	// Owner names this process in the store's claims; empty: random.
 	Owner string
 	// SweepEvery is how often expired tokens are swept; 0: the store's default.
@@ -75,9 +79,11 @@ type app struct {
 	metrics *metrics
 	deps    appDeps
 	owner   string
-	// api and callbacks serve the HTTP API; nil without API keys.
+	// api and callbacks serve the HTTP API, gateway the MCP gateway; nil
+	// without API keys.
 	api       *httpapi.API
 	callbacks *httpapi.Callbacks
+	gateway   *mcpgateway.Handler
 
 	// Runs are stopped (runs.Stop) only when shutdown's budget is spent;
 	// waits for a decision end earlier, when handOff is closed, so a
@@ -188,7 +194,28 @@ func (a *app) wireAPI(d appDeps, owner string) error {
 		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
 		AllowPrivate: d.AllowPrivateCallbacks,
 	})
-	return nil
+	return a.wireGateway(d)
+}
+
+// wireGateway builds the MCP gateway (/mcp) over the Service, with the
+// HTTP API's keys and quota and the MCP servers the runner uses.
+func (a *app) wireGateway(d appDeps) error {
+	ring, err := httpapi.NewKeyring(d.APIKeys)
+	if err != nil {
+		return err
+	}
+	auth := func(r *http.Request) (mcpgateway.Client, bool) {
+		k, ok := ring.Authenticate(r)
+		if !ok {
+			return mcpgateway.Client{}, false
+		}
+		return mcpgateway.Client{Name: k.Name, Routes: k.Routes}, true
+	}
+	a.gateway, err = mcpgateway.NewHandler(mcpgateway.Config{
+		Authenticate: auth, Approvals: a.svc, Waiter: a.tokens, Store: a.store, Upstream: d.MCPUpstream,
+		Quota: httpapi.QuotaOf(d.APIMaxOpen, d.APIRate), Log: d.Log,
+	})
+	return err
 }
 
 // newToolbox returns the agent's tools: d's, and those of d's tool source.
@@ -275,6 +302,7 @@ func (a *app) shutdown(ctx context.Context) {
 	a.bot.Close()
 	if a.api != nil {
 		a.api.Close()
+		a.gateway.Close()
 	}
 	a.svc.Close()
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/slackfake"
+	"github.com/slackapprove/slackbot/internal/slackfaketest"
+	"github.com/slackapprove/slackbot/store/redistest"
+)
+
+const gatewayKey = "laptop-key-0123456789abcdef"
+
+type bearerTransport struct{ key string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestServeMCPGateway runs `slackbot serve` with API keys and an MCP
+// server in the routing file: /mcp offers the server's tools and
+// approval_prompt; a call waits for a signed click on its card in Slack,
+// then runs on the upstream once. Without API keys /mcp is not served.
+func TestServeMCPGateway(t *testing.T) {
+	var mu sync.Mutex
+	var closed []int
+	upstream := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
+	mcp.AddTool(upstream, &mcp.Tool{Name: "close_ticket", Description: "Close a ticket."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a closeTicketArgs) (*mcp.CallToolResult, any, error) {
+			mu.Lock()
+			closed = append(closed, a.ID)
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed"}}}, nil, nil
+		})
+	upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return upstream }, nil))
+	t.Cleanup(func() { upSrv.CloseClientConnections(); upSrv.Close() })
+
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
+	rs := redistest.StartServer(t)
+	routes := `
+routes:
+  - name: tickets
+    when: {tools: ["tickets__*", "Bash"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+mcp_servers:
+  - name: tickets
+    url: ` + upSrv.URL + `/mcp
+`
+	file := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{
+		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
+		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
+		"API_KEYS": "laptop=" + gatewayKey,
+	}
+	base, _ := startRun(t, vars, "serve")
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.0"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{gatewayKey}}}, nil)
+	if err != nil {
+		t.Fatalf("connect to /mcp: %v", err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if strings.Join(names, ",") != "approval_prompt,tickets__close_ticket" {
+		t.Errorf("tools %v; want approval_prompt and the upstream's", names)
+	}
+
+	e := &env{t: t, slack: fake}
+	type result struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "tickets__close_ticket", Arguments: map[string]any{"id": 7}})
+		done <- result{res, err}
+	}()
+	card := e.waitCards(1)[0]
+	if !strings.Contains(cardText(card), "laptop via claude-code 2.1.0") {
+		t.Errorf("card %s; want the requester: the key's name via the MCP client", card.BlocksJSON)
+	}
+	postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	select {
+	case r := <-done:
+		if r.err != nil || r.res.IsError || len(r.res.Content) != 1 || r.res.Content[0].(*mcp.TextContent).Text != "closed" {
+			t.Errorf("call: %+v, %v; want the upstream's result", r.res, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no result 20s after the click")
+	}
+	mu.Lock()
+	if len(closed) != 1 || closed[0] != 7 {
+		t.Errorf("upstream saw close_ticket %v; want once with id 7", closed)
+	}
+	mu.Unlock()
+
+	go func() {
+		in := json.RawMessage(`{"tool_name":"Bash","input":{"command":"rm -rf build/"},"tool_use_id":"toolu_e2e"}`)
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "approval_prompt", Arguments: in})
+		done <- result{res, err}
+	}()
+	card = e.waitCards(2)[1]
+	if !strings.Contains(cardText(card), "Claude Code wants to run `Bash`: `rm -rf build/`") {
+		t.Errorf("prompt card %s; want it to lead with the command", card.BlocksJSON)
+	}
+	postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	select {
+	case r := <-done:
+		want := `{"behavior":"allow","updatedInput":{"command":"rm -rf build/"}}`
+		if r.err != nil || len(r.res.Content) != 1 || r.res.Content[0].(*mcp.TextContent).Text != want {
+			t.Errorf("approval_prompt: %+v, %v; want %s", r.res, r.err, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no approval_prompt result 20s after the click")
+	}
+
+	delete(vars, "API_KEYS")
+	base, _ = startRun(t, vars, "serve")
+	resp, err := http.Post(base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/mcp without API_KEYS: %d; want 404", resp.StatusCode)
+	}
+}
