@@ -8,6 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/slacktest"
 )
 
 // Permission requests as Claude Code sends them to its
@@ -60,6 +62,9 @@ func TestApprovalPrompt(t *testing.T) {
 				blocks, _ := json.Marshal(card.Blocks)
 				if !strings.Contains(string(blocks), jsonString(tt.card)) {
 					t.Errorf("card %s; want it to lead with %q", blocks, tt.card)
+				}
+				if _, ok := slacktest.Button(card, bot.ActionIDEdit); !ok {
+					t.Errorf("card %s; want an Edit button: the input may be edited before it runs", blocks)
 				}
 			}
 			r, err := e.svc.Get(t.Context(), token)
