@@ -78,6 +78,8 @@ routes:
 // upstream is a real MCP server (the Go SDK) that counts the calls of
 // its tools.
 type upstream struct {
+	srv *mcp.Server
+
 	mu    sync.Mutex
 	calls map[string][]json.RawMessage
 }
@@ -111,6 +113,7 @@ func newUpstream(t *testing.T) (*upstream, *httptest.Server) {
 	t.Helper()
 	u := &upstream{calls: map[string][]json.RawMessage{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
+	u.srv = srv
 	mcp.AddTool(srv, &mcp.Tool{Name: "search", Description: "Search tickets.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Search"}},
 		func(_ context.Context, req *mcp.CallToolRequest, a searchArgs) (*mcp.CallToolResult, any, error) {
 			u.record("search", req.Params.Arguments)
