@@ -99,52 +99,18 @@ func (h *Handler) decide(ctx context.Context, a ask) decision {
 	return decision{rec: rec, call: &rec.Calls[0]}
 }
 
-// open opens the request under token, taking the client's quota just
-// before it is recorded; what a failure left is undone, as the HTTP API
-// does (httpapi's open).
+// open opens the request under token for the client, counted against
+// its quota, as the HTTP API does (approval.OpenForClient).
 func (h *Handler) open(ctx context.Context, a ask, token, key string) error {
-	admitted, recorded := false, false
-	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
 	req := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{a.call}}
 	if a.meta != nil {
 		req.Metadata = map[string]map[string]any{a.call.ToolCallID: a.meta}
 	}
-	_, err := h.cfg.Approvals.Open(octx, approval.Opening{
+	return approval.OpenForClient(ctx, h.cfg.Approvals, h.cfg.Store, h.cfg.Quota, approval.Opening{
 		Token: token, Requests: req,
 		Origin:        approval.Origin{Client: a.client.Name, Name: a.shown},
 		AllowedRoutes: a.client.Routes,
-		Admit: func(ctx context.Context, r *approval.Request) error {
-			if err := h.cfg.Store.TakeQuota(ctx, a.client.Name, token, r.ExpiresAt, h.cfg.Quota); err != nil {
-				return err
-			}
-			admitted = true
-			return nil
-		},
-		Recorded: func(ctx context.Context, r *approval.Request) error {
-			recorded = true
-			return h.cfg.Store.KeepIdempotency(ctx, a.client.Name, key, token)
-		},
-	})
-	if err == nil {
-		return nil
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	switch {
-	case recorded:
-		if _, ferr := h.cfg.Approvals.Fail(cctx, token, "slackbot could not ask for a decision"); ferr != nil && approval.ErrorCode(ferr) == approval.EINTERNAL {
-			err = errors.Join(err, fmt.Errorf("end the token: %w", ferr))
-		}
-	case admitted:
-		if rerr := h.cfg.Store.ReleaseQuota(cctx, a.client.Name, token); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	}
-	if rerr := h.cfg.Store.ReleaseIdempotency(cctx, a.client.Name, key, token); rerr != nil {
-		err = errors.Join(err, rerr)
-	}
-	return err
+	}, key)
 }
 
 // openFailed is the tool error of a call that could not be opened.
