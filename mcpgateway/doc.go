@@ -71,11 +71,16 @@
 //	claude mcp add --transport http slackbot https://slackbot.example.com/mcp --header "Authorization: Bearer $SLACKBOT_API_KEY"
 //	claude -p --permission-prompt-tool mcp__slackbot__approval_prompt "…"
 //
-// Cursor (.cursor/mcp.json) and VS Code (.vscode/mcp.json, under "servers"
-// with "type": "http"):
+// Cursor (.cursor/mcp.json):
 //
 //	{"mcpServers": {"slackbot": {"url": "https://slackbot.example.com/mcp",
 //	  "headers": {"Authorization": "Bearer ${env:SLACKBOT_API_KEY}"}}}}
+//
+// VS Code (.vscode/mcp.json; it asks for the key once and keeps it):
+//
+//	{"servers": {"slackbot": {"type": "http", "url": "https://slackbot.example.com/mcp",
+//	  "headers": {"Authorization": "Bearer ${input:slackbot-key}"}}},
+//	 "inputs": [{"type": "promptString", "id": "slackbot-key", "description": "slackbot API key", "password": true}]}
 //
 // A routing file that lets reads through and sends writes to a channel:
 //
