@@ -20,9 +20,6 @@ var recordedPrompts = map[string]string{
 	"MCP":  `{"tool_name":"mcp__github__create_issue","input":{"owner":"acme","repo":"web","title":"Broken build"},"tool_use_id":"toolu_01Mcp3zR8"}`,
 }
 
-// promptArgs are the recorded request's bytes, sent as they are.
-func promptArgs(name string) json.RawMessage { return json.RawMessage(recordedPrompts[name]) }
-
 func TestApprovalPrompt(t *testing.T) {
 	tests := []struct {
 		prompt   string
@@ -52,12 +49,15 @@ func TestApprovalPrompt(t *testing.T) {
 		{"MCP", approval.Decision{Action: approval.ActionDeny, Reason: "File it in Jira."},
 			`{"behavior":"deny","message":"File it in Jira."}`, ""},
 	}
-	for _, tt := range tests {
+	e := newEnv(t, envOptions{})
+	cs := e.client(billingKey, nil)
+	for i, tt := range tests {
 		t.Run(tt.prompt+"/"+string(tt.decision.Action), func(t *testing.T) {
-			e := newEnv(t, envOptions{})
-			cs := e.client(billingKey, nil)
-			ch := call(t.Context(), cs, &mcp.CallToolParams{Name: "approval_prompt", Arguments: promptArgs(tt.prompt)})
-			token, callID, card := e.waitCard(1)
+			// Each case is its own request: the same tool_use_id would get
+			// the first case's decision.
+			args := strings.Replace(recordedPrompts[tt.prompt], `"tool_use_id":"`, `"tool_use_id":"`+itoa(i)+`_`, 1)
+			ch := call(t.Context(), cs, &mcp.CallToolParams{Name: "approval_prompt", Arguments: json.RawMessage(args)})
+			token, callID, card := e.waitCard(i + 1)
 			if tt.card != "" {
 				blocks, _ := json.Marshal(card.Blocks)
 				if !strings.Contains(string(blocks), jsonString(tt.card)) {
@@ -75,7 +75,7 @@ func TestApprovalPrompt(t *testing.T) {
 				ToolName  string `json:"tool_name"`
 				ToolUseID string `json:"tool_use_id"`
 			}
-			_ = json.Unmarshal([]byte(recordedPrompts[tt.prompt]), &in)
+			_ = json.Unmarshal([]byte(args), &in)
 			if c := r.Calls[0]; c.Tool != in.ToolName || c.ID != in.ToolUseID || c.Route != "writes" {
 				t.Errorf("call %s %s on route %q; want the prompted tool %s, id %s, routed as such", c.Tool, c.ID, c.Route, in.ToolName, in.ToolUseID)
 			}
@@ -88,6 +88,17 @@ func TestApprovalPrompt(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+
+	// Claude Code asking again for the same tool use gets the same answer,
+	// with no second card.
+	again := strings.Replace(recordedPrompts["Bash"], `"tool_use_id":"`, `"tool_use_id":"2_`, 1)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "approval_prompt", Arguments: json.RawMessage(again)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := text(res), tests[2].want; got != want || len(e.cards()) != len(tests) {
+		t.Errorf("the same prompt again: %s with %d cards; want %s with %d", got, len(e.cards()), want, len(tests))
 	}
 }
 
