@@ -79,11 +79,11 @@ type app struct {
 	metrics *metrics
 	deps    appDeps
 	owner   string
-	// api and callbacks serve the HTTP API, gateway the MCP gateway; nil
-	// without API keys.
+	// api and callbacks serve the HTTP API; nil without API keys.
 	api       *httpapi.API
 	callbacks *httpapi.Callbacks
-	gateway   *mcpgateway.Handler
+	// gateway serves the MCP gateway (/mcp); nil without API keys.
+	gateway *mcpgateway.Handler
 
 	// Runs are stopped (runs.Stop) only when shutdown's budget is spent;
 	// waits for a decision end earlier, when handOff is closed, so a
