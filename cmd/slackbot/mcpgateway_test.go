@@ -149,3 +149,49 @@ mcp_servers:
 		t.Errorf("/mcp without API_KEYS: %d; want 404", resp.StatusCode)
 	}
 }
+
+// TestShutdownEndsMCPWaits: a replica shutting down does not wait for the
+// calls waiting on /mcp (a decision may take hours): they are told at
+// once to call again, and their requests stay pending for the retry.
+func TestShutdownEndsMCPWaits(t *testing.T) {
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
+	rs := redistest.StartServer(t)
+	file := filepath.Join(t.TempDir(), "routes.yaml")
+	routes := "routes:\n  - name: shell\n    when: {tools: [Bash]}\n    channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\n"
+	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _, stop := startRunStop(t, map[string]string{
+		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
+		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
+		"API_KEYS": "laptop=" + gatewayKey,
+	}, "serve")
+	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.0"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{gatewayKey}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		in := json.RawMessage(`{"tool_name":"Bash","input":{"command":"make deploy"},"tool_use_id":"toolu_shutdown"}`)
+		res, _ := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "approval_prompt", Arguments: in})
+		done <- res
+	}()
+	(&env{t: t, slack: fake}).waitCards(1)
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("shutdown took %s with a call waiting on /mcp; want it not to wait for the decision", took)
+	}
+	select {
+	case res := <-done:
+		if res == nil || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "call the tool again") {
+			t.Errorf("the waiting call got %+v; want a deny asking to call again", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the waiting call got no answer at shutdown")
+	}
+}
