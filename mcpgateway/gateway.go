@@ -83,6 +83,14 @@ func NewHandler(cfg Config) (*Handler, error) {
 		Logger:                       h.log,
 		MaxRequestBodyBytes:          MaxBodyBytes,
 		PropagateRequestCancellation: true,
+		// The SDK refuses a request that reaches a loopback address with
+		// another Host: DNS-rebinding protection for MCP servers on a
+		// developer's machine, which a browser can reach with no
+		// credentials. Every request here needs a bearer key a browser
+		// never adds on its own, and slackbot is reached over loopback in
+		// production too (a proxy or mesh sidecar in the same pod, with the
+		// public Host), where the check would refuse every request.
+		DisableLocalhostProtection: true,
 	})
 	h.http = h.authenticated(sdk)
 	return h, nil

@@ -311,7 +311,22 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("upstream called %d times for bad input", n)
 	}
 
-	resp, err := http.Post(e.srv.URL+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	// A proxy on the same host forwards with the public Host.
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Host = "slackbot.example.com"
+	req.Header.Set("Authorization", "Bearer "+billingKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("through a proxy on loopback: %d; want 200", resp.StatusCode)
+	}
+
+	resp, err = http.Post(e.srv.URL+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
