@@ -389,3 +389,40 @@ func jsonEqual(got json.RawMessage, want string) bool {
 	var a, b any
 	return json.Unmarshal(got, &a) == nil && json.Unmarshal([]byte(want), &b) == nil && cmp.Equal(a, b)
 }
+
+// TestConcurrentCallsGetTheirOwnDecisions: calls waiting at once, each
+// decided apart, each get their own decision.
+func TestConcurrentCallsGetTheirOwnDecisions(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.decideCards(func(_ string, args json.RawMessage) approval.Decision {
+		var a struct{ Title string }
+		_ = json.Unmarshal(args, &a)
+		if strings.HasPrefix(a.Title, "deny") {
+			return approval.Decision{Action: approval.ActionDeny, Reason: "No: " + a.Title}
+		}
+		return approval.Decision{Action: approval.ActionApprove}
+	})
+	cs := e.client(billingKey, nil)
+	titles := []string{"approve 1", "deny 2", "approve 3", "deny 4", "approve 5"}
+	var wg sync.WaitGroup
+	got := make([]string, len(titles))
+	for i, title := range titles {
+		wg.Go(func() {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "tickets__create_issue", Arguments: map[string]any{"title": title}})
+			if err != nil {
+				t.Errorf("%s: %v", title, err)
+				return
+			}
+			got[i] = text(res)
+		})
+	}
+	wg.Wait()
+	for i, title := range titles {
+		if strings.HasPrefix(title, "deny") && got[i] != "No: "+title || strings.HasPrefix(title, "approve") && !strings.HasSuffix(got[i], ": "+title) {
+			t.Errorf("%s: got %q", title, got[i])
+		}
+	}
+	if n := len(e.tickets.callsOf("create_issue")); n != 3 {
+		t.Errorf("upstream ran %d calls; want the 3 approved", n)
+	}
+}

@@ -450,3 +450,56 @@ func text(res *mcp.CallToolResult) string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// decideCards decides every card posted from now on, as alice, with what
+// decide says for its call, until the test ends: a driver for clients that
+// cannot click (a test of another language's MCP client uses it with the
+// gateway at e.srv.URL+"/mcp" and the key billingKey).
+func (e *env) decideCards(decide func(tool string, args json.RawMessage) approval.Decision) {
+	e.t.Helper()
+	seen := len(e.cards())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	e.t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cards := e.cards()
+			for ; seen < len(cards); seen++ {
+				btn, ok := slacktest.Button(cards[seen], bot.ActionIDApprove)
+				if !ok {
+					continue
+				}
+				token, callID, err := bot.DecodeAction(btn.Value)
+				if err != nil {
+					e.t.Errorf("card %d: %v", seen+1, err)
+					continue
+				}
+				e.decideAsync(ctx, token, callID, decide)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
+
+// decideAsync decides one call once its card's place is recorded.
+func (e *env) decideAsync(ctx context.Context, token, callID string, decide func(string, json.RawMessage) approval.Decision) {
+	for ctx.Err() == nil {
+		r, err := e.svc.Get(ctx, token)
+		if err != nil {
+			return
+		}
+		c := r.Call(callID)
+		if c.Message.TS == "" {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		call, _ := r.Requests.Call(callID)
+		d := decide(call.ToolName, call.Args)
+		d.CallID, d.By = callID, alice
+		if _, err := e.svc.Decide(ctx, token, approval.Decider{User: alice, Card: c.Message}, d); err != nil && ctx.Err() == nil {
+			e.t.Errorf("decide %s: %v", callID, err)
+		}
+		return
+	}
+}
