@@ -234,12 +234,8 @@ func normalize(c Card) Card {
 	if strings.TrimSpace(c.ToolLabel) == "" {
 		c.ToolLabel = c.ToolName
 	}
-	switch {
-	case strings.TrimSpace(c.Confirmation) != "":
-	case c.PromptAgent != "":
-		c.Confirmation = promptConfirmation(c.PromptAgent, c.ToolLabel, c.Args)
-	default:
-		c.Confirmation = defaultConfirmation(c.ToolLabel, c.Args)
+	if strings.TrimSpace(c.Confirmation) == "" {
+		c.Confirmation = unsetConfirmation(c)
 	}
 	return c
 }

@@ -17,6 +17,15 @@ const (
 	maxPromptRest = 300
 )
 
+// unsetConfirmation is the confirmation of a card that sets none: a
+// permission prompt's, else agentrunner's default.
+func unsetConfirmation(c Card) string {
+	if c.PromptAgent != "" {
+		return promptConfirmation(c.PromptAgent, c.ToolLabel, c.Args)
+	}
+	return defaultConfirmation(c.ToolLabel, c.Args)
+}
+
 // promptConfirmation is the text a card shows for a coding agent's
 // permission prompt (approval.MetaPermissionPrompt): what the tool will do
 // first — "Claude Code wants to run `Bash`: `rm -rf build/`" — then the
