@@ -141,3 +141,47 @@ func TestToolListFollowsTheUpstream(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestProgressOfAnOlderProtocolClient: a 2025-06-18 client, with no
+// session, gets progress notifications on the call's own event stream.
+func TestProgressOfAnOlderProtocolClient(t *testing.T) {
+	e := newEnv(t, envOptions{progressEvery: 20 * time.Millisecond})
+	const msg = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"progressToken":"tok-7"},"name":"tickets__create_issue","arguments":{"title":"p"}}}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.srv.URL+"/mcp", strings.NewReader(msg))
+	req.Header.Set("Authorization", "Bearer "+billingKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				lines <- data
+			}
+		}
+	}()
+	var progressed bool
+	for data := range lines {
+		switch {
+		case strings.Contains(data, `"notifications/progress"`) && strings.Contains(data, `"tok-7"`):
+			if !progressed {
+				progressed = true
+				token, callID, _ := e.waitCard(1)
+				e.decide(token, callID, approval.Decision{Action: approval.ActionApprove})
+			}
+		case strings.Contains(data, `"id":7`):
+			if !progressed || !strings.Contains(data, "created #1: p") {
+				t.Errorf("result %s after progress %v; want the upstream's, after progress", data, progressed)
+			}
+			return
+		}
+	}
+	t.Error("the stream ended with no result")
+}
