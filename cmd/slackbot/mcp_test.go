@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,11 +25,12 @@ type closeTicketArgs struct {
 	ID int `json:"id"`
 }
 
-// TestServeWithMCPServer runs `slackbot serve` with an MCP server (the Go
-// SDK over streamable HTTP, with a bearer token from the environment) in
-// the routing file: its tool is offered to the model, needs approval, and
-// runs on the MCP server once approved in Slack.
-func TestServeWithMCPServer(t *testing.T) {
+// ticketsServer serves an MCP server (the Go SDK over streamable HTTP)
+// whose close_ticket tool records the ids it closed, behind a check of
+// the Authorization header when token is set. It returns the server's
+// base URL and the ids closed so far.
+func ticketsServer(t *testing.T, token string) (string, func() []int) {
+	t.Helper()
 	var mu sync.Mutex
 	var closed []int
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
@@ -41,13 +43,26 @@ func TestServeWithMCPServer(t *testing.T) {
 		})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	mcpSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer tk-123" {
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { mcpSrv.CloseClientConnections(); mcpSrv.Close() })
+	return mcpSrv.URL, func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(closed)
+	}
+}
+
+// TestServeWithMCPServer runs `slackbot serve` with an MCP server (the Go
+// SDK over streamable HTTP, with a bearer token from the environment) in
+// the routing file: its tool is offered to the model, needs approval, and
+// runs on the MCP server once approved in Slack.
+func TestServeWithMCPServer(t *testing.T) {
+	mcpURL, closedIDs := ticketsServer(t, "tk-123")
 
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
@@ -59,7 +74,7 @@ routes:
     approvers: {users: [U0ALICE]}
 mcp_servers:
   - name: tickets
-    url: ` + mcpSrv.URL + `/mcp
+    url: ` + mcpURL + `/mcp
     headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}
 `
 	file := filepath.Join(t.TempDir(), "routes.yaml")
@@ -88,19 +103,14 @@ mcp_servers:
 	if !strings.Contains(cardText(card), "tickets") || !strings.Contains(cardText(card), "close_ticket") {
 		t.Errorf("card does not name the MCP tool: %s", card.BlocksJSON)
 	}
-	mu.Lock()
-	n := len(closed)
-	mu.Unlock()
-	if n != 0 {
+	if n := len(closedIDs()); n != 0 {
 		t.Fatal("the MCP tool ran before approval")
 	}
 	postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
 	if got, want := e.waitReply(general, msg.TS), `{"tickets__close_ticket":"closed"}`; got != want {
 		t.Errorf("answer: got %q, want %q", got, want)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(closed) != 1 || closed[0] != 0 {
+	if closed := closedIDs(); len(closed) != 1 || closed[0] != 0 {
 		t.Errorf("MCP server saw close_ticket %v, want once with id 0", closed)
 	}
 }

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,18 +32,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // approval_prompt; a call waits for a signed click on its card in Slack,
 // then runs on the upstream once. Without API keys /mcp is not served.
 func TestServeMCPGateway(t *testing.T) {
-	var mu sync.Mutex
-	var closed []int
-	upstream := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
-	mcp.AddTool(upstream, &mcp.Tool{Name: "close_ticket", Description: "Close a ticket."},
-		func(_ context.Context, _ *mcp.CallToolRequest, a closeTicketArgs) (*mcp.CallToolResult, any, error) {
-			mu.Lock()
-			closed = append(closed, a.ID)
-			mu.Unlock()
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed"}}}, nil, nil
-		})
-	upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return upstream }, nil))
-	t.Cleanup(func() { upSrv.CloseClientConnections(); upSrv.Close() })
+	upURL, closedIDs := ticketsServer(t, "")
 
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
@@ -58,7 +44,7 @@ routes:
     approvers: {users: [U0ALICE]}
 mcp_servers:
   - name: tickets
-    url: ` + upSrv.URL + `/mcp
+    url: ` + upURL + `/mcp
 `
 	file := filepath.Join(t.TempDir(), "routes.yaml")
 	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
@@ -112,11 +98,9 @@ mcp_servers:
 	case <-time.After(20 * time.Second):
 		t.Fatal("no result 20s after the click")
 	}
-	mu.Lock()
-	if len(closed) != 1 || closed[0] != 7 {
+	if closed := closedIDs(); len(closed) != 1 || closed[0] != 7 {
 		t.Errorf("upstream saw close_ticket %v; want once with id 7", closed)
 	}
-	mu.Unlock()
 
 	go func() {
 		in := json.RawMessage(`{"tool_name":"Bash","input":{"command":"rm -rf build/"},"tool_use_id":"toolu_e2e"}`)
