@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,26 +58,14 @@ func ticketsServer(t *testing.T, token string) (string, func() []int) {
 	}
 }
 
-// TestServeWithMCPServer runs `slackbot serve` with an MCP server (the Go
-// SDK over streamable HTTP, with a bearer token from the environment) in
-// the routing file: its tool is offered to the model, needs approval, and
-// runs on the MCP server once approved in Slack.
-func TestServeWithMCPServer(t *testing.T) {
-	mcpURL, closedIDs := ticketsServer(t, "tk-123")
-
+// serveWithRoutes starts `slackbot serve` against a fake Slack workspace
+// and a Redis of its own, with routes as its ROUTES_FILE and extra added
+// to its environment. It returns the base URL, the workspace and stop
+// (startRunStop's).
+func serveWithRoutes(t *testing.T, routes string, extra map[string]string) (string, *slackfake.Server, func() error) {
+	t.Helper()
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
-	routes := `
-routes:
-  - name: tickets
-    when: {tools: ["tickets__*"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-mcp_servers:
-  - name: tickets
-    url: ` + mcpURL + `/mcp
-    headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}
-`
 	file := filepath.Join(t.TempDir(), "routes.yaml")
 	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
 		t.Fatal(err)
@@ -84,9 +73,30 @@ mcp_servers:
 	vars := map[string]string{
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
-		"TICKETS_TOKEN": "tk-123",
 	}
-	base, _ := startRun(t, vars, "serve")
+	maps.Copy(vars, extra)
+	base, _, stop := startRunStop(t, vars, "serve")
+	return base, fake, stop
+}
+
+// TestServeWithMCPServer runs `slackbot serve` with an MCP server (the Go
+// SDK over streamable HTTP, with a bearer token from the environment) in
+// the routing file: its tool is offered to the model, needs approval, and
+// runs on the MCP server once approved in Slack.
+func TestServeWithMCPServer(t *testing.T) {
+	mcpURL, closedIDs := ticketsServer(t, "tk-123")
+
+	base, fake, _ := serveWithRoutes(t, `
+routes:
+  - name: tickets
+    when: {tools: ["tickets__*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+mcp_servers:
+  - name: tickets
+    url: `+mcpURL+`/mcp
+    headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}
+`, map[string]string{"TICKETS_TOKEN": "tk-123"})
 
 	full := "<@" + fake.BotUserID() + "> close the ticket"
 	msg, err := fake.PostAsUser(general, carol, full, "")

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/internal/slackfake"
-	"github.com/slackapprove/slackbot/internal/slackfaketest"
-	"github.com/slackapprove/slackbot/store/redistest"
 )
 
 const gatewayKey = "laptop-key-0123456789abcdef"
@@ -34,8 +29,6 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestServeMCPGateway(t *testing.T) {
 	upURL, closedIDs := ticketsServer(t, "")
 
-	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
-	rs := redistest.StartServer(t)
 	routes := `
 routes:
   - name: tickets
@@ -46,16 +39,7 @@ mcp_servers:
   - name: tickets
     url: ` + upURL + `/mcp
 `
-	file := filepath.Join(t.TempDir(), "routes.yaml")
-	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{
-		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
-		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
-		"API_KEYS": "laptop=" + gatewayKey,
-	}
-	base, _ := startRun(t, vars, "serve")
+	base, fake, _ := serveWithRoutes(t, routes, map[string]string{"API_KEYS": "laptop=" + gatewayKey})
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.0"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{gatewayKey}}}, nil)
@@ -122,8 +106,7 @@ mcp_servers:
 		t.Fatal("no approval_prompt result 20s after the click")
 	}
 
-	delete(vars, "API_KEYS")
-	base, _ = startRun(t, vars, "serve")
+	base, _, _ = serveWithRoutes(t, routes, nil)
 	resp, err := http.Post(base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -138,18 +121,8 @@ mcp_servers:
 // calls waiting on /mcp (a decision may take hours): they are told at
 // once to call again, and their requests stay pending for the retry.
 func TestShutdownEndsMCPWaits(t *testing.T) {
-	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
-	rs := redistest.StartServer(t)
-	file := filepath.Join(t.TempDir(), "routes.yaml")
-	routes := "routes:\n  - name: shell\n    when: {tools: [Bash]}\n    channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\n"
-	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	base, _, stop := startRunStop(t, map[string]string{
-		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
-		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
-		"API_KEYS": "laptop=" + gatewayKey,
-	}, "serve")
+	base, fake, stop := serveWithRoutes(t, "routes:\n  - name: shell\n    when: {tools: [Bash]}\n    channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\n",
+		map[string]string{"API_KEYS": "laptop=" + gatewayKey})
 	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.0"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{gatewayKey}}}, nil)
 	if err != nil {
