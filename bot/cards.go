@@ -112,6 +112,21 @@ func (cs *Cards) editable(tool string) bool {
 	return ok
 }
 
+// editableCall reports whether call id of a can be edited on its card: its
+// tool is one slackbot knows, or it is a coding agent's permission prompt,
+// whose input (Bash's command) is the agent's to check, as when a person
+// edits it in the agent's own prompt.
+func (cs *Cards) editableCall(a *approval.Request, id string) bool {
+	call, _ := a.Requests.Call(id)
+	return cs.editable(call.ToolName) || promptAgent(a, id) != ""
+}
+
+// promptAgent names the coding agent of a permission prompt, or "".
+func promptAgent(a *approval.Request, id string) string {
+	agent, _ := a.Requests.Metadata[id][approval.MetaPermissionPrompt].(string)
+	return agent
+}
+
 // card builds the view of one call for rendering.
 func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 	call, _ := a.Requests.Call(c.ID)
@@ -128,7 +143,7 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 		Reason: c.Why(), OverrideArgs: c.OverrideArgs(), Answer: c.Answer(), Outcome: c.Outcome,
 		Rule: c.Rule, PolicyError: c.PolicyError,
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
-		AllowEdit:       c.Kind == agentrunner.KindApproval && cs.editable(call.ToolName),
+		AllowEdit:       c.Kind == agentrunner.KindApproval && cs.editableCall(a, c.ID),
 	}
 	if r := cs.routes.Named(c.Route); r != nil {
 		card.Mentions = r.Usergroups
@@ -140,6 +155,12 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 		if r.Escalated(a.CreatedAt, a.ExpiresAt, cs.now()) {
 			card.EscalatedTo = append(slices.Clone(r.Escalate.Users), r.Escalate.Usergroups...)
 		}
+	}
+	if agent := promptAgent(a, c.ID); agent != "" {
+		// The agent's own tool (Bash, Edit): slackbot has no confirmation
+		// text of its own for it.
+		card.PromptAgent = agent
+		return card
 	}
 	for _, p := range cs.pendingViews(a.Requests) {
 		if p.Call.ToolCallID == c.ID {

@@ -406,7 +406,7 @@ func (b *Bot) formDecision(cb *slack.InteractionCallback, t *clickTarget) (d app
 	case CallbackEditArgs:
 		// Only tools slackbot knows can be edited (the card shows Edit for
 		// them only): an approver must see the schema's problems first.
-		if call, _ := t.approval.Requests.Call(t.call.ID); b.cards.tools != nil && !b.cards.editable(call.ToolName) {
+		if b.cards.tools != nil && !b.cards.editableCall(t.approval, t.call.ID) {
 			return d, "slackbot does not know this tool's arguments, so they cannot be edited here."
 		}
 		d.Action = approval.ActionApprove

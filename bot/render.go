@@ -92,6 +92,9 @@ type Card struct {
 	Answer json.RawMessage `json:"answer,omitempty"`
 	// Outcome is what happened when the tool ran, once known.
 	Outcome *approval.Outcome `json:"outcome,omitempty"`
+	// PromptAgent names the coding agent ("Claude Code") of a permission
+	// prompt; its card leads with what the tool will do (render_prompt.go).
+	PromptAgent string `json:"prompt_agent,omitempty"`
 }
 
 // The values of approval.Outcome.Status.
@@ -232,7 +235,7 @@ func normalize(c Card) Card {
 		c.ToolLabel = c.ToolName
 	}
 	if strings.TrimSpace(c.Confirmation) == "" {
-		c.Confirmation = defaultConfirmation(c.ToolLabel, c.Args)
+		c.Confirmation = unsetConfirmation(c)
 	}
 	return c
 }

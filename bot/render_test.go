@@ -79,6 +79,12 @@ func goldenCards() map[string]Card {
 		c.Context = "Customer #4411 asked to remove their export."
 		c.Mentions = nil
 	})
+	add("pending_permission_prompt", func(c *Card) {
+		c.ToolName, c.PromptAgent, c.Confirmation = "Bash", "Claude Code", ""
+		c.Args = json.RawMessage(`{"command":"rm -rf build/","description":"Remove the build directory","timeout":60000}`)
+		c.Requester, c.RequesterIsSlackUser, c.SourceChannel = "laptop via claude-code 2.1.3", false, ""
+		c.Mentions = nil
+	})
 	add("question", func(c *Card) {
 		c.Kind = agentrunner.KindQuestion
 		c.ToolName = "ask_human"

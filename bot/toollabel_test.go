@@ -81,3 +81,30 @@ func marshalText(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestPermissionPromptCard: a coding agent's permission prompt (the MCP
+// gateway's approval_prompt) leads with what its tool will do and can be
+// edited, though slackbot does not know the agent's tool.
+func TestPermissionPromptCard(t *testing.T) {
+	routes, err := routing.ParseRoutes([]byte("routes:\n  - channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTestBot(testConfig{Routes: routes})
+	call := agentrunner.ToolCallPart{ToolName: "Bash", Args: json.RawMessage(`{"command":"rm -rf build/"}`), ToolCallID: "toolu_1"}
+	a := &approval.Request{Token: "tok", Requests: agentrunner.DeferredToolRequests{
+		Approvals: []agentrunner.ToolCallPart{call},
+		Metadata:  map[string]map[string]any{"toolu_1": {approval.MetaPermissionPrompt: "Claude Code"}},
+	}}
+	card := b.cards.card(a, &approval.Call{ID: "toolu_1", Kind: agentrunner.KindApproval, Status: approval.CallPending})
+	if card.PromptAgent != "Claude Code" || !card.AllowEdit {
+		t.Errorf("card prompt agent %q, edit %v; want Claude Code, editable", card.PromptAgent, card.AllowEdit)
+	}
+	if got := normalize(card).Confirmation; got != "Claude Code wants to run `Bash`: `rm -rf build/`" {
+		t.Errorf("confirmation %q", got)
+	}
+	a.Requests.Metadata = nil
+	if card := b.cards.card(a, &approval.Call{ID: "toolu_1", Kind: agentrunner.KindApproval, Status: approval.CallPending}); card.PromptAgent != "" || card.AllowEdit {
+		t.Errorf("a Bash call not from a prompt: prompt agent %q, edit %v; want neither", card.PromptAgent, card.AllowEdit)
+	}
+}

@@ -106,10 +106,17 @@ func New(cfg Config) (*API, error) {
 	h := newServer(deps{
 		keys: keys, approvals: cfg.Approvals, store: cfg.Store, events: cfg.Waiter, log: log,
 		allowPrivateCallbacks: cfg.AllowPrivateCallbacks, resolver: cmp.Or[Resolver](cfg.Resolver, net.DefaultResolver),
-		quota:    approval.Quota{MaxOpen: max(cmp.Or(cfg.MaxOpen, DefaultMaxOpen), 0), Rate: max(cmp.Or(cfg.Rate, DefaultRate), 0)},
+		quota:    QuotaOf(cfg.MaxOpen, cfg.Rate),
 		stopping: stopping,
 	})
 	return &API{handler: h, stop: sync.OnceFunc(func() { close(stopping) })}, nil
+}
+
+// QuotaOf is each key's quota as Config's MaxOpen and Rate say it (zero:
+// the defaults, negative: no bound), for every door that counts against
+// it.
+func QuotaOf(maxOpen int, rate float64) approval.Quota {
+	return approval.Quota{MaxOpen: max(cmp.Or(maxOpen, DefaultMaxOpen), 0), Rate: max(cmp.Or(rate, DefaultRate), 0)}
 }
 
 // newKeyring checks every key's digest, parsing keys built by hand.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -181,59 +180,16 @@ func handleCreate(approvals Approvals, st Store, opts createOptions) authedHandl
 	}
 }
 
-// open opens the request of a create call under token. The request is
-// accepted: opening finishes even if the client goes away, so a retry with
-// the idempotency key finds every card posted. When opening fails, what it
-// left is undone: the quota given back if nothing was recorded, the
-// request failed if it was, the idempotency key released.
+// open opens the request of a create call under token, counted against
+// the client's quota, its idempotency key kept as long as the record
+// (approval.OpenForClient, which also undoes what a failure left).
 func open(ctx context.Context, approvals Approvals, st Store, q approval.Quota, k *Key, token string, req *createRequest, timeout time.Duration) error {
-	admitted, recorded := false, false
-	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	_, err := approvals.Open(octx, approval.Opening{
+	return approval.OpenForClient(ctx, approvals, st, q, approval.Opening{
 		Token:    token,
 		Requests: agentrunner.DeferredToolRequests{Calls: req.Calls, Approvals: req.Approvals, Metadata: req.Metadata},
 		Origin:   approval.Origin{Client: k.Name, Name: req.Requester}, Context: req.Context, CallbackURL: req.CallbackURL,
 		Route: req.Route, AllowedRoutes: k.Routes, Timeout: timeout,
-		// The quota is taken last before the record, when nothing else
-		// can refuse the request.
-		Admit: func(ctx context.Context, a *approval.Request) error {
-			if err := st.TakeQuota(ctx, k.Name, token, a.ExpiresAt, q); err != nil {
-				return err
-			}
-			admitted = true
-			return nil
-		},
-		Recorded: func(ctx context.Context, a *approval.Request) error {
-			recorded = true
-			if req.IdempotencyKey != "" {
-				return st.KeepIdempotency(ctx, k.Name, req.IdempotencyKey, token)
-			}
-			return nil
-		},
-	})
-	if err == nil {
-		return nil
-	}
-	// Clean up on a context of its own: octx may be what ran out.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	switch {
-	case recorded:
-		if _, ferr := approvals.Fail(cctx, token, "slackbot could not ask for a decision"); ferr != nil && !isEnded(ferr) {
-			err = errors.Join(err, fmt.Errorf("end the token: %w", ferr))
-		}
-	case admitted:
-		if rerr := st.ReleaseQuota(cctx, k.Name, token); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	}
-	if req.IdempotencyKey != "" {
-		if rerr := st.ReleaseIdempotency(cctx, k.Name, req.IdempotencyKey, token); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	}
-	return err
+	}, req.IdempotencyKey)
 }
 
 // replay answers a create request whose idempotency key was used before:
@@ -413,13 +369,4 @@ func owned(ctx context.Context, approvals Approvals, owners Owners, token string
 		return nil, errNotFound // the token was recreated meanwhile: cannot happen, but never show it
 	}
 	return rec, nil
-}
-
-// isEnded reports whether err says the request already ended.
-func isEnded(err error) bool {
-	switch approval.ErrorCode(err) {
-	case approval.ERESOLVED, approval.EEXPIRED, approval.ECANCELLED, approval.EFAILED:
-		return true
-	}
-	return false
 }

@@ -50,9 +50,6 @@ func TestToErrorMapsApprovalCodes(t *testing.T) {
 	if got := toError(fmt.Errorf("x: %w", &approval.RateLimitError{Limit: approval.LimitRate, RetryAfter: 2 * time.Second})); got.RetryAfter != 2*time.Second {
 		t.Errorf("rate limited: RetryAfter %s, want 2s", got.RetryAfter)
 	}
-	if !isEnded(fmt.Errorf("fail abc: %w", approval.ErrFailed)) || isEnded(fmt.Errorf("fail abc: %w", approval.ErrNotFound)) {
-		t.Error("isEnded: a failed request has ended, an unknown one has not")
-	}
 }
 
 // An internal error is logged once, with its detail, and the client gets

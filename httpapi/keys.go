@@ -168,6 +168,34 @@ func (ks keyring) match(presented string) (*Key, bool) {
 	return &ks[found], true
 }
 
+// Keyring finds the API client of a request's bearer key in constant
+// time. It is how another door that accepts the same API_KEYS (the MCP
+// gateway, handed it by cmd/slackbot) authenticates without parsing the
+// keys again.
+type Keyring struct{ keys keyring }
+
+// NewKeyring returns the key ring of keys (ParseKeys(API_KEYS)).
+func NewKeyring(keys []Key) (*Keyring, error) {
+	ks, err := newKeyring(keys)
+	if err != nil {
+		return nil, err
+	}
+	return &Keyring{keys: ks}, nil
+}
+
+// Authenticate returns the client whose key the request's
+// "Authorization: Bearer <key>" header carries, or false.
+func (k *Keyring) Authenticate(r *http.Request) (*Key, bool) { return k.keys.authenticate(r) }
+
+// authenticate returns the client of the request's bearer key.
+func (ks keyring) authenticate(r *http.Request) (*Key, bool) {
+	tok, ok := bearer(r)
+	if !ok {
+		return nil, false
+	}
+	return ks.match(tok)
+}
+
 // byName returns the client with the given name.
 func (ks keyring) byName(name string) (*Key, bool) {
 	for i := range ks {

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"errors"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,3 +101,36 @@ func TestNewChecksKeyRoutes(t *testing.T) {
 }
 
 type nopWaiter struct{ httpapi.Waiter }
+
+func TestKeyringAuthenticate(t *testing.T) {
+	keys, err := httpapi.ParseKeys("billing=billing-key-0123456789,ops=ops-key-0123456789ab@ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := httpapi.NewKeyring(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		header, want string
+		routes       []string
+	}{
+		{"Bearer billing-key-0123456789", "billing", nil},
+		{"bearer  ops-key-0123456789ab", "ops", []string{"ops"}},
+		{"Bearer billing-key-012345678", "", nil},
+		{"Basic billing-key-0123456789", "", nil},
+		{"", "", nil},
+	} {
+		r, _ := http.NewRequest(http.MethodPost, "http://x/mcp", nil)
+		if tt.header != "" {
+			r.Header.Set("Authorization", tt.header)
+		}
+		k, ok := ring.Authenticate(r)
+		switch {
+		case tt.want == "" && ok:
+			t.Errorf("%q: authenticated as %s; want refused", tt.header, k.Name)
+		case tt.want != "" && (!ok || k.Name != tt.want || !slices.Equal(k.Routes, tt.routes)):
+			t.Errorf("%q: %v %v; want %s with routes %v", tt.header, k, ok, tt.want, tt.routes)
+		}
+	}
+}

@@ -59,11 +59,7 @@ type authedHandler func(w http.ResponseWriter, r *http.Request, k *Key) error
 // authed authenticates the bearer key before h runs.
 func authed(keys keyring, log *slog.Logger, h authedHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r)
-		var k *Key
-		if ok {
-			k, ok = keys.match(tok)
-		}
+		k, ok := keys.authenticate(r)
 		if !ok {
 			writeError(w, r, log, errUnauthorized)
 			return

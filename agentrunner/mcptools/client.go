@@ -342,13 +342,23 @@ func (c *Client) ping(ctx context.Context) error {
 
 // call calls the server's tool and maps its result for the model.
 func (c *Client) call(ctx context.Context, tool string, args json.RawMessage) (any, error) {
+	res, err := c.callResult(ctx, tool, args)
+	if err != nil {
+		return nil, err
+	}
+	return resultValue(c.cfg.Name, tool, res)
+}
+
+// callResult calls the server's tool and returns its result as the server
+// sent it, bounded by the server's timeout.
+func (c *Client) callResult(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	callCtx, cancel := context.WithTimeout(ctx, c.cfg.timeout())
 	defer cancel()
 	res, err := c.session.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return nil, c.requestError(ctx, callCtx, tool, err)
 	}
-	return resultValue(c.cfg.Name, tool, res)
+	return res, nil
 }
 
 // requestError classifies the error of a request: the caller's context

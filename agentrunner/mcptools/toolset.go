@@ -80,6 +80,8 @@ type server struct {
 	err    error   // why client is nil
 	tools  []*agentrunner.Tool
 	sig    string
+	// offered are tools as an MCP gateway offers them (offer.go).
+	offered []*OfferedTool
 }
 
 // NewToolset validates every configuration and expands its ${VAR}
@@ -344,11 +346,12 @@ func (s *server) refresh(ctx context.Context, c *Client) error {
 		return err
 	}
 	tools := buildTools(s.cfg, list, s.call, c.logger)
-	sig := fingerprint(tools)
+	offered := offer(s.cfg, list, tools)
+	sig := fingerprint(tools) + offeredFingerprint(offered)
 	s.mu.Lock()
 	same := sig == s.sig
 	if !same {
-		s.tools, s.sig = tools, sig
+		s.tools, s.sig, s.offered = tools, sig, offered
 	}
 	s.mu.Unlock()
 	if !same {
@@ -359,24 +362,40 @@ func (s *server) refresh(ctx context.Context, c *Client) error {
 
 // call runs a tool on the server's current session.
 func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (any, error) {
+	c, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.call(ctx, tool, args)
+	s.checkAfter(err)
+	return v, err
+}
+
+// current returns the server's session, or the *UnavailableError saying
+// why there is none.
+func (s *server) current() (*Client, error) {
 	s.mu.Lock()
 	c, cause := s.client, s.err
 	s.mu.Unlock()
-	if c == nil {
-		var ue *UnavailableError
-		if errors.As(cause, &ue) {
-			return nil, ue
-		}
-		return nil, &UnavailableError{Server: s.cfg.Name, Transport: s.transport, Err: cause}
+	if c != nil {
+		return c, nil
 	}
-	v, err := c.call(ctx, tool, args)
+	var ue *UnavailableError
+	if errors.As(cause, &ue) {
+		return nil, ue
+	}
+	return nil, &UnavailableError{Server: s.cfg.Name, Transport: s.transport, Err: cause}
+}
+
+// checkAfter asks for a health check when a call failed for want of the
+// server.
+func (s *server) checkAfter(err error) {
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTimeout) {
 		select {
 		case s.check <- struct{}{}:
 		default: // a check is already due
 		}
 	}
-	return v, err
 }
 
 func (s *server) setState(c *Client, err error) {

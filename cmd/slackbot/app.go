@@ -15,6 +15,7 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
+	"github.com/slackapprove/slackbot/mcpgateway"
 	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
@@ -37,6 +38,9 @@ type appDeps struct {
 	Tools         []*agentrunner.Tool
 	// ToolSource adds tools that change at run time (MCP servers); nil: none.
 	ToolSource agentrunner.ToolSource
+	// MCPUpstream is the same MCP servers as the MCP gateway (/mcp) offers
+	// them; nil: the gateway offers only approval_prompt.
+	MCPUpstream mcpgateway.Upstream
 	// Owner names this process in the store's claims; empty: random.
 	Owner string
 	// SweepEvery is how often expired tokens are swept; 0: the store's default.
@@ -85,6 +89,8 @@ type app struct {
 	// api and callbacks serve the HTTP API; nil without API keys.
 	api       *httpapi.API
 	callbacks *httpapi.Callbacks
+	// gateway serves the MCP gateway (/mcp); nil without API keys.
+	gateway *mcpgateway.Handler
 
 	// Runs are stopped (runs.Stop) only when shutdown's budget is spent;
 	// waits for a decision end earlier, when handOff is closed, so a
@@ -205,7 +211,28 @@ func (a *app) wireAPI(d appDeps, owner string) error {
 		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
 		AllowPrivate: d.AllowPrivateCallbacks,
 	})
-	return nil
+	return a.wireGateway(d)
+}
+
+// wireGateway builds the MCP gateway (/mcp) over the Service, with the
+// HTTP API's keys and quota and the MCP servers the runner uses.
+func (a *app) wireGateway(d appDeps) error {
+	ring, err := httpapi.NewKeyring(d.APIKeys)
+	if err != nil {
+		return err
+	}
+	auth := func(r *http.Request) (mcpgateway.Client, bool) {
+		k, ok := ring.Authenticate(r)
+		if !ok {
+			return mcpgateway.Client{}, false
+		}
+		return mcpgateway.Client{Name: k.Name, Routes: k.Routes}, true
+	}
+	a.gateway, err = mcpgateway.NewHandler(mcpgateway.Config{
+		Authenticate: auth, Approvals: a.svc, Waiter: a.tokens, Store: a.store, Upstream: d.MCPUpstream,
+		Quota: httpapi.QuotaOf(d.APIMaxOpen, d.APIRate), Log: d.Log,
+	})
+	return err
 }
 
 // newToolbox returns the agent's tools: d's, and those of d's tool source.
@@ -292,6 +319,7 @@ func (a *app) shutdown(ctx context.Context) {
 	a.bot.Close()
 	if a.api != nil {
 		a.api.Close()
+		a.gateway.Close()
 	}
 	a.svc.Close()
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,11 +26,12 @@ type closeTicketArgs struct {
 	ID int `json:"id"`
 }
 
-// TestServeWithMCPServer runs `slackbot serve` with an MCP server (the Go
-// SDK over streamable HTTP, with a bearer token from the environment) in
-// the routing file: its tool is offered to the model, needs approval, and
-// runs on the MCP server once approved in Slack.
-func TestServeWithMCPServer(t *testing.T) {
+// ticketsServer serves an MCP server (the Go SDK over streamable HTTP)
+// whose close_ticket tool records the ids it closed, behind a check of
+// the Authorization header when token is set. It returns the server's
+// base URL and the ids closed so far.
+func ticketsServer(t *testing.T, token string) (string, func() []int) {
+	t.Helper()
 	var mu sync.Mutex
 	var closed []int
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
@@ -41,27 +44,28 @@ func TestServeWithMCPServer(t *testing.T) {
 		})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	mcpSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer tk-123" {
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { mcpSrv.CloseClientConnections(); mcpSrv.Close() })
+	return mcpSrv.URL, func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(closed)
+	}
+}
 
+// serveWithRoutes starts `slackbot serve` against a fake Slack workspace
+// and a Redis of its own, with routes as its ROUTES_FILE and extra added
+// to its environment. It returns the base URL, the workspace and stop
+// (startRunStop's).
+func serveWithRoutes(t *testing.T, routes string, extra map[string]string) (string, *slackfake.Server, func() error) {
+	t.Helper()
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
-	routes := `
-routes:
-  - name: tickets
-    when: {tools: ["tickets__*"]}
-    channel: C0APPROVALS
-    approvers: {users: [U0ALICE]}
-mcp_servers:
-  - name: tickets
-    url: ` + mcpSrv.URL + `/mcp
-    headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}
-`
 	file := filepath.Join(t.TempDir(), "routes.yaml")
 	if err := os.WriteFile(file, []byte(routes), 0o600); err != nil {
 		t.Fatal(err)
@@ -69,9 +73,30 @@ mcp_servers:
 	vars := map[string]string{
 		"SLACK_BOT_TOKEN": fake.Token(), "SLACK_SIGNING_SECRET": testSecret, "SLACK_API_URL": slackfaketest.APIURL(fakeSrv),
 		"REDIS_URL": rs.URL(), "ROUTES_FILE": file, "ADDR": "127.0.0.1:0", "MODEL": "test", "TOOLS": "",
-		"TICKETS_TOKEN": "tk-123",
 	}
-	base, _ := startRun(t, vars, "serve")
+	maps.Copy(vars, extra)
+	base, _, stop := startRunStop(t, vars, "serve")
+	return base, fake, stop
+}
+
+// TestServeWithMCPServer runs `slackbot serve` with an MCP server (the Go
+// SDK over streamable HTTP, with a bearer token from the environment) in
+// the routing file: its tool is offered to the model, needs approval, and
+// runs on the MCP server once approved in Slack.
+func TestServeWithMCPServer(t *testing.T) {
+	mcpURL, closedIDs := ticketsServer(t, "tk-123")
+
+	base, fake, _ := serveWithRoutes(t, `
+routes:
+  - name: tickets
+    when: {tools: ["tickets__*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+mcp_servers:
+  - name: tickets
+    url: `+mcpURL+`/mcp
+    headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}
+`, map[string]string{"TICKETS_TOKEN": "tk-123"})
 
 	full := "<@" + fake.BotUserID() + "> close the ticket"
 	msg, err := fake.PostAsUser(general, carol, full, "")
@@ -88,19 +113,14 @@ mcp_servers:
 	if !strings.Contains(cardText(card), "tickets") || !strings.Contains(cardText(card), "close_ticket") {
 		t.Errorf("card does not name the MCP tool: %s", card.BlocksJSON)
 	}
-	mu.Lock()
-	n := len(closed)
-	mu.Unlock()
-	if n != 0 {
+	if n := len(closedIDs()); n != 0 {
 		t.Fatal("the MCP tool ran before approval")
 	}
 	postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
 	if got, want := e.waitReply(general, msg.TS), `{"tickets__close_ticket":"closed"}`; got != want {
 		t.Errorf("answer: got %q, want %q", got, want)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(closed) != 1 || closed[0] != 0 {
+	if closed := closedIDs(); len(closed) != 1 || closed[0] != 0 {
 		t.Errorf("MCP server saw close_ticket %v, want once with id 0", closed)
 	}
 }

@@ -25,6 +25,9 @@ func (a *app) handler() http.Handler {
 	}
 	if a.api != nil {
 		mux.Handle("/v1/", a.metrics.timed("api", a.api))
+		// MCP streamable HTTP: POST, GET and DELETE (the gateway is
+		// stateless, so GET and DELETE answer 405).
+		mux.Handle("/mcp", a.metrics.timed("mcp", a.gateway))
 	}
 	// Tools verify receipts with these keys; a rotation shows within 5 min.
 	mux.Handle("GET /.well-known/jwks.json", a.receipts.keys.Handler(300))

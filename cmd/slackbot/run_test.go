@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,19 +53,34 @@ func getenvOf(vars map[string]string) func(string) string {
 // URL; the program stops when the test ends.
 func startRun(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer) {
 	t.Helper()
+	base, stderr, _ := startRunStop(t, env, args...)
+	return base, stderr
+}
+
+// startRunStop is startRun that also returns stop, which stops the program
+// as a SIGTERM would and returns once it has (an error if run failed or
+// took more than 30s); the test's end stops it otherwise.
+func startRunStop(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, getenvOf(env), nil, stdout, stderr) }()
-	t.Cleanup(func() {
+	stop := sync.OnceValue(func() error {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("run returned %v", err)
+				return fmt.Errorf("run returned %v", err)
 			}
+			return nil
 		case <-time.After(30 * time.Second):
-			t.Error("run did not stop within 30s of cancellation")
+			return errors.New("run did not stop within 30s of cancellation")
+		}
+	})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
 		}
 	})
 	var base string
@@ -88,7 +105,7 @@ func startRun(t *testing.T, env map[string]string, args ...string) (string, *syn
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base, stderr
+				return base, stderr, stop
 			}
 		}
 		if time.Now().After(deadline) {

@@ -97,6 +97,9 @@ func newHTTPServer(a *app, dev *devWorkspace, addr net.Addr, log *slog.Logger) *
 	}
 	if a.api != nil {
 		srv.RegisterOnShutdown(a.api.Close)
+		// Calls waiting for a decision on /mcp end at once, their requests
+		// left pending for the clients' retries on another replica.
+		srv.RegisterOnShutdown(a.gateway.Close)
 	}
 	return srv
 }

@@ -80,7 +80,7 @@ func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) strin
 		if err != nil {
 			return nil, err
 		}
-		d.ToolSource = ts
+		d.ToolSource, d.MCPUpstream = ts, ts
 		w.closers = append(w.closers, func() {
 			if err := ts.Close(); err != nil {
 				log.Warn("closing MCP servers", "err", err)

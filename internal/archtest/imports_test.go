@@ -102,6 +102,8 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 				bad(rel, imp, "routing knows only the agent's tool calls")
 			case under(rel, "agentrunner") && !under(imp, "agentrunner"):
 				bad(rel, imp, "agentrunner knows nothing of slackbot but its receipts")
+			case under(rel, "mcpgateway") && imp != "approval" && imp != "routing" && !under(imp, "agentrunner") && !under(imp, "mcpgateway"):
+				bad(rel, imp, "mcpgateway may import only approval, routing, receipt and agentrunner of ours")
 			}
 			for _, door := range []string{"bot", "httpapi", "mcpgateway"} {
 				if !under(rel, door) {
@@ -121,7 +123,7 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 			slack := strings.HasPrefix(dep, "github.com/slack-go/slack")
 			redis := strings.HasPrefix(dep, "github.com/redis/go-redis")
 			switch {
-			case (rel == "approval" || rel == "routing" || rel == "receipt" || under(rel, "agentrunner")) && (slack || redis):
+			case (rel == "approval" || rel == "routing" || rel == "receipt" || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
 				bad(rel, dep, "it must know neither Slack nor Redis")
 			case under(rel, "store") && slack:
 				bad(rel, dep, "store never speaks Slack")
@@ -147,5 +149,23 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 		if dep == "testing" || strings.HasPrefix(dep, "testing/") || dep == "net/http/httptest" {
 			t.Errorf("the slackbot binary links %s; want no test packages", dep)
 		}
+	}
+}
+
+// TestGatewayRules checks the rules for mcpgateway on made-up imports:
+// only approval, routing and agentrunner of ours, and neither Slack nor
+// Redis underneath.
+func TestGatewayRules(t *testing.T) {
+	pkgs := map[string]pkg{"mcpgateway": {
+		Imports: []string{module + "/approval", module + "/routing", module + "/agentrunner/mcptools",
+			module + "/store", module + "/bot", module + "/httpapi", module + "/internal/devui"},
+		Deps: []string{"github.com/modelcontextprotocol/go-sdk/mcp", "github.com/redis/go-redis/v9", "github.com/slack-go/slack"},
+	}}
+	var got []string
+	check(t, pkgs, func(rel, imp, why string) { got = append(got, imp) })
+	slices.Sort(got)
+	want := []string{"bot", "bot", "github.com/redis/go-redis/v9", "github.com/slack-go/slack", "httpapi", "httpapi", "internal/devui", "store", "store"}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %q; want %q", got, want)
 	}
 }

@@ -1,0 +1,307 @@
+package mcpgateway
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
+)
+
+// IdempotencyMetaKey is the _meta key of a tools/call whose value (a
+// string of at most 200 bytes) names the call for retries: a call made
+// again with the same key, by the same API client, gets the first call's
+// decision instead of a second card. The Idempotency-Key HTTP header does
+// the same.
+const IdempotencyMetaKey = "slackbot/idempotency_key"
+
+const maxIdempotencyKey = 200
+
+// errStopping ends a wait when the gateway shuts down: the request stays
+// pending for the client's retry on another replica.
+var errStopping = errors.New("slackbot is restarting")
+
+// ask is one call that waits for a decision.
+type ask struct {
+	client Client
+	// shown is who asked, as the card shows it: the key's name and the
+	// MCP client.
+	shown string
+	// call is the approval call: its tool_name is what routes match.
+	call agentrunner.ToolCallPart
+	// meta is the call's request metadata (policies see it).
+	meta map[string]any
+	// key identifies the call for retries; explicit says the client (or
+	// the prompt's tool_use_id) chose it, so it outlives the answer.
+	key      string
+	explicit bool
+	req      *mcp.CallToolRequest
+}
+
+// decision is how an ask ended: the request and its one call, or the
+// tool error the client gets instead.
+type decision struct {
+	rec    *approval.Request
+	call   *approval.Call
+	failed *mcp.CallToolResult
+}
+
+// decide opens the call through the one pipeline (policies, grants, a
+// card) unless a request for the same key exists, and waits for it to end.
+func (h *Handler) decide(ctx context.Context, a ask) decision {
+	token := agentrunner.NewToken()
+	fp := fingerprint(a.call)
+	key := "mcp:" + digest(a.key)
+	// The claim lasts a minute until the record exists; then as long as
+	// the record (KeepIdempotency in open).
+	got, first, err := h.cfg.Store.ClaimIdempotency(ctx, a.client.Name, key, token, fp, time.Minute)
+	if err != nil {
+		return h.internal(ctx, "claim the idempotency key", err)
+	}
+	if !first {
+		if got.Fingerprint != fp {
+			return refused("This idempotency key was already used for a different tool call; use a new key for a new call.")
+		}
+		token = got.Token
+	} else if err := h.open(ctx, a, token, key); err != nil {
+		return h.openFailed(ctx, err)
+	}
+	rec, err := h.wait(ctx, a, token)
+	switch {
+	case errors.Is(err, errStopping):
+		return refused("slackbot is restarting and stopped waiting for this call's decision; call the tool again with the same arguments to get it (no second approval is asked).")
+	case errors.Is(err, approval.ErrNotFound) && !first:
+		return refused("A request for this call is still being created; call the tool again in a moment.")
+	case err != nil:
+		return decision{failed: toolError("slackbot stopped waiting for a decision: " + err.Error())}
+	}
+	if !a.explicit {
+		// The key guarded the wait; the answer is given, so the same
+		// call made again later is a new request.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := h.cfg.Store.ReleaseIdempotency(cctx, a.client.Name, key, token); err != nil {
+			h.log.WarnContext(ctx, "MCP gateway: release the idempotency key", "err", err)
+		}
+	}
+	if len(rec.Calls) != 1 {
+		return h.internal(ctx, "read the decision", fmt.Errorf("the request has %d calls, want 1", len(rec.Calls)))
+	}
+	return decision{rec: rec, call: &rec.Calls[0]}
+}
+
+// open opens the request under token for the client, counted against
+// its quota, as the HTTP API does (approval.OpenForClient).
+func (h *Handler) open(ctx context.Context, a ask, token, key string) error {
+	req := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{a.call}}
+	if a.meta != nil {
+		req.Metadata = map[string]map[string]any{a.call.ToolCallID: a.meta}
+	}
+	return approval.OpenForClient(ctx, h.cfg.Approvals, h.cfg.Store, h.cfg.Quota, approval.Opening{
+		Token: token, Requests: req,
+		Origin:        approval.Origin{Client: a.client.Name, Name: a.shown},
+		AllowedRoutes: a.client.Routes,
+	}, key)
+}
+
+// openFailed is the tool error of a call that could not be opened.
+func (h *Handler) openFailed(ctx context.Context, err error) decision {
+	var rl *approval.RateLimitError
+	switch code := approval.ErrorCode(err); {
+	case errors.As(err, &rl):
+		return refused(fmt.Sprintf("Rate limited: this API key has too many requests open or is opening them too fast (%s); retry after %s.",
+			rl.Limit, rl.RetryAfter.Round(time.Second)))
+	case code == approval.EFORBIDDEN, code == approval.ENOROUTE, code == approval.EINVALID, code == approval.ERATELIMITED:
+		return refused(approval.ErrorMessage(err))
+	}
+	return h.internal(ctx, "open the request", err)
+}
+
+// wait waits for the request to end, sending progress notifications, and
+// bounded by ctx (the client's request) and the request's deadline. A
+// client that goes away while waiting cancels the request; a gateway that
+// shuts down leaves it pending (errStopping).
+func (h *Handler) wait(ctx context.Context, a ask, token string) (*approval.Request, error) {
+	// Read on a context of its own: a client that went away while the
+	// request was opened must still cancel it.
+	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	rec, err := h.cfg.Approvals.Get(gctx, token)
+	gcancel()
+	if err != nil || rec.State != approval.StatePending {
+		return rec, err
+	}
+	if ctx.Err() != nil {
+		h.cancel(ctx, a, token)
+		return nil, ctx.Err()
+	}
+	wctx, cancel := context.WithDeadlineCause(ctx, rec.ExpiresAt.Add(time.Minute), context.DeadlineExceeded)
+	defer cancel()
+	wctx, stop := context.WithCancelCause(wctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-h.stopping:
+			stop(errStopping)
+		case <-wctx.Done():
+		}
+	}()
+	if tok := a.req.Params.GetProgressToken(); tok != nil {
+		go h.progress(wctx, a.req.Session, tok, rec)
+	}
+	done, err := h.cfg.Waiter.Await(wctx, token)
+	switch {
+	case err == nil:
+		return done, nil
+	case context.Cause(wctx) == errStopping:
+		return nil, errStopping
+	case ctx.Err() != nil:
+		h.cancel(ctx, a, token)
+		return nil, ctx.Err()
+	case wctx.Err() != nil:
+		// Past the deadline with no end seen: read where it stands.
+		return h.cfg.Approvals.Get(context.WithoutCancel(ctx), token)
+	}
+	return nil, err
+}
+
+// cancel cancels the request of a client that went away, so the card
+// says so and no one decides a call nobody waits for.
+func (h *Handler) cancel(ctx context.Context, a ask, token string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := h.cfg.Approvals.Cancel(cctx, token, approval.Decider{Client: a.client.Name})
+	if err != nil && approval.ErrorCode(err) == approval.EINTERNAL {
+		h.log.ErrorContext(ctx, "MCP gateway: cancel the request of a client that went away", "err", err)
+	}
+}
+
+// progress tells the client, every ProgressEvery, that the call still
+// waits and for how long it may.
+func (h *Handler) progress(ctx context.Context, ss *mcp.ServerSession, tok any, rec *approval.Request) {
+	if ss == nil {
+		return
+	}
+	t := time.NewTicker(h.cfg.ProgressEvery)
+	defer t.Stop()
+	total := rec.ExpiresAt.Sub(rec.CreatedAt).Seconds()
+	waited := 0.0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		waited += h.cfg.ProgressEvery.Seconds()
+		msg := fmt.Sprintf("Waiting for a person to decide in Slack (%s of at most %s).",
+			(time.Duration(waited) * time.Second).String(), (time.Duration(total) * time.Second).String())
+		err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: waited, Total: total, Message: msg})
+		if err != nil && ctx.Err() == nil {
+			h.log.DebugContext(ctx, "MCP gateway: progress notification", "err", err)
+		}
+	}
+}
+
+// outcome says how a decided call ends for the client: approved (with
+// the arguments to run), or the text of the tool error.
+func outcome(rec *approval.Request, c *approval.Call) (approved bool, args json.RawMessage, reason string) {
+	if c.Status == approval.CallApproved {
+		if o := c.OverrideArgs(); len(o) > 0 {
+			return true, o, ""
+		}
+		call, _ := rec.Requests.Call(c.ID)
+		args, err := call.ArgsObject()
+		if err != nil {
+			args = call.Args
+		}
+		return true, args, ""
+	}
+	if nd := rec.NoDecision(); nd != nil && !c.Decided() {
+		return false, nil, nd.Error()
+	}
+	if why := c.Why(); why != "" {
+		return false, nil, why
+	}
+	return false, nil, agentrunner.DefaultDenialMessage
+}
+
+// receipt returns the approved call's receipt, when the results carry
+// one.
+func receipt(rec *approval.Request, callID string) (string, bool) {
+	if rec.Results == nil {
+		return "", false
+	}
+	v, ok := rec.Results.Metadata[callID][ReceiptMetaKey].(string)
+	return v, ok && v != ""
+}
+
+// idempotencyKey is what names a call for retries: the client's key (the
+// _meta entry or the Idempotency-Key header), else the JSON-RPC id of the
+// request with the call itself, so that a client resending the same
+// message reaches the same request.
+func idempotencyKey(req *mcp.CallToolRequest, ri *requestInfo, call agentrunner.ToolCallPart) (key string, explicit bool, err error) {
+	k, _ := req.Params.Meta[IdempotencyMetaKey].(string)
+	if k == "" && req.Extra != nil {
+		k = req.Extra.Header.Get("Idempotency-Key")
+	}
+	if len(k) > maxIdempotencyKey {
+		return "", false, fmt.Errorf("the idempotency key is longer than %d bytes", maxIdempotencyKey)
+	}
+	if k != "" {
+		return "key\x00" + k, true, nil
+	}
+	return "rpc\x00" + ri.rpcID + "\x00" + fingerprint(call), false, nil
+}
+
+// fingerprint identifies a call by its tool and arguments.
+func fingerprint(c agentrunner.ToolCallPart) string {
+	return digest(c.ToolName + "\x00" + string(c.Args))
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+// shownName is who asked, as the card shows it: the API key's name and
+// the MCP client's clientInfo ("billing via Claude Code 1.0.3"), or its
+// User-Agent when it did not say (a stateless request of an older
+// protocol carries no clientInfo).
+func shownName(req *mcp.CallToolRequest, ri *requestInfo) string {
+	who := ""
+	if ci := req.ClientInfo(); ci != nil {
+		who = strings.TrimSpace(cmp.Or(ci.Title, ci.Name) + " " + ci.Version)
+	}
+	if who == "" {
+		who, _, _ = strings.Cut(ri.userAgent, " ")
+	}
+	who = strings.Join(strings.Fields(who), " ")
+	if len(who) > 100 {
+		who = who[:100]
+	}
+	if who == "" {
+		return ri.client.Name
+	}
+	return ri.client.Name + " via " + strings.ToValidUTF8(who, "")
+}
+
+func toolError(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+func refused(text string) decision { return decision{failed: toolError(text)} }
+
+// internal logs an internal error and tells the client only that it
+// happened.
+func (h *Handler) internal(ctx context.Context, what string, err error) decision {
+	h.log.ErrorContext(ctx, "MCP gateway: "+what, "err", err)
+	return refused("slackbot could not ask for a decision (an internal error); try again later.")
+}

@@ -1,0 +1,76 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
+	"github.com/slackapprove/slackbot/approval"
+)
+
+// Client is an authenticated API client: the name of its API_KEYS entry
+// and the routes it is restricted to (nil: any).
+type Client struct {
+	Name   string
+	Routes []string
+}
+
+// Authenticator returns the API client whose bearer key the request
+// carries, comparing keys in constant time; false when there is none or it
+// is not a configured key. cmd/slackbot hands in the HTTP API's key ring,
+// so /v1 and /mcp accept the same keys without either door importing the
+// other.
+type Authenticator func(r *http.Request) (Client, bool)
+
+// Approvals is the approval pipeline; *approval.Service implements it.
+type Approvals interface {
+	// Open routes, applies policies and grants, records the request and
+	// posts its cards (approval.Service.Open).
+	Open(ctx context.Context, o approval.Opening) (*approval.Request, error)
+	// Get returns the request of token, or ENOTFOUND.
+	Get(ctx context.Context, token string) (*approval.Request, error)
+	// Cancel ends the client's pending request; the cards say by whom.
+	Cancel(ctx context.Context, token string, by approval.Decider) (*approval.Request, error)
+	// Fail ends a request whose opening failed after it was recorded.
+	Fail(ctx context.Context, token, reason string) (*approval.Request, error)
+	// SetOutcome records what the approved call's tool did and shows it on
+	// the card.
+	SetOutcome(ctx context.Context, token, callID string, o approval.Outcome) error
+}
+
+// Waiter blocks until a request ends; *store.Tokens implements it.
+type Waiter interface {
+	// Await returns the request once it ended, approval.ErrNotFound if it
+	// is unknown, or ctx's error.
+	Await(ctx context.Context, token string) (*approval.Request, error)
+}
+
+// Store keeps, across replicas, what the gateway needs beside the
+// requests: idempotency keys (a retried call finds its request) and each
+// client's quota. *store.Store implements it; see httpapi.Store, whose
+// methods these are.
+type Store interface {
+	ClaimIdempotency(ctx context.Context, client, key, token, fingerprint string, ttl time.Duration) (got approval.Idempotency, first bool, err error)
+	KeepIdempotency(ctx context.Context, client, key, token string) error
+	ReleaseIdempotency(ctx context.Context, client, key, token string) error
+	TakeQuota(ctx context.Context, client, token string, expires time.Time, q approval.Quota) error
+	ReleaseQuota(ctx context.Context, client, token string) error
+}
+
+// Upstream is the upstream MCP servers' tools; *mcptools.Toolset
+// implements it (the Toolset the agent runner uses, so one connection per
+// server serves both).
+type Upstream interface {
+	// Offered returns the current tools, named "<server>__<tool>".
+	Offered() []*mcptools.OfferedTool
+	// Changed is closed when Offered next changes.
+	Changed() <-chan struct{}
+	// Reachable returns nil if the server answers now.
+	Reachable(ctx context.Context, server string) error
+	// CallTool calls an offered tool and returns the server's result as is.
+	CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error)
+}

@@ -1,0 +1,130 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
+	"github.com/slackapprove/slackbot/approval"
+)
+
+// handleUpstream serves tools/call of one upstream tool: arguments checked
+// against its schema and its server's reachability checked first (a clear
+// tool error, and no card, otherwise); a read-only tool proxied at once;
+// any other call opened through the approval pipeline, waited for, and
+// proxied with the approved (possibly edited) arguments.
+func (h *Handler) handleUpstream(o *mcptools.OfferedTool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ri, ok := infoFrom(ctx)
+		if !ok {
+			return nil, fmt.Errorf("mcpgateway: request not authenticated")
+		}
+		args, err := o.ValidateArgs(rawArgs(req))
+		if err != nil {
+			return toolError(err.Error() + ". Nothing was run and nobody was asked."), nil
+		}
+		if o.ReadOnly {
+			return h.proxy(ctx, o.Tool.Name, args), nil
+		}
+		// Nobody is asked to approve a call that could not run.
+		if err := h.cfg.Upstream.Reachable(ctx, o.Server); err != nil {
+			return toolError(err.Error() + ". Nothing was run and nobody was asked."), nil
+		}
+		call := agentrunner.ToolCallPart{ToolName: o.Tool.Name, Args: args, ToolCallID: "mcp_" + agentrunner.NewToken()[:16]}
+		key, explicit, err := idempotencyKey(req, ri, call)
+		if err != nil {
+			return toolError(err.Error()), nil
+		}
+		d := h.decide(ctx, ask{client: ri.client, shown: shownName(req, ri), call: call, key: key, explicit: explicit, req: req})
+		if d.failed != nil {
+			return d.failed, nil
+		}
+		approved, runArgs, reason := outcome(d.rec, d.call)
+		if !approved {
+			return toolError(reason), nil
+		}
+		return h.run(ctx, ri.client, d, o.Tool.Name, runArgs), nil
+	}
+}
+
+// run calls an approved tool upstream, at most once per request however
+// often the client retries it, records its outcome on the card, and
+// returns the upstream result as is, with the receipt in its _meta.
+func (h *Handler) run(ctx context.Context, c Client, d decision, name string, args json.RawMessage) *mcp.CallToolResult {
+	token, id := d.rec.Token, d.call.ID
+	_, first, err := h.cfg.Store.ClaimIdempotency(ctx, c.Name, "mcp-ran:"+digest(token+"/"+id), token, "ran", 8*24*time.Hour)
+	if err != nil {
+		return h.internal(ctx, "claim the run of an approved call", err).failed
+	}
+	if !first {
+		return toolError("This call was approved and has already run for an earlier request with the same idempotency key; it does not run twice.")
+	}
+	res := h.proxy(ctx, name, args)
+	o := approval.Outcome{Status: "ran", Summary: summary(res)}
+	if res.IsError {
+		o.Status = "failed"
+	}
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := h.cfg.Approvals.SetOutcome(octx, token, id, o); err != nil {
+		h.log.WarnContext(ctx, "MCP gateway: record the outcome", "err", err)
+	}
+	attachReceipt(res, d.rec, id)
+	return res
+}
+
+// attachReceipt puts the approved call's receipt, when its results carry
+// one, in the result's _meta as "slackbot_receipt", beside what the
+// upstream put there.
+func attachReceipt(res *mcp.CallToolResult, rec *approval.Request, callID string) {
+	r, ok := receipt(rec, callID)
+	if !ok {
+		return
+	}
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	res.Meta[ReceiptMetaKey] = r
+}
+
+// ReceiptMetaKey is the _meta key of an approved call's result that holds
+// its receipt (a compact JWS; see DESIGN.md's Receipt), as the results'
+// metadata names it.
+const ReceiptMetaKey = "slackbot_receipt"
+
+// proxy calls the upstream tool and returns its result as it came; a
+// server out of reach becomes a tool error saying so.
+func (h *Handler) proxy(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
+	res, err := h.cfg.Upstream.CallTool(ctx, name, args)
+	if err != nil {
+		return toolError(err.Error())
+	}
+	return res
+}
+
+// summary is a short account of a result for the card's outcome line.
+func summary(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			s := t.Text
+			if len(s) > 200 {
+				s = s[:200] + "…"
+			}
+			return s
+		}
+	}
+	return ""
+}
+
+// rawArgs returns the call's arguments as sent; none is an empty object.
+func rawArgs(req *mcp.CallToolRequest) json.RawMessage {
+	if req.Params == nil || len(req.Params.Arguments) == 0 || string(req.Params.Arguments) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return req.Params.Arguments
+}
