@@ -16,6 +16,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/mcpgateway"
+	"github.com/slackapprove/slackbot/receipt"
 )
 
 func TestListTools(t *testing.T) {
@@ -77,6 +78,9 @@ func TestReadOnlyToolIsProxiedAtOnce(t *testing.T) {
 	if n := len(e.tickets.callsOf("search")); n != 1 {
 		t.Errorf("upstream got %d search calls; want 1", n)
 	}
+	if m := e.tickets.metasOf("search"); len(m) != 1 || m[0][mcpgateway.ReceiptMetaKey] != nil {
+		t.Errorf("a read-only call's _meta %v; want no receipt (nobody approved it)", m)
+	}
 }
 
 func TestApprovedCallRunsOnceWithEditedArguments(t *testing.T) {
@@ -119,6 +123,19 @@ func TestApprovedCallRunsOnceWithEditedArguments(t *testing.T) {
 	calls := e.tickets.callsOf("create_issue")
 	if len(calls) != 1 || !jsonEqual(calls[0], `{"title":"printer smoking"}`) {
 		t.Errorf("upstream calls = %s; want exactly one, with the edited arguments", calls)
+	}
+	// The upstream, which runs the tool, and the client each get the
+	// receipt, for the edited arguments.
+	metas := e.tickets.metasOf("create_issue")
+	if len(metas) != 1 {
+		t.Fatalf("upstream _meta of %d calls", len(metas))
+	}
+	jws, _ := metas[0][mcpgateway.ReceiptMetaKey].(string)
+	if _, err := e.receipts.Verify(jws, receipt.Expect{CallID: callID, Tool: "tickets__create_issue", Args: json.RawMessage(`{"title":"printer smoking"}`), Token: token}); err != nil {
+		t.Errorf("the receipt the upstream got: %v (_meta %v)", err, metas[0])
+	}
+	if res.Meta[mcpgateway.ReceiptMetaKey] != jws {
+		t.Errorf("result _meta = %v; want the same receipt as the upstream got", res.Meta)
 	}
 	r, err := e.svc.Get(t.Context(), token)
 	if err != nil {

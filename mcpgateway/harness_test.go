@@ -25,6 +25,7 @@ import (
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/mcpgateway"
+	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -82,13 +83,24 @@ type upstream struct {
 
 	mu    sync.Mutex
 	calls map[string][]json.RawMessage
+	// metas has the _meta of each call, in order.
+	metas map[string][]mcp.Meta
 }
 
-func (u *upstream) record(tool string, args json.RawMessage) int {
+func (u *upstream) record(tool string, args json.RawMessage, meta ...mcp.Meta) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.calls[tool] = append(u.calls[tool], args)
+	if len(meta) > 0 {
+		u.metas[tool] = append(u.metas[tool], meta[0])
+	}
 	return len(u.calls[tool])
+}
+
+func (u *upstream) metasOf(tool string) []mcp.Meta {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.metas[tool])
 }
 
 func (u *upstream) callsOf(tool string) []json.RawMessage {
@@ -111,18 +123,18 @@ type searchArgs struct {
 // slow_close (behind approval).
 func newUpstream(t *testing.T) (*upstream, *httptest.Server) {
 	t.Helper()
-	u := &upstream{calls: map[string][]json.RawMessage{}}
+	u := &upstream{calls: map[string][]json.RawMessage{}, metas: map[string][]mcp.Meta{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tickets", Version: "1"}, nil)
 	u.srv = srv
 	mcp.AddTool(srv, &mcp.Tool{Name: "search", Description: "Search tickets.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Search"}},
 		func(_ context.Context, req *mcp.CallToolRequest, a searchArgs) (*mcp.CallToolResult, any, error) {
-			u.record("search", req.Params.Arguments)
+			u.record("search", req.Params.Arguments, req.Params.Meta)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found: " + a.Query}}}, nil, nil
 		})
 	destructive := true
 	mcp.AddTool(srv, &mcp.Tool{Name: "create_issue", Description: "Create an issue.", Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}},
 		func(_ context.Context, req *mcp.CallToolRequest, a createIssueArgs) (*mcp.CallToolResult, any, error) {
-			n := u.record("create_issue", req.Params.Arguments)
+			n := u.record("create_issue", req.Params.Arguments, req.Params.Meta)
 			return &mcp.CallToolResult{
 				Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("created #%d: %s", n, a.Title)}},
 				Meta:    mcp.Meta{"upstream": "kept"},
@@ -198,6 +210,8 @@ type env struct {
 	flakyH  *httptest.Server
 	toolset *mcptools.Toolset
 	prefix  string
+	// receipts verifies the receipts the store signs.
+	receipts *receipt.KeySet
 }
 
 type envOptions struct {
@@ -236,7 +250,16 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e.store = store.New(rdb, store.Options{Prefix: prefix})
+	rk, err := receipt.NewKey([]byte("mcpgateway-test-receipt-key-32by"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := receipt.NewSigner(rk, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.receipts = receipt.NewKeySet(rk)
+	e.store = store.New(rdb, store.Options{Prefix: prefix, Receipts: signer})
 	sc := bot.NewSlackClient(e.fake.Token(), slackfaketest.APIURL(e.fakeSrv), nil)
 	cards := bot.NewCards(bot.CardsConfig{Slack: sc, Routes: routes, Tools: box, Log: log})
 	e.svc = approval.New(approval.Config{Store: e.store, Poster: cards, Directory: &bot.Usergroups{Slack: sc}, Routes: routes, Tools: box, Log: log})

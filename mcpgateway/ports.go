@@ -71,6 +71,7 @@ type Upstream interface {
 	Changed() <-chan struct{}
 	// Reachable returns nil if the server answers now.
 	Reachable(ctx context.Context, server string) error
-	// CallTool calls an offered tool and returns the server's result as is.
-	CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error)
+	// CallTool calls an offered tool, with meta as the request's _meta,
+	// and returns the server's result as is.
+	CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (*mcp.CallToolResult, error)
 }

@@ -29,7 +29,7 @@ func (h *Handler) handleUpstream(o *mcptools.OfferedTool) mcp.ToolHandler {
 			return toolError(err.Error() + ". Nothing was run and nobody was asked."), nil
 		}
 		if o.ReadOnly {
-			return h.proxy(ctx, o.Tool.Name, args), nil
+			return h.proxy(ctx, o.Tool.Name, args, nil), nil
 		}
 		// Nobody is asked to approve a call that could not run.
 		if err := h.cfg.Upstream.Reachable(ctx, o.Server); err != nil {
@@ -52,9 +52,10 @@ func (h *Handler) handleUpstream(o *mcptools.OfferedTool) mcp.ToolHandler {
 	}
 }
 
-// run calls an approved tool upstream, at most once per request however
-// often the client retries it, records its outcome on the card, and
-// returns the upstream result as is, with the receipt in its _meta.
+// run calls an approved tool upstream (the receipt in the request's
+// _meta), at most once per request however often the client retries it,
+// records its outcome on the card, and returns the upstream result as is,
+// with the receipt in its _meta.
 func (h *Handler) run(ctx context.Context, c Client, d decision, name string, args json.RawMessage) *mcp.CallToolResult {
 	token, id := d.rec.Token, d.call.ID
 	_, first, err := h.cfg.Store.ClaimIdempotency(ctx, c.Name, "mcp-ran:"+digest(token+"/"+id), token, "ran", 8*24*time.Hour)
@@ -64,7 +65,13 @@ func (h *Handler) run(ctx context.Context, c Client, d decision, name string, ar
 	if !first {
 		return toolError("This call was approved and has already run for an earlier request with the same idempotency key; it does not run twice.")
 	}
-	res := h.proxy(ctx, name, args)
+	// The upstream runs the tool: it gets the receipt too, to verify the
+	// approval itself.
+	var meta map[string]any
+	if d.rec.Results != nil {
+		meta = mcptools.ReceiptMeta(d.rec.Results.Metadata[id])
+	}
+	res := h.proxy(ctx, name, args, meta)
 	o := approval.Outcome{Status: "ran", Summary: summary(res)}
 	if res.IsError {
 		o.Status = "failed"
@@ -99,8 +106,8 @@ const ReceiptMetaKey = "slackbot_receipt"
 
 // proxy calls the upstream tool and returns its result as it came; a
 // server out of reach becomes a tool error saying so.
-func (h *Handler) proxy(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
-	res, err := h.cfg.Upstream.CallTool(ctx, name, args)
+func (h *Handler) proxy(ctx context.Context, name string, args json.RawMessage, meta map[string]any) *mcp.CallToolResult {
+	res, err := h.cfg.Upstream.CallTool(ctx, name, args, meta)
 	if err != nil {
 		return toolError(err.Error())
 	}

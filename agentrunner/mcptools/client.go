@@ -341,20 +341,21 @@ func (c *Client) ping(ctx context.Context) error {
 }
 
 // call calls the server's tool and maps its result for the model.
-func (c *Client) call(ctx context.Context, tool string, args json.RawMessage) (any, error) {
-	res, err := c.callResult(ctx, tool, args)
+func (c *Client) call(ctx context.Context, tool string, args json.RawMessage, meta map[string]any) (any, error) {
+	res, err := c.callResult(ctx, tool, args, meta)
 	if err != nil {
 		return nil, err
 	}
 	return resultValue(c.cfg.Name, tool, res)
 }
 
-// callResult calls the server's tool and returns its result as the server
-// sent it, bounded by the server's timeout.
-func (c *Client) callResult(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+// callResult calls the server's tool, with meta as the request's _meta,
+// and returns its result as the server sent it, bounded by the server's
+// timeout.
+func (c *Client) callResult(ctx context.Context, tool string, args json.RawMessage, meta map[string]any) (*mcp.CallToolResult, error) {
 	callCtx, cancel := context.WithTimeout(ctx, c.cfg.timeout())
 	defer cancel()
-	res, err := c.session.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := c.session.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
 	if err != nil {
 		return nil, c.requestError(ctx, callCtx, tool, err)
 	}

@@ -119,6 +119,8 @@ func TestRunnerApprovesMCPTool(t *testing.T) {
 	answer := agentrunner.NewDeferredToolResults()
 	answer.Approvals["c1"] = agentrunner.Approve()
 	answer.Approvals["l1"] = agentrunner.Approve()
+	// The answer's receipt goes to the server, which runs the tool.
+	answer.Metadata["c1"] = map[string]any{"slackbot_receipt": "receipt-of-c1", "note": "not forwarded"}
 	res, err = r.Run(t.Context(), agentrunner.RunInput{History: res.Messages, Pending: res.Pending, Results: answer})
 	if err != nil {
 		t.Fatalf("resume: %v", err)
@@ -133,6 +135,9 @@ func TestRunnerApprovesMCPTool(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantCalls, srv.Calls()); diff != "" {
 		t.Errorf("server calls after approval (-want +got):\n%s", diff)
+	}
+	if metas := srv.Metas(); len(metas) != 1 || metas[0]["slackbot_receipt"] != "receipt-of-c1" || metas[0]["note"] != nil {
+		t.Errorf("close_ticket's _meta = %v; want the receipt and none of the answer's other metadata", metas)
 	}
 	returns := toolReturns(res.Messages)
 	if got, want := returns["s1"], (ret{`"T-1: printer on fire"`, agentrunner.OutcomeSuccess}); got != want {

@@ -118,12 +118,12 @@ func (ts *Toolset) Reachable(ctx context.Context, server string) error {
 const reachableTimeout = 5 * time.Second
 
 // CallTool calls the offered tool named name (ToolName(server, tool))
-// with args and returns the server's result as it sent it, isError and
+// with args, and meta as the request's _meta (nil: none), and returns the server's result as it sent it, isError and
 // all, bounded by the server's timeout. It fails with an *UnavailableError
 // when the server cannot be reached, wrapping ErrTimeout when it did not
 // answer in time, and with an error naming the tool when no server offers
 // it.
-func (ts *Toolset) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (ts *Toolset) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (*mcp.CallToolResult, error) {
 	for _, s := range ts.servers {
 		s.mu.Lock()
 		remote := ""
@@ -140,7 +140,7 @@ func (ts *Toolset) CallTool(ctx context.Context, name string, args json.RawMessa
 		if err != nil {
 			return nil, err
 		}
-		res, err := c.callResult(ctx, remote, args)
+		res, err := c.callResult(ctx, remote, args, meta)
 		s.checkAfter(err)
 		return res, err
 	}

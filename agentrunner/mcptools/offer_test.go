@@ -45,15 +45,15 @@ func TestOffered(t *testing.T) {
 		t.Error("ValidateArgs accepted arguments nested too deep")
 	}
 
-	res, err := ts.CallTool(t.Context(), "tickets__close_ticket", json.RawMessage(`{"id":7}`))
+	res, err := ts.CallTool(t.Context(), "tickets__close_ticket", json.RawMessage(`{"id":7}`), nil)
 	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "closed T-7" {
 		t.Errorf("CallTool: %+v, %v; want the server's result", res, err)
 	}
-	res, err = ts.CallTool(t.Context(), "tickets__lock_ticket", json.RawMessage(`{"id":7}`))
+	res, err = ts.CallTool(t.Context(), "tickets__lock_ticket", json.RawMessage(`{"id":7}`), nil)
 	if err != nil || !res.IsError {
 		t.Errorf("CallTool of a failing tool: %+v, %v; want its isError result as it came", res, err)
 	}
-	if _, err := ts.CallTool(t.Context(), "tickets__nope", json.RawMessage(`{}`)); err == nil {
+	if _, err := ts.CallTool(t.Context(), "tickets__nope", json.RawMessage(`{}`), nil); err == nil {
 		t.Error("CallTool of an unknown tool: no error")
 	}
 
@@ -67,7 +67,7 @@ func TestOffered(t *testing.T) {
 	if err := ts.Reachable(t.Context(), "tickets"); !errors.Is(err, mcptools.ErrUnavailable) {
 		t.Errorf("Reachable of a stopped server: %v; want ErrUnavailable", err)
 	}
-	if _, err := ts.CallTool(t.Context(), "tickets__close_ticket", json.RawMessage(`{"id":7}`)); !errors.Is(err, mcptools.ErrUnavailable) {
+	if _, err := ts.CallTool(t.Context(), "tickets__close_ticket", json.RawMessage(`{"id":7}`), nil); !errors.Is(err, mcptools.ErrUnavailable) {
 		t.Errorf("CallTool of a stopped server: %v; want ErrUnavailable", err)
 	}
 	if n := len(ts.Offered()); n != 3 {

@@ -23,6 +23,7 @@ type ticketServer struct {
 
 	mu       sync.Mutex
 	calls    []call
+	metas    []mcp.Meta // of close_ticket's calls
 	sessions []*mcp.ServerSession
 	down     bool
 }
@@ -49,8 +50,9 @@ func newTicketServer() *ticketServer {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "T-1: printer on fire"}}}, nil, nil
 		})
 	mcp.AddTool(ts.srv, &mcp.Tool{Name: "close_ticket", Description: "Close a ticket."},
-		func(_ context.Context, _ *mcp.CallToolRequest, a closeArgs) (*mcp.CallToolResult, any, error) {
+		func(_ context.Context, req *mcp.CallToolRequest, a closeArgs) (*mcp.CallToolResult, any, error) {
 			ts.record("close_ticket", a)
+			ts.recordMeta(req.Params.Meta)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("closed T-%d", a.ID)}}}, nil, nil
 		})
 	mcp.AddTool(ts.srv, &mcp.Tool{Name: "lock_ticket", Description: "Lock a ticket."},
@@ -65,6 +67,19 @@ func (ts *ticketServer) record(tool string, args any) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.calls = append(ts.calls, call{Tool: tool, Args: args})
+}
+
+// recordMeta keeps the _meta of a close_ticket call.
+func (ts *ticketServer) recordMeta(m mcp.Meta) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.metas = append(ts.metas, m)
+}
+
+func (ts *ticketServer) Metas() []mcp.Meta {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return slices.Clone(ts.metas)
 }
 
 func (ts *ticketServer) Calls() []call {

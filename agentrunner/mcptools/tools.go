@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/receipt"
 )
 
 // MaxToolNameLength is the longest tool name model APIs accept.
@@ -58,8 +59,9 @@ func isModelNameRune(r rune) bool {
 }
 
 // callFunc calls the server's tool named tool (the server's own name for
-// it) and returns what the model should see.
-type callFunc func(ctx context.Context, tool string, args json.RawMessage) (any, error)
+// it), with meta as the request's _meta (nil: none), and returns what the
+// model should see.
+type callFunc func(ctx context.Context, tool string, args json.RawMessage, meta map[string]any) (any, error)
 
 // buildTools turns a server's tool list into agentrunner tools that call
 // through call. A tool whose schema does not compile or whose name would
@@ -117,13 +119,13 @@ func newTool(cfg Config, name string, mt *mcp.Tool, call callFunc) (*agentrunner
 	} else {
 		opts = append(opts, agentrunner.RequiresApproval())
 	}
-	fn := func(ctx context.Context, _ *agentrunner.ToolContext, args json.RawMessage) (any, error) {
+	fn := func(ctx context.Context, tc *agentrunner.ToolContext, args json.RawMessage) (any, error) {
 		// The runner refuses over-deep arguments before a tool runs; checked
 		// again because these bytes go to another server as they are.
 		if err := agentrunner.CheckArgsDepth(args); err != nil {
 			return nil, agentrunner.Retry("invalid arguments for " + name + ": " + err.Error())
 		}
-		return call(ctx, remote, args)
+		return call(ctx, remote, args, ReceiptMeta(tc.Metadata))
 	}
 	return agentrunner.NewRawTool(name, desc, schema, fn, opts...)
 }
@@ -188,4 +190,16 @@ func contentText(content []mcp.Content) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// ReceiptMeta is the _meta of a call to an MCP server for an approved call
+// whose answer's metadata md carries a receipt: {"slackbot_receipt": …},
+// so that the server, which runs the tool, can verify the approval itself
+// (the receipt names the tool "<server>__<tool>"); nil otherwise.
+func ReceiptMeta(md map[string]any) map[string]any {
+	jws := receipt.FromMetadata(md)
+	if jws == "" {
+		return nil
+	}
+	return map[string]any{receipt.MetadataKey: jws}
 }

@@ -361,12 +361,12 @@ func (s *server) refresh(ctx context.Context, c *Client) error {
 }
 
 // call runs a tool on the server's current session.
-func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (any, error) {
+func (s *server) call(ctx context.Context, tool string, args json.RawMessage, meta map[string]any) (any, error) {
 	c, err := s.current()
 	if err != nil {
 		return nil, err
 	}
-	v, err := c.call(ctx, tool, args)
+	v, err := c.call(ctx, tool, args, meta)
 	s.checkAfter(err)
 	return v, err
 }

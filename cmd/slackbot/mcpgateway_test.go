@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/receipt"
 )
 
 const gatewayKey = "laptop-key-0123456789abcdef"
@@ -78,6 +79,13 @@ mcp_servers:
 	case r := <-done:
 		if r.err != nil || r.res.IsError || len(r.res.Content) != 1 || r.res.Content[0].(*mcp.TextContent).Text != "closed" {
 			t.Errorf("call: %+v, %v; want the upstream's result", r.res, r.err)
+		}
+		// The result carries the call's receipt, signed with the key
+		// slackbot serves.
+		token, callID := cardCall(t, card)
+		jws, _ := r.res.Meta["slackbot_receipt"].(string)
+		if _, err := jwks(t, base).Verify(jws, receipt.Expect{CallID: callID, Tool: "tickets__close_ticket", Args: json.RawMessage(`{"id":7}`), Token: token}); err != nil {
+			t.Errorf("the result's receipt: %v (_meta %v)", err, r.res.Meta)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no result 20s after the click")
