@@ -197,6 +197,11 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	for _, secret := range []string{vars["RECEIPT_KEY"], vars["RECEIPT_KEY_PREVIOUS"], testSecret, fake.Token()} {
+		if strings.Contains(metrics.String(), secret) {
+			t.Error("a secret appears in /metrics")
+		}
+	}
 	if strings.Contains(stderr.String(), testSecret) || strings.Contains(stderr.String(), fake.Token()) ||
 		strings.Contains(stderr.String(), vars["RECEIPT_KEY"]) || strings.Contains(stderr.String(), vars["RECEIPT_KEY_PREVIOUS"]) {
 		t.Error("a secret appears in the logs")
