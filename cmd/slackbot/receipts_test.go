@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/receipt"
 )
 
@@ -61,6 +64,35 @@ func TestReceiptKeyShared(t *testing.T) {
 	a, b := jwks(t, e.srv.URL).IDs(), jwks(t, other).IDs()
 	if len(a) != 1 || len(b) != 1 || a[0] != b[0] || a[0] != e.app.receipts.signer.KeyID() {
 		t.Errorf("replica keys %v and %v, want one shared key %s", a, b, e.app.receipts.signer.KeyID())
+	}
+}
+
+// The key kept in Redis shows nowhere else: not in the audit stream of a
+// run whose approval it signed, nor in the receipts or the JWKS.
+func TestReceiptKeyNotAudited(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	thread := e.mention(carol, general, "delete customer C-1")
+	card := e.waitCards(1)[0]
+	e.click(alice, card, bot.ActionIDApprove)
+	waitUntil(t, 30*time.Second, "the run's answer", func() bool { return len(e.replies(general, thread)) > 0 })
+	seed, err := e.app.store.Client().Get(t.Context(), e.prefix+"receipt:key").Result()
+	if err != nil || seed == "" {
+		t.Fatalf("the key kept in Redis: %q, %v", seed, err)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(seed)
+	events, err := e.app.store.ReadAudit(t.Context(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := json.Marshal(events)
+	jwksDoc := e.app.receipts.keys.JWKS()
+	for _, where := range []string{string(all), string(jwksDoc)} {
+		if strings.Contains(where, seed) || strings.Contains(where, base64.RawURLEncoding.EncodeToString(raw)) {
+			t.Errorf("the receipt key shows in %.200s…", where)
+		}
+	}
+	if len(events) == 0 {
+		t.Error("no audit events to look in")
 	}
 }
 
