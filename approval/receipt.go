@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"slices"
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
@@ -41,13 +42,28 @@ func (c *Call) Approvers() []string {
 
 // Receipt returns the receipt of approved call c of r: for the arguments
 // that will run (the approver's edit, else the call's own), by its
-// approvers, on r's token, at the time of the decision.
+// approvers (receiptBy), on r's token, at the time of the decision.
 func (r *Request) Receipt(c *Call) (Receipt, error) {
 	call, _ := r.Requests.Call(c.ID)
 	if edit := c.OverrideArgs(); len(edit) > 0 {
 		call.Args = edit
 	}
-	return receiptOf(call, c.Approvers(), c.Route, r.Token, c.DecidedAt)
+	return receiptOf(call, r.receiptBy(c), c.Route, r.Token, c.DecidedAt)
+}
+
+// receiptBy is who approved c as its receipt names them: its approvers,
+// except that r's own API client, whose answer is authoritative rather
+// than a vote, is named APIClientPrefix+client (never as its bare key
+// name, which may look like a Slack user id), after the people who voted
+// when it completed a quorum. A tool that must have a person can tell.
+func (r *Request) receiptBy(c *Call) []string {
+	by := c.Approvers()
+	client := r.Origin.Client
+	if client == "" || c.DecidedBy != client {
+		return by
+	}
+	people := slices.DeleteFunc(slices.Clone(by), func(b string) bool { return b == client })
+	return append(people, APIClientPrefix+client)
 }
 
 // receiptOf is the receipt of call approved by by on route at at; token

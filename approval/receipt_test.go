@@ -1,8 +1,10 @@
 package approval_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -69,5 +71,68 @@ routes:
 	}
 	if !cmp.Equal(c.By, []string{"policy:refunds"}) || c.Route != "refunds" || c.TokenSHA256 != "" {
 		t.Errorf("claims = %+v", c)
+	}
+}
+
+// receiptKeys is a signer and the key set that verifies its receipts.
+func receiptKeys(t *testing.T) (*receipt.Signer, *receipt.KeySet) {
+	t.Helper()
+	k, err := receipt.NewKey([]byte(strings.Repeat("q", receipt.SeedSize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := receipt.NewSigner(k, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, receipt.NewKeySet(k)
+}
+
+// resolvedRequest is a resolved request of origin whose calls (one
+// delete_file call per id, {"path":"<id>"}) were approved as given.
+func resolvedRequest(origin approval.Origin, ended time.Time, calls ...approval.Call) (*approval.Request, *agentrunner.DeferredToolResults) {
+	r := &approval.Request{Token: "tok-" + calls[0].ID, Origin: origin, State: approval.StateResolved, EndedAt: ended}
+	res := agentrunner.NewDeferredToolResults()
+	for _, c := range calls {
+		r.Requests.Approvals = append(r.Requests.Approvals, agentrunner.ToolCallPart{ToolName: "delete_file", Args: json.RawMessage(`{"path":"` + c.ID + `"}`), ToolCallID: c.ID})
+		c.Kind, c.Status, c.Result = agentrunner.KindApproval, approval.CallApproved, json.RawMessage(`{"kind":"tool-approved"}`)
+		if c.Required == 0 {
+			c.Required = 1
+		}
+		r.Calls = append(r.Calls, c)
+		res.Approvals[c.ID] = agentrunner.Approve()
+	}
+	return r, res
+}
+
+// An API client answering its own request is not a person: its receipt
+// names it api:<client>, never as the bare key name (which may look like
+// a Slack user id), and a quorum it completed names it beside the people
+// who voted, so that a tool that must have a person, or a quorum of
+// people, can tell.
+func TestReceiptNamesTheAPIClient(t *testing.T) {
+	signer, keys := receiptKeys(t)
+	at := time.Unix(1_800_000_000, 0)
+	client := approval.Origin{Client: "U0MALLORY"}
+	r, res := resolvedRequest(client, at,
+		approval.Call{ID: "alone", DecidedBy: "U0MALLORY", DecidedAt: at},
+		approval.Call{ID: "quorum", Required: 2, DecidedBy: "U0MALLORY", DecidedAt: at, ApprovedKey: "-", Votes: []approval.Vote{{By: "U0ALICE", At: at, Key: "-"}}},
+	)
+	approval.AddReceipts(r, res, signer)
+	for id, want := range map[string][]string{"alone": {"api:U0MALLORY"}, "quorum": {"U0ALICE", "api:U0MALLORY"}} {
+		c, err := keys.Verify(receipt.FromMetadata(res.Metadata[id]), receipt.Expect{CallID: id, Tool: "delete_file", Args: json.RawMessage(`{"path":"` + id + `"}`), Now: at})
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if !cmp.Equal(c.By, want) {
+			t.Errorf("%s: receipt by %q, want %q", id, c.By, want)
+		}
+	}
+	// A person deciding a client's request is named as before.
+	r, res = resolvedRequest(client, at, approval.Call{ID: "person", DecidedBy: "U0ALICE", DecidedAt: at})
+	approval.AddReceipts(r, res, signer)
+	c, err := keys.Verify(receipt.FromMetadata(res.Metadata["person"]), receipt.Expect{CallID: "person", Tool: "delete_file", Args: json.RawMessage(`{"path":"person"}`), Now: at})
+	if err != nil || !cmp.Equal(c.By, []string{"U0ALICE"}) {
+		t.Errorf("a person's approval of a client's request: %+v, %v; want by [U0ALICE]", c, err)
 	}
 }

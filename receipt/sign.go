@@ -45,8 +45,9 @@ type Claims struct {
 	// edit when there is one, the call's own otherwise.
 	ArgsSHA256 string `json:"args_sha256"`
 	// By is who approved: the approvers' Slack user ids (every approver of
-	// a quorum), or "policy:<route>", or "grant:<approver>", or an API
-	// client answering its own request.
+	// a quorum), or "policy:<route>", or "grant:<approver>", or
+	// "api:<client>" for an API client answering its own request (after
+	// the people who voted, when it completed a quorum).
 	By []string `json:"by"`
 	// Route is the route that sent the call to its approvers; empty when
 	// no route did.
