@@ -42,13 +42,20 @@ func (c *Call) Approvers() []string {
 
 // Receipt returns the receipt of approved call c of r: for the arguments
 // that will run (the approver's edit, else the call's own), by its
-// approvers (receiptBy), on r's token, at the time of the decision.
+// approvers (receiptBy), on r's token, issued when the approval took
+// effect: when r ended, since no call of r runs before (a call approved
+// early waits for the others, and its receipt must not expire before it
+// can run), else at the decision.
 func (r *Request) Receipt(c *Call) (Receipt, error) {
 	call, _ := r.Requests.Call(c.ID)
 	if edit := c.OverrideArgs(); len(edit) > 0 {
 		call.Args = edit
 	}
-	return receiptOf(call, r.receiptBy(c), c.Route, r.Token, c.DecidedAt)
+	at := c.DecidedAt
+	if r.EndedAt.After(at) {
+		at = r.EndedAt
+	}
+	return receiptOf(call, r.receiptBy(c), c.Route, r.Token, at)
 }
 
 // receiptBy is who approved c as its receipt names them: its approvers,

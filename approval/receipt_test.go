@@ -136,3 +136,27 @@ func TestReceiptNamesTheAPIClient(t *testing.T) {
 		t.Errorf("a person's approval of a client's request: %+v, %v; want by [U0ALICE]", c, err)
 	}
 }
+
+// A call approved early in a request whose other calls were decided more
+// than a receipt's TTL later still runs when the request resolves: its
+// receipt holds from when the request resolved (the call could not run
+// before), not from its own decision.
+func TestReceiptHoldsFromResolution(t *testing.T) {
+	signer, keys := receiptKeys(t)
+	early := time.Unix(1_800_000_000, 0)
+	resolved := early.Add(receipt.DefaultTTL + time.Hour)
+	r, res := resolvedRequest(approval.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}, resolved,
+		approval.Call{ID: "early", DecidedBy: "U0ALICE", DecidedAt: early},
+		approval.Call{ID: "late", DecidedBy: "U0BOB", DecidedAt: resolved},
+	)
+	approval.AddReceipts(r, res, signer)
+	for _, id := range []string{"early", "late"} {
+		c, err := keys.Verify(receipt.FromMetadata(res.Metadata[id]), receipt.Expect{CallID: id, Tool: "delete_file", Args: json.RawMessage(`{"path":"` + id + `"}`), Now: resolved.Add(time.Minute)})
+		if err != nil {
+			t.Fatalf("%s, read as the request resolved: %v", id, err)
+		}
+		if c.IssuedAt != resolved.Unix() || c.ExpiresAt != resolved.Add(receipt.DefaultTTL).Unix() {
+			t.Errorf("%s: iat %d exp %d, want %d and %d", id, c.IssuedAt, c.ExpiresAt, resolved.Unix(), resolved.Add(receipt.DefaultTTL).Unix())
+		}
+	}
+}
