@@ -160,3 +160,18 @@ func TestReceiptHoldsFromResolution(t *testing.T) {
 		}
 	}
 }
+
+// The issue's threat is code that can resolve a token turning a decision
+// into an approval: an API client answering its own request is that code
+// (the agent's process holds the key), so slackbot should not vouch for
+// its answer with a receipt a tool takes as slackbot's approval.
+func TestNoReceiptForAClientsOwnApproval(t *testing.T) {
+	t.Skip("issue15-review: design: a client's own answer is signed today (README, store's TestAnswerReceipt), now by api:<client>, which only a tool that checks by can refuse; the fix is no receipt (slackbot_receipt_error saying a client approved its own call) unless the route opts in, e.g. a routing-file flag or an API key option that lets a client's answers be signed")
+	signer, _ := receiptKeys(t)
+	at := time.Unix(1_800_000_000, 0)
+	r, res := resolvedRequest(approval.Origin{Client: "billing"}, at, approval.Call{ID: "own", DecidedBy: "billing", DecidedAt: at})
+	approval.AddReceipts(r, res, signer)
+	if jws := receipt.FromMetadata(res.Metadata["own"]); jws != "" {
+		t.Errorf("a client's approval of its own call has a receipt")
+	}
+}
