@@ -108,6 +108,9 @@ func AddReceipts(r *Request, res *agentrunner.DeferredToolResults, s Signer) {
 	if s == nil {
 		return
 	}
+	if res.Metadata == nil {
+		res.Metadata = map[string]map[string]any{}
+	}
 	for i := range r.Calls {
 		c := &r.Calls[i]
 		if a, ok := res.Approvals[c.ID]; !ok || !a.Approved || c.Status != CallApproved {

@@ -175,3 +175,16 @@ func TestNoReceiptForAClientsOwnApproval(t *testing.T) {
 		t.Errorf("a client's approval of its own call has a receipt")
 	}
 }
+
+// Results built without a metadata map (a literal, a decoder that leaves
+// it nil) get their receipts all the same, rather than a panic.
+func TestAddReceiptsWithoutMetadata(t *testing.T) {
+	signer, keys := receiptKeys(t)
+	at := time.Unix(1_800_000_000, 0)
+	r, _ := resolvedRequest(approval.Origin{User: "U0CAROL"}, at, approval.Call{ID: "c1", DecidedBy: "U0ALICE", DecidedAt: at})
+	res := &agentrunner.DeferredToolResults{Approvals: map[string]agentrunner.ApprovalResult{"c1": agentrunner.Approve()}}
+	approval.AddReceipts(r, res, signer)
+	if _, err := keys.Verify(receipt.FromMetadata(res.Metadata["c1"]), receipt.Expect{CallID: "c1", Tool: "delete_file", Args: json.RawMessage(`{"path":"c1"}`), Now: at}); err != nil {
+		t.Errorf("receipt: %v", err)
+	}
+}
