@@ -1,6 +1,7 @@
 package approval_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -186,5 +187,47 @@ func TestAddReceiptsWithoutMetadata(t *testing.T) {
 	approval.AddReceipts(r, res, signer)
 	if _, err := keys.Verify(receipt.FromMetadata(res.Metadata["c1"]), receipt.Expect{CallID: "c1", Tool: "delete_file", Args: json.RawMessage(`{"path":"c1"}`), Now: at}); err != nil {
 		t.Errorf("receipt: %v", err)
+	}
+}
+
+// A call a policy approves waits, in place, for the person deciding
+// another call of the same round (AskHandler: a run whose earlier handlers
+// decided calls does not suspend); when that takes longer than a
+// receipt's TTL (routes may wait days), the policy's approval must still
+// run.
+func TestPolicyReceiptOutlivesTheRound(t *testing.T) {
+	t.Skip("issue15-review: design: the policy signs when it decides (iat = then, exp = +24h) but the runner applies the round's decisions only after every handler returned, so a sibling call a person decides more than 24h later makes the policy's receipt expire before its call runs; fix: sign policy receipts when the round is applied (a runner hook that re-signs, or agentrunner asking the policy's Signer in apply), or have AskHandler suspend and the policy decide again on resume")
+	rs := parseRoutes(t, `
+routes:
+  - name: refunds
+    when: {tools: ["issue_refund"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+    auto_approve: "args.amount <= 100"
+`)
+	signer, keys := receiptKeys(t)
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	person := agentrunner.HandlerFunc(func(_ context.Context, _ *agentrunner.RunContext, req agentrunner.DeferredToolRequests) (*agentrunner.DeferredToolResults, error) {
+		now = now.Add(receipt.DefaultTTL + time.Hour) // the approver takes a day and an hour
+		res := agentrunner.NewDeferredToolResults()
+		for _, c := range req.Approvals {
+			res.Approvals[c.ToolCallID] = agentrunner.Deny("too much")
+		}
+		return res, nil
+	})
+	shop := &refundShop{}
+	r, err := agentrunner.NewRunner(callsOnce(refundCall("small", 40), refundCall("large", 500)), shop.tools(),
+		agentrunner.WithHandlers(&approval.Policy{Routes: rs, Now: clock, Signer: signer}, person),
+		agentrunner.WithReceiptKeys(keys), agentrunner.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "refund", Deps: &approval.Origin{Channel: "C0SUPPORT", User: "U0CAROL"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(shop.refunded, []float64{40}) {
+		t.Errorf("refunded %v, want [40]; the model saw %q", shop.refunded, res.Output)
 	}
 }
