@@ -78,6 +78,9 @@ func (e *progressError) Error() string {
 func (st *run) journaled(ctx context.Context, c ToolCallPart, md map[string]any, approved bool) (callOutcome, CallKind, error) {
 	j := st.r.journal
 	if j == nil || !st.runsTool(c, approved) {
+		if refused, ok := st.unverified(c, md, approved); ok {
+			return refused, "", nil
+		}
 		return st.call(ctx, c, md, approved)
 	}
 	at := Checkpoint{Step: st.step}
@@ -96,7 +99,13 @@ func (st *run) journaled(ctx context.Context, c ToolCallPart, md map[string]any,
 	}
 	st.unsaved = false
 	if known.Return != nil {
+		// It ran (or was refused) before: what happened stands, whatever
+		// its receipt says now (it may have expired since).
 		return callOutcome{Part: *known.Return}, "", nil
+	}
+	if refused, ok := st.unverified(c, md, approved); ok {
+		_ = j.End(context.WithoutCancel(ctx), st.id, c, &refused.Part)
+		return refused, "", nil
 	}
 	out, d, err := st.call(ctx, c, md, approved)
 	if err != nil {

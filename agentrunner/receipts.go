@@ -49,6 +49,20 @@ func (st *run) verifyReceipt(call ToolCallPart, md map[string]any) error {
 	return err
 }
 
+// unverified is the return of approved call c whose receipt in md does
+// not verify (the tool does not run), and true; false when it verifies,
+// when the runner verifies none, or for a call that needed no approval.
+func (st *run) unverified(c ToolCallPart, md map[string]any, approved bool) (callOutcome, bool) {
+	if !approved {
+		return callOutcome{}, false
+	}
+	err := st.verifyReceipt(c, md)
+	if err == nil {
+		return callOutcome{}, false
+	}
+	return callOutcome{Part: ToolReturn(c.ToolName, c.ToolCallID, jsonString(UnverifiedMessage(err)), OutcomeFailed)}, true
+}
+
 func (r *Runner) clock() time.Time {
 	if r.now != nil {
 		return r.now()

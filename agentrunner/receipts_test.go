@@ -1,6 +1,7 @@
 package agentrunner_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync/atomic"
@@ -118,5 +119,47 @@ func TestReceiptsNotVerifiedWithoutKeys(t *testing.T) {
 	}
 	if ran.Load() != 1 {
 		t.Errorf("the tool ran %d times, want 1", ran.Load())
+	}
+}
+
+// ranJournal is a journal in which every call already ran (a process
+// that died after the tool returned, before its run's checkpoint): Begin
+// returns the recorded return.
+type ranJournal struct{ begun atomic.Int32 }
+
+func (j *ranJournal) Begin(_ context.Context, _ string, c agentrunner.ToolCallPart, _ agentrunner.Checkpoint) (agentrunner.Begun, error) {
+	j.begun.Add(1)
+	ret := agentrunner.ToolReturn(c.ToolName, c.ToolCallID, json.RawMessage(`"deleted (recorded)"`), agentrunner.OutcomeSuccess)
+	return agentrunner.Begun{Return: &ret}, nil
+}
+
+func (j *ranJournal) End(context.Context, string, agentrunner.ToolCallPart, *agentrunner.Part) error {
+	return nil
+}
+
+// A call the journal says already ran is not reported to the model as
+// refused ("did not run") when its receipt no longer verifies on the
+// takeover (it expired meanwhile): the model hears the recorded return,
+// which is what happened, and the tool does not run again.
+func TestReceiptOfACallThatAlreadyRan(t *testing.T) {
+	k := receiptKey(t, "k")
+	var ran atomic.Int32
+	j := &ranJournal{}
+	r := newRunner(t, agentrunner.TestModel{}, []*agentrunner.Tool{deleteCustomerTool(&ran)},
+		agentrunner.WithReceiptKeys(receipt.NewKeySet(k)), agentrunner.WithJournal(j))
+	first, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "go", AllowPending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := first.Pending.Approvals[0]
+	args, _ := call.ArgsObject()
+	answer := results(map[string]agentrunner.ApprovalResult{call.ToolCallID: agentrunner.Approve()}, nil)
+	answer.Metadata[call.ToolCallID] = map[string]any{receipt.MetadataKey: sign(t, k, call.ToolCallID, "delete_customer", string(args), time.Now().Add(-2*time.Hour))}
+	res, err := r.Run(t.Context(), agentrunner.RunInput{History: first.Messages, Results: answer, AllowPending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ret := toolReturn(res.Messages, call.ToolCallID); ret.ReturnText() != "deleted (recorded)" || ran.Load() != 0 {
+		t.Errorf("the model was told %q (the tool ran %d times now); want the recorded return and no run", ret.ReturnText(), ran.Load())
 	}
 }

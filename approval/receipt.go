@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"errors"
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
@@ -41,20 +42,32 @@ func (c *Call) Approvers() []string {
 
 // Receipt returns the receipt of approved call c of r: for the arguments
 // that will run (the approver's edit, else the call's own), by its
-// approvers — an API client answering its own request as
-// APIClientPrefix+name, so that no client's name passes for a Slack
-// user's id — on r's token, at the time of the decision.
+// approvers, on r's token, issued when the approval took effect: when r
+// ended, since no call of r runs before (a call approved early waits for
+// the others, and its receipt must not expire before it can run), else at
+// the decision. A call r's own API client approved has none
+// (ErrClientApproval).
 func (r *Request) Receipt(c *Call) (Receipt, error) {
+	if c.ByClient {
+		return Receipt{}, ErrClientApproval
+	}
 	call, _ := r.Requests.Call(c.ID)
 	if edit := c.OverrideArgs(); len(edit) > 0 {
 		call.Args = edit
 	}
-	by := c.Approvers()
-	if c.ByClient {
-		by = []string{APIClientPrefix + c.DecidedBy}
+	at := c.DecidedAt
+	if r.EndedAt.After(at) {
+		at = r.EndedAt
 	}
-	return receiptOf(call, by, c.Route, r.Token, c.DecidedAt)
+	return receiptOf(call, c.Approvers(), c.Route, r.Token, at)
 }
+
+// ErrClientApproval is why a call approved by its request's own API
+// client has no receipt: the client's answer is authoritative for its own
+// request, but it is not an approval by anyone the route names, and the
+// agent's process that holds the key could make it, which is what a
+// receipt must not vouch for. The tool sees slackbot_receipt_error.
+var ErrClientApproval = errors.New("the request's own API client approved this call, not an approver its route names")
 
 // receiptOf is the receipt of call approved by by on route at at; token
 // is empty for a decision made before any request was recorded.
@@ -90,6 +103,9 @@ func AddReceipts(r *Request, res *agentrunner.DeferredToolResults, s Signer) {
 	}
 	if s == nil {
 		return
+	}
+	if res.Metadata == nil {
+		res.Metadata = map[string]map[string]any{}
 	}
 	for i := range r.Calls {
 		c := &r.Calls[i]

@@ -18,13 +18,20 @@ import (
 // that RFC 8785 cannot carry exactly.
 var ErrInexactNumber = errors.New("a number in the arguments is not exactly an IEEE 754 double (an integer beyond 2^53, or more digits than a double holds): send it as a string")
 
+// ErrNotJSON is Canonical's error for arguments that are not JSON text.
+var ErrNotJSON = errors.New("the arguments are not JSON")
+
 // Canonical returns the RFC 8785 (JCS) canonical form of the JSON object
-// args. It refuses, with ErrInexactNumber, arguments whose numbers RFC
-// 8785 would round (see ExactNumbers): two different calls would then
-// share one canonical form, and a receipt or a grant for one would cover
-// the other.
+// args. It refuses text that is not JSON with ErrNotJSON, and arguments
+// whose numbers RFC 8785 would round (see ExactNumbers) with
+// ErrInexactNumber: two different calls would then share one canonical
+// form, and a receipt or a grant for one would cover the other.
 func Canonical(args []byte) ([]byte, error) {
-	if !ExactNumbers(args) {
+	switch {
+	case !json.Valid(args):
+		// ExactNumbers is false for text that is not JSON too; say which.
+		return nil, ErrNotJSON
+	case !ExactNumbers(args):
 		return nil, ErrInexactNumber
 	}
 	canon, err := jcs.Transform(args)

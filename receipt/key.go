@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
@@ -17,8 +19,8 @@ import (
 const SeedSize = ed25519.SeedSize
 
 // Key is a receipt signing key: an Ed25519 private key and its key id,
-// the RFC 7638 thumbprint of its public JWK. Its String and Go-syntax
-// forms never show the private key.
+// the RFC 7638 thumbprint of its public JWK. No fmt verb, slog handler or
+// JSON encoding of a Key or *Key shows the private key.
 type Key struct {
 	priv ed25519.PrivateKey
 	id   string
@@ -69,14 +71,28 @@ func (k *Key) ID() string { return k.id }
 func (k *Key) Public() ed25519.PublicKey { return k.priv.Public().(ed25519.PublicKey) }
 
 // String names the key by its id only.
-func (k *Key) String() string { return "receipt key " + k.id }
+func (k Key) String() string { return "receipt key " + k.id }
 
 // GoString keeps the private key out of %#v.
-func (k *Key) GoString() string { return k.String() }
+func (k Key) GoString() string { return k.String() }
+
+// Format prints the key as String does whatever the verb (%d, %x, %v…),
+// so that no verb prints the private key, whether k is a pointer, a value
+// or a field of a struct being printed.
+func (k Key) Format(f fmt.State, verb rune) {
+	if verb == 'q' {
+		fmt.Fprintf(f, "%q", k.String())
+		return
+	}
+	_, _ = io.WriteString(f, k.String())
+}
+
+// LogValue logs the key as its id (slog).
+func (k Key) LogValue() slog.Value { return slog.StringValue(k.String()) }
 
 // MarshalJSON keeps the private key out of any JSON k is part of: a key
 // marshals as its id.
-func (k *Key) MarshalJSON() ([]byte, error) { return json.Marshal(k.String()) }
+func (k Key) MarshalJSON() ([]byte, error) { return json.Marshal(k.String()) }
 
 // thumbprint is the RFC 7638 SHA-256 thumbprint of pub's JWK, base64url.
 func thumbprint(pub ed25519.PublicKey) (string, error) {

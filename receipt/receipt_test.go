@@ -375,3 +375,17 @@ func BenchmarkVerify(b *testing.B) {
 	}
 	reportCPU(b, start)
 }
+
+// Arguments that are not JSON are refused as such, not as holding an
+// inexact number: the error the model or the tool sees says what is wrong.
+func TestCanonicalRefusesNonJSONAsSuch(t *testing.T) {
+	for _, in := range []string{`{"a":1}x`, `{"a":1`, `{"a":tru}`, `{"a":"x}`} {
+		_, err := receipt.Canonical([]byte(in))
+		if err == nil || errors.Is(err, receipt.ErrInexactNumber) {
+			t.Errorf("Canonical(%s) = %v, want an error that is not ErrInexactNumber", in, err)
+		}
+	}
+	if _, err := receipt.Canonical([]byte(`{"a":[1e400]}`)); !errors.Is(err, receipt.ErrInexactNumber) {
+		t.Errorf("a number beyond a double: %v, want ErrInexactNumber", err)
+	}
+}

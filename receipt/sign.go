@@ -26,7 +26,7 @@ const Type = "slackbot-receipt+jwt"
 // DefaultIssuer is the iss of receipts when slackbot has no PUBLIC_URL.
 const DefaultIssuer = "slackbot"
 
-// DefaultTTL is how long a receipt holds after its decision: a day, so a
+// DefaultTTL is how long a receipt holds after its approval took effect: a day, so a
 // run resumed late (its replica died, slackbot restarted) or a client
 // reading its results hours later still gets one that verifies, while an
 // old receipt cannot be replayed for long (a tool that must run a call
@@ -45,8 +45,9 @@ type Claims struct {
 	// edit when there is one, the call's own otherwise.
 	ArgsSHA256 string `json:"args_sha256"`
 	// By is who approved: the approvers' Slack user ids (every approver of
-	// a quorum), or "policy:<route>", or "grant:<approver>", or an API
-	// client answering its own request.
+	// a quorum), or "policy:<route>", or "grant:<approver>", or
+	// "api:<client>" for an API client answering its own request (after
+	// the people who voted, when it completed a quorum).
 	By []string `json:"by"`
 	// Route is the route that sent the call to its approvers; empty when
 	// no route did.
@@ -55,7 +56,8 @@ type Claims struct {
 	// call was decided on; empty for a call a policy approved inside a run
 	// before any request was recorded.
 	TokenSHA256 string `json:"tok,omitempty"`
-	// IssuedAt is when the call was approved, ExpiresAt when the receipt
+	// IssuedAt is when the approval took effect (its request resolved, or
+	// a policy approved the call inside a run), ExpiresAt when the receipt
 	// stops holding (Unix seconds).
 	IssuedAt  int64 `json:"iat"`
 	ExpiresAt int64 `json:"exp"`

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/receipt"
+	"github.com/slackapprove/slackbot/store/redistest"
 )
 
 // jwks fetches the receipt keys a slackbot at base serves.
@@ -110,6 +112,43 @@ func normalizeReceipts(s string) string {
 		s = s[i+len(key):]
 		if j := strings.IndexByte(s, '"'); j >= 0 {
 			s = s[j:]
+		}
+	}
+}
+
+// Replicas signing with the key kept in Redis keep agreeing after Redis
+// lost it (a FLUSHALL, a failover to a replica that never had it, an
+// allkeys-* eviction policy): a replica started afterwards generates a
+// new key, and every replica's JWKS must still verify what every replica
+// signs, or a tool behind a load balancer refuses receipts at random.
+func TestReceiptKeyLostInRedis(t *testing.T) {
+	t.Skip("issue15-review: a replica reads the Redis-kept key once at start-up, so after Redis loses it replicas sign with different keys and each JWKS lists only its own; fix: keep every replica's public key in Redis (a set, no TTL) and serve and verify with all of them, re-adding the own key periodically, or re-read the seed periodically and follow it")
+	rdb, prefix := redistest.Client(t)
+	log := slog.New(slog.DiscardHandler)
+	a, err := loadReceiptKeys(t.Context(), rdb, prefix, nil, nil, "", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(t.Context(), prefix+"receipt:key").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := loadReceiptKeys(t.Context(), rdb, prefix, nil, nil, "", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := receipt.Claims{CallID: "c1", Tool: "delete_file", IssuedAt: time.Now().Unix()}
+	if claims.ArgsSHA256, err = receipt.ArgsSHA256([]byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, signer := range []*receiptKeys{a, b} {
+		jws, err := signer.signer.Sign(claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, verifier := range []*receiptKeys{a, b} {
+			if _, err := verifier.keys.Verify(jws, receipt.Expect{CallID: "c1", Tool: "delete_file"}); err != nil {
+				t.Errorf("a receipt signed by %s, verified with the JWKS %v: %v", signer.signer.KeyID(), verifier.keys.IDs(), err)
+			}
 		}
 	}
 }
