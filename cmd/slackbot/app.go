@@ -163,28 +163,11 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	if err := a.wireAPI(d, owner); err != nil {
 		return nil, err
 	}
-	// A run whose calls were handed to people hibernates: it returns, and
-	// whoever ends its request resumes it (resume.go).
-	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(st), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
-	opts := []agentrunner.Option{
-		agentrunner.WithToolbox(box),
-		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Now: d.StoreOptions.Now, Log: d.Log, Record: a.auditPolicy, Signer: rk.signer}, ask),
-		// An approved call runs only if its receipt verifies, by the
-		// clock its decision was stamped with.
-		agentrunner.WithReceiptKeys(rk.keys),
-		agentrunner.WithClock(d.StoreOptions.Now),
-		// A tool runs at most once, approved or not, even across a
-		// takeover of its run by another replica, which goes on from the
-		// run's last checkpoint.
-		agentrunner.WithJournal(st.CallJournal()),
-	}
-	runner, err := agentrunner.NewRunner(d.Model, nil, opts...)
-	if err != nil {
+	if a.runner, err = a.newRunner(d, box); err != nil {
 		return nil, err
 	}
-	a.runner = runner
 	a.runs = &bot.Runs{
-		Bot: a.bot, Runner: runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
+		Bot: a.bot, Runner: a.runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
 		Threads:   threads{st},
 		Followups: followups{a},
@@ -193,6 +176,27 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		},
 	}
 	return a, nil
+}
+
+// newRunner is the agent runner of Slack-started runs: the routes'
+// policies, then the ask that hands calls to people; receipts verified and
+// every tool journaled.
+func (a *app) newRunner(d appDeps, box *agentrunner.Toolbox) (*agentrunner.Runner, error) {
+	// A run whose calls were handed to people hibernates: it returns, and
+	// whoever ends its request resumes it (resume.go).
+	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(a.store), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
+	return agentrunner.NewRunner(d.Model, nil,
+		agentrunner.WithToolbox(box),
+		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Now: d.StoreOptions.Now, Log: d.Log, Record: a.auditPolicy, Signer: a.receipts.signer}, ask),
+		// An approved call runs only if its receipt verifies, by the
+		// clock its decision was stamped with.
+		agentrunner.WithReceiptKeys(a.receipts.keys),
+		agentrunner.WithClock(d.StoreOptions.Now),
+		// A tool runs at most once, approved or not, even across a
+		// takeover of its run by another replica, which goes on from the
+		// run's last checkpoint.
+		agentrunner.WithJournal(a.store.CallJournal()),
+	)
 }
 
 // wireAPI builds the HTTP API and its callback delivery over the Service,
