@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/slackapprove/slackbot/approval"
 )
@@ -110,48 +109,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("redis ping: %w", err)
 	}
 	return nil
-}
-
-// Open connects to the Redis at redisURL (redis:// or rediss://, parsed by
-// go-redis ParseURL). With an empty URL it starts an embedded in-process
-// Redis (miniredis) whose keys expire with the wall clock, so `slackbot dev`
-// runs with nothing installed through the same commands and scripts as a
-// real Redis; its data is lost when close is called or the process ends.
-// Open checks the connection with PING. Commands on the client it returns
-// give up at their context's deadline. close releases the client and the
-// embedded server.
-func Open(ctx context.Context, redisURL string) (rdb redis.UniversalClient, close func() error, err error) {
-	if redisURL == "" {
-		m := miniredis.NewMiniRedis()
-		if err := m.Start(); err != nil {
-			return nil, nil, fmt.Errorf("start embedded redis: %w", err)
-		}
-		m.ClockTTL(true)
-		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
-		closeFn := func() error {
-			err := c.Close()
-			m.Close()
-			return err
-		}
-		if err := c.Ping(ctx).Err(); err != nil {
-			_ = closeFn()
-			return nil, nil, fmt.Errorf("ping embedded redis: %w", err)
-		}
-		return c, closeFn, nil
-	}
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("parse REDIS_URL: %w", err)
-	}
-	// Every command gives up at its context's deadline, not only after
-	// the socket timeouts: the path that acknowledges a click has a budget.
-	opt.ContextTimeoutEnabled = true
-	c := redis.NewClient(opt)
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		return nil, nil, fmt.Errorf("ping redis at %s: %w", opt.Addr, err)
-	}
-	return c, c.Close, nil
 }
 
 // Dedupe records key for ttl and reports whether this is its first

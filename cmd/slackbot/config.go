@@ -16,6 +16,7 @@ import (
 
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/receipt"
+	"github.com/slackapprove/slackbot/store"
 )
 
 // Config is slackbot's configuration, read from the environment variables
@@ -197,8 +198,9 @@ func (c *Config) checkSlack(p *problems, mode Mode) {
 // checkServer checks Redis, the routing file, the address and TLS.
 func (c *Config) checkServer(p *problems) {
 	if c.RedisURL != "" {
-		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			p.add("REDIS_URL must be a redis:// or rediss:// URL")
+		// CheckURL's errors never repeat a password.
+		if err := store.CheckURL(c.RedisURL); err != nil {
+			p.add("REDIS_URL must be a redis://, rediss:// or redis+sentinel:// URL: %v", err)
 		}
 	}
 	if c.RoutesFile != "" {

@@ -71,3 +71,25 @@ func TestLoadConfigReceiptKeys(t *testing.T) {
 		t.Errorf("dev with the example RECEIPT_KEY: %v", err)
 	}
 }
+
+// REDIS_URL takes one server or Sentinels; a bad one is named with its
+// problem, never with its password.
+func TestLoadConfigRedisURL(t *testing.T) {
+	for _, ok := range []string{
+		"redis://localhost:6379/0",
+		"rediss://:pw@redis.example:6380/0",
+		"redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster/0",
+		"rediss+sentinel://:pw@s1:26379/mymaster?sentinel_password=spw",
+	} {
+		if _, err := loadConfig(getenvOf(map[string]string{"REDIS_URL": ok}), ModeDev); err != nil {
+			t.Errorf("REDIS_URL=%s: %v", ok, err)
+		}
+	}
+	_, err := loadConfig(getenvOf(map[string]string{"REDIS_URL": "redis+sentinel://:hunter22@s1:26379"}), ModeDev)
+	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") || !strings.Contains(err.Error(), "master name") {
+		t.Errorf("REDIS_URL without a master name: %v, want a problem naming REDIS_URL and the master name", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "hunter22") {
+		t.Errorf("the error repeats the password:\n%v", err)
+	}
+}
