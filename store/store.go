@@ -63,6 +63,19 @@ type Options struct {
 	// results the store reads (approval.AddReceipts), so that every door
 	// hands them on; nil: results carry no receipt.
 	Receipts approval.Signer
+	// WaitReplicas, when above 0 (REDIS_WAIT_REPLICAS), is how many
+	// replicas must confirm every write a person or client is answered on
+	// (Create, Decide, Answer, Cancel, Fail) before it is reported done:
+	// the write is followed by WAIT on its connection, and fewer replicas
+	// in time make it fail with approval.ErrUnconfirmed.
+	WaitReplicas int
+	// WaitTimeout caps each WAIT; default DefaultWaitTimeout. Less is
+	// used when the caller's deadline (the click's ack budget) is nearer.
+	WaitTimeout time.Duration
+	// OnUnconfirmed, when set, is told the operation ("create", "decide",
+	// "answer", "cancel", "fail") of every write too few replicas
+	// confirmed: a metric.
+	OnUnconfirmed func(op string)
 	// Now is the clock; nil means time.Now. Deadlines are judged by it, so
 	// tests expire tokens by moving it.
 	Now func() time.Time
@@ -96,6 +109,9 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = DefaultWaitTimeout
 	}
 	return &Store{rdb: rdb, opts: opts, homes: &homeCache{}}
 }

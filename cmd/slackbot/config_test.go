@@ -93,3 +93,21 @@ func TestLoadConfigRedisURL(t *testing.T) {
 		t.Errorf("the error repeats the password:\n%v", err)
 	}
 }
+
+// REDIS_WAIT_REPLICAS is a count of replicas: not negative, and not
+// without a Redis that can have replicas.
+func TestLoadConfigRedisWaitReplicas(t *testing.T) {
+	cfg, err := loadConfig(getenvOf(map[string]string{"REDIS_URL": "redis://r:6379/0", "REDIS_WAIT_REPLICAS": "1"}), ModeDev)
+	if err != nil || cfg.RedisWaitReplicas != 1 {
+		t.Fatalf("REDIS_WAIT_REPLICAS=1: %v, %+v", err, cfg)
+	}
+	for env, want := range map[string]string{"-1": "REDIS_WAIT_REPLICAS must be 0 or more", "2": "REDIS_WAIT_REPLICAS needs REDIS_URL"} {
+		vars := map[string]string{"REDIS_WAIT_REPLICAS": env}
+		if env == "-1" {
+			vars["REDIS_URL"] = "redis://r:6379/0"
+		}
+		if _, err := loadConfig(getenvOf(vars), ModeDev); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("REDIS_WAIT_REPLICAS=%s: %v, want %q", env, err, want)
+		}
+	}
+}

@@ -357,3 +357,22 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func(ctx con
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// StartReplica starts a replica of primary (a server of the test's own,
+// stopped when t ends) and returns once it is in sync: with it, WAIT 1 on
+// the primary can be confirmed, and Pause on the replica makes WAIT time
+// out.
+func StartReplica(t testing.TB, primary *Server, args ...string) *Server {
+	t.Helper()
+	argv := append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.port)}, args...)
+	if primary.password != "" {
+		argv = append(argv, "--masterauth", primary.password, "--requirepass", primary.password)
+	}
+	s, err := startAuth(t.TempDir(), argv, primary.password, nil)
+	if err != nil {
+		t.Fatalf("redistest: start replica: %v", err)
+	}
+	t.Cleanup(func() { _ = s.stop() })
+	waitFor(t, 30*time.Second, "the replica to sync", func(ctx context.Context) bool { return linkUp(ctx, s) })
+	return s
+}
