@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,11 +22,6 @@ const (
 	waitMargin = 200 * time.Millisecond
 )
 
-// errWaitUnsupported is the cause of every unconfirmed write on a client
-// that cannot send WAIT on the connection of the write (Redis Cluster
-// routes a command without a key to any node).
-var errWaitUnsupported = errors.New("WAIT needs one connection for the write and the WAIT; a Cluster client has none")
-
 // runConfirmed runs script for op and, with Options.WaitReplicas N > 0,
 // sends WAIT N <timeout> right after it on the same connection (one
 // pipeline, one round trip): WAIT counts the replicas that acknowledged
@@ -42,11 +36,18 @@ func (s *Store) runConfirmed(ctx context.Context, op string, notAfter time.Time,
 	if n <= 0 {
 		return script.Run(ctx, s.rdb, keys, args...), nil
 	}
-	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
-		return script.Run(ctx, s.rdb, keys, args...), s.unconfirmed(op, n, 0, errWaitUnsupported)
+	var conn redis.Cmdable = s.rdb
+	if cc, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		// A cluster client would send WAIT (no key) to any node: send
+		// both to the client of the node that owns the keys' slot.
+		node, err := cc.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return script.Run(ctx, s.rdb, keys, args...), s.unconfirmed(op, n, 0, err)
+		}
+		conn = node
 	}
 	run := func(eval func(p redis.Pipeliner) *redis.Cmd) (*redis.Cmd, *redis.IntCmd) {
-		p := s.rdb.Pipeline()
+		p := conn.Pipeline()
 		cmd := eval(p)
 		// Computed for each pipeline: a second one (NOSCRIPT) gets what
 		// the first left of the budget.

@@ -17,6 +17,8 @@ import (
 const (
 	schemeSentinel    = "redis+sentinel"
 	schemeSentinelTLS = "rediss+sentinel"
+	schemeCluster     = "redis+cluster"
+	schemeClusterTLS  = "rediss+cluster"
 )
 
 // Open connects to the Redis named by redisURL and checks the connection
@@ -26,6 +28,8 @@ const (
 //	rediss://...                                        the same over TLS
 //	redis+sentinel://[user:password@]host1:26379,host2:26379/<master name>[/<db>][?options]
 //	rediss+sentinel://...                               Sentinel with TLS to every node
+//	redis+cluster://[user:password@]host1:6379,host2:6379[?options]
+//	rediss+cluster://...                                Redis Cluster (with TLS)
 //
 // The Sentinel form goes through go-redis's failover client, which asks the
 // Sentinels for the current primary, follows a failover (it reconnects,
@@ -37,6 +41,11 @@ const (
 // is the same as rediss+sentinel://. With TLS every node's certificate is
 // checked against the address it is dialled at (the Sentinels announce
 // the primary by IP unless announce-hostnames is on).
+//
+// The Cluster form goes through go-redis's cluster client (its options
+// are ParseClusterURL's); the store then keeps every key in the one slot
+// of the hash tag {slackbot} (see the package documentation, "Redis
+// Cluster", for why one slot is enough).
 //
 // With an empty URL Open starts an embedded in-process Redis (miniredis)
 // whose keys expire with the wall clock, so `slackbot dev` runs with
@@ -116,8 +125,60 @@ func newClient(redisURL string) (redis.UniversalClient, string, error) {
 		opt.ContextTimeoutEnabled = true
 		where := fmt.Sprintf("primary %q of the sentinels %s", opt.MasterName, strings.Join(opt.SentinelAddrs, ","))
 		return redis.NewFailoverClient(opt), where, nil
+	case schemeCluster, schemeClusterTLS:
+		opt, err := parseClusterURL(u)
+		if err != nil {
+			return nil, "", fmt.Errorf("parse REDIS_URL: %w", err)
+		}
+		opt.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(opt), "the cluster nodes " + strings.Join(opt.Addrs, ","), nil
 	}
-	return nil, "", fmt.Errorf("parse REDIS_URL: scheme %q is none of redis://, rediss://, %s://, %s://", u.Scheme, schemeSentinel, schemeSentinelTLS)
+	return nil, "", fmt.Errorf("parse REDIS_URL: scheme %q is none of redis://, rediss://, %s://, %s://, %s://, %s://",
+		u.Scheme, schemeSentinel, schemeSentinelTLS, schemeCluster, schemeClusterTLS)
+}
+
+// parseClusterURL reads the Cluster form of REDIS_URL (see Open) by
+// rewriting it into go-redis ParseClusterURL's form: the first node as
+// the host, the others as addr=.
+func parseClusterURL(u *url.URL) (*redis.ClusterOptions, error) {
+	hosts, err := splitHosts(u.Host, "cluster node")
+	if err != nil {
+		return nil, err
+	}
+	if strings.Trim(u.Path, "/") != "" {
+		return nil, errors.New("a cluster URL has no path: Redis Cluster has only database 0")
+	}
+	q := u.Query()
+	if q.Has("addr") {
+		return nil, errors.New("give the cluster nodes in the host, not as addr=")
+	}
+	for _, h := range hosts[1:] {
+		q.Add("addr", h)
+	}
+	scheme := "redis"
+	if u.Scheme == schemeClusterTLS {
+		scheme = "rediss"
+	}
+	rewritten := url.URL{Scheme: scheme, User: u.User, Host: hosts[0], RawQuery: q.Encode()}
+	opt, err := redis.ParseClusterURL(rewritten.String())
+	if err != nil {
+		return nil, urlCause(err)
+	}
+	if opt.TLSConfig != nil {
+		opt.TLSConfig.ServerName = "" // each node by its own address
+	}
+	return opt, nil
+}
+
+// splitHosts splits a comma-separated list of host:port.
+func splitHosts(list, what string) ([]string, error) {
+	hosts := strings.Split(list, ",")
+	for _, h := range hosts {
+		if host, port, err := net.SplitHostPort(h); err != nil || host == "" || port == "" {
+			return nil, fmt.Errorf("%s address %q is not host:port", what, h)
+		}
+	}
+	return hosts, nil
 }
 
 // parseSentinelURL reads the Sentinel form of REDIS_URL (see Open). Its
@@ -126,11 +187,9 @@ func newClient(redisURL string) (redis.UniversalClient, string, error) {
 // host, the others as addr=, the primary's name as master_name=) without
 // any credential, which are set afterwards.
 func parseSentinelURL(u *url.URL) (*redis.FailoverOptions, error) {
-	hosts := strings.Split(u.Host, ",")
-	for _, h := range hosts {
-		if host, port, err := net.SplitHostPort(h); err != nil || host == "" || port == "" {
-			return nil, fmt.Errorf("sentinel address %q is not host:port", h)
-		}
+	hosts, err := splitHosts(u.Host, "sentinel")
+	if err != nil {
+		return nil, err
 	}
 	path := strings.Split(strings.Trim(u.Path, "/"), "/")
 	if path[0] == "" || len(path) > 2 {

@@ -25,10 +25,14 @@ var (
 
 // Defaults of Options.
 const (
-	DefaultPrefix      = "slackbot:"
-	DefaultGrace       = 24 * time.Hour
-	DefaultAuditMaxLen = 100_000
-	DefaultRetention   = 7 * 24 * time.Hour
+	DefaultPrefix = "slackbot:"
+	// DefaultClusterPrefix is the prefix on a Redis Cluster client: a
+	// hash tag, so that every key is in one slot (doc.go, "Redis
+	// Cluster").
+	DefaultClusterPrefix = "{slackbot}:"
+	DefaultGrace         = 24 * time.Hour
+	DefaultAuditMaxLen   = 100_000
+	DefaultRetention     = 7 * 24 * time.Hour
 	// DefaultTimeout is the deadline of a token created with no deadline
 	// and not opened before.
 	DefaultTimeout = time.Hour
@@ -37,7 +41,8 @@ const (
 // Options configures a Store. The zero value is usable.
 type Options struct {
 	// Prefix starts every key and the notification channel; default
-	// "slackbot:". On Redis Cluster use a hash tag such as "{slackbot}:":
+	// "slackbot:", or "{slackbot}:" on a Redis Cluster client. On Redis
+	// Cluster it must be a hash tag such as "{slackbot}:":
 	// the scripts touch a token's record and the shared streams at once,
 	// which Cluster allows only within one slot.
 	Prefix string
@@ -97,6 +102,9 @@ type Store struct {
 func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
+		if _, cluster := rdb.(*redis.ClusterClient); cluster {
+			opts.Prefix = DefaultClusterPrefix
+		}
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace

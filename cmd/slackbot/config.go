@@ -201,7 +201,7 @@ func (c *Config) checkServer(p *problems) {
 	if c.RedisURL != "" {
 		// CheckURL's errors never repeat a password.
 		if err := store.CheckURL(c.RedisURL); err != nil {
-			p.add("REDIS_URL must be a redis://, rediss:// or redis+sentinel:// URL: %v", err)
+			p.add("REDIS_URL must be a redis://, rediss://, redis+sentinel:// or redis+cluster:// URL: %v", err)
 		}
 	}
 	switch {
