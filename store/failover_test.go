@@ -200,3 +200,31 @@ func readJobs(t *testing.T, q *store.ResumeQueue, consumer string) []store.Resum
 	}
 	return out
 }
+
+// With WaitReplicas 1 on Sentinel, a decision reported done is on the
+// replica: after the primary is SIGKILLed and the replica promoted, it is
+// still there (the guarantee REDIS_WAIT_REPLICAS gives).
+func TestConfirmedDecisionSurvivesFailover(t *testing.T) {
+	f := newFailoverEnv(t, "A")
+	f.opts.WaitReplicas = 1
+	s := store.New(f.rdb, f.opts)
+	ctx := t.Context()
+	a := &approval.Request{Token: agentrunner.NewToken(), RunID: "run-1", Requests: requests("c1"), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := s.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond) // a click's budget
+	if _, err := s.Decide(dctx, a.Token, approve("c1", "UA")); err != nil {
+		t.Fatalf("decide with WAIT 1: %v", err)
+	}
+	cancel()
+	old := f.st.KillPrimary(t)
+	f.st.WaitFailover(t, old)
+	got, err := s.Get(ctx, a.Token)
+	if err != nil {
+		t.Fatalf("read after the failover: %v", err)
+	}
+	if got.State != approval.StateResolved || got.Call("c1").Status != approval.CallApproved {
+		t.Errorf("after the failover: state %s, c1 %s; want the confirmed approval", got.State, got.Call("c1").Status)
+	}
+}
