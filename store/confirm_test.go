@@ -41,7 +41,7 @@ func newConfirmEnv(t *testing.T) *confirmEnv {
 	replica := redistest.StartReplica(t, primary)
 	c := &counts{n: map[string]int{}}
 	clk := newClock()
-	s := store.New(primary.Client(t), store.Options{Prefix: "w:", WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond, OnUnconfirmed: c.add, Now: clk.Now})
+	s := store.New(primary.Client(t), store.Options{Prefix: "w:", WaitReplicas: 1, WaitTimeout: time.Second, OnUnconfirmed: c.add, Now: clk.Now})
 	return &confirmEnv{primary: primary, replica: replica, s: s, unconfirmed: c, clock: clk}
 }
 

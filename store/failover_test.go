@@ -207,6 +207,7 @@ func readJobs(t *testing.T, q *store.ResumeQueue, consumer string) []store.Resum
 func TestConfirmedDecisionSurvivesFailover(t *testing.T) {
 	f := newFailoverEnv(t, "A")
 	f.opts.WaitReplicas = 1
+	f.opts.WaitTimeout = 2 * time.Second // a loaded test machine; the default is 500ms
 	s := store.New(f.rdb, f.opts)
 	ctx := t.Context()
 	a := &approval.Request{Token: agentrunner.NewToken(), RunID: "run-1", Requests: requests("c1"), ExpiresAt: time.Now().Add(time.Hour)}
