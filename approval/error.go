@@ -57,6 +57,11 @@ const (
 	// EUNAVAILABLE: a dependency (Redis, Slack) did not answer in time;
 	// trying again later may work.
 	EUNAVAILABLE = "unavailable"
+	// EUNCONFIRMED: the change was written to the Redis primary but fewer
+	// replicas than REDIS_WAIT_REPLICAS confirmed it in time; it may not
+	// survive a failover, so it is not reported as done. Repeating the
+	// same decision is safe: it returns the recorded one, confirmed.
+	EUNCONFIRMED = "unconfirmed"
 	// EINTERNAL: anything else; logged where it happens.
 	EINTERNAL = "internal"
 )
@@ -121,6 +126,9 @@ var (
 	ErrRateLimit  = &Error{Code: ERATELIMITED, Message: "rate limited"}
 	ErrNotPending = &Error{Code: ENOTFOUND, Message: "tool call is not pending under this token", Err: agentrunner.ErrNotPending}
 )
+
+// ErrUnconfirmed: a write too few replicas confirmed (EUNCONFIRMED).
+var ErrUnconfirmed = &Error{Code: EUNCONFIRMED, Message: "the change could not be confirmed by Redis's replicas; it may not have been recorded. Try again"}
 
 // ErrRouteNotForTool is the cause of Open's EFORBIDDEN when the route a
 // request names does not match one of its calls' tools, so a door can

@@ -182,6 +182,11 @@ func (s *Service) record(ctx context.Context, r *Request, o Opening) error {
 		}
 	}
 	if err := s.store.Create(ctx, r); err != nil {
+		if ErrorCode(err) == EUNCONFIRMED && o.Recorded != nil {
+			// On the Redis primary, not on enough replicas: recorded,
+			// so the caller undoes it as a request it could not ask for.
+			_ = o.Recorded(ctx, r)
+		}
 		return fmt.Errorf("record request: %w", err)
 	}
 	if o.Recorded != nil {

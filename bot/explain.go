@@ -13,6 +13,10 @@ import (
 // could not be learnt (a usergroup lookup failed).
 const couldNotCheckText = "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment."
 
+// unconfirmedText is what a person is told when Redis's replicas did not
+// confirm their decision (REDIS_WAIT_REPLICAS): clicking again is safe.
+const unconfirmedText = ":warning: Your decision could not be confirmed by Redis's replicas; it may not have been recorded. Try again."
+
 // Explain turns an error from a click into the sentence the person sees:
 // one sentence per approval error code, whatever wraps the error. This is
 // the one place where errors become Slack replies. call is the call the
@@ -44,6 +48,8 @@ func Explain(err error, call *approval.Call, route *routing.Route) string {
 		return approval.ErrorMessage(err)
 	case approval.EUNAVAILABLE:
 		return couldNotCheckText
+	case approval.EUNCONFIRMED:
+		return unconfirmedText
 	default:
 		return "slackbot could not record your decision; nothing changed. Try again in a moment."
 	}

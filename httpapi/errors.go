@@ -26,6 +26,7 @@ const (
 	CodePayloadTooLarge      = "payload_too_large"      // 413: body over 1 MiB
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415: body not application/json
 	CodeRateLimited          = "rate_limited"           // 429: the key's quota (API_MAX_OPEN, API_RATE); see Retry-After
+	CodeUnconfirmed          = "unconfirmed"            // 503: REDIS_WAIT_REPLICAS replicas did not confirm the write; repeat it after Retry-After
 	CodeInternal             = "internal"               // 500: slackbot's fault; details are in its log only
 )
 
@@ -103,12 +104,18 @@ var errorTable = []struct {
 	{code: approval.EINVALID, status: http.StatusBadRequest, api: CodeInvalidRequest},
 	{code: approval.EPOLICY, status: http.StatusBadRequest, api: CodeInvalidRequest},
 	{code: approval.ECONFLICT, status: http.StatusConflict, api: CodeConflict},
+	{code: approval.EUNCONFIRMED, resp: errUnconfirmed},
 }
 
 var (
 	errDecidedMeanwhile = conflict("a call was decided meanwhile; read the request and answer what is still pending")
 	errRouteForbidden   = &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
 		Message: "this key may not send calls to the route the request names or its calls match"}
+	// The write is on the Redis primary but not on enough replicas: the
+	// client repeats the request (with its idempotency key for a create),
+	// which returns what was recorded, confirmed.
+	errUnconfirmed = &Error{Status: http.StatusServiceUnavailable, Code: CodeUnconfirmed, RetryAfter: time.Second,
+		Message: "Redis's replicas did not confirm the change in time; it may not have been recorded. Repeat the same request"}
 	errInternal = &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
 		Message: "slackbot failed to handle the request; try again later"}
 )

@@ -40,6 +40,7 @@ func TestToErrorMapsApprovalCodes(t *testing.T) {
 		{approval.Errorf(approval.EPOLICY, `approvals["r1"].override_args: the "refunds" route's policy denies these arguments`), http.StatusBadRequest, CodeInvalidRequest, `approvals["r1"].override_args`},
 		{approval.Errorf(approval.ECONFLICT, "already decided: x1 (answered by billing)"), http.StatusConflict, CodeConflict, "x1 (answered by billing)"},
 		{errors.New("dial tcp: connection refused"), http.StatusInternalServerError, CodeInternal, "try again later"},
+		{fmt.Errorf("answer abc: %w (0 of 1 replicas confirmed)", approval.ErrUnconfirmed), http.StatusServiceUnavailable, CodeUnconfirmed, "may not have been recorded"},
 	}
 	for _, tt := range tests {
 		got := toError(tt.err)
@@ -49,6 +50,9 @@ func TestToErrorMapsApprovalCodes(t *testing.T) {
 	}
 	if got := toError(fmt.Errorf("x: %w", &approval.RateLimitError{Limit: approval.LimitRate, RetryAfter: 2 * time.Second})); got.RetryAfter != 2*time.Second {
 		t.Errorf("rate limited: RetryAfter %s, want 2s", got.RetryAfter)
+	}
+	if got := toError(fmt.Errorf("x: %w", approval.ErrUnconfirmed)); got.RetryAfter <= 0 {
+		t.Errorf("unconfirmed: RetryAfter %s, want a Retry-After", got.RetryAfter)
 	}
 }
 

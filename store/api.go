@@ -46,7 +46,8 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 	}
 	args := s.tokenArgs(token, s.now(), by, n)
 	args = append(args, answers...)
-	res, err := answerScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	cmd, unconfirmed := s.runConfirmed(ctx, "answer", time.Time{}, answerScript, s.tokenKeys(token), args...)
+	res, err := cmd.StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("answer %s: %w", short(token), err)
 	}
@@ -59,6 +60,9 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 	a, err := s.parseApproval(token, flatMap(res[1:]))
 	if err != nil {
 		return nil, fmt.Errorf("answer %s: %w", short(token), err)
+	}
+	if unconfirmed != nil {
+		return a, fmt.Errorf("answer %s: %w", short(token), unconfirmed)
 	}
 	return a, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -97,7 +98,8 @@ func (s *Store) Create(ctx context.Context, a *approval.Request) error {
 	}
 	args := s.tokenArgs(a.Token, now, exp, ms(now.Add(DefaultTimeout)), len(fields))
 	args = append(args, fields...)
-	res, err := createScript.Run(ctx, s.rdb, s.tokenKeys(a.Token), args...).StringSlice()
+	cmd, unconfirmed := s.runConfirmed(ctx, "create", time.Time{}, createScript, s.tokenKeys(a.Token), args...)
+	res, err := cmd.StringSlice()
 	if err != nil {
 		return fmt.Errorf("create %s: %w", short(a.Token), err)
 	}
@@ -107,6 +109,9 @@ func (s *Store) Create(ctx context.Context, a *approval.Request) error {
 	a.ExpiresAt = fromMS(res[1])
 	a.State = approval.StatePending
 	a.Calls = calls
+	if unconfirmed != nil {
+		return fmt.Errorf("create %s: %w", short(a.Token), unconfirmed)
+	}
 	return nil
 }
 

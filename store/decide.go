@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -60,7 +61,8 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 	args := s.tokenArgs(token, now, d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Reason, p.answer, notAfter,
 		member, ms(now.Add(CardJobDelay)), holder, cardLeaseTTL.Milliseconds(), s.procKey(""))
 	keys := append(s.tokenKeys(token), s.jobsRetryKey(), s.cardLeaseKey(token, d.CallID))
-	res, err := decideScript.Run(ctx, s.rdb, keys, args...).StringSlice()
+	cmd, unconfirmed := s.runConfirmed(ctx, "decide", d.NotAfter, decideScript, keys, args...)
+	res, err := cmd.StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
@@ -79,6 +81,15 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 	}
 	if err := codeErr(code); err != nil {
 		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
+	}
+	if unconfirmed != nil {
+		// Not reported done: whoever updates the card must not wait out
+		// a lease taken for it (the card's job, scheduled with the
+		// decision, shows what Redis kept).
+		if res[1] == "1" {
+			_ = s.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
+		}
+		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, unconfirmed)
 	}
 	return out, nil
 }
@@ -387,7 +398,8 @@ func (s *Store) end(ctx context.Context, op, token string, state approval.State,
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), approval.ErrNotFound)
 	}
 	args := s.tokenArgs(token, s.now(), string(state), by, reason)
-	res, err := endScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	cmd, unconfirmed := s.runConfirmed(ctx, op, time.Time{}, endScript, s.tokenKeys(token), args...)
+	res, err := cmd.StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
 	}
@@ -397,6 +409,9 @@ func (s *Store) end(ctx context.Context, op, token string, state approval.State,
 	a, err := s.parseApproval(token, flatMap(res[1:]))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
+	}
+	if unconfirmed != nil {
+		return a, fmt.Errorf("%s %s: %w", op, short(token), unconfirmed)
 	}
 	return a, nil
 }

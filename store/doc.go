@@ -25,6 +25,28 @@
 //     first wins the claim (Store.ClaimResume).
 //   - Every key has a TTL: records live until their deadline plus Grace,
 //     shared streams for Retention after their last write.
+//   - With Options.WaitReplicas N (REDIS_WAIT_REPLICAS), every write a
+//     person or client is answered on (Create, Decide, Answer, Cancel,
+//     Fail) is followed, on its connection and in the same round trip,
+//     by WAIT N: fewer replicas in time and the write fails with
+//     approval.ErrUnconfirmed instead of being reported done, so a
+//     failover to a replica never loses a decision someone was told was
+//     recorded. Repeating it is safe (the first decision wins).
+//
+// # Sentinel and failover
+//
+// Open takes redis+sentinel:// URLs (go-redis's failover client). When
+// Sentinel promotes a replica: commands reconnect to the new primary; the
+// scripts, which a replica never has cached (Redis replicates their
+// effects), are sent again (EVALSHA falls back to EVAL on NOSCRIPT, also
+// inside the WAIT pipeline); Tokens.Run's subscription is re-established
+// by go-redis and every (re)subscription re-reads the waited tokens, so a
+// wake-up published while no one listened is not lost; a stream queue
+// whose consumer group the new primary lacks recreates it on NOGROUP,
+// from the start of the stream; the resume queue hands out any run whose
+// waiter went away. Writes the old primary had not passed on are lost
+// unless WaitReplicas made them wait (TestSentinelFailover,
+// TestWaitReplicas).
 //
 // # Keys
 //
@@ -51,6 +73,24 @@
 //
 // # Redis Cluster
 //
+// Open takes redis+cluster:// URLs (go-redis's cluster client), and a
+// store on a cluster client defaults its prefix to the hash tag
+// "{slackbot}:" (DefaultClusterPrefix): every key of the store hashes to
+// that tag's one slot, so slackbot uses one shard of a cluster. That is a
+// choice, not an accident. Every token script touches the token's record
+// and the shared structures at once (the deadline set, the resume, audit
+// and callback streams), atomically, in one round trip; Cluster runs a
+// script only on keys of one slot. Sharding by token would split those
+// structures into partitions that background loops read in turn, and
+// give up the single atomic step a decision is today. It is not needed:
+// one shard holds several thousand decisions a second on a 2-core
+// machine (BENCHMARKS.md, "Redis failover and Cluster"), while one
+// slackbot replica saturates at about 2,000 clicks a second and a busy
+// workspace makes a few clicks a minute; memory is about 1 KB per pending
+// approval, so a million pending approvals fit in a few GB of one shard.
+// Use Cluster when it is what your provider offers; for availability use
+// replicas and failover (Sentinel, or a managed Redis), not shards.
+//
 // Some scripts read keys they do not get in KEYS, because the key's name
 // is only known inside the script: the heartbeat key proc:<process> of
 // whoever holds a claim or lease (the claim in claimScript and waitScript,
@@ -58,15 +98,18 @@
 // value, so it cannot be passed up front), and the records the quota
 // script reads by the tokens in its sorted set. They build those names
 // from the prefix passed in ARGV. On one Redis or Sentinel that is
-// always safe. On Redis Cluster it is safe only with a hash-tag prefix
-// (Options.Prefix "{slackbot}:"): every key of the store then hashes to
-// the one slot of the tag, so the undeclared key lives in the slot of the
-// script's declared keys, on the node that runs the script, and Redis
-// Cluster lets the script read it (it refuses only a key of another slot
-// than the declared ones, "Script attempted to access keys that do not
-// hash to the same slot", or of another node, "... a non local key"). Proxies that require every key a script touches to be in KEYS
-// (some managed "cluster" offerings check this) refuse these scripts
-// whatever the prefix; the store does not support them.
+// always safe. On Redis Cluster it is safe only with a hash-tag prefix:
+// the undeclared key lives in the slot of the script's declared keys, on
+// the node that runs the script, and Redis Cluster lets the script read
+// it (it refuses only a key of another slot than the declared ones,
+// "Script attempted to access keys that do not hash to the same slot", or
+// of another node, "... a non local key"). A prefix without a tag is
+// refused at the first script (CROSSSLOT; TestLifecycleOnCluster).
+// Proxies that require every key a script touches to be in KEYS (some
+// managed "cluster" offerings check this) refuse these scripts whatever
+// the prefix; the store does not support them. With WaitReplicas on a
+// cluster, the script and WAIT go to the node that owns the slot
+// (ClusterClient.MasterForKey), on one connection.
 //
 // # Embedded Redis
 //

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/slackapprove/slackbot/approval"
 )
@@ -26,10 +25,14 @@ var (
 
 // Defaults of Options.
 const (
-	DefaultPrefix      = "slackbot:"
-	DefaultGrace       = 24 * time.Hour
-	DefaultAuditMaxLen = 100_000
-	DefaultRetention   = 7 * 24 * time.Hour
+	DefaultPrefix = "slackbot:"
+	// DefaultClusterPrefix is the prefix on a Redis Cluster client: a
+	// hash tag, so that every key is in one slot (doc.go, "Redis
+	// Cluster").
+	DefaultClusterPrefix = "{slackbot}:"
+	DefaultGrace         = 24 * time.Hour
+	DefaultAuditMaxLen   = 100_000
+	DefaultRetention     = 7 * 24 * time.Hour
 	// DefaultTimeout is the deadline of a token created with no deadline
 	// and not opened before.
 	DefaultTimeout = time.Hour
@@ -38,7 +41,8 @@ const (
 // Options configures a Store. The zero value is usable.
 type Options struct {
 	// Prefix starts every key and the notification channel; default
-	// "slackbot:". On Redis Cluster use a hash tag such as "{slackbot}:":
+	// "slackbot:", or "{slackbot}:" on a Redis Cluster client. On Redis
+	// Cluster it must be a hash tag such as "{slackbot}:":
 	// the scripts touch a token's record and the shared streams at once,
 	// which Cluster allows only within one slot.
 	Prefix string
@@ -64,6 +68,19 @@ type Options struct {
 	// results the store reads (approval.AddReceipts), so that every door
 	// hands them on; nil: results carry no receipt.
 	Receipts approval.Signer
+	// WaitReplicas, when above 0 (REDIS_WAIT_REPLICAS), is how many
+	// replicas must confirm every write a person or client is answered on
+	// (Create, Decide, Answer, Cancel, Fail) before it is reported done:
+	// the write is followed by WAIT on its connection, and fewer replicas
+	// in time make it fail with approval.ErrUnconfirmed.
+	WaitReplicas int
+	// WaitTimeout caps each WAIT; default DefaultWaitTimeout. Less is
+	// used when the caller's deadline (the click's ack budget) is nearer.
+	WaitTimeout time.Duration
+	// OnUnconfirmed, when set, is told the operation ("create", "decide",
+	// "answer", "cancel", "fail") of every write too few replicas
+	// confirmed: a metric.
+	OnUnconfirmed func(op string)
 	// Now is the clock; nil means time.Now. Deadlines are judged by it, so
 	// tests expire tokens by moving it.
 	Now func() time.Time
@@ -85,6 +102,9 @@ type Store struct {
 func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
+		if _, cluster := rdb.(*redis.ClusterClient); cluster {
+			opts.Prefix = DefaultClusterPrefix
+		}
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
@@ -98,6 +118,9 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = DefaultWaitTimeout
+	}
 	return &Store{rdb: rdb, opts: opts, homes: &homeCache{}}
 }
 
@@ -110,48 +133,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("redis ping: %w", err)
 	}
 	return nil
-}
-
-// Open connects to the Redis at redisURL (redis:// or rediss://, parsed by
-// go-redis ParseURL). With an empty URL it starts an embedded in-process
-// Redis (miniredis) whose keys expire with the wall clock, so `slackbot dev`
-// runs with nothing installed through the same commands and scripts as a
-// real Redis; its data is lost when close is called or the process ends.
-// Open checks the connection with PING. Commands on the client it returns
-// give up at their context's deadline. close releases the client and the
-// embedded server.
-func Open(ctx context.Context, redisURL string) (rdb redis.UniversalClient, close func() error, err error) {
-	if redisURL == "" {
-		m := miniredis.NewMiniRedis()
-		if err := m.Start(); err != nil {
-			return nil, nil, fmt.Errorf("start embedded redis: %w", err)
-		}
-		m.ClockTTL(true)
-		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
-		closeFn := func() error {
-			err := c.Close()
-			m.Close()
-			return err
-		}
-		if err := c.Ping(ctx).Err(); err != nil {
-			_ = closeFn()
-			return nil, nil, fmt.Errorf("ping embedded redis: %w", err)
-		}
-		return c, closeFn, nil
-	}
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("parse REDIS_URL: %w", err)
-	}
-	// Every command gives up at its context's deadline, not only after
-	// the socket timeouts: the path that acknowledges a click has a budget.
-	opt.ContextTimeoutEnabled = true
-	c := redis.NewClient(opt)
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		return nil, nil, fmt.Errorf("ping redis at %s: %w", opt.Addr, err)
-	}
-	return c, c.Close, nil
 }
 
 // Dedupe records key for ttl and reports whether this is its first

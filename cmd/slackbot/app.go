@@ -121,9 +121,11 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		// Card leases die with this process's heartbeat (Tokens below).
 		d.StoreOptions.Owner = owner
 	}
-	st := store.New(d.Redis, d.StoreOptions)
-	a := &app{log: d.Log, store: st, deps: d, receipts: rk, handOff: make(chan struct{})}
+	a := &app{log: d.Log, receipts: rk, handOff: make(chan struct{})}
 	a.metrics = newMetrics(a.pendingApprovals)
+	d.StoreOptions.OnUnconfirmed = a.metrics.UnconfirmedWrite
+	st := store.New(d.Redis, d.StoreOptions)
+	a.store, a.deps = st, d
 	a.owner = owner
 	a.tokens = store.NewTokens(st, store.TokensOptions{
 		Owner:      owner,

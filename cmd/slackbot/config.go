@@ -16,6 +16,7 @@ import (
 
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/receipt"
+	"github.com/slackapprove/slackbot/store"
 )
 
 // Config is slackbot's configuration, read from the environment variables
@@ -26,6 +27,7 @@ type Config struct {
 	SlackAppToken      string   `envconfig:"SLACK_APP_TOKEN"`
 	SlackAPIURL        string   `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
 	RedisURL           string   `envconfig:"REDIS_URL"`
+	RedisWaitReplicas  int      `envconfig:"REDIS_WAIT_REPLICAS" default:"0"`
 	RoutesFile         string   `envconfig:"ROUTES_FILE"`
 	Addr               string   `envconfig:"ADDR" default:":8080"`
 	TLSCertFile        string   `envconfig:"TLS_CERT_FILE"`
@@ -197,9 +199,16 @@ func (c *Config) checkSlack(p *problems, mode Mode) {
 // checkServer checks Redis, the routing file, the address and TLS.
 func (c *Config) checkServer(p *problems) {
 	if c.RedisURL != "" {
-		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			p.add("REDIS_URL must be a redis:// or rediss:// URL")
+		// CheckURL's errors never repeat a password.
+		if err := store.CheckURL(c.RedisURL); err != nil {
+			p.add("REDIS_URL must be a redis://, rediss://, redis+sentinel:// or redis+cluster:// URL: %v", err)
 		}
+	}
+	switch {
+	case c.RedisWaitReplicas < 0:
+		p.add("REDIS_WAIT_REPLICAS must be 0 or more (got %d)", c.RedisWaitReplicas)
+	case c.RedisWaitReplicas > 0 && c.RedisURL == "":
+		p.add("REDIS_WAIT_REPLICAS needs REDIS_URL: the embedded Redis has no replicas")
 	}
 	if c.RoutesFile != "" {
 		if _, err := os.Stat(c.RoutesFile); err != nil {

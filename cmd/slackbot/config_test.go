@@ -71,3 +71,43 @@ func TestLoadConfigReceiptKeys(t *testing.T) {
 		t.Errorf("dev with the example RECEIPT_KEY: %v", err)
 	}
 }
+
+// REDIS_URL takes one server or Sentinels; a bad one is named with its
+// problem, never with its password.
+func TestLoadConfigRedisURL(t *testing.T) {
+	for _, ok := range []string{
+		"redis://localhost:6379/0",
+		"rediss://:pw@redis.example:6380/0",
+		"redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster/0",
+		"rediss+sentinel://:pw@s1:26379/mymaster?sentinel_password=spw",
+	} {
+		if _, err := loadConfig(getenvOf(map[string]string{"REDIS_URL": ok}), ModeDev); err != nil {
+			t.Errorf("REDIS_URL=%s: %v", ok, err)
+		}
+	}
+	_, err := loadConfig(getenvOf(map[string]string{"REDIS_URL": "redis+sentinel://:hunter22@s1:26379"}), ModeDev)
+	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") || !strings.Contains(err.Error(), "master name") {
+		t.Errorf("REDIS_URL without a master name: %v, want a problem naming REDIS_URL and the master name", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "hunter22") {
+		t.Errorf("the error repeats the password:\n%v", err)
+	}
+}
+
+// REDIS_WAIT_REPLICAS is a count of replicas: not negative, and not
+// without a Redis that can have replicas.
+func TestLoadConfigRedisWaitReplicas(t *testing.T) {
+	cfg, err := loadConfig(getenvOf(map[string]string{"REDIS_URL": "redis://r:6379/0", "REDIS_WAIT_REPLICAS": "1"}), ModeDev)
+	if err != nil || cfg.RedisWaitReplicas != 1 {
+		t.Fatalf("REDIS_WAIT_REPLICAS=1: %v, %+v", err, cfg)
+	}
+	for env, want := range map[string]string{"-1": "REDIS_WAIT_REPLICAS must be 0 or more", "2": "REDIS_WAIT_REPLICAS needs REDIS_URL"} {
+		vars := map[string]string{"REDIS_WAIT_REPLICAS": env}
+		if env == "-1" {
+			vars["REDIS_URL"] = "redis://r:6379/0"
+		}
+		if _, err := loadConfig(getenvOf(vars), ModeDev); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("REDIS_WAIT_REPLICAS=%s: %v, want %q", env, err, want)
+		}
+	}
+}

@@ -187,6 +187,8 @@ type composeService struct {
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
+	Profiles        []string `yaml:"profiles"`
+	Hostname        string   `yaml:"hostname"`
 	Restart         string   `yaml:"restart"`
 	StopGracePeriod string   `yaml:"stop_grace_period"`
 	ReadOnly        bool     `yaml:"read_only"`
@@ -230,7 +232,7 @@ func TestComposeFile(t *testing.T) {
 	}
 	checkEnvNames(t, "compose service slackbot", slices.Sorted(maps.Keys(sb.Environment)))
 
-	if u, err := url.Parse(sb.Environment["REDIS_URL"]); err != nil || u.Hostname() != "redis" {
+	if u, err := url.Parse(composeDefault(sb.Environment["REDIS_URL"])); err != nil || u.Hostname() != "redis" {
 		t.Errorf("REDIS_URL %q does not name the redis service", sb.Environment["REDIS_URL"])
 	}
 	routes := sb.Environment["ROUTES_FILE"]

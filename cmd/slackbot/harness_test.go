@@ -162,6 +162,9 @@ type envOptions struct {
 	// adds) instead of standing still: waits that the clock bounds (a
 	// request's timeout) pass in real time, as an agent's client expects.
 	wallClock bool
+	// waitReplicas is REDIS_WAIT_REPLICAS (with redis, a primary that has
+	// replicas).
+	waitReplicas int
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -212,7 +215,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.retry.Sleep = func(_ context.Context, d time.Duration) error { clock.Add(d); return nil }
 	}
 	a, err := newApp(t.Context(), appDeps{
-		Redis: rdb, StoreOptions: store.Options{Prefix: prefix, Now: clock.Now},
+		Redis: rdb, StoreOptions: store.Options{Prefix: prefix, Now: clock.Now, WaitReplicas: opts.waitReplicas},
 		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),
 		Routes: routes, Model: opts.model, Tools: append(tools.tools(), opts.extraTools...),
 		SweepEvery: 20 * time.Millisecond, Retry: opts.retry, ResumeBlock: 100 * time.Millisecond,

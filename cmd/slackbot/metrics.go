@@ -22,6 +22,9 @@ type metrics struct {
 	runs       *prometheus.CounterVec
 	apiLatency *prometheus.HistogramVec
 	slackUp    prometheus.Gauge
+	// unconfirmed counts writes REDIS_WAIT_REPLICAS replicas did not
+	// confirm, by store operation.
+	unconfirmed *prometheus.CounterVec
 }
 
 func newMetrics(pending func() float64) *metrics {
@@ -49,11 +52,14 @@ func newMetrics(pending func() float64) *metrics {
 		apiLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "slackbot_api_duration_seconds", Help: "HTTP API request duration, by route and status.",
 		}, []string{"route", "status"}),
+		unconfirmed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slackbot_redis_unconfirmed_writes_total", Help: "Writes fewer than REDIS_WAIT_REPLICAS replicas confirmed in time (answered as not recorded), by operation (create, decide, answer, cancel, fail).",
+		}, []string{"op"}),
 		slackUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slackbot_slack_up", Help: "1 when Slack's auth.test last succeeded with the bot token, 0 when it failed (checked every 30s; not part of readiness).",
 		}),
 	}
-	m.reg.MustRegister(m.decisions, m.refused, m.slackErrs, m.webhook, m.resumes, m.runs, m.apiLatency, m.slackUp,
+	m.reg.MustRegister(m.decisions, m.refused, m.slackErrs, m.webhook, m.resumes, m.runs, m.apiLatency, m.slackUp, m.unconfirmed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if pending != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -68,6 +74,9 @@ func (m *metrics) Decision(outcome string) { m.decisions.WithLabelValues(outcome
 
 // Refused implements bot.Metrics.
 func (m *metrics) Refused(reason string) { m.refused.WithLabelValues(reason).Inc() }
+
+// UnconfirmedWrite is the store's Options.OnUnconfirmed.
+func (m *metrics) UnconfirmedWrite(op string) { m.unconfirmed.WithLabelValues(op).Inc() }
 
 // SlackError implements bot.Metrics.
 func (m *metrics) SlackError(method string) { m.slackErrs.WithLabelValues(method).Inc() }

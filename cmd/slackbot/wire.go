@@ -45,6 +45,7 @@ func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) strin
 	w := &wiring{deps: appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret, AllowPrivateCallbacks: mode == ModeDev,
 		ReceiptIssuer: cfg.PublicURL}}
 	d := &w.deps
+	d.StoreOptions.WaitReplicas = cfg.RedisWaitReplicas
 	var err error
 	if cfg.ReceiptKey != "" {
 		// loadConfig checked both seeds.

@@ -2,6 +2,12 @@
 
 package redistest
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// Pausing a process is tested on Linux only (CI); elsewhere Pause skips.
+var sigStop, sigCont os.Signal

@@ -156,6 +156,11 @@ type Server struct {
 	Dir  string
 	args []string
 	port int
+	// conf, when set, is a Sentinel configuration file: the server runs
+	// as a Sentinel (redis-server <conf> --sentinel).
+	conf string
+	// password is the server's requirepass, used by its own clients.
+	password string
 
 	mu     sync.Mutex
 	proc   *os.Process   // nil when not running
@@ -185,7 +190,7 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 // Client returns a client of the server, closed when t ends.
 func (s *Server) Client(t testing.TB) redis.UniversalClient {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
@@ -211,6 +216,35 @@ func (s *Server) Kill(t testing.TB) {
 	s.proc = nil
 }
 
+// Pause stops the server's process with SIGSTOP: it keeps its
+// connections but answers nothing, neither clients nor its primary or
+// replicas, until Resume.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.signal(t, sigStop)
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	s.signal(t, sigCont)
+}
+
+func (s *Server) signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if sig == nil {
+		t.Skip("redistest: pausing a process needs a Unix system")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		t.Fatalf("redistest: signal %v: the server on port %d is not running", sig, s.port)
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		t.Fatalf("redistest: signal %v: %v", sig, err)
+	}
+}
+
 // Restart stops the server if it runs and starts it again on the same port
 // and directory, so persisted data and clients' addresses survive.
 func (s *Server) Restart(t testing.TB) {
@@ -229,9 +263,12 @@ func (s *Server) stop() error {
 	if s.proc == nil {
 		return nil
 	}
+	if sigCont != nil {
+		_ = s.proc.Signal(sigCont) // a paused server could not shut down
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, MaxRetries: -1})
 	defer rdb.Close()
 	// SHUTDOWN closes the connection instead of replying when it succeeds.
 	_ = rdb.Shutdown(ctx).Err()
@@ -248,6 +285,17 @@ func (s *Server) stop() error {
 // start launches a server in dir on a free port, trying a few ports in case
 // another process takes the one picked before redis-server binds it.
 func start(dir string, args []string) (*Server, error) {
+	return startWith(dir, args, nil)
+}
+
+// startWith is start with a hook that prepares each attempt (a Sentinel
+// writes its configuration file, which names its own port).
+func startWith(dir string, args []string, prepare func(s *Server) error) (*Server, error) {
+	return startAuth(dir, args, "", prepare)
+}
+
+// startAuth is startWith for a server whose requirepass is password.
+func startAuth(dir string, args []string, password string, prepare func(s *Server) error) (*Server, error) {
 	var err error
 	for range 5 {
 		var port int
@@ -255,7 +303,12 @@ func start(dir string, args []string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{Dir: dir, args: args, port: port}
+		s := &Server{Dir: dir, args: args, port: port, password: password}
+		if prepare != nil {
+			if err := prepare(s); err != nil {
+				return nil, err
+			}
+		}
 		if err = s.run(); err == nil {
 			return s, nil
 		}
@@ -278,6 +331,9 @@ func (s *Server) run() error {
 		"--logfile", logFile,
 	}
 	argv = append(argv, s.args...)
+	if s.conf != "" {
+		argv = append([]string{s.conf, "--sentinel"}, argv...)
+	}
 	cmd := exec.Command(bin, argv...)
 	cmd.SysProcAttr = sysProcAttr()
 	var stderr bytes.Buffer
@@ -291,7 +347,7 @@ func (s *Server) run() error {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: time.Second})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
 	deadline := time.Now().Add(startTimeout)
 	for {
