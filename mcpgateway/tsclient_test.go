@@ -230,6 +230,8 @@ func TestTSClient(t *testing.T) {
 	tsDenied(t, e, d)
 	tsExpired(t, e, d)
 	tsPrompt(t, e, d)
+	tsAbort(t, e, d)
+	tsDisconnect(t, e, d)
 }
 
 func tsListTools(t *testing.T, d *tsDriver) {
@@ -274,8 +276,11 @@ func tsApprovedWithEdit(t *testing.T, e *env, d *tsDriver) {
 	id := d.call("tickets__create_issue", map[string]any{"title": "printer on fire"})
 	token, callID, card := e.waitCard(1)
 	blocks, _ := json.Marshal(card.Blocks)
-	if !strings.Contains(card.Text, "Run tickets.create_") || !strings.Contains(string(blocks), "billing via ") {
-		t.Errorf("card %q %s; want the tool and the requester (the key's name via the client)", card.Text, blocks)
+	// The SDK speaks 2025-11-25, whose clientInfo is only in initialize,
+	// which a stateless server does not keep: the card names the client
+	// by its User-Agent (node's fetch says "node").
+	if !strings.Contains(card.Text, "Run tickets.create_") || !strings.Contains(string(blocks), "billing via node") {
+		t.Errorf("card %q %s; want the tool and the requester (the key's name via the client's User-Agent)", card.Text, blocks)
 	}
 	// A few progress intervals pass while people look at the card.
 	time.Sleep(200 * time.Millisecond)
@@ -373,6 +378,65 @@ func tsPrompt(t *testing.T, e *env, d *tsDriver) {
 		res, _ := d.result(id)
 		if res.IsError || len(res.Content) != 1 || res.Content[0].Type != "text" || res.Content[0].Text != tt.want {
 			t.Errorf("%s %s: result %+v; want one text item, exactly %s", tt.prompt, tt.decision.Action, res, tt.want)
+		}
+	}
+}
+
+// tsAbort: card 8; the agent aborts the call (its AbortSignal). The SDK
+// rejects the call at once and sends notifications/cancelled in a POST of
+// its own, which a stateless server cannot tie to the call, and keeps the
+// call's stream open, so the request stays pending until its timeout or
+// the client goes away; nothing runs.
+func tsAbort(t *testing.T, e *env, d *tsDriver) {
+	id := d.call("tickets__create_issue", map[string]any{"title": "aborted"})
+	e.waitCard(8)
+	if a := d.wait(d.send(map[string]any{"op": "abort", "target": id})); a.Error != nil {
+		t.Fatalf("abort: %s", a.Raw)
+	}
+	if a := d.wait(id); a.Result != nil || a.Error == nil || !strings.Contains(a.Error.Message, "the agent gave up") {
+		t.Errorf("the aborted call's answer %s; want the abort's error", a.Raw)
+	}
+	for _, c := range e.tickets.callsOf("create_issue") {
+		if strings.Contains(string(c), "aborted") {
+			t.Errorf("upstream ran the aborted call %s", c)
+		}
+	}
+}
+
+// tsDisconnect: card 9; the client goes away while its call waits (its
+// transport closed, which aborts the call's HTTP request): the request is
+// cancelled, and the card says so.
+func tsDisconnect(t *testing.T, e *env, d *tsDriver) {
+	id := d.send(map[string]any{"op": "call", "client": "other", "name": "tickets__create_issue", "arguments": map[string]any{"title": "abandoned"}})
+	token, _, _ := e.waitCard(9)
+	if a := d.wait(d.send(map[string]any{"op": "close", "client": "other"})); a.Error != nil {
+		t.Fatalf("close: %s", a.Raw)
+	}
+	if a := d.wait(id); a.Result != nil {
+		t.Errorf("the call's answer %s; want an error (its client closed)", a.Raw)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := e.svc.Get(t.Context(), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		card := e.cards()[8].Text
+		if r.State == approval.StateCancelled && strings.Contains(card, "Cancelled") {
+			if r.EndedBy != billing {
+				t.Errorf("cancelled by %q; want the client, %q", r.EndedBy, billing)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("request %s, card %q after the client went away; want cancelled, the card saying so", r.State, card)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range e.tickets.callsOf("create_issue") {
+		if strings.Contains(string(c), "abandoned") {
+			t.Errorf("upstream ran the abandoned call %s", c)
 		}
 	}
 }
