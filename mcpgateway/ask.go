@@ -131,6 +131,8 @@ func (h *Handler) openFailed(ctx context.Context, err error) decision {
 // client that goes away while waiting cancels the request; a gateway that
 // shuts down leaves it pending (errStopping).
 func (h *Handler) wait(ctx context.Context, a ask, token string) (*approval.Request, error) {
+	ctx, gone := h.clientGone(ctx)
+	defer gone()
 	// Read on a context of its own: a client that went away while the
 	// request was opened must still cancel it.
 	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -171,6 +173,29 @@ func (h *Handler) wait(ctx context.Context, a ask, token string) (*approval.Requ
 		return h.cfg.Approvals.Get(context.WithoutCancel(ctx), token)
 	}
 	return nil, err
+}
+
+// clientGone returns ctx, also done when the HTTP request that carries
+// the call ends: the client went away. The SDK ties a stateless call's
+// handler to its HTTP request only for clients of protocol revision
+// 2026-07-28 (PropagateRequestCancellation); older ones, the TypeScript
+// SDK's among them, would otherwise wait on with nobody listening. A
+// connection that ends because the gateway shuts down is not the client
+// going away (see Close).
+func (h *Handler) clientGone(ctx context.Context) (context.Context, context.CancelFunc) {
+	ri, ok := infoFrom(ctx)
+	if !ok || ri.http == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(ri.http, func() {
+		select {
+		case <-h.stopping:
+		default:
+			cancel(context.Cause(ri.http))
+		}
+	})
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 // cancel cancels the request of a client that went away, so the card

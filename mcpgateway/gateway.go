@@ -166,6 +166,9 @@ type requestInfo struct {
 	// userAgent is the client's User-Agent, shown when the client did not
 	// say who it is in MCP terms.
 	userAgent string
+	// http is the HTTP request's context, done when the client goes away
+	// (see clientGone).
+	http context.Context
 }
 
 type requestInfoKey struct{}
@@ -190,7 +193,7 @@ func (h *Handler) authenticated(next http.Handler) http.Handler {
 		// server's WriteTimeout (sized for the HTTP API's long polls);
 		// its own deadline bounds it (see wait).
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		ri := &requestInfo{client: c, userAgent: r.UserAgent()}
+		ri := &requestInfo{client: c, userAgent: r.UserAgent(), http: r.Context()}
 		if r.Method == http.MethodPost && r.Body != nil {
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 			if err != nil {

@@ -215,10 +215,11 @@ func (s *sandbox) goCall(redis, chromium, python3, require string, args ...strin
 // not root; Ubuntu's chromium is chromium-browser), or brew's formulae then
 // the chromium cask — finds them where the packages put them, and runs go
 // test with those paths and the arguments passed through, keeping its exit
-// code. With clients/typescript/package.json, node and npm are needed too,
-// and npm ci installs its lockfile before go test (whose
-// TestTypeScriptClients runs the TypeScript tests); its failure fails the
-// script with npm's code, and go test does not run.
+// code. With clients/typescript/package.json or
+// mcpgateway/testdata/tsclient/package.json, node and npm are needed too,
+// and npm ci installs each one's lockfile, in that order, before go test
+// (whose TestTypeScriptClients and TestTSClient run them); a failure fails
+// the script with npm's code, and nothing after it runs.
 func TestInstalls(t *testing.T) {
 	t.Parallel()
 	const (
@@ -233,6 +234,7 @@ func TestInstalls(t *testing.T) {
 		env        []string
 		remove     []string // fakes taken away
 		typescript bool     // clients/typescript/package.json exists
+		tsclient   bool     // mcpgateway/testdata/tsclient/package.json exists
 		args       []string
 		wantCode   int
 		wantCalls  []string // "go " + ... is the go test call, completed by goCall
@@ -265,7 +267,31 @@ func TestInstalls(t *testing.T) {
 			},
 		},
 		{
-			name: "the TypeScript hook with a package named: no npm ci", typescript: true, args: []string{"./store/"},
+			name: "the MCP gateway's TypeScript client hook", tsclient: true,
+			wantCalls: []string{
+				update, install + "redis-server chromium python3 nodejs npm" + asRoot,
+				"npm ci --no-audit --no-fund in tsclient node=$BIN/node",
+				"go " + race + "./... | " + require + ",node,npm",
+			},
+		},
+		{
+			name: "both node projects", typescript: true, tsclient: true,
+			wantCalls: []string{
+				update, install + "redis-server chromium python3 nodejs npm" + asRoot,
+				"npm ci --no-audit --no-fund in typescript node=$BIN/node",
+				"npm ci --no-audit --no-fund in tsclient node=$BIN/node",
+				"go " + race + "./... | " + require + ",node,npm",
+			},
+		},
+		{
+			name: "both node projects, npm ci failing: the first stops it", env: []string{"FAKE_NPM_RC=5"}, typescript: true, tsclient: true, wantCode: 5,
+			wantCalls: []string{
+				update, install + "redis-server chromium python3 nodejs npm" + asRoot,
+				"npm ci --no-audit --no-fund in typescript node=$BIN/node",
+			},
+		},
+		{
+			name: "the TypeScript hook with a package named: no npm ci", typescript: true, tsclient: true, args: []string{"./store/"},
 			wantCalls: []string{
 				update, install + "redis-server chromium python3 nodejs npm" + asRoot,
 				"go " + race + "./store/ | " + require + ",node,npm",
@@ -275,8 +301,11 @@ func TestInstalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := newSandbox(t, tc.remove...)
-			if tc.typescript {
-				ts := filepath.Join(s.root, "clients", "typescript")
+			for dir, ok := range map[string]bool{"clients/typescript": tc.typescript, "mcpgateway/testdata/tsclient": tc.tsclient} {
+				if !ok {
+					continue
+				}
+				ts := filepath.Join(s.root, filepath.FromSlash(dir))
 				if err := os.MkdirAll(ts, 0o755); err != nil {
 					t.Fatal(err)
 				}
