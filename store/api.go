@@ -46,7 +46,7 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 	}
 	args := s.tokenArgs(token, s.now(), by, n)
 	args = append(args, answers...)
-	res, err := answerScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	res, err := answerScript.Run(ctx, s.rdb, s.tokenKeys(token), withTrace(ctx, args)...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("answer %s: %w", short(token), err)
 	}

@@ -97,7 +97,7 @@ func (s *Store) Create(ctx context.Context, a *approval.Request) error {
 	}
 	args := s.tokenArgs(a.Token, now, exp, ms(now.Add(DefaultTimeout)), len(fields))
 	args = append(args, fields...)
-	res, err := createScript.Run(ctx, s.rdb, s.tokenKeys(a.Token), args...).StringSlice()
+	res, err := createScript.Run(ctx, s.rdb, s.tokenKeys(a.Token), withTrace(ctx, args)...).StringSlice()
 	if err != nil {
 		return fmt.Errorf("create %s: %w", short(a.Token), err)
 	}
