@@ -43,11 +43,23 @@ func TestJobsCarryTheTraceOfTheirEnd(t *testing.T) {
 		name string
 		end  func(ctx context.Context, token string) error
 	}{
-		{"decide", func(ctx context.Context, token string) error { _, err := s.Decide(ctx, token, approve("a1", "U0ALICE")); return err }},
-		{"answer", func(ctx context.Context, token string) error { _, err := s.Answer(ctx, token, "billing", answer); return err }},
-		{"resolve", func(ctx context.Context, token string) error { _, err := s.Resolve(ctx, token, "U0ALICE", answer); return err }},
+		{"decide", func(ctx context.Context, token string) error {
+			_, err := s.Decide(ctx, token, approve("a1", "U0ALICE"))
+			return err
+		}},
+		{"answer", func(ctx context.Context, token string) error {
+			_, err := s.Answer(ctx, token, "billing", answer)
+			return err
+		}},
+		{"resolve", func(ctx context.Context, token string) error {
+			_, err := s.Resolve(ctx, token, "U0ALICE", answer)
+			return err
+		}},
 		{"cancel", func(ctx context.Context, token string) error { _, err := s.Cancel(ctx, token, "billing"); return err }},
-		{"fail", func(ctx context.Context, token string) error { _, err := s.Fail(ctx, token, "slackbot", "asking failed"); return err }},
+		{"fail", func(ctx context.Context, token string) error {
+			_, err := s.Fail(ctx, token, "slackbot", "asking failed")
+			return err
+		}},
 	}
 	resumes := s.ResumeQueue(store.ResumeQueueOptions{})
 	callbacks := s.CallbackQueue(0)
