@@ -11,7 +11,7 @@ import "github.com/redis/go-redis/v9"
 // KEYS of the token scripts: rec, deadlines, resume, audit, callbacks.
 // ARGV 1-6 of the token scripts: token, now (ms), audit maxlen, retention
 // (ms), notification channel, grace (ms); script arguments follow, and the
-// last ARGV is the W3C traceparent of the caller's span, or ” (withTrace).
+// last ARGV is the W3C traceparent of the caller's span, or empty (withTrace).
 //
 // The record (hash rec) has the top-level fields
 //
