@@ -98,3 +98,25 @@ func TestJobsCarryTheTraceOfTheirEnd(t *testing.T) {
 		t.Errorf("expired: resume jobs %+v, %v; want one with traceparent %q", rj, err, want)
 	}
 }
+
+// A job added inside a span carries its trace context; one added without
+// a span carries none.
+func TestJobQueueCarriesTheTrace(t *testing.T) {
+	e := newEnv(t)
+	q := e.store().JobQueue(4)
+	ctx, want := traced(t.Context(), 7)
+	if _, err := q.Add(ctx, store.JobThreadAnswer, "", "traced"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Add(t.Context(), store.JobThreadAnswer, "", "untraced"); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Read(t.Context(), "w1", 0)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("read: %+v, %v; want two jobs", jobs, err)
+	}
+	got := map[string]string{jobs[0].Data: jobs[0].TraceParent, jobs[1].Data: jobs[1].TraceParent}
+	if got["traced"] != want || got["untraced"] != "" {
+		t.Errorf("traceparents by job: %q; want traced %q, untraced none", got, want)
+	}
+}
