@@ -14,6 +14,7 @@ import (
 
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/apitest"
 )
 
 // spans is what a test's in-memory exporter holds, with finders.
@@ -194,4 +195,59 @@ func TestTracingOffTracesNothing(t *testing.T) {
 	if n := len(got.exp.GetSpans()); n != 0 {
 		t.Errorf("exported %d spans with tracing off (%s); want none", n, got.names())
 	}
+}
+
+// An API client's answer, in the client's own trace (it sent a
+// traceparent), is delivered to its callback URL in that trace: the
+// callback's span (on whichever replica delivers it; the job carried the
+// trace through Redis) and its POST's span, whose context the receiver
+// gets.
+func TestTraceOfACallback(t *testing.T) {
+	tp, got := newTracer(t)
+	e := newEnv(t, envOptions{routes: apitest.Routes, apiKeys: apitest.Keys, wallClock: true, tracer: tp})
+	received := make(chan string, 1)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case received <- r.Header.Get("traceparent"):
+		default:
+		}
+	}))
+	t.Cleanup(receiver.Close)
+	a := apiE2E{env: e, doc: apitest.Load(t)}.create(t, deletion("call_1", "/tmp/report.csv", `,"callback_url":"`+receiver.URL+`/cb"`))
+
+	const clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.srv.URL+"/v1/approvals/"+a.Token+"/results",
+		strings.NewReader(`{"approvals":{"call_1":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+keyBilling)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+clientTrace+"-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("answer: got status %d", resp.StatusCode)
+	}
+	var header string
+	select {
+	case header = <-received:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no callback arrived")
+	}
+	if !strings.Contains(header, clientTrace) {
+		t.Errorf("the callback's traceparent %q is not in the client's trace %s", header, clientTrace)
+	}
+	answer := got.wait("of the answer", func(sp tracetest.SpanStub) bool {
+		return sp.SpanKind == trace.SpanKindServer && sp.SpanContext.TraceID().String() == clientTrace
+	})
+	const route = "POST /v1/approvals/{token}/results"
+	if answer.Name != route || attr(answer, "url.path") != route {
+		t.Errorf("the API's span %q records url.path %q; want the route, never the token", answer.Name, attr(answer, "url.path"))
+	}
+	callback := got.wait("of the callback under the answer's", childOf(answer, "callback"))
+	got.wait("of the callback's POST under it", childOf(callback, "callback POST"))
 }
