@@ -36,6 +36,16 @@ import (
 // instrumented (no handler, transport or Redis hook is wrapped) and no
 // span is started, so tracing off costs nothing.
 
+// tracingVars are the variables loadTracing reads.
+var tracingVars = []string{
+	"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER",
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL",
+	"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS",
+	"OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+	"OTEL_RESOURCE_ATTRIBUTES", "OTEL_SERVICE_NAME",
+}
+
 // tracingConfig is the tracing part of the configuration.
 type tracingConfig struct {
 	// endpoint is the traces endpoint: a URL for http/protobuf, a URL or

@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,5 +78,25 @@ func TestLoadConfigNamesBadTracingVariables(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("loadConfig: %v; want it to name %s", err, want)
 		}
+	}
+}
+
+// tracingVars, which the deployment tests accept besides Config's, are
+// exactly the variables loadTracing reads.
+func TestTracingVarsAreThoseRead(t *testing.T) {
+	read := map[string]bool{}
+	getenv := func(k string) string {
+		read[k] = true
+		if k == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+			return "http://c:4318"
+		}
+		return ""
+	}
+	if _, err := loadTracing(getenv); err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Sorted(maps.Keys(read))
+	if want := slices.Sorted(slices.Values(tracingVars)); !slices.Equal(got, want) {
+		t.Errorf("loadTracing reads %q; tracingVars lists %q", got, want)
 	}
 }
