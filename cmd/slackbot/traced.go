@@ -29,9 +29,10 @@ import (
 //	                                     resume queue: the trace context went through Redis
 //	                                     with the resume job (store: field tp)
 //	    tool <name>                      each tool call of the run (agentrunner.WithToolObserver)
-//	    slack chat.postMessage           the run's answer
+//	    job thread.answer                the job posting the run's answer, on any replica (the
+//	      slack chat.postMessage         job queue carries the trace context too)
 //	  callback                           an API client's callback, on the replica delivering it
-//	    POST                             its request (otelhttp)
+//	    callback POST                    its request (otelhttp), which carries traceparent
 //
 // Each is started only when a.tracer is set: with tracing off nothing is
 // wrapped and no span is started.
