@@ -47,7 +47,7 @@ func (st *run) call(ctx context.Context, c ToolCallPart, md map[string]any, appr
 		RunID: st.id, ToolName: c.ToolName, ToolCallID: c.ToolCallID,
 		Approved: approved, Metadata: md, Retry: st.retries[c.ToolName], Deps: st.deps,
 	}
-	v, err := t.fn(ctx, tc, args)
+	v, err := st.runTool(ctx, t, tc, args)
 	var (
 		needApproval *ApprovalRequiredError
 		deferCall    *CallDeferredError
@@ -88,4 +88,24 @@ func (st *run) retry(c ToolCallPart, msg string) (callOutcome, CallKind, error) 
 		return callOutcome{}, "", fmt.Errorf("tool %q %w count of %d: %s", c.ToolName, ErrMaxRetries, st.r.maxRetries, msg)
 	}
 	return callOutcome{Part: RetryPrompt(c.ToolName, c.ToolCallID, msg)}, "", nil
+}
+
+// ToolObserver is told of every tool the runner runs, as it starts: it
+// returns the context the tool runs in and a function told the tool's
+// error (nil when it returned) as it returns. A tracer starts a span per
+// tool call with it.
+type ToolObserver func(ctx context.Context, tc *ToolContext) (context.Context, func(err error))
+
+// WithToolObserver makes the runner tell o of every tool it runs.
+func WithToolObserver(o ToolObserver) Option { return func(r *Runner) { r.observe = o } }
+
+// runTool runs t's function, under the runner's observer if it has one.
+func (st *run) runTool(ctx context.Context, t *Tool, tc *ToolContext, args json.RawMessage) (any, error) {
+	if st.r.observe == nil {
+		return t.fn(ctx, tc, args)
+	}
+	ctx, done := st.r.observe(ctx, tc)
+	v, err := t.fn(ctx, tc, args)
+	done(err)
+	return v, err
 }

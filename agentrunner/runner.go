@@ -51,6 +51,7 @@ type Runner struct {
 	journal      Journal
 	receipts     *receipt.KeySet  // WithReceiptKeys
 	now          func() time.Time // WithClock
+	observe      ToolObserver     // WithToolObserver
 }
 
 // ToolSource supplies tools that may change while the runner lives, such

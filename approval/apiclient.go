@@ -64,6 +64,9 @@ type CallbackJob struct {
 	State State
 	// Attempt counts the attempts of this delivery, from 1.
 	Attempt int
+	// TraceParent is the W3C trace context of what ended the token, on
+	// the first attempt; "" without tracing (and on retries).
+	TraceParent string
 }
 
 // Outcomes of a callback attempt.

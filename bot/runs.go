@@ -127,9 +127,10 @@ func (rs *Runs) stopped() chan struct{} {
 }
 
 // runContext is the context of one run (or of a turn waiting for its
-// thread): it ends with cancel, or when Stop is called.
-func (rs *Runs) runContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
+// thread): it ends with cancel, or when Stop is called. It has parent's
+// values (a trace span), not its end.
+func (rs *Runs) runContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	stop := rs.stopped()
 	go func() {
 		select {
@@ -160,7 +161,7 @@ func (rs *Runs) StartTurn(t Turn) {
 		rs.Resume(agentrunner.RunInput{RunID: t.RunID, Prompt: t.Prompt}, deps, nil)
 		return
 	}
-	ctx, cancel := rs.runContext()
+	ctx, cancel := rs.runContext(context.Background())
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
@@ -207,7 +208,14 @@ func (rs *Runs) postNote(ctx context.Context, o approval.Origin, text string) {
 // the thread's history when it ends, and hands the thread to the next
 // message waiting in it, on whichever process the run ends.
 func (rs *Runs) Resume(in agentrunner.RunInput, deps *RunDeps, done func(suspended bool)) {
-	ctx, cancel := rs.runContext()
+	rs.ResumeIn(context.Background(), in, deps, done)
+}
+
+// ResumeIn is Resume with the values of ctx (the span of the resume, so
+// the run's tool calls and Slack posts join its trace); the run's lifetime
+// is its own, not ctx's.
+func (rs *Runs) ResumeIn(ctx context.Context, in agentrunner.RunInput, deps *RunDeps, done func(suspended bool)) {
+	ctx, cancel := rs.runContext(ctx)
 	if in.RunID == "" {
 		in.RunID = agentrunner.NewToken()[:16]
 	}

@@ -101,6 +101,13 @@ type CallbacksConfig struct {
 	Now func() time.Time
 	// Log receives delivery failures; nil discards them.
 	Log *slog.Logger
+	// Observe, when set, is told of each attempt as it starts, and
+	// returns the context it is made in and a function told how it
+	// ended (nil: delivered); slackbot traces attempts with it.
+	Observe func(ctx context.Context, job approval.CallbackJob) (context.Context, func(err error))
+	// WrapTransport, when set, wraps the default Client's transport (a
+	// tracing transport); it is not applied to a Client given.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Callbacks delivers the outcome of each token that has a callback URL,
@@ -124,7 +131,11 @@ func NewCallbacks(cfg CallbacksConfig) *Callbacks {
 		if !cfg.AllowPrivate {
 			transport.Proxy = nil
 		}
-		cfg.Client = &http.Client{Timeout: DefaultCallbackTimeout, CheckRedirect: sameHostRedirects, Transport: transport}
+		var rt http.RoundTripper = transport
+		if cfg.WrapTransport != nil {
+			rt = cfg.WrapTransport(rt)
+		}
+		cfg.Client = &http.Client{Timeout: DefaultCallbackTimeout, CheckRedirect: sameHostRedirects, Transport: rt}
 	}
 	if cfg.Attempts <= 0 {
 		cfg.Attempts = DefaultCallbackAttempts
@@ -235,11 +246,22 @@ func (c *Callbacks) Deliver(ctx context.Context, job approval.CallbackJob) {
 		c.settle(ctx, job, rec.Origin.Client, 0, errors.New("the API client is no longer configured in API_KEYS; the callback cannot be signed"), false)
 		return
 	}
-	status, err := c.post(ctx, rec, key, job.Attempt)
+	status, err := c.attempt(ctx, job, rec, key)
 	if err != nil && ctx.Err() != nil {
 		return // shutting down: the job is reclaimed and attempted again
 	}
 	c.settle(ctx, job, rec.Origin.Client, status, err, true)
+}
+
+// attempt posts the callback of job, under the Observe hook if set.
+func (c *Callbacks) attempt(ctx context.Context, job approval.CallbackJob, rec *approval.Request, key *Key) (int, error) {
+	if c.cfg.Observe == nil {
+		return c.post(ctx, rec, key, job.Attempt)
+	}
+	ctx, done := c.cfg.Observe(ctx, job)
+	status, err := c.post(ctx, rec, key, job.Attempt)
+	done(err)
+	return status, err
 }
 
 // post makes one signed request and returns the receiver's status.

@@ -46,7 +46,7 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 	}
 	args := s.tokenArgs(token, s.now(), by, n)
 	args = append(args, answers...)
-	cmd, unconfirmed := s.runConfirmed(ctx, "answer", time.Time{}, answerScript, s.tokenKeys(token), args...)
+	cmd, unconfirmed := s.runConfirmed(ctx, "answer", time.Time{}, answerScript, s.tokenKeys(token), withTrace(ctx, args)...)
 	res, err := cmd.StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("answer %s: %w", short(token), err)

@@ -111,7 +111,7 @@ func callbackJobs(msgs []redis.XMessage) []CallbackJob {
 func callbackJob(m redis.XMessage) CallbackJob {
 	str := func(k string) string { v, _ := m.Values[k].(string); return v }
 	attempt, _ := strconv.Atoi(str("attempt"))
-	return CallbackJob{ID: m.ID, Token: str("token"), State: parseState(str("state")), Attempt: max(attempt, 1)}
+	return CallbackJob{ID: m.ID, Token: str("token"), State: parseState(str("state")), Attempt: max(attempt, 1), TraceParent: str("tp")}
 }
 
 // Ack removes jobs from the queue once handled: delivered, or given up.

@@ -61,7 +61,7 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 	args := s.tokenArgs(token, now, d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Reason, p.answer, notAfter,
 		member, ms(now.Add(CardJobDelay)), holder, cardLeaseTTL.Milliseconds(), s.procKey(""))
 	keys := append(s.tokenKeys(token), s.jobsRetryKey(), s.cardLeaseKey(token, d.CallID))
-	cmd, unconfirmed := s.runConfirmed(ctx, "decide", d.NotAfter, decideScript, keys, args...)
+	cmd, unconfirmed := s.runConfirmed(ctx, "decide", d.NotAfter, decideScript, keys, withTrace(ctx, args)...)
 	res, err := cmd.StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
@@ -302,7 +302,7 @@ func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrun
 	}
 	args := s.tokenArgs(token, s.now(), by, string(raw), n)
 	args = append(args, answers...)
-	res, err := resolveScript.Run(ctx, s.rdb, s.tokenKeys(token), args...).StringSlice()
+	res, err := resolveScript.Run(ctx, s.rdb, s.tokenKeys(token), withTrace(ctx, args)...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
 	}
@@ -398,7 +398,7 @@ func (s *Store) end(ctx context.Context, op, token string, state approval.State,
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), approval.ErrNotFound)
 	}
 	args := s.tokenArgs(token, s.now(), string(state), by, reason)
-	cmd, unconfirmed := s.runConfirmed(ctx, op, time.Time{}, endScript, s.tokenKeys(token), args...)
+	cmd, unconfirmed := s.runConfirmed(ctx, op, time.Time{}, endScript, s.tokenKeys(token), withTrace(ctx, args)...)
 	res, err := cmd.StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
@@ -443,7 +443,7 @@ func (s *Store) Sweep(ctx context.Context) ([]*approval.Request, error) {
 		}
 		cmds, err := s.pipelined(ctx, expireScript, len(tokens), func(i int) ([]string, []any) {
 			keys := append(s.tokenKeys(tokens[i]), s.jobsKey())
-			return keys, s.tokenArgs(tokens[i], now, agentrunner.ReasonExpired, string(JobCardUpdate))
+			return keys, withTrace(ctx, s.tokenArgs(tokens[i], now, agentrunner.ReasonExpired, string(JobCardUpdate)))
 		})
 		if err != nil {
 			return out, fmt.Errorf("sweep: %w", err)

@@ -41,6 +41,10 @@ type Job struct {
 	Data string
 	// Attempt counts the attempts of this job, from 1.
 	Attempt int
+	// TraceParent is the W3C trace context of the span that added the
+	// job (a run's, posting its answer), on the first attempt; "" without
+	// tracing.
+	TraceParent string
 }
 
 // JobQueue hands after-decision work (updating Slack cards, and later
@@ -99,7 +103,7 @@ func (q *JobQueue) Add(ctx context.Context, kind JobKind, token, data string) (s
 	if !validKind(kind) || (token != "" && !validToken(token)) {
 		return "", fmt.Errorf("add job: %w: bad kind or token", approval.ErrInvalid)
 	}
-	id, err := jobAddScript.Run(ctx, q.s.rdb, []string{q.key}, string(kind), token, data, q.s.opts.Retention.Milliseconds()).Text()
+	id, err := jobAddScript.Run(ctx, q.s.rdb, []string{q.key}, string(kind), token, data, q.s.opts.Retention.Milliseconds(), traceParent(ctx)).Text()
 	if err != nil {
 		return "", fmt.Errorf("add %s job %s: %w", kind, short(token), err)
 	}
@@ -163,7 +167,7 @@ func jobs(msgs []redis.XMessage) []Job {
 	for _, m := range msgs {
 		str := func(k string) string { v, _ := m.Values[k].(string); return v }
 		attempt, _ := strconv.Atoi(str("attempt"))
-		out = append(out, Job{ID: m.ID, Kind: JobKind(str("kind")), Token: str("token"), Data: str("data"), Attempt: max(attempt, 1)})
+		out = append(out, Job{ID: m.ID, Kind: JobKind(str("kind")), Token: str("token"), Data: str("data"), Attempt: max(attempt, 1), TraceParent: str("tp")})
 	}
 	return out
 }
@@ -205,9 +209,14 @@ func (q *JobQueue) Promote(ctx context.Context) (int, error) {
 }
 
 // jobAddScript queues a job. KEYS: stream. ARGV: kind, token, data,
-// retention (ms).
+// retention (ms), traceparent (or empty).
 var jobAddScript = redis.NewScript(`
-local id = redis.call('XADD', KEYS[1], '*', 'kind', ARGV[1], 'token', ARGV[2], 'data', ARGV[3], 'attempt', '1')
+local id
+if ARGV[5] ~= '' then
+  id = redis.call('XADD', KEYS[1], '*', 'kind', ARGV[1], 'token', ARGV[2], 'data', ARGV[3], 'attempt', '1', 'tp', ARGV[5])
+else
+  id = redis.call('XADD', KEYS[1], '*', 'kind', ARGV[1], 'token', ARGV[2], 'data', ARGV[3], 'attempt', '1')
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return id
 `)

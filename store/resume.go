@@ -150,6 +150,10 @@ type ResumeJob struct {
 	Token string
 	RunID string
 	State approval.State
+	// TraceParent is the W3C trace context of what ended the token (a
+	// click, an API call), "" without tracing: the resume continues its
+	// trace on whichever replica takes the job.
+	TraceParent string
 }
 
 // ResumeQueueOptions configures a ResumeQueue. The zero value is usable.
@@ -263,7 +267,7 @@ func (q *ResumeQueue) filter(ctx context.Context, msgs []redis.XMessage) ([]Resu
 	jobs := make([]ResumeJob, 0, len(msgs))
 	for _, m := range msgs {
 		str := func(k string) string { v, _ := m.Values[k].(string); return v }
-		jobs = append(jobs, ResumeJob{ID: m.ID, Token: str("token"), RunID: str("run"), State: parseState(str("state"))})
+		jobs = append(jobs, ResumeJob{ID: m.ID, Token: str("token"), RunID: str("run"), State: parseState(str("state")), TraceParent: str("tp")})
 	}
 	recs := make([]*redis.SliceCmd, len(jobs))
 	claims := make([]*redis.StringCmd, len(jobs))

@@ -10,7 +10,8 @@ import "github.com/redis/go-redis/v9"
 //
 // KEYS of the token scripts: rec, deadlines, resume, audit, callbacks.
 // ARGV 1-6 of the token scripts: token, now (ms), audit maxlen, retention
-// (ms), notification channel, grace (ms); script arguments follow.
+// (ms), notification channel, grace (ms); script arguments follow, and the
+// last ARGV is the W3C traceparent of the caller's span, or empty (withTrace).
 //
 // The record (hash rec) has the top-level fields
 //
@@ -25,6 +26,18 @@ import "github.com/redis/go-redis/v9"
 const scriptPrelude = `
 local rec, deadlines, resume, auditkey, cbkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, now, maxlen, keep, chan, grace = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local traceparent = ARGV[#ARGV]
+
+-- traced returns the XADD arguments args with the caller's trace context
+-- as field tp, when there is one: whoever takes the job continues the
+-- trace of the click (or call) that ended the token.
+local function traced(args)
+  if traceparent ~= '' then
+    args[#args + 1] = 'tp'
+    args[#args + 1] = traceparent
+  end
+  return unpack(args)
+end
 
 -- capped returns v cut to 8192 bytes (auditValueMax in audit.go) at a
 -- UTF-8 boundary, with a marker saying how long it was.
@@ -78,12 +91,12 @@ local function finish(state, by, reason)
   redis.call('ZREM', deadlines, token)
   local run = redis.call('HGET', rec, 'run') or ''
   if run ~= '' then
-    local id = redis.call('XADD', resume, '*', 'token', token, 'run', run, 'state', state)
+    local id = redis.call(traced({'XADD', resume, '*', 'token', token, 'run', run, 'state', state}))
     redis.call('PEXPIRE', resume, keep)
     redis.call('HSET', rec, 'job', id)
   end
   if cbkey and redis.call('HEXISTS', rec, 'cb') == 1 then
-    redis.call('XADD', cbkey, '*', 'token', token, 'state', state, 'attempt', '1')
+    redis.call(traced({'XADD', cbkey, '*', 'token', token, 'state', state, 'attempt', '1'}))
     redis.call('PEXPIRE', cbkey, keep)
   end
   redis.call('PUBLISH', chan, token)

@@ -138,7 +138,7 @@ func (e *Tokens) open(ctx context.Context, token string, deadline time.Time, wai
 		deadline = now.Add(e.s.opts.Grace)
 	}
 	args := e.s.tokenArgs(token, now, ms(deadline), waiter)
-	res, err := openScript.Run(ctx, e.s.rdb, e.s.tokenKeys(token), args...).StringSlice()
+	res, err := openScript.Run(ctx, e.s.rdb, e.s.tokenKeys(token), withTrace(ctx, args)...).StringSlice()
 	if err != nil {
 		return fmt.Errorf("open %s: %w", short(token), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -67,6 +68,14 @@ type appDeps struct {
 	// queue blocks; it also bounds how long shutdown waits for their
 	// consumers. Default 2s.
 	ResumeBlock time.Duration
+	// Tracer traces the app (OTEL_*, tracing.go): its HTTP handler, tool
+	// calls, resumes and callbacks; nil: tracing off, nothing wrapped.
+	// The Slack client's and Redis's instrumentation are the caller's
+	// (slackHTTPClient, traceRedis), as it builds those clients.
+	Tracer trace.TracerProvider
+	// FlushTraces, when set, flushes and stops the tracer provider; the
+	// lifecycle's Shutdown calls it last.
+	FlushTraces func(context.Context) error
 }
 
 // app is slackbot wired together: the store, the Slack side, the agent
@@ -101,6 +110,8 @@ type app struct {
 
 	// slackOK is the outcome of the last auth.test (see watchSlack).
 	slackOK slackHealth
+	// tracer starts slackbot's own spans; nil when tracing is off.
+	tracer trace.Tracer
 }
 
 func newApp(ctx context.Context, d appDeps) (*app, error) {
@@ -126,6 +137,9 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	d.StoreOptions.OnUnconfirmed = a.metrics.UnconfirmedWrite
 	st := store.New(d.Redis, d.StoreOptions)
 	a.store, a.deps = st, d
+	if d.Tracer != nil {
+		a.tracer = d.Tracer.Tracer(tracerName)
+	}
 	a.owner = owner
 	a.tokens = store.NewTokens(st, store.TokensOptions{
 		Owner:      owner,
@@ -187,7 +201,7 @@ func (a *app) newRunner(d appDeps, box *agentrunner.Toolbox) (*agentrunner.Runne
 	// A run whose calls were handed to people hibernates: it returns, and
 	// whoever ends its request resumes it (resume.go).
 	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(a.store), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
-	return agentrunner.NewRunner(d.Model, nil,
+	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
 		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Now: d.StoreOptions.Now, Log: d.Log, Record: a.auditPolicy, Signer: a.receipts.signer}, ask),
 		// An approved call runs only if its receipt verifies, by the
@@ -198,7 +212,11 @@ func (a *app) newRunner(d appDeps, box *agentrunner.Toolbox) (*agentrunner.Runne
 		// takeover of its run by another replica, which goes on from the
 		// run's last checkpoint.
 		agentrunner.WithJournal(a.store.CallJournal()),
-	)
+	}
+	if a.tracer != nil {
+		opts = append(opts, agentrunner.WithToolObserver(a.observeTool))
+	}
+	return agentrunner.NewRunner(d.Model, nil, opts...)
 }
 
 // wireAPI builds the HTTP API and its callback delivery over the Service,
@@ -213,10 +231,17 @@ func (a *app) wireAPI(d appDeps, owner string) error {
 	if err != nil {
 		return err
 	}
-	a.callbacks = httpapi.NewCallbacks(httpapi.CallbacksConfig{
+	cc := httpapi.CallbacksConfig{
 		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
 		AllowPrivate: d.AllowPrivateCallbacks,
-	})
+	}
+	if d.Tracer != nil {
+		cc.Observe = a.observeCallback
+		cc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			return tracedTransport(d.Tracer, rt, func(r *http.Request) string { return "callback " + r.Method })
+		}
+	}
+	a.callbacks = httpapi.NewCallbacks(cc)
 	return a.wireGateway(d)
 }
 
@@ -335,12 +360,16 @@ func (a *app) shutdown(ctx context.Context) {
 // (two idle connections per host) a burst of clicks, each followed by a
 // chat.update, opened a new connection for almost every call, which cost
 // more CPU than the calls themselves and filled the ephemeral ports with
-// TIME_WAIT. Each attempt is bounded by bot.Retry's AttemptTimeout.
-func slackHTTPClient() *http.Client {
+// TIME_WAIT. Each attempt is bounded by bot.Retry's AttemptTimeout. With
+// a tracer provider (nil: none) each call is a span named by its method.
+func slackHTTPClient(tp trace.TracerProvider) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 100
 	t.MaxIdleConnsPerHost = 100
-	return &http.Client{Transport: t}
+	if tp == nil {
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: tracedTransport(tp, t, slackSpanName)}
 }
 
 // ready reports whether this replica can take traffic: whether Redis

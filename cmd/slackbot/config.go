@@ -79,6 +79,11 @@ func loadConfig(getenv func(string) string, mode Mode) (*Config, error) {
 	if errors.As(cfg.validate(mode), &invalid) {
 		problems = append(problems, invalid.Problems...)
 	}
+	// The OTEL_* variables are read apart (loadTracing, by wire), and
+	// checked here so that one message names every bad variable.
+	if _, err := loadTracing(getenv); errors.As(err, &invalid) {
+		problems = append(problems, invalid.Problems...)
+	}
 	if len(problems) > 0 {
 		return nil, &ConfigError{Problems: problems}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/bot"
@@ -155,6 +156,9 @@ type envOptions struct {
 	// inject faults slackfake has no switch for (a response that comes too
 	// late, after Slack acted).
 	slackMiddleware func(http.Handler) http.Handler
+	// tracer, when set, traces the app, its Slack client and its Redis
+	// client as serve does with OTEL_* set.
+	tracer trace.TracerProvider
 	// apiKeys, when set, enables the HTTP API (/v1) for these API_KEYS,
 	// with callbacks to loopback allowed (as in dev).
 	apiKeys string
@@ -199,6 +203,12 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		fake, fakeSrv = slackfaketest.NewTestServer(t, fakeOpts...)
 	}
 	client := slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv)))
+	if opts.tracer != nil {
+		client = slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(fakeSrv)), slack.OptionHTTPClient(slackHTTPClient(opts.tracer)))
+		if err := traceRedis(rdb, opts.tracer); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if opts.routes == "" {
 		opts.routes = testRoutes
 	}
@@ -219,7 +229,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),
 		Routes: routes, Model: opts.model, Tools: append(tools.tools(), opts.extraTools...),
 		SweepEvery: 20 * time.Millisecond, Retry: opts.retry, ResumeBlock: 100 * time.Millisecond,
-		APIKeys: apiKeys, AllowPrivateCallbacks: true,
+		APIKeys: apiKeys, AllowPrivateCallbacks: true, Tracer: opts.tracer,
 	})
 	if err != nil {
 		t.Fatal(err)

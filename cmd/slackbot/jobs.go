@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
@@ -32,7 +34,11 @@ func (a *app) consumeJobs(ctx context.Context) {
 // doJob makes one attempt at j (store.JobQueue.Consume acknowledges or
 // retries it). A kind this version does not know was queued by a newer
 // replica during a rolling update: it is left to one that knows it.
-func (a *app) doJob(ctx context.Context, j store.Job) error {
+func (a *app) doJob(ctx context.Context, j store.Job) (err error) {
+	// In the trace of the work that queued the job (a run posting its
+	// answer), on whichever replica does it.
+	ctx, end := a.startSpan(continued(ctx, j.TraceParent), "job "+string(j.Kind), attribute.Int("slackbot.job.attempt", j.Attempt))
+	defer func() { end(err) }()
 	log := store.JobLogger(a.log, j)
 	switch j.Kind {
 	case store.JobCardUpdate:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -60,8 +61,8 @@ func start(a *app, srv *http.Server, serveHTTP func() error, sm *bot.SocketMode)
 // flight), then the app winds down (app.shutdown: waits end so their runs
 // are handed to other replicas, working runs finish until ctx ends, then
 // everything is cancelled and the Slack updates clicks started are waited
-// for), and last the loops stop. It returns the error of the part that
-// failed, if one did.
+// for), then the loops stop, and last the traces are flushed. It returns
+// the error of the part that failed, if one did.
 func (l *lifecycle) Shutdown(ctx context.Context) error {
 	if l.srv != nil {
 		if err := l.srv.Shutdown(ctx); err != nil {
@@ -72,7 +73,17 @@ func (l *lifecycle) Shutdown(ctx context.Context) error {
 	<-l.socketModeDone
 	l.app.shutdown(ctx)
 	l.stopLoops()
-	return l.g.Wait()
+	err := l.g.Wait()
+	if flush := l.app.deps.FlushTraces; flush != nil {
+		// Last, so the spans of the shutdown itself are exported too; with
+		// a budget of its own, as ctx may be spent.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if ferr := flush(fctx); ferr != nil {
+			l.app.log.Warn("flush traces", "err", ferr)
+		}
+	}
+	return err
 }
 
 // loops are the app's background loops, each run until its context ends.

@@ -77,6 +77,10 @@ func (a *app) resume(ctx context.Context, j store.ResumeJob) {
 		// taken over if that process dies before the run finished.
 		return
 	}
+	// The run goes on in the trace of what ended its token, whichever
+	// replica that was: the job carried its context through Redis.
+	ctx, end := a.resumeSpan(continued(ctx, j.TraceParent), from)
+	defer end(nil)
 	a.continueRun(ctx, from)
 }
 
@@ -91,6 +95,8 @@ func (a *app) resumeDirect(ctx context.Context, token, runID string) error {
 		return fmt.Errorf("resume run %s directly; left to the queue: %w", runID, err)
 	}
 	if ok {
+		ctx, end := a.resumeSpan(ctx, from)
+		defer end(nil)
 		a.continueRun(ctx, from)
 	}
 	return nil
@@ -207,7 +213,7 @@ func (a *app) resumeRun(ctx context.Context, log *slog.Logger, from resumeFrom, 
 	// approved tools from running twice.
 	a.metrics.resumes.WithLabelValues(from.path).Inc()
 	log.InfoContext(ctx, "resuming run from saved state")
-	a.runs.Resume(agentrunner.RunInput{
+	a.runs.ResumeIn(ctx, agentrunner.RunInput{
 		RunID: rs.RunID, History: rs.Messages, Results: results, Pending: &rs.Pending, Deps: deps,
 	}, deps, func(suspended bool) {
 		ctx := context.WithoutCancel(ctx)

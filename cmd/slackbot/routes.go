@@ -37,7 +37,11 @@ func (a *app) handler() http.Handler {
 	for pattern, h := range a.deps.Extra {
 		mux.Handle(pattern, h)
 	}
-	return withRequestID(a.log, mux)
+	h := withRequestID(a.log, mux)
+	if a.deps.Tracer != nil {
+		h = traceHandler(a.deps.Tracer, h)
+	}
+	return h
 }
 
 func handleHealthz() http.Handler {
@@ -95,6 +99,8 @@ func withRequestID(log *slog.Logger, next http.Handler) http.Handler {
 		if path == "" {
 			path = "unmatched"
 		}
+		// Traced, the request's span is named by the pattern too.
+		nameSpan(ctx, path)
 		if !log.Enabled(ctx, level) {
 			return // build no attributes for a line nobody reads (every click's)
 		}

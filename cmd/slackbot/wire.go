@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
+	"go.opentelemetry.io/otel"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/agentrunner/anthropic"
@@ -46,6 +47,9 @@ func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) strin
 		ReceiptIssuer: cfg.PublicURL}}
 	d := &w.deps
 	d.StoreOptions.WaitReplicas = cfg.RedisWaitReplicas
+	if err := w.tracing(ctx, getenv, rdb); err != nil {
+		return nil, err
+	}
 	var err error
 	if cfg.ReceiptKey != "" {
 		// loadConfig checked both seeds.
@@ -91,6 +95,31 @@ func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) strin
 	return w, nil
 }
 
+// tracing sets up tracing when the OTEL_* variables ask for it: a tracer
+// provider exporting in batches, installed as OpenTelemetry's global one
+// too (for libraries that trace), and Redis's command spans. The process
+// is named by its owner (service.instance.id), as in the store's claims.
+func (w *wiring) tracing(ctx context.Context, getenv func(string) string, rdb redis.UniversalClient) error {
+	cfg, err := loadTracing(getenv)
+	if err != nil || cfg == nil {
+		return err
+	}
+	d := &w.deps
+	d.Owner = agentrunner.NewToken()[:12]
+	tp, err := newTracerProvider(ctx, cfg, d.Owner)
+	if err != nil {
+		return err
+	}
+	if err := traceRedis(rdb, tp); err != nil {
+		return fmt.Errorf("trace redis: %w", err)
+	}
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(w3c)
+	d.Tracer, d.FlushTraces = tp, tp.Shutdown
+	d.Log.Info("tracing on", "endpoint", redactURL(cfg.endpoint), "grpc", cfg.grpc)
+	return nil
+}
+
 // slack sets the Slack client and the bot's identity: Slack's (auth.test)
 // in serve mode, the emulated workspace's in dev mode.
 func (w *wiring) slack(ctx context.Context, cfg *Config, mode Mode, log *slog.Logger, addr net.Addr) error {
@@ -109,7 +138,7 @@ func (w *wiring) slack(ctx context.Context, cfg *Config, mode Mode, log *slog.Lo
 		cfg.SlackBotToken = dev.slack.Token()
 		cfg.SlackAPIURL = dev.apiURL
 	}
-	sc := bot.NewSlackClient(cfg.SlackBotToken, cfg.SlackAPIURL, slackHTTPClient())
+	sc := bot.NewSlackClient(cfg.SlackBotToken, cfg.SlackAPIURL, slackHTTPClient(d.Tracer))
 	client := sc.Client
 	d.Slack = sc
 	if w.dev != nil {
