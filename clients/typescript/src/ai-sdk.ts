@@ -155,3 +155,46 @@ export async function generateWithApprovals<R extends StepResult>(
     conversation = [...conversation, ...a.messages];
   }
 }
+
+/**
+ * Suspended is a conversation stopped on approval requests and the
+ * slackbot token deciding them: plain JSON, store it anywhere.
+ */
+export interface Suspended {
+  token: string;
+  /** The conversation so far, the result's response messages included. */
+  messages: Message[];
+  /** The result's tool-approval-request parts. */
+  approvals: ApprovalRequestPart[];
+}
+
+/**
+ * suspend hands a result's approval requests to slackbot and returns what
+ * to store; no process waits. conversation is the messages the result was
+ * generated from.
+ */
+export async function suspend(
+  client: SlackbotClient,
+  result: StepResult,
+  conversation: readonly Message[],
+  opts: CreateOptions = {},
+): Promise<Suspended> {
+  const a = await submit(client, result, opts);
+  return { token: a.token, messages: [...conversation, ...result.response.messages], approvals: approvalRequests(result) };
+}
+
+/**
+ * resume returns the conversation to generate from once a suspended
+ * request has ended (waiting when opts.wait is set): the stored messages,
+ * edited arguments applied, then the approval responses; undefined while
+ * people are still deciding.
+ */
+export async function resume(
+  client: SlackbotClient,
+  saved: Suspended,
+  opts: { wait?: boolean; signal?: AbortSignal } = {},
+): Promise<Message[] | undefined> {
+  const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
+  if (a.status === "pending") return undefined;
+  return answer({ content: saved.approvals, response: { messages: saved.messages } }, a).messages;
+}

@@ -8,7 +8,7 @@ import { generateText, tool, type ModelMessage } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import type { Approval } from "../src/index.js";
-import { generateWithApprovals, type Message } from "../src/ai-sdk.js";
+import { generateWithApprovals, resume, suspend, type Message } from "../src/ai-sdk.js";
 import { assertNoReceipt, assertReceipt, click, client, uniqueId } from "./support/live.js";
 
 const usage = {
@@ -114,5 +114,40 @@ describe("Vercel AI SDK", () => {
     assert.deepEqual(f.ran, []);
     assert.match(result.text, new RegExp(`^${f.callId}: denied: No decision on this tool call arrived: the request expired`));
     await assertNoReceipt(token, f.callId);
+  });
+
+  test("stop the world: the conversation is stored as JSON and resumed later, once", async () => {
+    const f = fixture("/srv/old");
+    const first = await f.generate(f.start);
+    const saved = JSON.parse(JSON.stringify(await suspend(client, first, f.start, { context: "nightly cleanup" })));
+    // No decision yet: nothing to resume, nothing ran.
+    assert.equal(await resume(client, saved), undefined);
+    assert.deepEqual(f.ran, []);
+    await click(saved.token, f.callId, "approve");
+    const messages = await resume(client, saved, { wait: true });
+    assert.ok(messages);
+    const result = await f.generate(messages);
+    assert.deepEqual(f.ran, ["/srv/old"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/old`);
+    assert.equal(f.model.doGenerateCalls.length, 2);
+    await assertReceipt(saved.token, f.callId, { path: "/srv/old" });
+  });
+
+  test("stop the world with edited arguments and with a denial", async () => {
+    const f = fixture("/srv/all");
+    const saved = await suspend(client, await f.generate(f.start), f.start);
+    await client.results(saved.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/old" } } } });
+    const result = await f.generate((await resume(client, saved))!);
+    assert.deepEqual(f.ran, ["/srv/all/old"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/all/old`);
+    await assertReceipt(saved.token, f.callId, { path: "/srv/all/old" });
+
+    const g = fixture();
+    const denied = await suspend(client, await g.generate(g.start), g.start);
+    await click(denied.token, g.callId, "deny_reason", "Not today.");
+    const after = await g.generate((await resume(client, denied, { wait: true }))!);
+    assert.deepEqual(g.ran, []);
+    assert.equal(after.text, `${g.callId}: denied: Not today.`);
+    await assertNoReceipt(denied.token, g.callId);
   });
 });

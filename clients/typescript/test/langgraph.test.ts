@@ -107,4 +107,57 @@ describe("LangGraph.js", () => {
     assert.deepEqual(out?.results, [`${f.callId}: deleted /srv/old`]);
     await assertReceipt(saved.token, f.callId, { path: "/srv/old" });
   });
+
+  test("several interrupts at once: parallel nodes, one with parallel tool calls; each decision reaches its call", async () => {
+    const ids = { a: uniqueId("call_lg_a"), b: uniqueId("call_lg_b"), c: uniqueId("call_lg_c") };
+    const ran: string[] = [];
+    const Parallel = Annotation.Root({
+      results: Annotation<string[]>({ reducer: (x, y) => x.concat(y), default: () => [] }),
+    });
+    // Each review node interrupts for its own calls; LangGraph runs them in
+    // the same superstep, so the graph stops on two interrupts at once.
+    const review = (calls: PendingToolCall[]) => async () => {
+      const decisions = interrupt(pendingToolCalls(calls)) as Decisions;
+      return {
+        results: calls.map((c) => {
+          const d = decisions[c.id];
+          if (d?.type !== "approve") return `${c.id}: denied: ${d?.message}`;
+          ran.push(`${c.id} ${String(d.args.path)}`);
+          return `${c.id}: deleted ${String(d.args.path)}${d.edited ? " (edited)" : ""}`;
+        }),
+      };
+    };
+    const graph = new StateGraph(Parallel)
+      .addNode("tmp", review([
+        { id: ids.a, name: "delete_file", args: { path: "/tmp/a" } },
+        { id: ids.b, name: "delete_file", args: { path: "/tmp/b" } },
+      ]))
+      .addNode("logs", review([{ id: ids.c, name: "delete_file", args: { path: "/var/log" } }]))
+      .addEdge(START, "tmp")
+      .addEdge(START, "logs")
+      .addEdge("tmp", END)
+      .addEdge("logs", END)
+      .compile({ checkpointer: new MemorySaver() });
+    const config = { configurable: { thread_id: randomUUID() } };
+    let pending: Approval | undefined;
+    const out = await invokeWithApprovals(graph, {}, config, client, Command, {
+      onPending: async (a) => {
+        pending = a;
+        // One request for all three calls of both interrupts.
+        assert.deepEqual(a.calls.map((c) => c.tool_call_id).sort(), [ids.a, ids.b, ids.c].sort());
+        await click(a.token, ids.a, "approve");
+        await click(a.token, ids.b, "deny_reason", "Keep b.");
+        await client.results(a.token, { approvals: { [ids.c]: { kind: "tool-approved", override_args: { path: "/var/log/old" } } } });
+      },
+    });
+    assert.deepEqual(ran.sort(), [`${ids.a} /tmp/a`, `${ids.c} /var/log/old`].sort());
+    assert.deepEqual(out.results.sort(), [
+      `${ids.a}: deleted /tmp/a`,
+      `${ids.b}: denied: Keep b.`,
+      `${ids.c}: deleted /var/log/old (edited)`,
+    ].sort());
+    await assertReceipt(pending!.token, ids.a, { path: "/tmp/a" });
+    await assertNoReceipt(pending!.token, ids.b);
+    await assertReceipt(pending!.token, ids.c, { path: "/var/log/old" });
+  });
 });

@@ -1,5 +1,5 @@
 // What every live test shares: the slackbot under test and its approvers.
-// TestTypeScriptClients (httpapi) starts slackbot with a fake Slack
+// TestTypeScriptClients (cmd/slackbot) starts slackbot with a fake Slack
 // and a real Redis and passes SLACKBOT_URL, SLACKBOT_API_KEY and
 // SLACKBOT_CONTROL_URL; without them the tests fail, saying how to run them.
 
@@ -10,7 +10,7 @@ import { type KeySet, type ReceiptClaims, SlackbotClient, fetchJwks, verifyMetad
 function env(name: string): string {
   const v = process.env[name];
   if (!v) {
-    throw new Error(`${name} is unset: run the tests with npm test (it starts slackbot: go test -run TestTypeScriptClients ./httpapi/)`);
+    throw new Error(`${name} is unset: run the tests with npm test (it starts slackbot: go test -run TestTypeScriptClients ./cmd/slackbot/)`);
   }
   return v;
 }
