@@ -101,15 +101,12 @@ func (cs *Cards) toolLabel(name string) string {
 	return name
 }
 
-// editable reports whether the arguments of tool can be edited on a card:
-// slackbot knows its schema, so an approver sees its problems before the
+// editable reports whether the arguments of call id of a can be edited on
+// its card: slackbot knows the tool's schema, or the API client sent it
+// (approval.ArgsSchemaKey), so an approver sees its problems before the
 // call runs.
-func (cs *Cards) editable(tool string) bool {
-	if cs.tools == nil {
-		return false
-	}
-	_, ok := cs.tools.Tool(tool)
-	return ok
+func (cs *Cards) editable(a *approval.Request, id string) bool {
+	return approval.Editable(cs.tools, a, id)
 }
 
 // card builds the view of one call for rendering.
@@ -128,7 +125,7 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 		Reason: c.Why(), OverrideArgs: c.OverrideArgs(), Answer: c.Answer(), Outcome: c.Outcome,
 		Rule: c.Rule, PolicyError: c.PolicyError,
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
-		AllowEdit:       c.Kind == agentrunner.KindApproval && cs.editable(call.ToolName),
+		AllowEdit:       c.Kind == agentrunner.KindApproval && cs.editable(a, c.ID),
 	}
 	if r := cs.routes.Named(c.Route); r != nil {
 		card.Mentions = r.Usergroups

@@ -404,9 +404,10 @@ func (b *Bot) formDecision(cb *slack.InteractionCallback, t *clickTarget) (d app
 		d.Action = approval.ActionDeny
 		d.Reason = strings.TrimSpace(values[BlockIDDenyReason][ActionIDDenyReasonInput].Value)
 	case CallbackEditArgs:
-		// Only tools slackbot knows can be edited (the card shows Edit for
-		// them only): an approver must see the schema's problems first.
-		if call, _ := t.approval.Requests.Call(t.call.ID); b.cards.tools != nil && !b.cards.editable(call.ToolName) {
+		// Only calls whose schema slackbot knows can be edited (the card
+		// shows Edit for them only): an approver must see the schema's
+		// problems first.
+		if b.cards.tools != nil && !b.cards.editable(t.approval, t.call.ID) {
 			return d, "slackbot does not know this tool's arguments, so they cannot be edited here."
 		}
 		d.Action = approval.ActionApprove
