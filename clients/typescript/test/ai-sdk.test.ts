@@ -4,12 +4,12 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { generateText, tool, type ModelMessage } from "ai";
+import { asSchema, generateText, tool, type ModelMessage } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import type { Approval } from "../src/index.js";
-import { generateWithApprovals, resume, suspend, type Message } from "../src/ai-sdk.js";
-import { assertNoReceipt, assertReceipt, click, client, uniqueId } from "./support/live.js";
+import { argsSchemasOf, generateWithApprovals, resume, suspend, type Message } from "../src/ai-sdk.js";
+import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, uniqueId } from "./support/live.js";
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
@@ -58,7 +58,7 @@ function fixture(path = "/srv/data") {
   };
   const generate = (messages: Message[]) => generateText({ model, tools, messages: messages as ModelMessage[] });
   const start: Message[] = [{ role: "user", content: "clean up" }];
-  return { callId, ran, model, generate, start };
+  return { callId, ran, model, tools, generate, start };
 }
 
 describe("Vercel AI SDK", () => {
@@ -104,6 +104,38 @@ describe("Vercel AI SDK", () => {
     assert.match(JSON.stringify(messages), /"input":\{"path":"\/srv\/all\/tmp"\}/);
     // The receipt is for the edited arguments, the ones that ran.
     await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
+  });
+
+  test("an approver's edit in Slack reaches the tool, checked against the tool's input schema", async () => {
+    const f = fixture("/srv/all");
+    let token = "";
+    const { result, messages } = await generateWithApprovals(f.generate, f.start, client, {
+      argsSchemas: await argsSchemasOf(f.tools, asSchema),
+      onPending: async (a) => {
+        token = a.token;
+        await assert.rejects(editInSlack(a.token, f.callId, { path: ["/srv"] }), (err: Error) => err instanceof FormRefused && /path/.test(err.message));
+        await editInSlack(a.token, f.callId, { path: "/srv/all/tmp" });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/all/tmp`);
+    assert.match(JSON.stringify(messages), /"input":\{"path":"\/srv\/all\/tmp"\}/);
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "U0ALICE");
+    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
+  });
+
+  test("without the tools' schemas, the card offers no Edit", async () => {
+    const f = fixture();
+    let token = "";
+    await generateWithApprovals(f.generate, f.start, client, {
+      onPending: async (a) => {
+        token = a.token;
+        await assert.rejects(editInSlack(a.token, f.callId, { path: "/x" }), /no "edit" button/);
+        await click(a.token, f.callId, "approve");
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/data"]);
+    await assertReceipt(token, f.callId, { path: "/srv/data" });
   });
 
   test("expiry: the tool never runs and the model is told no decision arrived", async () => {

@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import { Annotation, Command, END, MemorySaver, START, StateGraph, interrupt } from "@langchain/langgraph";
 import type { Approval } from "../src/index.js";
 import { type Decisions, type PendingToolCall, invokeWithApprovals, pendingToolCalls, resume, suspend } from "../src/langgraph.js";
-import { assertNoReceipt, assertReceipt, click, client, uniqueId } from "./support/live.js";
+import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, uniqueId } from "./support/live.js";
 
 const State = Annotation.Root({
   path: Annotation<string>(),
@@ -83,6 +83,26 @@ describe("LangGraph.js", () => {
     assert.deepEqual(f.ran, ["/srv/all/tmp"]);
     assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
     await assertReceipt(token, f.callId, { path: "/srv/all/tmp" }); // for the edited arguments, the ones that ran
+  });
+
+  test("an approver's edit in Slack reaches the tool, checked against the schema sent", async () => {
+    const f = fixture("/srv/all");
+    let token = "";
+    const argsSchemas = {
+      delete_file: { type: "object", properties: { path: { type: "string", pattern: "^/srv/" } }, required: ["path"], additionalProperties: false },
+    };
+    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
+      argsSchemas,
+      onPending: async (a) => {
+        token = a.token;
+        await assert.rejects(editInSlack(a.token, f.callId, { path: "/etc" }), (err: Error) => err instanceof FormRefused && /path/.test(err.message));
+        await editInSlack(a.token, f.callId, { path: "/srv/all/tmp" });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "U0ALICE");
+    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
   });
 
   test("expiry: the tool never runs and the node is told no decision arrived", async () => {

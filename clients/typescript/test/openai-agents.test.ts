@@ -8,7 +8,7 @@ import type { AgentInputItem, Model, ModelRequest, ModelResponse } from "@openai
 import { z } from "zod";
 import { type Approval, verifyReceipt } from "../src/index.js";
 import { runWithApprovals, resume, suspend } from "../src/openai-agents.js";
-import { assertNoReceipt, click, client, jwks, uniqueId } from "./support/live.js";
+import { FormRefused, assertNoReceipt, click, client, editInSlack, jwks, uniqueId } from "./support/live.js";
 
 function outputText(o: unknown): string {
   if (typeof o === "string") return o;
@@ -128,6 +128,23 @@ describe("OpenAI Agents SDK", () => {
     });
     assert.deepEqual(f.ran, ["/srv/all/tmp"]); // the receipt binds the edit: the tool verified it
     assert.equal(result.finalOutput, `${f.callId}: deleted /srv/all/tmp`);
+  });
+
+  test("an approver's edit in Slack reaches the tool, checked against the tool's parameters", async () => {
+    const f = fixture("/srv/all");
+    let token = "";
+    const result = await runWithApprovals(f.run, f.agent, "clean", client, {
+      onPending: async (a) => {
+        f.token = token = a.token;
+        // The adapter sent delete_file's parameters: the card offers Edit,
+        // and an edit that does not fit them is refused in the form.
+        await assert.rejects(editInSlack(a.token, f.callId, { path: 7 }), (err: Error) => err instanceof FormRefused && /path/.test(err.message));
+        await editInSlack(a.token, f.callId, { path: "/srv/all/tmp" });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]); // the receipt binds the edit: the tool verified it
+    assert.equal(result.finalOutput, `${f.callId}: deleted /srv/all/tmp`);
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "U0ALICE");
   });
 
   test("expiry: the tool never runs and the model is told no decision arrived", async () => {

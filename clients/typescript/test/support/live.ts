@@ -29,7 +29,21 @@ export function uniqueId(prefix: string): string {
 
 async function control(path: string, body: unknown): Promise<void> {
   const resp = await fetch(controlURL + path, { method: "POST", body: JSON.stringify(body) });
+  if (resp.status === 422) throw new FormRefused(await resp.text());
   if (!resp.ok) throw new Error(`control ${path}: ${resp.status} ${await resp.text()}`);
+}
+
+/** FormRefused is slackbot's refusal of a submitted form: its answer holds the problems under the inputs. */
+export class FormRefused extends Error {}
+
+/**
+ * editInSlack makes an approver (U0ALICE by default) click Edit on a call's
+ * card and submit the edit form with args (an object, or the form's raw
+ * text), signed as Slack signs; it throws FormRefused if slackbot refuses
+ * the edit. Approving with the edit is the form's submission.
+ */
+export function editInSlack(token: string, toolCallId: string, args: Record<string, unknown> | string, user?: string): Promise<void> {
+  return control("/decide", { token, tool_call_id: toolCallId, action: "edit", args: typeof args === "string" ? args : JSON.stringify(args, null, 2), user });
 }
 
 /** Action is a button on a card. */
