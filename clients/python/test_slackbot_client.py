@@ -77,9 +77,15 @@ def wire_problems(path: str, body) -> list[str]:
                     out.append(f"{key}: tool_call_id {part.get('tool_call_id')!r}")
                 if not isinstance(part.get("args"), (dict, str, type(None))):
                     out.append(f"{key}: args {part.get('args')!r} is not an object, a string or null")
+        ids = {p.get("tool_call_id") for key in ("calls", "approvals") for p in body.get(key) or [] if isinstance(p, dict)}
+        approvals = {p.get("tool_call_id") for p in body.get("approvals") or [] if isinstance(p, dict)}
         for k, v in (body.get("metadata") or {}).items():
             if not isinstance(v, dict):
                 out.append(f"metadata[{k}] is not an object")
+            elif k not in ids:
+                out.append(f"metadata[{k}] names no tool_call_id of the request")
+            elif sc.ARGS_SCHEMA_KEY in v and (k not in approvals or not isinstance(v[sc.ARGS_SCHEMA_KEY], dict)):
+                out.append(f"metadata[{k}].{sc.ARGS_SCHEMA_KEY} must be a JSON Schema object, on an approval")
         return out
     if path.endswith("/results"):
         out += [f"unknown results field {k!r}" for k in body if k not in {"calls", "approvals", "metadata", "answered_by"}]
@@ -114,6 +120,11 @@ class WireRulesTest(unittest.TestCase):
             ("/v1/approvals", {"approvals": [{"tool_name": "", "args": {}, "tool_call_id": "a"}]}),
             ("/v1/approvals", {"approvals": [{"tool_name": "x", "args": [1], "tool_call_id": "a"}]}),
             ("/v1/approvals", {"approvals": [], "extra": 1}),
+            ("/v1/approvals", {"approvals": [], "metadata": {"c9": {}}}),
+            ("/v1/approvals", {"calls": [{"tool_name": "x", "args": {}, "tool_call_id": "a"}],
+                               "metadata": {"a": {"slackbot_args_schema": {"type": "object"}}}}),
+            ("/v1/approvals", {"approvals": [{"tool_name": "x", "args": {}, "tool_call_id": "a"}],
+                               "metadata": {"a": {"slackbot_args_schema": "object"}}}),
             ("/v1/approvals/t/results", {"approvals": {"a": {"kind": "tool-denied", "message": 3}}}),
             ("/v1/approvals/t/results", {"approvals": {"a": {"return_value": 1, "kind": "tool-return"}}}),
             ("/v1/approvals/t/results", {"calls": {"c": {"kind": "model-retry"}}}),
@@ -323,6 +334,25 @@ class StubServerTest(unittest.TestCase):
         self.assertEqual(self.seen[2][4], {"calls": {}, "approvals": {"call_1": True}, "metadata": {}, "answered_by": {}})
         self.assertEqual(self.seen[3][:2], ("DELETE", "/v1/approvals/tok"))
         self.assertNotIn("good-key", repr(c))
+
+    def test_args_schemas(self):
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+        requests = json.loads(REQUESTS_LITERAL)
+        schema = {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}}
+        c.create(requests, args_schemas={"issue_refund": schema, "fetch_report": {"type": "object"}})
+        body = self.seen[0][4]
+        # Every approval of a tool with a schema carries it; a call (not an
+        # approval) does not, and its own metadata stays as it was.
+        self.assertEqual(body["metadata"], {
+            "call_1": {"slackbot_args_schema": schema},
+            "call_2": {"task_id": "task_0"},
+            "call_3": {"slackbot_args_schema": schema},
+        })
+        self.assertEqual(requests["metadata"], {"call_2": {"task_id": "task_0"}})  # the caller's dicts are not changed
+        # The handler passes them on.
+        handler = sc.make_handler(c, args_schemas={"issue_refund": schema})
+        asyncio.run(handler(types.SimpleNamespace(run_id="r1"), requests))
+        self.assertEqual(self.seen[1][4]["metadata"]["call_1"], {"slackbot_args_schema": schema})
 
     def test_errors(self):
         with self.assertRaises(sc.SlackbotError) as cm:
@@ -560,6 +590,20 @@ class LiveTest(unittest.TestCase):
         with self.assertRaises(sc.SlackbotError) as cm:
             self.client.cancel(approval["token"])
         self.assertEqual(cm.exception.code, "conflict")
+
+    def test_args_schemas(self):
+        # slackbot takes a tool's schema with its calls (its cards then offer
+        # Edit, checked against it: the TypeScript tests submit such edits),
+        # and refuses one that is no schema, saying so.
+        schema = {"type": "object", "properties": {"version": {"type": "string"}}, "required": ["version"]}
+        call = {"tool_name": "deploy_web", "args": {"version": "9.9"}, "tool_call_id": "c1"}
+        approval = self.client.create({"approvals": [call]}, args_schemas={"deploy_web": schema}, context="Live test: a schema.")
+        self.assertEqual(approval["status"], "pending")
+        self.assertEqual(self.client.cancel(approval["token"])["status"], "cancelled")
+        with self.assertRaises(sc.SlackbotError) as cm:
+            self.client.create({"approvals": [call]}, args_schemas={"deploy_web": {"type": 7}})
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_request"))
+        self.assertIn("slackbot_args_schema", cm.exception.message)
 
     def test_errors(self):
         with self.assertRaises(sc.SlackbotError) as cm:
