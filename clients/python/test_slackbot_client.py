@@ -335,6 +335,63 @@ class StubServerTest(unittest.TestCase):
         self.assertEqual(self.seen[3][:2], ("DELETE", "/v1/approvals/tok"))
         self.assertNotIn("good-key", repr(c))
 
+    def test_every_body_on_the_wire(self):
+        # Every kind of body the client sends goes through the stub, whose
+        # wire check (tearDown) holds each to DESIGN.md's rules.
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+
+        @dataclasses.dataclass
+        class ToolCallPart:  # Pydantic AI's fields, as objects
+            tool_name: str
+            args: object
+            tool_call_id: str
+            part_kind: str = "tool-call"
+
+        @dataclasses.dataclass
+        class ToolApproved:
+            override_args: dict | None = None
+            kind: str = "tool-approved"
+
+        @dataclasses.dataclass
+        class ToolDenied:
+            message: str = "The tool call was denied."
+            kind: str = "tool-denied"
+
+        class ModelRetry(Exception):
+            def __init__(self, message):
+                super().__init__(message)
+                self.message = message
+
+        class ToolFailed(ModelRetry):
+            pass
+
+        reqs = types.SimpleNamespace(
+            calls=[ToolCallPart("fetch_report", '{"id": 7}', "c1")],
+            approvals=[ToolCallPart("delete_file", {"path": "/tmp/a"}, "a1"), ToolCallPart("delete_file", None, "a2")],
+            metadata={"c1": {"task_id": "t0"}},
+        )
+        c.create(reqs, route="files", requester="r", context="why", timeout=90, callback_url="https://example.com/cb",
+                 idempotency_key="k", args_schemas={"delete_file": {"type": "object"}})
+        c.create(json.loads(REQUESTS_LITERAL))
+        objects = types.SimpleNamespace(
+            calls={"c1": {"rows": 3}, "c2": ModelRetry("ask again"), "c3": ToolFailed("timeout"), "c4": None, "c5": "text"},
+            approvals={"a1": True, "a2": False, "a3": ToolApproved({"path": "/tmp/b"}), "a4": ToolApproved(), "a5": ToolDenied("No.")},
+            metadata={"a1": {"ticket": 42}},
+        )
+        c.results("tok", objects)
+        c.results("tok", json.loads(RESULTS_LITERAL))
+        c.results("tok", {})
+        sent = [s[4] for s in self.seen]
+        self.assertEqual(sent[2], {
+            "calls": {"c1": {"rows": 3}, "c2": {"message": "ask again", "kind": "model-retry"},
+                      "c3": {"message": "timeout", "kind": "tool-failed"}, "c4": None, "c5": "text"},
+            "approvals": {"a1": True, "a2": False, "a3": {"override_args": {"path": "/tmp/b"}, "kind": "tool-approved"},
+                          "a4": True, "a5": {"message": "No.", "kind": "tool-denied"}},
+            "metadata": {"a1": {"ticket": 42}}, "answered_by": {},
+        })
+        self.assertEqual(sent[4], {"calls": {}, "approvals": {}, "metadata": {}, "answered_by": {}})
+        self.assertEqual(len(sent), 5)
+
     def test_args_schemas(self):
         c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
         requests = json.loads(REQUESTS_LITERAL)
