@@ -89,24 +89,10 @@ describe("Vercel AI SDK", () => {
     await assertNoReceipt(token, f.callId);
   });
 
-  test("edited arguments reach the tool", async () => {
-    const f = fixture("/srv/all");
-    let token = "";
-    const { result, messages } = await generateWithApprovals(f.generate, f.start, client, {
-      onPending: async (a) => {
-        token = a.token;
-        await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
-      },
-    });
-    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
-    assert.equal(result.text, `${f.callId}: deleted /srv/all/tmp`);
-    // The conversation shows the call as it ran.
-    assert.match(JSON.stringify(messages), /"input":\{"path":"\/srv\/all\/tmp"\}/);
-    // The receipt is for the edited arguments, the ones that ran.
-    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
-  });
-
-  test("an approver's edit in Slack reaches the tool, checked against the tool's input schema", async () => {
+  // An approver's edit (a program's override_args arrives the same way):
+  // the answer carries it, and an approver's edit has a receipt, a request's
+  // own API client's approval none.
+  test("edited arguments reach the tool: an approver's edit in Slack, checked against the tool's input schema", async () => {
     const f = fixture("/srv/all");
     let token = "";
     const { result, messages } = await generateWithApprovals(f.generate, f.start, client, {
@@ -122,6 +108,20 @@ describe("Vercel AI SDK", () => {
     assert.match(JSON.stringify(messages), /"input":\{"path":"\/srv\/all\/tmp"\}/);
     assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "U0ALICE");
     await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
+  });
+
+  test("a program's override_args reach the tool too, answered by the API client", async () => {
+    const f = fixture("/srv/all");
+    let token = "";
+    const { result } = await generateWithApprovals(f.generate, f.start, client, {
+      onPending: async (a) => {
+        token = a.token;
+        await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/all/tmp`);
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "billing");
   });
 
   test("without the tools' schemas, the card offers no Edit", async () => {
@@ -167,9 +167,9 @@ describe("Vercel AI SDK", () => {
 
   test("stop the world with edited arguments and with a denial", async () => {
     const f = fixture("/srv/all");
-    const saved = await suspend(client, await f.generate(f.start), f.start);
-    await client.results(saved.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/old" } } } });
-    const result = await f.generate((await resume(client, saved))!);
+    const saved = await suspend(client, await f.generate(f.start), f.start, { argsSchemas: await argsSchemasOf(f.tools, asSchema) });
+    await editInSlack(saved.token, f.callId, { path: "/srv/all/old" });
+    const result = await f.generate((await resume(client, saved, { wait: true }))!);
     assert.deepEqual(f.ran, ["/srv/all/old"]);
     assert.equal(result.text, `${f.callId}: deleted /srv/all/old`);
     await assertReceipt(saved.token, f.callId, { path: "/srv/all/old" });

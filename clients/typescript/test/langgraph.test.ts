@@ -71,21 +71,8 @@ describe("LangGraph.js", () => {
     await assertNoReceipt(token, f.callId);
   });
 
-  test("edited arguments reach the tool", async () => {
-    const f = fixture("/srv/all");
-    let token = "";
-    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
-      onPending: async (a) => {
-        token = a.token;
-        await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
-      },
-    });
-    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
-    assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
-    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" }); // for the edited arguments, the ones that ran
-  });
-
-  test("an approver's edit in Slack reaches the tool, checked against the schema sent", async () => {
+  // An approver's edit (a program's override_args arrives the same way).
+  test("edited arguments reach the tool: an approver's edit in Slack, checked against the schema sent", async () => {
     const f = fixture("/srv/all");
     let token = "";
     const argsSchemas = {
@@ -103,6 +90,20 @@ describe("LangGraph.js", () => {
     assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
     assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "U0ALICE");
     await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
+  });
+
+  test("a program's override_args reach the tool too, answered by the API client", async () => {
+    const f = fixture("/srv/all");
+    let token = "";
+    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
+      onPending: async (a) => {
+        token = a.token;
+        await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "billing");
   });
 
   test("expiry: the tool never runs and the node is told no decision arrived", async () => {
@@ -161,13 +162,14 @@ describe("LangGraph.js", () => {
     const config = { configurable: { thread_id: randomUUID() } };
     let pending: Approval | undefined;
     const out = await invokeWithApprovals(graph, {}, config, client, Command, {
+      argsSchemas: { delete_file: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
       onPending: async (a) => {
         pending = a;
         // One request for all three calls of both interrupts.
         assert.deepEqual(a.calls.map((c) => c.tool_call_id).sort(), [ids.a, ids.b, ids.c].sort());
         await click(a.token, ids.a, "approve");
         await click(a.token, ids.b, "deny_reason", "Keep b.");
-        await client.results(a.token, { approvals: { [ids.c]: { kind: "tool-approved", override_args: { path: "/var/log/old" } } } });
+        await editInSlack(a.token, ids.c, { path: "/var/log/old" });
       },
     });
     assert.deepEqual(ran.sort(), [`${ids.a} /tmp/a`, `${ids.c} /var/log/old`].sort());
