@@ -448,6 +448,20 @@ class LiveTest(unittest.TestCase):
         again = asyncio.run(asyncio.wait_for(handler(ctx, requests), 10))
         self.assertEqual(again, results)
 
+    def test_an_approvers_edit_in_slack(self):
+        # With the tool's schema sent, the card offers Edit; the Go test's
+        # approver edits the path shown (/tmp/edit-me.txt) in Slack's form,
+        # and the run gets the edit as the approval's override_args, with a
+        # receipt for the edited arguments.
+        schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+        handler = sc.make_handler(self.client, args_schemas={"delete_file": schema}, context="Live test: an edit in Slack.")
+        requests = {"approvals": [{"tool_name": "delete_file", "args": {"path": "/tmp/edit-me.txt"}, "tool_call_id": "call_edit_1"}]}
+        results = asyncio.run(asyncio.wait_for(handler(types.SimpleNamespace(run_id=self.run_id), requests), LIVE_TIMEOUT))
+        print("LIVE slack edit results:", compact(results), flush=True)
+        self.assertEqual(results["approvals"], {"call_edit_1": {"override_args": {"path": "/tmp/edited.txt"}, "kind": "tool-approved"}})
+        self.assertEqual(results["answered_by"], {"call_edit_1": "U0ALICE"})
+        self.assertReceipt(results, "call_edit_1", "delete_file", {"path": "/tmp/edited.txt"})
+
     def test_stop_the_world(self):
         # The run ended with DeferredToolRequests: hand them over.
         approval = sc.submit(self.client, json.loads(REQUESTS_LITERAL.replace("issue_refund", "delete_file")),

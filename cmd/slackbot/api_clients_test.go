@@ -37,7 +37,8 @@ func newAPIEnv(t *testing.T) *env {
 
 // TestPythonExample runs clients/python's tests against this
 // slackbot (fake Slack, real Redis), with an approver who clicks Approve
-// on every card as it appears. Python is needed ($PYTHON3 or python3 on
+// on every card as it appears (and edits in Slack's form the one card
+// showing pythonEditMe). Python is needed ($PYTHON3 or python3 on
 // PATH): without it the test fails when python3 is required (scripts/test
 // and CI=true require it, see internal/testbin) and is skipped otherwise.
 func TestPythonExample(t *testing.T) {
@@ -74,6 +75,7 @@ func TestPythonExample(t *testing.T) {
 	got := normalizeReceipts(string(out))
 	for _, want := range []string{
 		`LIVE handler results: {"calls":{},"approvals":{"call_live_1":true},"metadata":{"call_live_1":{"slackbot_receipt":"…"}},"answered_by":{"call_live_1":"U0ALICE"}}`,
+		`LIVE slack edit results: {"calls":{},"approvals":{"call_edit_1":{"override_args":{"path":"/tmp/edited.txt"},"kind":"tool-approved"}},"metadata":{"call_edit_1":{"slackbot_receipt":"…"}},"answered_by":{"call_edit_1":"U0ALICE"}}`,
 		`LIVE stop-the-world results: {"calls":{"call_2":{"rows":3}},"approvals":{"call_1":true,"call_3":true},"metadata":{"call_1":{"slackbot_receipt":"…"},"call_3":{"slackbot_receipt":"…"}},"answered_by":{"call_1":"U0ALICE","call_2":"billing","call_3":"U0ALICE"}}`,
 	} {
 		if !strings.Contains(got, want) {
@@ -97,8 +99,17 @@ func (e *env) slackPost(ctx context.Context, payload []byte) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// pythonEditMe and pythonEdited are the Python tests' Slack edit: a card
+// whose arguments show pythonEditMe, and that offers Edit, is edited to
+// pythonEdited instead of approved as it is.
+const (
+	pythonEditMe = "/tmp/edit-me.txt"
+	pythonEdited = `{"path": "/tmp/edited.txt"}`
+)
+
 // approveEverything clicks Approve, as user, on every card that offers it
-// until ctx ends, and returns how many it clicked.
+// until ctx ends (or Edit, on a card showing pythonEditMe), and returns
+// how many it clicked.
 func (e *env) approveEverything(ctx context.Context, user string) int {
 	clicked := map[string]bool{}
 	for ctx.Err() == nil {
@@ -109,6 +120,12 @@ func (e *env) approveEverything(ctx context.Context, user string) int {
 					continue
 				}
 				clicked[m.TS] = true
+				if _, edit := slacktest.Button(m, bot.ActionIDEdit); edit && strings.Contains(string(m.BlocksJSON), pythonEditMe) {
+					if err := e.press(ctx, m, decision{Action: bot.ActionIDEdit, User: user, Args: pythonEdited}); err != nil && ctx.Err() == nil {
+						e.t.Errorf("edit %s: %v", m.TS, err)
+					}
+					continue
+				}
 				click := slacktest.Click{Team: testTeam, User: user, Message: m, Button: btn, TriggerID: e.slack.IssueTrigger(user, "")}.Payload()
 				if status, err := e.slackPost(ctx, click); err != nil || status != http.StatusOK {
 					if ctx.Err() == nil {
@@ -234,6 +251,12 @@ func (e *env) decide(ctx context.Context, d decision) error {
 	if err != nil {
 		return err
 	}
+	return e.press(ctx, m, d)
+}
+
+// press clicks d's button on card m as d.User and submits the form it
+// opens, if any, with d's reason or arguments.
+func (e *env) press(ctx context.Context, m slackfake.Message, d decision) error {
 	btn, ok := slacktest.Button(m, d.Action)
 	if !ok {
 		return noButton(fmt.Sprintf("card %s has no %q button", m.TS, d.Action))
