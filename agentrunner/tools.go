@@ -103,6 +103,7 @@ func NewRawTool(name, description string, schema json.RawMessage, fn RawToolFunc
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
 	}
 	c := validator.NewCompiler()
+	c.UseLoader(noLoader{})
 	url := "mem://tools/" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("tool %s: schema: %w", name, err)
@@ -116,6 +117,17 @@ func NewRawTool(name, description string, schema json.RawMessage, fn RawToolFunc
 		o(t)
 	}
 	return t, nil
+}
+
+// noLoader refuses every $ref outside the schema itself (the JSON Schema
+// metaschemas are built in): a schema comes from an MCP server or an API
+// client, and the validator's default loader would read any local file it
+// names (file:///dev/zero never ends).
+type noLoader struct{}
+
+// Load refuses url.
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%s: a tool's schema may refer only to itself", url)
 }
 
 // Name returns the tool's name.

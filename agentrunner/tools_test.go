@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,6 +96,24 @@ func TestNewRawTool(t *testing.T) {
 	}
 	if _, err := agentrunner.NewRawTool("t", "", json.RawMessage(`{"type":7}`), noop); err == nil {
 		t.Error("bad schema: got no error, want one")
+	}
+	// A schema comes from an MCP server or an API client: it may not make
+	// slackbot read a file (or a device that never ends).
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"type":"object"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"file://" + secret, secret, "file:///dev/zero", "https://example.com/s.json"} {
+		schema, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{"p": map[string]any{"$ref": ref}}})
+		if _, err := agentrunner.NewRawTool("t", "", schema, noop); err == nil || !strings.Contains(err.Error(), "may refer only to itself") {
+			t.Errorf("$ref %s: got %v, want the refusal", ref, err)
+		}
+	}
+	local := json.RawMessage(`{"type":"object","$defs":{"p":{"type":"string"}},"properties":{"p":{"$ref":"#/$defs/p"}}}`)
+	if tool, err := agentrunner.NewRawTool("t", "", local, noop); err != nil {
+		t.Errorf("a $ref inside the schema: %v", err)
+	} else if _, err := tool.ValidateArgs(json.RawMessage(`{"p":1}`)); err == nil {
+		t.Error(`a $ref inside the schema: {"p":1} passed, want refused`)
 	}
 	tool, err := agentrunner.NewRawTool("t", "", json.RawMessage(`{"type":"object"}`), noop, agentrunner.ReadOnly())
 	if err != nil {

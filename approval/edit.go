@@ -14,8 +14,8 @@ import (
 // CheckEdit checks edited arguments before call c of r may run with them,
 // for every door an edit comes through (the Slack edit form, override_args
 // of the HTTP API): they must be a JSON object nested no deeper than
-// agentrunner.MaxArgsDepth, fit the tool's schema when the tool is known,
-// and pass the route's auto_deny exactly as the original arguments had to.
+// agentrunner.MaxArgsDepth, fit the tool's schema when the tool is known
+// (or the schema the API client sent for the call, ArgsSchemaKey), and pass the route's auto_deny exactly as the original arguments had to.
 // It returns the arguments to record (as the schema normalized them), or
 // an *Error: EINVALID for arguments that are not an object or not the
 // schema's, EPOLICY when the route's policy denies them or cannot check
@@ -36,18 +36,20 @@ func (s *Service) CheckEdit(ctx context.Context, r *Request, c *Call, edited jso
 		return nil, Errorf(EINVALID, "The arguments are nested deeper than %d levels of objects and arrays.", agentrunner.MaxArgsDepth)
 	}
 	call, _ := r.Requests.Call(c.ID)
-	if s.tools != nil {
-		if tool, ok := s.tools.Tool(call.ToolName); ok {
-			valid, err := tool.ValidateArgs(args)
-			if err != nil {
-				var ae *agentrunner.ArgsError
-				if errors.As(err, &ae) {
-					return nil, Errorf(EINVALID, "%s", truncate(strings.Join(ae.Problems, "; "), 1900))
-				}
-				return nil, Errorf(EINVALID, "%s", truncate(err.Error(), 1900))
+	tool, err := s.argsTool(r, c.ID, call.ToolName)
+	if err != nil {
+		return nil, err
+	}
+	if tool != nil {
+		valid, err := tool.ValidateArgs(args)
+		if err != nil {
+			var ae *agentrunner.ArgsError
+			if errors.As(err, &ae) {
+				return nil, Errorf(EINVALID, "%s", truncate(strings.Join(ae.Problems, "; "), 1900))
 			}
-			args = valid
+			return nil, Errorf(EINVALID, "%s", truncate(err.Error(), 1900))
 		}
+		args = valid
 	}
 	route := s.Route(c.Route)
 	if route == nil {
@@ -69,6 +71,19 @@ func (s *Service) CheckEdit(ctx context.Context, r *Request, c *Call, edited jso
 		return nil, Errorf(EPOLICY, "The %q route's policy denies these arguments (auto_deny: %s).", route.Name, truncate(routing.OneLine(route.AutoDeny), 1500))
 	}
 	return args, nil
+}
+
+// argsTool returns what checks the arguments of call id of r: the tool
+// if slackbot knows it, else the schema the request carries for the call
+// (ArgsSchemaKey), else nil.
+func (s *Service) argsTool(r *Request, id, name string) (*agentrunner.Tool, error) {
+	if s.tools != nil {
+		if tool, ok := s.tools.Tool(name); ok {
+			return tool, nil
+		}
+	}
+	tool, _, err := argsSchemaTool(name, r.Requests.Metadata[id])
+	return tool, err
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.

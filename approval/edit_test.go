@@ -35,6 +35,12 @@ func newEditService(t *testing.T) *approval.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return approval.New(approval.Config{Routes: routes, Tools: newEditTools(t)})
+}
+
+// newEditTools is a toolbox with issue_refund (editRefundArgs).
+func newEditTools(t *testing.T) *agentrunner.Toolbox {
+	t.Helper()
 	noop := func(context.Context, *agentrunner.ToolContext, editRefundArgs) (any, error) { return "ok", nil }
 	box, err := agentrunner.NewToolbox([]*agentrunner.Tool{
 		agentrunner.NewTool("issue_refund", "Refunds an order.", noop, agentrunner.RequiresApproval()),
@@ -42,7 +48,7 @@ func newEditService(t *testing.T) *approval.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return approval.New(approval.Config{Routes: routes, Tools: box})
+	return box
 }
 
 // editRequest is a request of U9's for call.

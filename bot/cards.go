@@ -101,24 +101,14 @@ func (cs *Cards) toolLabel(name string) string {
 	return name
 }
 
-// editable reports whether the arguments of tool can be edited on a card:
-// slackbot knows its schema, so an approver sees its problems before the
-// call runs.
-func (cs *Cards) editable(tool string) bool {
-	if cs.tools == nil {
-		return false
-	}
-	_, ok := cs.tools.Tool(tool)
-	return ok
-}
-
-// editableCall reports whether call id of a can be edited on its card: its
-// tool is one slackbot knows, or it is a coding agent's permission prompt,
-// whose input (Bash's command) is the agent's to check, as when a person
-// edits it in the agent's own prompt.
+// editableCall reports whether call id of a can be edited on its card:
+// slackbot knows the tool's schema, or the API client sent it
+// (approval.ArgsSchemaKey), so an approver sees its problems before the
+// call runs; or it is a coding agent's permission prompt, whose input
+// (Bash's command) is the agent's to check, as when a person edits it in
+// the agent's own prompt.
 func (cs *Cards) editableCall(a *approval.Request, id string) bool {
-	call, _ := a.Requests.Call(id)
-	return cs.editable(call.ToolName) || promptAgent(a, id) != ""
+	return approval.Editable(cs.tools, a, id) || promptAgent(a, id) != ""
 }
 
 // promptAgent names the coding agent of a permission prompt, or "".

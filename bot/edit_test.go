@@ -90,21 +90,30 @@ func (d *decideLog) Decide(_ context.Context, _ string, dec approval.Decision) (
 // what it accepts is recorded as the approver's own approval.
 func TestEditModalAppliesAutoDeny(t *testing.T) {
 	tok := "tok_0123456789abcdefghijklmnopqrstuvwxyzABCD"
+	// An API client's tool slackbot does not know, with the schema the
+	// client sent for the call.
+	clientSchema := map[string]map[string]any{"c1": {approval.ArgsSchemaKey: map[string]any{
+		"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "integer"}}, "required": []any{"amount"}}}}
 	for _, tt := range []struct {
 		name, tool, route, args string
+		metadata                map[string]map[string]any
 		wantError               string // in the modal; "" means decided
 	}{
-		{"auto_deny", "issue_refund", "refunds", `{"amount": 50000}`, "auto_deny: args.amount > 10000"},
-		{"schema", "issue_refund", "refunds", `{"amount": "x"}`, "amount"},
-		{"accepted", "issue_refund", "refunds", `{"amount": 600}`, ""},
+		{"auto_deny", "issue_refund", "refunds", `{"amount": 50000}`, nil, "auto_deny: args.amount > 10000"},
+		{"schema", "issue_refund", "refunds", `{"amount": "x"}`, nil, "amount"},
+		{"accepted", "issue_refund", "refunds", `{"amount": 600}`, nil, ""},
 		// auto_approve would approve 50; the edit is still one approver's
 		// vote of the two the route needs, never a policy's approval.
-		{"auto_approve does not approve an edit", "pay_vendor", "pairs", `{"amount": 50}`, ""},
+		{"auto_approve does not approve an edit", "pay_vendor", "pairs", `{"amount": 50}`, nil, ""},
+		{"an API client's schema", "refund_api", "refunds", `{"amount": "x"}`, clientSchema, "/amount"},
+		{"an API client's schema, and auto_deny", "refund_api", "refunds", `{"amount": 50000}`, clientSchema, "auto_deny"},
+		{"an API client's schema, accepted", "refund_api", "refunds", `{"amount": 600}`, clientSchema, ""},
+		{"an API client's tool without a schema", "refund_api", "refunds", `{"amount": 600}`, nil, "cannot be edited here"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &decideLog{a: &approval.Request{
 				Token: tok, State: approval.StatePending, Origin: approval.Origin{User: "U0REQ", Channel: "C0SUPPORT"},
-				Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+				Requests: agentrunner.DeferredToolRequests{Metadata: tt.metadata, Approvals: []agentrunner.ToolCallPart{
 					{ToolName: tt.tool, Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c1"}}},
 				Calls: []approval.Call{{ID: "c1", Kind: agentrunner.KindApproval, Status: approval.CallPending, Route: tt.route, Required: 1,
 					Message: approval.MessageRef{Channel: "C1", TS: "1.1"}}},
@@ -143,6 +152,36 @@ func TestEditModalAppliesAutoDeny(t *testing.T) {
 			d := store.decisions[0]
 			if d.By != "U0ALICE" || d.Action != approval.ActionApprove || !strings.Contains(string(d.OverrideArgs), `"amount"`) {
 				t.Errorf("decision %+v; want U0ALICE's approval with the edited arguments", d)
+			}
+		})
+	}
+}
+
+// A card offers Edit for a call whose schema slackbot knows: a tool of its
+// own, or an API client's tool whose request carries the schema; never
+// for a question or an external call.
+func TestCardOffersEdit(t *testing.T) {
+	b := newEditBot(t, &stubStore{})
+	schema := map[string]any{approval.ArgsSchemaKey: map[string]any{"type": "object"}}
+	for _, tt := range []struct {
+		name, tool string
+		kind       agentrunner.CallKind
+		metadata   map[string]any
+		want       bool
+	}{
+		{"a known tool", "issue_refund", agentrunner.KindApproval, nil, true},
+		{"an API client's tool with its schema", "refund_api", agentrunner.KindApproval, schema, true},
+		{"an API client's tool without one", "refund_api", agentrunner.KindApproval, map[string]any{"ticket": "T-1"}, false},
+		{"an external call with a schema", "refund_api", agentrunner.KindExternal, schema, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			call := agentrunner.ToolCallPart{ToolName: tt.tool, Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c1"}
+			a := &approval.Request{Token: "tok", Requests: agentrunner.DeferredToolRequests{
+				Approvals: []agentrunner.ToolCallPart{call}, Metadata: map[string]map[string]any{"c1": tt.metadata}}}
+			card := b.cards.card(a, &approval.Call{ID: "c1", Kind: tt.kind, Status: approval.CallPending, Route: "refunds"})
+			blocks, _ := json.Marshal(ApprovalBlocks(card))
+			if got := strings.Contains(string(blocks), `"action_id":"`+ActionIDEdit+`"`); got != tt.want {
+				t.Errorf("the card offers Edit: got %v, want %v", got, tt.want)
 			}
 		})
 	}

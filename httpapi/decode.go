@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // This file reads what clients send: bodies, parameters, and the wire
@@ -134,9 +135,12 @@ func decodeCreate(body []byte, allowPrivate bool) (*createRequest, error) {
 			return nil, invalid("%s: args must be a JSON object, a string holding one, or null", where)
 		}
 	}
-	for id := range req.Metadata {
+	for id, md := range req.Metadata {
 		if !seen[id] {
 			return nil, invalid("metadata names %q, which is not a tool_call_id of the request", id)
+		}
+		if err := checkArgsSchema(reqs, id, md); err != nil {
+			return nil, err
 		}
 	}
 	switch {
@@ -153,6 +157,23 @@ func decodeCreate(body []byte, allowPrivate bool) (*createRequest, error) {
 		return nil, err
 	}
 	return &req, nil
+}
+
+// checkArgsSchema checks the JSON Schema a client may send in a call's
+// metadata (approval.ArgsSchemaKey), with which an approver can edit the
+// call's arguments on its card: only an approval's, and one that compiles.
+func checkArgsSchema(reqs agentrunner.DeferredToolRequests, id string, md map[string]any) error {
+	if _, ok := md[approval.ArgsSchemaKey]; !ok {
+		return nil
+	}
+	call, _ := reqs.Call(id)
+	if reqs.Kind(id) != agentrunner.KindApproval {
+		return invalid("metadata[%q].%s: only an approval's arguments can be edited, and %q is in calls", id, approval.ArgsSchemaKey, id)
+	}
+	if err := approval.CheckArgsSchema(call.ToolName, md); err != nil {
+		return invalid("metadata[%q].%s%s", id, approval.ArgsSchemaKey, strings.TrimPrefix(approval.ErrorMessage(err), approval.ArgsSchemaKey))
+	}
+	return nil
 }
 
 // parseTimeout reads timeout: a Go duration string ("90s", "30m", "2h")

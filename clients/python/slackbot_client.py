@@ -110,14 +110,20 @@ class SlackbotClient:
         timeout: str | float | None = None,
         callback_url: str | None = None,
         idempotency_key: str | None = None,
+        args_schemas: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> dict:
         """Hands deferred tool calls to slackbot, which posts their cards.
 
         requests is a DeferredToolRequests (Pydantic AI's, or its JSON as a
         dict). Returns the approval: token, status ("pending", or
         "resolved" when policies decided every call), expires_at, calls.
+        args_schemas maps tool names to the JSON Schema of their arguments
+        (in Pydantic AI, a ToolDefinition's parameters_json_schema): each
+        approval of such a tool carries it in its metadata
+        (ARGS_SCHEMA_KEY), so approvers can edit its arguments on the card,
+        checked against the schema before the tool runs with them.
         """
-        body = requests_to_json(requests)
+        body = with_args_schemas(requests_to_json(requests), args_schemas)
         for name, value in (
             ("route", route),
             ("requester", requester),
@@ -380,6 +386,23 @@ def results_from_json(data: Mapping, *, pydantic: bool | None = None) -> Any:
         approvals={k: approval(v) for k, v in wire["approvals"].items()},
         metadata=wire["metadata"],
     )
+
+
+#: The member of a call's metadata carrying its tool's JSON Schema.
+ARGS_SCHEMA_KEY = "slackbot_args_schema"
+
+
+def with_args_schemas(wire: dict, schemas: Mapping[str, Mapping[str, Any]] | None) -> dict:
+    """wire (requests as JSON) with the schema of every approval's tool that
+    schemas has in the call's metadata; wire's own dicts are not changed."""
+    if not schemas:
+        return wire
+    metadata = dict(wire["metadata"])
+    for part in wire["approvals"]:
+        schema = schemas.get(part["tool_name"])
+        if schema is not None:
+            metadata[part["tool_call_id"]] = {**metadata.get(part["tool_call_id"], {}), ARGS_SCHEMA_KEY: dict(schema)}
+    return {**wire, "metadata": metadata}
 
 
 # --- asking from a run ------------------------------------------------------

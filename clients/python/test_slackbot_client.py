@@ -25,158 +25,8 @@ import uuid
 import slackbot_client as sc
 import slackbot_receipt as sr
 from test_receipt import *  # noqa: F401,F403 -- the receipt verifier's tests run with these (TestPythonExample)
-
-# Pydantic AI's DeferredToolResults as JSON, in the key order Pydantic AI
-# and slackbot write it.
-RESULTS_LITERAL = (
-    '{"calls":{},"approvals":{"call_1":true,"call_3":{"message":"Refunds over $100 need a manager.",'
-    '"kind":"tool-denied"}},"metadata":{},"answered_by":{}}'
-)
-
-# A DeferredToolRequests as a Pydantic AI run ends with it, its tool calls
-# serialized with every field Pydantic AI writes.
-REQUESTS_LITERAL = """{
-  "calls": [
-    {"tool_name": "fetch_report", "args": "{\\"id\\": 7}", "tool_call_id": "call_2",
-     "id": null, "provider_name": null, "provider_details": null, "part_kind": "tool-call"}
-  ],
-  "approvals": [
-    {"tool_name": "issue_refund", "args": {"order_id": "A-1002", "amount": 250}, "tool_call_id": "call_1",
-     "id": null, "provider_name": null, "provider_details": null, "part_kind": "tool-call"},
-    {"tool_name": "issue_refund", "args": {"order_id": "A-1003", "amount": 900}, "tool_call_id": "call_3",
-     "id": null, "provider_name": null, "provider_details": null, "part_kind": "tool-call"}
-  ],
-  "metadata": {"call_2": {"task_id": "task_0"}}
-}"""
-
-
-def compact(v) -> str:
-    return json.dumps(v, separators=(",", ":"))
-
-
-CREATE_FIELDS = {"calls", "approvals", "metadata", "route", "requester", "context", "timeout", "callback_url", "idempotency_key"}
-
-
-def wire_problems(path: str, body) -> list[str]:
-    """What breaks Pydantic AI's wire rules as DESIGN.md writes them ("Data
-    model"), in a body the client sent to path: ToolCallPart,
-    DeferredToolRequests (plus slackbot's create fields), DeferredToolResults."""
-    out = []
-    if not isinstance(body, dict):
-        return [f"{path}: the body is not a JSON object"]
-    if path == "/v1/approvals":
-        out += [f"unknown create field {k!r}" for k in body if k not in CREATE_FIELDS]
-        for key in ("calls", "approvals"):
-            for part in body.get(key) or []:
-                if not isinstance(part, dict):
-                    out.append(f"{key}: {part!r} is not a ToolCallPart")
-                    continue
-                if not isinstance(part.get("tool_name"), str) or not part["tool_name"]:
-                    out.append(f"{key}: tool_name {part.get('tool_name')!r}")
-                if not isinstance(part.get("tool_call_id"), str) or not part["tool_call_id"]:
-                    out.append(f"{key}: tool_call_id {part.get('tool_call_id')!r}")
-                if not isinstance(part.get("args"), (dict, str, type(None))):
-                    out.append(f"{key}: args {part.get('args')!r} is not an object, a string or null")
-        for k, v in (body.get("metadata") or {}).items():
-            if not isinstance(v, dict):
-                out.append(f"metadata[{k}] is not an object")
-        return out
-    if path.endswith("/results"):
-        out += [f"unknown results field {k!r}" for k in body if k not in {"calls", "approvals", "metadata", "answered_by"}]
-        for k, v in (body.get("approvals") or {}).items():
-            ok = isinstance(v, bool) or (
-                isinstance(v, dict)
-                and (
-                    (v.get("kind") == "tool-approved" and set(v) <= {"kind", "override_args"}
-                     and isinstance(v.get("override_args"), (dict, str, type(None))))
-                    or (v.get("kind") == "tool-denied" and set(v) <= {"kind", "message"} and isinstance(v.get("message", ""), str))
-                )
-            )
-            if not ok:
-                out.append(f"approvals[{k}] = {v!r}")
-        for k, v in (body.get("calls") or {}).items():
-            if isinstance(v, dict) and v.get("kind") in ("tool-failed", "model-retry") and not isinstance(v.get("message"), str):
-                out.append(f"calls[{k}] = {v!r}: {v['kind']} needs a message")
-        for k, v in (body.get("metadata") or {}).items():
-            if not isinstance(v, dict):
-                out.append(f"metadata[{k}] is not an object")
-        for k, v in (body.get("answered_by") or {}).items():
-            if not isinstance(v, str):
-                out.append(f"answered_by[{k}] is not a string")
-    return out
-
-
-class WireRulesTest(unittest.TestCase):
-    """The checker itself: it must refuse what DESIGN.md's rules refuse."""
-
-    def test_refuses(self):
-        for path, body in [
-            ("/v1/approvals", {"approvals": [{"tool_name": "", "args": {}, "tool_call_id": "a"}]}),
-            ("/v1/approvals", {"approvals": [{"tool_name": "x", "args": [1], "tool_call_id": "a"}]}),
-            ("/v1/approvals", {"approvals": [], "extra": 1}),
-            ("/v1/approvals/t/results", {"approvals": {"a": {"kind": "tool-denied", "message": 3}}}),
-            ("/v1/approvals/t/results", {"approvals": {"a": {"return_value": 1, "kind": "tool-return"}}}),
-            ("/v1/approvals/t/results", {"calls": {"c": {"kind": "model-retry"}}}),
-            ("/v1/approvals/t/results", {"answered_by": {"c": 1}}),
-        ]:
-            self.assertTrue(wire_problems(path, body), f"{path} {body} passed")
-        self.assertEqual(wire_problems("/v1/approvals", json.loads(REQUESTS_LITERAL)), [])
-        self.assertEqual(wire_problems("/v1/approvals/t/results", json.loads(RESULTS_LITERAL)), [])
-
-
-class WireFormatTest(unittest.TestCase):
-    def test_results_round_trip(self):
-        got = sc.results_to_json(sc.results_from_json(json.loads(RESULTS_LITERAL), pydantic=False))
-        self.assertEqual(compact(got), RESULTS_LITERAL)
-
-    def test_results_every_form(self):
-        literal = (
-            '{"calls":{"c1":{"rows":3},"c2":{"message":"timeout","kind":"tool-failed"},'
-            '"c3":{"message":"ask again","kind":"model-retry"},"c4":null,"c5":"text"},'
-            '"approvals":{"a1":true,"a2":false,"a3":{"override_args":{"path":"/tmp/b"},"kind":"tool-approved"},'
-            '"a4":{"message":"No.","kind":"tool-denied"}},"metadata":{"a1":{"ticket":42}},"answered_by":{"a1":"U0ALICE"}}'
-        )
-        got = sc.results_to_json(sc.results_from_json(json.loads(literal), pydantic=False))
-        self.assertEqual(compact(got), literal)
-
-    def test_results_optional_keys(self):
-        got = sc.results_to_json({"approvals": {"call_1": True}})
-        self.assertEqual(compact(got), '{"calls":{},"approvals":{"call_1":true},"metadata":{},"answered_by":{}}')
-
-    def test_results_from_an_approval(self):
-        approval = {"token": "t" * 43, "status": "resolved", "results": json.loads(RESULTS_LITERAL)}
-        self.assertEqual(compact(sc.results_from_json(approval, pydantic=False)), RESULTS_LITERAL)
-        with self.assertRaises(ValueError):
-            sc.results_from_json({"token": "t" * 43, "status": "pending", "results": None}, pydantic=False)
-
-    def test_requests_pass_through(self):
-        wire = sc.requests_to_json(json.loads(REQUESTS_LITERAL))
-        self.assertEqual(wire, json.loads(REQUESTS_LITERAL))
-
-    def test_requests_from_objects(self):
-        @dataclasses.dataclass
-        class ToolCallPart:
-            tool_name: str
-            args: object
-            tool_call_id: str
-            part_kind: str = "tool-call"
-
-        @dataclasses.dataclass
-        class DeferredToolRequests:
-            calls: list
-            approvals: list
-            metadata: dict
-
-        reqs = DeferredToolRequests(
-            calls=[],
-            approvals=[ToolCallPart("delete_file", {"path": "/tmp/a"}, "call_1")],
-            metadata={"call_1": {"reason": "protected"}},
-        )
-        self.assertEqual(
-            compact(sc.requests_to_json(reqs)),
-            '{"calls":[],"approvals":[{"tool_name":"delete_file","args":{"path":"/tmp/a"},"tool_call_id":"call_1"}],'
-            '"metadata":{"call_1":{"reason":"protected"}}}',
-        )
+from test_wire import *  # noqa: F401,F403 -- the wire rules' tests run with these (TestPythonExample)
+from test_wire import REQUESTS_LITERAL, RESULTS_LITERAL, compact, wire_problems
 
 
 class FakePydanticAITest(unittest.TestCase):
@@ -323,6 +173,82 @@ class StubServerTest(unittest.TestCase):
         self.assertEqual(self.seen[2][4], {"calls": {}, "approvals": {"call_1": True}, "metadata": {}, "answered_by": {}})
         self.assertEqual(self.seen[3][:2], ("DELETE", "/v1/approvals/tok"))
         self.assertNotIn("good-key", repr(c))
+
+    def test_every_body_on_the_wire(self):
+        # Every kind of body the client sends goes through the stub, whose
+        # wire check (tearDown) holds each to DESIGN.md's rules.
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+
+        @dataclasses.dataclass
+        class ToolCallPart:  # Pydantic AI's fields, as objects
+            tool_name: str
+            args: object
+            tool_call_id: str
+            part_kind: str = "tool-call"
+
+        @dataclasses.dataclass
+        class ToolApproved:
+            override_args: dict | None = None
+            kind: str = "tool-approved"
+
+        @dataclasses.dataclass
+        class ToolDenied:
+            message: str = "The tool call was denied."
+            kind: str = "tool-denied"
+
+        class ModelRetry(Exception):
+            def __init__(self, message):
+                super().__init__(message)
+                self.message = message
+
+        class ToolFailed(ModelRetry):
+            pass
+
+        reqs = types.SimpleNamespace(
+            calls=[ToolCallPart("fetch_report", '{"id": 7}', "c1")],
+            approvals=[ToolCallPart("delete_file", {"path": "/tmp/a"}, "a1"), ToolCallPart("delete_file", None, "a2")],
+            metadata={"c1": {"task_id": "t0"}},
+        )
+        c.create(reqs, route="files", requester="r", context="why", timeout=90, callback_url="https://example.com/cb",
+                 idempotency_key="k", args_schemas={"delete_file": {"type": "object"}})
+        c.create(json.loads(REQUESTS_LITERAL))
+        objects = types.SimpleNamespace(
+            calls={"c1": {"rows": 3}, "c2": ModelRetry("ask again"), "c3": ToolFailed("timeout"), "c4": None, "c5": "text"},
+            approvals={"a1": True, "a2": False, "a3": ToolApproved({"path": "/tmp/b"}), "a4": ToolApproved(), "a5": ToolDenied("No.")},
+            metadata={"a1": {"ticket": 42}},
+        )
+        c.results("tok", objects)
+        c.results("tok", json.loads(RESULTS_LITERAL))
+        c.results("tok", {})
+        sent = [s[4] for s in self.seen]
+        self.assertEqual(sent[2], {
+            "calls": {"c1": {"rows": 3}, "c2": {"message": "ask again", "kind": "model-retry"},
+                      "c3": {"message": "timeout", "kind": "tool-failed"}, "c4": None, "c5": "text"},
+            "approvals": {"a1": True, "a2": False, "a3": {"override_args": {"path": "/tmp/b"}, "kind": "tool-approved"},
+                          "a4": True, "a5": {"message": "No.", "kind": "tool-denied"}},
+            "metadata": {"a1": {"ticket": 42}}, "answered_by": {},
+        })
+        self.assertEqual(sent[4], {"calls": {}, "approvals": {}, "metadata": {}, "answered_by": {}})
+        self.assertEqual(len(sent), 5)
+
+    def test_args_schemas(self):
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+        requests = json.loads(REQUESTS_LITERAL)
+        schema = {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}}
+        c.create(requests, args_schemas={"issue_refund": schema, "fetch_report": {"type": "object"}})
+        body = self.seen[0][4]
+        # Every approval of a tool with a schema carries it; a call (not an
+        # approval) does not, and its own metadata stays as it was.
+        self.assertEqual(body["metadata"], {
+            "call_1": {"slackbot_args_schema": schema},
+            "call_2": {"task_id": "task_0"},
+            "call_3": {"slackbot_args_schema": schema},
+        })
+        self.assertEqual(requests["metadata"], {"call_2": {"task_id": "task_0"}})  # the caller's dicts are not changed
+        # The handler passes them on.
+        handler = sc.make_handler(c, args_schemas={"issue_refund": schema})
+        asyncio.run(handler(types.SimpleNamespace(run_id="r1"), requests))
+        self.assertEqual(self.seen[1][4]["metadata"]["call_1"], {"slackbot_args_schema": schema})
 
     def test_errors(self):
         with self.assertRaises(sc.SlackbotError) as cm:
@@ -522,6 +448,20 @@ class LiveTest(unittest.TestCase):
         again = asyncio.run(asyncio.wait_for(handler(ctx, requests), 10))
         self.assertEqual(again, results)
 
+    def test_an_approvers_edit_in_slack(self):
+        # With the tool's schema sent, the card offers Edit; the Go test's
+        # approver edits the path shown (/tmp/edit-me.txt) in Slack's form,
+        # and the run gets the edit as the approval's override_args, with a
+        # receipt for the edited arguments.
+        schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+        handler = sc.make_handler(self.client, args_schemas={"delete_file": schema}, context="Live test: an edit in Slack.")
+        requests = {"approvals": [{"tool_name": "delete_file", "args": {"path": "/tmp/edit-me.txt"}, "tool_call_id": "call_edit_1"}]}
+        results = asyncio.run(asyncio.wait_for(handler(types.SimpleNamespace(run_id=self.run_id), requests), LIVE_TIMEOUT))
+        print("LIVE slack edit results:", compact(results), flush=True)
+        self.assertEqual(results["approvals"], {"call_edit_1": {"override_args": {"path": "/tmp/edited.txt"}, "kind": "tool-approved"}})
+        self.assertEqual(results["answered_by"], {"call_edit_1": "U0ALICE"})
+        self.assertReceipt(results, "call_edit_1", "delete_file", {"path": "/tmp/edited.txt"})
+
     def test_stop_the_world(self):
         # The run ended with DeferredToolRequests: hand them over.
         approval = sc.submit(self.client, json.loads(REQUESTS_LITERAL.replace("issue_refund", "delete_file")),
@@ -560,6 +500,20 @@ class LiveTest(unittest.TestCase):
         with self.assertRaises(sc.SlackbotError) as cm:
             self.client.cancel(approval["token"])
         self.assertEqual(cm.exception.code, "conflict")
+
+    def test_args_schemas(self):
+        # slackbot takes a tool's schema with its calls (its cards then offer
+        # Edit, checked against it: the TypeScript tests submit such edits),
+        # and refuses one that is no schema, saying so.
+        schema = {"type": "object", "properties": {"version": {"type": "string"}}, "required": ["version"]}
+        call = {"tool_name": "deploy_web", "args": {"version": "9.9"}, "tool_call_id": "c1"}
+        approval = self.client.create({"approvals": [call]}, args_schemas={"deploy_web": schema}, context="Live test: a schema.")
+        self.assertEqual(approval["status"], "pending")
+        self.assertEqual(self.client.cancel(approval["token"])["status"], "cancelled")
+        with self.assertRaises(sc.SlackbotError) as cm:
+            self.client.create({"approvals": [call]}, args_schemas={"deploy_web": {"type": 7}})
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_request"))
+        self.assertIn("slackbot_args_schema", cm.exception.message)
 
     def test_errors(self):
         with self.assertRaises(sc.SlackbotError) as cm:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,7 +37,8 @@ func newAPIEnv(t *testing.T) *env {
 
 // TestPythonExample runs clients/python's tests against this
 // slackbot (fake Slack, real Redis), with an approver who clicks Approve
-// on every card as it appears. Python is needed ($PYTHON3 or python3 on
+// on every card as it appears (and edits in Slack's form the one card
+// showing pythonEditMe). Python is needed ($PYTHON3 or python3 on
 // PATH): without it the test fails when python3 is required (scripts/test
 // and CI=true require it, see internal/testbin) and is skipped otherwise.
 func TestPythonExample(t *testing.T) {
@@ -73,6 +75,7 @@ func TestPythonExample(t *testing.T) {
 	got := normalizeReceipts(string(out))
 	for _, want := range []string{
 		`LIVE handler results: {"calls":{},"approvals":{"call_live_1":true},"metadata":{"call_live_1":{"slackbot_receipt":"…"}},"answered_by":{"call_live_1":"U0ALICE"}}`,
+		`LIVE slack edit results: {"calls":{},"approvals":{"call_edit_1":{"override_args":{"path":"/tmp/edited.txt"},"kind":"tool-approved"}},"metadata":{"call_edit_1":{"slackbot_receipt":"…"}},"answered_by":{"call_edit_1":"U0ALICE"}}`,
 		`LIVE stop-the-world results: {"calls":{"call_2":{"rows":3}},"approvals":{"call_1":true,"call_3":true},"metadata":{"call_1":{"slackbot_receipt":"…"},"call_3":{"slackbot_receipt":"…"}},"answered_by":{"call_1":"U0ALICE","call_2":"billing","call_3":"U0ALICE"}}`,
 	} {
 		if !strings.Contains(got, want) {
@@ -96,8 +99,17 @@ func (e *env) slackPost(ctx context.Context, payload []byte) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// pythonEditMe and pythonEdited are the Python tests' Slack edit: a card
+// whose arguments show pythonEditMe, and that offers Edit, is edited to
+// pythonEdited instead of approved as it is.
+const (
+	pythonEditMe = "/tmp/edit-me.txt"
+	pythonEdited = `{"path": "/tmp/edited.txt"}`
+)
+
 // approveEverything clicks Approve, as user, on every card that offers it
-// until ctx ends, and returns how many it clicked.
+// until ctx ends (or Edit, on a card showing pythonEditMe), and returns
+// how many it clicked.
 func (e *env) approveEverything(ctx context.Context, user string) int {
 	clicked := map[string]bool{}
 	for ctx.Err() == nil {
@@ -108,6 +120,12 @@ func (e *env) approveEverything(ctx context.Context, user string) int {
 					continue
 				}
 				clicked[m.TS] = true
+				if _, edit := slacktest.Button(m, bot.ActionIDEdit); edit && strings.Contains(string(m.BlocksJSON), pythonEditMe) {
+					if err := e.press(ctx, m, decision{Action: bot.ActionIDEdit, User: user, Args: pythonEdited}); err != nil && ctx.Err() == nil {
+						e.t.Errorf("edit %s: %v", m.TS, err)
+					}
+					continue
+				}
 				click := slacktest.Click{Team: testTeam, User: user, Message: m, Button: btn, TriggerID: e.slack.IssueTrigger(user, "")}.Payload()
 				if status, err := e.slackPost(ctx, click); err != nil || status != http.StatusOK {
 					if ctx.Err() == nil {
@@ -182,16 +200,21 @@ func runNode(t *testing.T, dir string, env []string, prog string, args ...string
 }
 
 // decision is a control API request: user clicks action ("approve",
-// "deny", "deny_reason" with reason) on the card of a call.
+// "deny", "deny_reason" with reason, "edit" with args: the edit form's
+// text) on the card of a call.
 type decision struct {
 	Token      string `json:"token"`
 	ToolCallID string `json:"tool_call_id"`
 	Action     string `json:"action"`
 	User       string `json:"user"`
 	Reason     string `json:"reason"`
+	Args       string `json:"args"`
 }
 
-// controlAPI is the approvers' side of the TypeScript tests.
+// controlAPI is the approvers' side of the TypeScript tests. A form
+// slackbot refuses (an edit that does not fit the schema) is answered 422
+// with slackbot's answer, and a button the card lacks 409, for the node
+// test to check.
 func (e *env) controlAPI() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /decide", func(w http.ResponseWriter, r *http.Request) {
@@ -203,7 +226,16 @@ func (e *env) controlAPI() http.Handler {
 		if d.User == "" {
 			d.User = alice
 		}
-		if err := e.decide(r.Context(), d); err != nil {
+		var refused formRefused
+		if err := e.decide(r.Context(), d); errors.As(err, &refused) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			w.Write(refused)
+			return
+		} else if _, ok := err.(noButton); ok {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		} else if err != nil {
 			e.t.Errorf("control: decide %s %s: %v", d.ToolCallID, d.Action, err)
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -219,36 +251,69 @@ func (e *env) decide(ctx context.Context, d decision) error {
 	if err != nil {
 		return err
 	}
+	return e.press(ctx, m, d)
+}
+
+// press clicks d's button on card m as d.User and submits the form it
+// opens, if any, with d's reason or arguments.
+func (e *env) press(ctx context.Context, m slackfake.Message, d decision) error {
 	btn, ok := slacktest.Button(m, d.Action)
 	if !ok {
-		return fmt.Errorf("card %s has no %q button", m.TS, d.Action)
+		return noButton(fmt.Sprintf("card %s has no %q button", m.TS, d.Action))
 	}
 	trigger := e.slack.IssueTrigger(d.User, "")
 	click := slacktest.Click{Team: testTeam, User: d.User, Message: m, Button: btn, TriggerID: trigger}.Payload()
 	if status, err := e.slackPost(ctx, click); err != nil || status != http.StatusOK {
 		return fmt.Errorf("click %s: got %d, %v", d.Action, status, err)
 	}
-	if d.Action != bot.ActionIDDenyReason {
+	var callback string
+	var values map[string]map[string]string
+	switch d.Action {
+	case bot.ActionIDDenyReason:
+		callback, values = bot.CallbackDenyReason, map[string]map[string]string{bot.BlockIDDenyReason: {bot.ActionIDDenyReasonInput: d.Reason}}
+	case bot.ActionIDEdit:
+		callback, values = bot.CallbackEditArgs, map[string]map[string]string{bot.BlockIDEditArgs: {bot.ActionIDEditArgsInput: d.Args}}
+	default:
 		return nil
 	}
 	view, err := pollFor(ctx, func() (slackfake.View, bool) {
 		for _, v := range e.slack.Views() {
-			if v.TriggerID == trigger && v.CallbackID == bot.CallbackDenyReason {
+			if v.TriggerID == trigger && v.CallbackID == callback {
 				return v, true
 			}
 		}
 		return slackfake.View{}, false
 	})
 	if err != nil {
-		return fmt.Errorf("the deny_reason modal: %w", err)
+		return fmt.Errorf("the %s modal: %w", d.Action, err)
 	}
-	sub := slacktest.Submission{Team: testTeam, User: d.User, View: view,
-		Values: map[string]map[string]string{bot.BlockIDDenyReason: {bot.ActionIDDenyReasonInput: d.Reason}}}.Payload()
-	if status, err := e.slackPost(ctx, sub); err != nil || status != http.StatusOK {
-		return fmt.Errorf("view_submission: got %d, %v", status, err)
+	sub := slacktest.Submission{Team: testTeam, User: d.User, View: view, Values: values}.Payload()
+	resp, err := slacktest.Post(ctx, e.srv.URL+"/slack/interactivity", slacktest.FormContentType, slacktest.Form(sub), testSecret, time.Now())
+	if err != nil {
+		return fmt.Errorf("view_submission: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("view_submission: got %d %s", resp.StatusCode, body)
+	case strings.Contains(string(body), `"response_action":"errors"`):
+		return formRefused(body)
 	}
 	return nil
 }
+
+// formRefused is slackbot's answer to a form it refused, the problems
+// under the inputs: for a node test that expects a refusal, not a failure.
+type formRefused []byte
+
+func (f formRefused) Error() string { return "the form was refused: " + string(f) }
+
+// noButton says a card lacks the button a node test asked to click: for
+// a test that expects it missing (409), not a failure.
+type noButton string
+
+func (b noButton) Error() string { return string(b) }
 
 // waitCard is card for a handler goroutine: it returns an error instead
 // of failing the test.

@@ -10,8 +10,8 @@
 // With experimental_toolApprovalSecret set, the SDK binds each approval to
 // the call's original input, so an edit makes it refuse the call.
 
-import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { type Outcome, idempotencyKeyOf, outcomeOf, toolArgs } from "./decisions.js";
+import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
+import { type Outcome, type SubmitOptions, idempotencyKeyOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
 
 export type { Outcome } from "./decisions.js";
 
@@ -108,18 +108,41 @@ function editedInput(v: unknown): unknown {
   }
 }
 
-/** AskOptions are the create options, an abort signal for the wait, and onPending. */
-export interface AskOptions extends CreateOptions {
+/**
+ * AskOptions are the create options, the tools' schemas (argsSchemas, e.g.
+ * from argsSchemasOf(tools): approvers can then edit the calls in Slack),
+ * an abort signal for the wait, and onPending.
+ */
+export interface AskOptions extends SubmitOptions {
   signal?: AbortSignal;
   /** onPending sees the request once its cards are posted, before the wait (e.g. to log the token). */
   onPending?: (pending: Approval) => void | Promise<void>;
 }
 
 /** submit hands a result's approval requests to slackbot and returns the pending request. */
-export async function submit(client: SlackbotClient, result: StepResult, opts: CreateOptions = {}): Promise<Approval> {
+export async function submit(client: SlackbotClient, result: StepResult, opts: SubmitOptions = {}): Promise<Approval> {
+  const { argsSchemas, ...create } = opts;
   const parts = approvalRequests(result);
   const key = await idempotencyKeyOf("ai-sdk", parts.map((p) => p.toolCall.toolCallId));
-  return client.create(requestsFor(parts), { idempotency_key: key, ...opts });
+  return client.create(withArgsSchemas(requestsFor(parts), argsSchemas), { idempotency_key: key, ...create });
+}
+
+/** SchemaOf is the SDK's asSchema (from "ai"): a tool's inputSchema as a JSON Schema. */
+export type SchemaOf = (inputSchema: never) => { jsonSchema: unknown };
+
+/**
+ * argsSchemasOf returns the JSON Schema of each tool's input, by name, for
+ * AskOptions.argsSchemas: pass the tools given to generateText and the
+ * SDK's asSchema (import { asSchema } from "ai").
+ */
+export async function argsSchemasOf(tools: Record<string, { inputSchema?: unknown }>, asSchema: SchemaOf): Promise<Record<string, Record<string, unknown>>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [name, t] of Object.entries(tools)) {
+    if (t.inputSchema === undefined) continue;
+    const schema = await asSchema(t.inputSchema as never).jsonSchema;
+    if (schema !== null && typeof schema === "object") out[name] = schema as Record<string, unknown>;
+  }
+  return out;
 }
 
 /**
@@ -154,4 +177,47 @@ export async function generateWithApprovals<R extends StepResult>(
     if (!a) return { result, messages: [...conversation, ...result.response.messages] };
     conversation = [...conversation, ...a.messages];
   }
+}
+
+/**
+ * Suspended is a conversation stopped on approval requests and the
+ * slackbot token deciding them: plain JSON, store it anywhere.
+ */
+export interface Suspended {
+  token: string;
+  /** The conversation so far, the result's response messages included. */
+  messages: Message[];
+  /** The result's tool-approval-request parts. */
+  approvals: ApprovalRequestPart[];
+}
+
+/**
+ * suspend hands a result's approval requests to slackbot and returns what
+ * to store; no process waits. conversation is the messages the result was
+ * generated from.
+ */
+export async function suspend(
+  client: SlackbotClient,
+  result: StepResult,
+  conversation: readonly Message[],
+  opts: SubmitOptions = {},
+): Promise<Suspended> {
+  const a = await submit(client, result, opts);
+  return { token: a.token, messages: [...conversation, ...result.response.messages], approvals: approvalRequests(result) };
+}
+
+/**
+ * resume returns the conversation to generate from once a suspended
+ * request has ended (waiting when opts.wait is set): the stored messages,
+ * edited arguments applied, then the approval responses; undefined while
+ * people are still deciding.
+ */
+export async function resume(
+  client: SlackbotClient,
+  saved: Suspended,
+  opts: { wait?: boolean; signal?: AbortSignal } = {},
+): Promise<Message[] | undefined> {
+  const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
+  if (a.status === "pending") return undefined;
+  return answer({ content: saved.approvals, response: { messages: saved.messages } }, a).messages;
 }

@@ -1,7 +1,7 @@
 // What every adapter shares: reading an ended request's decision on one
 // call, the arguments a framework hands over, and idempotency keys.
 
-import type { Approval, ApprovalResult, ToolCall } from "./client.js";
+import type { Approval, ApprovalResult, CreateOptions, DeferredToolRequests, ToolCall } from "./client.js";
 import { MetadataKey } from "./receipt.js";
 
 /** Outcome is what happened to one call. */
@@ -58,4 +58,32 @@ export function toolArgs(raw: unknown): ToolCall["args"] {
 export async function idempotencyKeyOf(framework: string, ids: readonly string[]): Promise<string> {
   const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode([...ids].sort().join("\n")));
   return `${framework}:` + Array.from(new Uint8Array(d).slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * ArgsSchemaKey is the member of a call's metadata that carries its tool's
+ * JSON Schema: with it, an approver can edit the call's arguments on its
+ * Slack card, and slackbot checks the edit against the schema (and the
+ * route's auto_deny) before the tool runs with it.
+ */
+export const ArgsSchemaKey = "slackbot_args_schema";
+
+/** ArgsSchemas are the JSON Schemas of tools' arguments, by tool name. */
+export type ArgsSchemas = Record<string, Record<string, unknown>>;
+
+/** SubmitOptions are the create options plus the tools' schemas, which make their calls editable in Slack. */
+export interface SubmitOptions extends CreateOptions {
+  /** argsSchemas: tool name → JSON Schema of its arguments (the tool's parameters). */
+  argsSchemas?: ArgsSchemas;
+}
+
+/** withArgsSchemas returns requests with the schema of every approval's tool that schemas has, in its metadata. */
+export function withArgsSchemas(requests: DeferredToolRequests, schemas: ArgsSchemas | undefined): DeferredToolRequests {
+  if (!schemas) return requests;
+  const metadata = { ...requests.metadata };
+  for (const c of requests.approvals ?? []) {
+    const schema = Object.hasOwn(schemas, c.tool_name) ? schemas[c.tool_name] : undefined;
+    if (schema) metadata[c.tool_call_id] = { ...metadata[c.tool_call_id], [ArgsSchemaKey]: schema };
+  }
+  return Object.keys(metadata).length > 0 ? { ...requests, metadata } : requests;
 }

@@ -9,8 +9,8 @@
 // the interrupt() call, never before. No runtime dependency on LangGraph:
 // the Command class is passed in.
 
-import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { type Outcome, idempotencyKeyOf, outcomeOf, toolArgs } from "./decisions.js";
+import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
+import { type Outcome, type SubmitOptions, idempotencyKeyOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
 
 export type { Outcome } from "./decisions.js";
 
@@ -99,18 +99,23 @@ export interface Graph<R extends object> {
   invoke(input: unknown, config: { configurable: { thread_id: string } } & Record<string, unknown>): Promise<R>;
 }
 
-/** AskOptions are the create options, an abort signal, and onPending. */
-export interface AskOptions extends CreateOptions {
+/**
+ * AskOptions are the create options, the tools' schemas (argsSchemas:
+ * approvers can then edit the calls in Slack), an abort signal, and
+ * onPending.
+ */
+export interface AskOptions extends SubmitOptions {
   signal?: AbortSignal;
   /** onPending sees the request once its cards are posted, before the wait (e.g. to store the token). */
   onPending?: (pending: Approval) => void | Promise<void>;
 }
 
 /** submit hands the result's pending calls to slackbot and returns the pending request. */
-export async function submit(client: SlackbotClient, result: object, opts: CreateOptions = {}): Promise<Approval> {
+export async function submit(client: SlackbotClient, result: object, opts: SubmitOptions = {}): Promise<Approval> {
+  const { argsSchemas, ...create } = opts;
   const interrupts = pendingInterrupts(result);
   const ids = interrupts.flatMap((i) => i.value.tool_calls.map((c) => c.id));
-  return client.create(requestsFor(interrupts), { idempotency_key: await idempotencyKeyOf("langgraph", ids), ...opts });
+  return client.create(withArgsSchemas(requestsFor(interrupts), argsSchemas), { idempotency_key: await idempotencyKeyOf("langgraph", ids), ...create });
 }
 
 /**
@@ -147,7 +152,7 @@ export interface Suspended {
 }
 
 /** suspend submits the interrupted thread's calls and returns what to store; no process waits. */
-export async function suspend(client: SlackbotClient, result: object, threadId: string, opts: CreateOptions = {}): Promise<Suspended> {
+export async function suspend(client: SlackbotClient, result: object, threadId: string, opts: SubmitOptions = {}): Promise<Suspended> {
   const a = await submit(client, result, opts);
   return { token: a.token, thread_id: threadId, interrupts: pendingInterrupts(result) };
 }

@@ -6,8 +6,8 @@
 // the few members it needs (structural types), so this package has no
 // runtime dependency on it.
 
-import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
-import { type Outcome, idempotencyKeyOf, outcomeOf, toolArgs } from "./decisions.js";
+import type { Approval, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
+import { type ArgsSchemas, type Outcome, type SubmitOptions, idempotencyKeyOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
 
 export type { Outcome } from "./decisions.js";
 
@@ -16,6 +16,8 @@ export interface ApprovalItem {
   readonly type?: string;
   rawItem: { name?: string; callId?: string; id?: string; arguments?: string; [k: string]: unknown };
   readonly name?: string;
+  /** The agent whose tool it is: its function tools' parameters make the call editable in Slack. */
+  readonly agent?: { readonly tools?: ReadonlyArray<{ type?: string; name?: string; parameters?: unknown }> };
 }
 
 /** ApprovableState is what the SDK's RunState offers the adapter. */
@@ -79,8 +81,27 @@ export function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>
   });
 }
 
-/** AskOptions are the create options plus an abort signal for the wait. */
-export interface AskOptions extends CreateOptions {
+/**
+ * argsSchemasOf returns the parameters (JSON Schema) of the function tools
+ * the interruptions' agents have, by name: sent with the calls, they let
+ * an approver edit the arguments in Slack, checked against them.
+ */
+export function argsSchemasOf(items: readonly ApprovalItem[]): ArgsSchemas {
+  const out: ArgsSchemas = {};
+  for (const item of items) {
+    const name = item.name ?? item.rawItem.name;
+    const t = item.agent?.tools?.find((t) => t.type === "function" && t.name === name);
+    if (name && t?.parameters !== null && typeof t?.parameters === "object") out[name] = t.parameters as Record<string, unknown>;
+  }
+  return out;
+}
+
+/**
+ * AskOptions are the create options plus an abort signal for the wait.
+ * The schemas of the interruptions' function tools are sent by themselves
+ * (argsSchemasOf); argsSchemas adds to them or replaces them.
+ */
+export interface AskOptions extends SubmitOptions {
   signal?: AbortSignal;
   /**
    * onPending sees the request once its cards are posted, before the wait:
@@ -91,8 +112,10 @@ export interface AskOptions extends CreateOptions {
 }
 
 /** submit hands a result's interruptions to slackbot and returns the pending request. */
-export async function submit(client: SlackbotClient, items: readonly ApprovalItem[], opts: CreateOptions = {}): Promise<Approval> {
-  return client.create(requestsFor(items), { idempotency_key: await idempotencyKey(items), ...opts });
+export async function submit(client: SlackbotClient, items: readonly ApprovalItem[], opts: SubmitOptions = {}): Promise<Approval> {
+  const { argsSchemas, ...create } = opts;
+  const requests = withArgsSchemas(requestsFor(items), { ...argsSchemasOf(items), ...argsSchemas });
+  return client.create(requests, { idempotency_key: await idempotencyKey(items), ...create });
 }
 
 /**
@@ -136,7 +159,7 @@ export interface Suspended {
 }
 
 /** suspend submits the interruptions and returns what to store; no process waits. */
-export async function suspend(client: SlackbotClient, result: InterruptedResult, opts: CreateOptions = {}): Promise<Suspended> {
+export async function suspend(client: SlackbotClient, result: InterruptedResult, opts: SubmitOptions = {}): Promise<Suspended> {
   const a = await submit(client, result.interruptions ?? [], opts);
   return { token: a.token, state: result.state.toString() };
 }

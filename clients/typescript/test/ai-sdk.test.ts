@@ -4,12 +4,12 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { generateText, tool, type ModelMessage } from "ai";
+import { asSchema, generateText, tool, type ModelMessage } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import type { Approval } from "../src/index.js";
-import { generateWithApprovals, type Message } from "../src/ai-sdk.js";
-import { assertNoReceipt, assertReceipt, click, client, uniqueId } from "./support/live.js";
+import { argsSchemasOf, generateWithApprovals, resume, suspend, type Message } from "../src/ai-sdk.js";
+import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, uniqueId } from "./support/live.js";
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
@@ -58,7 +58,7 @@ function fixture(path = "/srv/data") {
   };
   const generate = (messages: Message[]) => generateText({ model, tools, messages: messages as ModelMessage[] });
   const start: Message[] = [{ role: "user", content: "clean up" }];
-  return { callId, ran, model, generate, start };
+  return { callId, ran, model, tools, generate, start };
 }
 
 describe("Vercel AI SDK", () => {
@@ -89,10 +89,31 @@ describe("Vercel AI SDK", () => {
     await assertNoReceipt(token, f.callId);
   });
 
-  test("edited arguments reach the tool", async () => {
+  // An approver's edit (a program's override_args arrives the same way):
+  // the answer carries it, and an approver's edit has a receipt, a request's
+  // own API client's approval none.
+  test("edited arguments reach the tool: an approver's edit in Slack, checked against the tool's input schema", async () => {
     const f = fixture("/srv/all");
     let token = "";
     const { result, messages } = await generateWithApprovals(f.generate, f.start, client, {
+      argsSchemas: await argsSchemasOf(f.tools, asSchema),
+      onPending: async (a) => {
+        token = a.token;
+        await assert.rejects(editInSlack(a.token, f.callId, { path: ["/srv"] }), (err: Error) => err instanceof FormRefused && /path/.test(err.message));
+        await editInSlack(a.token, f.callId, { path: "/srv/all/tmp" });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/all/tmp`);
+    assert.match(JSON.stringify(messages), /"input":\{"path":"\/srv\/all\/tmp"\}/);
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "U0ALICE");
+    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
+  });
+
+  test("a program's override_args reach the tool too, answered by the API client", async () => {
+    const f = fixture("/srv/all");
+    let token = "";
+    const { result } = await generateWithApprovals(f.generate, f.start, client, {
       onPending: async (a) => {
         token = a.token;
         await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
@@ -100,10 +121,21 @@ describe("Vercel AI SDK", () => {
     });
     assert.deepEqual(f.ran, ["/srv/all/tmp"]);
     assert.equal(result.text, `${f.callId}: deleted /srv/all/tmp`);
-    // The conversation shows the call as it ran.
-    assert.match(JSON.stringify(messages), /"input":\{"path":"\/srv\/all\/tmp"\}/);
-    // The receipt is for the edited arguments, the ones that ran.
-    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "billing");
+  });
+
+  test("without the tools' schemas, the card offers no Edit", async () => {
+    const f = fixture();
+    let token = "";
+    await generateWithApprovals(f.generate, f.start, client, {
+      onPending: async (a) => {
+        token = a.token;
+        await assert.rejects(editInSlack(a.token, f.callId, { path: "/x" }), /no "edit" button/);
+        await click(a.token, f.callId, "approve");
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/data"]);
+    await assertReceipt(token, f.callId, { path: "/srv/data" });
   });
 
   test("expiry: the tool never runs and the model is told no decision arrived", async () => {
@@ -114,5 +146,40 @@ describe("Vercel AI SDK", () => {
     assert.deepEqual(f.ran, []);
     assert.match(result.text, new RegExp(`^${f.callId}: denied: No decision on this tool call arrived: the request expired`));
     await assertNoReceipt(token, f.callId);
+  });
+
+  test("stop the world: the conversation is stored as JSON and resumed later, once", async () => {
+    const f = fixture("/srv/old");
+    const first = await f.generate(f.start);
+    const saved = JSON.parse(JSON.stringify(await suspend(client, first, f.start, { context: "nightly cleanup" })));
+    // No decision yet: nothing to resume, nothing ran.
+    assert.equal(await resume(client, saved), undefined);
+    assert.deepEqual(f.ran, []);
+    await click(saved.token, f.callId, "approve");
+    const messages = await resume(client, saved, { wait: true });
+    assert.ok(messages);
+    const result = await f.generate(messages);
+    assert.deepEqual(f.ran, ["/srv/old"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/old`);
+    assert.equal(f.model.doGenerateCalls.length, 2);
+    await assertReceipt(saved.token, f.callId, { path: "/srv/old" });
+  });
+
+  test("stop the world with edited arguments and with a denial", async () => {
+    const f = fixture("/srv/all");
+    const saved = await suspend(client, await f.generate(f.start), f.start, { argsSchemas: await argsSchemasOf(f.tools, asSchema) });
+    await editInSlack(saved.token, f.callId, { path: "/srv/all/old" });
+    const result = await f.generate((await resume(client, saved, { wait: true }))!);
+    assert.deepEqual(f.ran, ["/srv/all/old"]);
+    assert.equal(result.text, `${f.callId}: deleted /srv/all/old`);
+    await assertReceipt(saved.token, f.callId, { path: "/srv/all/old" });
+
+    const g = fixture();
+    const denied = await suspend(client, await g.generate(g.start), g.start);
+    await click(denied.token, g.callId, "deny_reason", "Not today.");
+    const after = await g.generate((await resume(client, denied, { wait: true }))!);
+    assert.deepEqual(g.ran, []);
+    assert.equal(after.text, `${g.callId}: denied: Not today.`);
+    await assertNoReceipt(denied.token, g.callId);
   });
 });

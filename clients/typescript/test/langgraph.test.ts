@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import { Annotation, Command, END, MemorySaver, START, StateGraph, interrupt } from "@langchain/langgraph";
 import type { Approval } from "../src/index.js";
 import { type Decisions, type PendingToolCall, invokeWithApprovals, pendingToolCalls, resume, suspend } from "../src/langgraph.js";
-import { assertNoReceipt, assertReceipt, click, client, uniqueId } from "./support/live.js";
+import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, uniqueId } from "./support/live.js";
 
 const State = Annotation.Root({
   path: Annotation<string>(),
@@ -71,7 +71,28 @@ describe("LangGraph.js", () => {
     await assertNoReceipt(token, f.callId);
   });
 
-  test("edited arguments reach the tool", async () => {
+  // An approver's edit (a program's override_args arrives the same way).
+  test("edited arguments reach the tool: an approver's edit in Slack, checked against the schema sent", async () => {
+    const f = fixture("/srv/all");
+    let token = "";
+    const argsSchemas = {
+      delete_file: { type: "object", properties: { path: { type: "string", pattern: "^/srv/" } }, required: ["path"], additionalProperties: false },
+    };
+    const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
+      argsSchemas,
+      onPending: async (a) => {
+        token = a.token;
+        await assert.rejects(editInSlack(a.token, f.callId, { path: "/etc" }), (err: Error) => err instanceof FormRefused && /path/.test(err.message));
+        await editInSlack(a.token, f.callId, { path: "/srv/all/tmp" });
+      },
+    });
+    assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "U0ALICE");
+    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
+  });
+
+  test("a program's override_args reach the tool too, answered by the API client", async () => {
     const f = fixture("/srv/all");
     let token = "";
     const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
@@ -82,7 +103,7 @@ describe("LangGraph.js", () => {
     });
     assert.deepEqual(f.ran, ["/srv/all/tmp"]);
     assert.deepEqual(out.results, [`${f.callId}: deleted /srv/all/tmp`]);
-    await assertReceipt(token, f.callId, { path: "/srv/all/tmp" }); // for the edited arguments, the ones that ran
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "billing");
   });
 
   test("expiry: the tool never runs and the node is told no decision arrived", async () => {
@@ -106,5 +127,59 @@ describe("LangGraph.js", () => {
     assert.deepEqual(f.ran, ["/srv/old"]);
     assert.deepEqual(out?.results, [`${f.callId}: deleted /srv/old`]);
     await assertReceipt(saved.token, f.callId, { path: "/srv/old" });
+  });
+
+  test("several interrupts at once: parallel nodes, one with parallel tool calls; each decision reaches its call", async () => {
+    const ids = { a: uniqueId("call_lg_a"), b: uniqueId("call_lg_b"), c: uniqueId("call_lg_c") };
+    const ran: string[] = [];
+    const Parallel = Annotation.Root({
+      results: Annotation<string[]>({ reducer: (x, y) => x.concat(y), default: () => [] }),
+    });
+    // Each review node interrupts for its own calls; LangGraph runs them in
+    // the same superstep, so the graph stops on two interrupts at once.
+    const review = (calls: PendingToolCall[]) => async () => {
+      const decisions = interrupt(pendingToolCalls(calls)) as Decisions;
+      return {
+        results: calls.map((c) => {
+          const d = decisions[c.id];
+          if (d?.type !== "approve") return `${c.id}: denied: ${d?.message}`;
+          ran.push(`${c.id} ${String(d.args.path)}`);
+          return `${c.id}: deleted ${String(d.args.path)}${d.edited ? " (edited)" : ""}`;
+        }),
+      };
+    };
+    const graph = new StateGraph(Parallel)
+      .addNode("tmp", review([
+        { id: ids.a, name: "delete_file", args: { path: "/tmp/a" } },
+        { id: ids.b, name: "delete_file", args: { path: "/tmp/b" } },
+      ]))
+      .addNode("logs", review([{ id: ids.c, name: "delete_file", args: { path: "/var/log" } }]))
+      .addEdge(START, "tmp")
+      .addEdge(START, "logs")
+      .addEdge("tmp", END)
+      .addEdge("logs", END)
+      .compile({ checkpointer: new MemorySaver() });
+    const config = { configurable: { thread_id: randomUUID() } };
+    let pending: Approval | undefined;
+    const out = await invokeWithApprovals(graph, {}, config, client, Command, {
+      argsSchemas: { delete_file: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
+      onPending: async (a) => {
+        pending = a;
+        // One request for all three calls of both interrupts.
+        assert.deepEqual(a.calls.map((c) => c.tool_call_id).sort(), [ids.a, ids.b, ids.c].sort());
+        await click(a.token, ids.a, "approve");
+        await click(a.token, ids.b, "deny_reason", "Keep b.");
+        await editInSlack(a.token, ids.c, { path: "/var/log/old" });
+      },
+    });
+    assert.deepEqual(ran.sort(), [`${ids.a} /tmp/a`, `${ids.c} /var/log/old`].sort());
+    assert.deepEqual(out.results.sort(), [
+      `${ids.a}: deleted /tmp/a`,
+      `${ids.b}: denied: Keep b.`,
+      `${ids.c}: deleted /var/log/old (edited)`,
+    ].sort());
+    await assertReceipt(pending!.token, ids.a, { path: "/tmp/a" });
+    await assertNoReceipt(pending!.token, ids.b);
+    await assertReceipt(pending!.token, ids.c, { path: "/var/log/old" });
   });
 });

@@ -8,7 +8,7 @@ import type { AgentInputItem, Model, ModelRequest, ModelResponse } from "@openai
 import { z } from "zod";
 import { type Approval, verifyReceipt } from "../src/index.js";
 import { runWithApprovals, resume, suspend } from "../src/openai-agents.js";
-import { assertNoReceipt, click, client, jwks, uniqueId } from "./support/live.js";
+import { FormRefused, assertNoReceipt, click, client, editInSlack, jwks, uniqueId } from "./support/live.js";
 
 function outputText(o: unknown): string {
   if (typeof o === "string") return o;
@@ -117,17 +117,22 @@ describe("OpenAI Agents SDK", () => {
     assert.match(String(result.finalOutput), new RegExp(`^${f.callId}: .*denied`, "i"));
   });
 
-  test("edited arguments reach the tool", async () => {
+  // An approver's edit (a program's override_args arrives the same way).
+  test("edited arguments reach the tool: an approver's edit in Slack, checked against the tool's parameters", async () => {
     const f = fixture("/srv/all");
+    let token = "";
     const result = await runWithApprovals(f.run, f.agent, "clean", client, {
-      // Edits arrive as override_args; here a program (the API) makes them.
       onPending: async (a) => {
-        f.token = a.token;
-        await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
+        f.token = token = a.token;
+        // The adapter sent delete_file's parameters: the card offers Edit,
+        // and an edit that does not fit them is refused in the form.
+        await assert.rejects(editInSlack(a.token, f.callId, { path: 7 }), (err: Error) => err instanceof FormRefused && /path/.test(err.message));
+        await editInSlack(a.token, f.callId, { path: "/srv/all/tmp" });
       },
     });
     assert.deepEqual(f.ran, ["/srv/all/tmp"]); // the receipt binds the edit: the tool verified it
     assert.equal(result.finalOutput, `${f.callId}: deleted /srv/all/tmp`);
+    assert.equal((await client.get(token)).results?.answered_by?.[f.callId], "U0ALICE");
   });
 
   test("expiry: the tool never runs and the model is told no decision arrived", async () => {
@@ -166,10 +171,10 @@ describe("OpenAI Agents SDK", () => {
   test("stop the world with edited arguments", async () => {
     const f = fixture("/srv/all");
     const first = await f.run(f.agent, "clean");
-    const saved = await suspend(client, first);
+    const saved = await suspend(client, first); // with delete_file's parameters, from the interruption's agent
     f.token = saved.token;
-    await client.results(saved.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/old" } } } });
-    const state = await resume(client, RunState, f.agent, saved);
+    await editInSlack(saved.token, f.callId, { path: "/srv/all/old" });
+    const state = await resume(client, RunState, f.agent, saved, { wait: true });
     const result = await f.run(f.agent, state!);
     assert.deepEqual(f.ran, ["/srv/all/old"]);
     assert.equal(result.finalOutput, `${f.callId}: deleted /srv/all/old`);

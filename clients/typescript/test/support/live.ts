@@ -1,5 +1,5 @@
 // What every live test shares: the slackbot under test and its approvers.
-// TestTypeScriptClients (httpapi) starts slackbot with a fake Slack
+// TestTypeScriptClients (cmd/slackbot) starts slackbot with a fake Slack
 // and a real Redis and passes SLACKBOT_URL, SLACKBOT_API_KEY and
 // SLACKBOT_CONTROL_URL; without them the tests fail, saying how to run them.
 
@@ -10,7 +10,7 @@ import { type KeySet, type ReceiptClaims, SlackbotClient, fetchJwks, verifyMetad
 function env(name: string): string {
   const v = process.env[name];
   if (!v) {
-    throw new Error(`${name} is unset: run the tests with npm test (it starts slackbot: go test -run TestTypeScriptClients ./httpapi/)`);
+    throw new Error(`${name} is unset: run the tests with npm test (it starts slackbot: go test -run TestTypeScriptClients ./cmd/slackbot/)`);
   }
   return v;
 }
@@ -29,7 +29,21 @@ export function uniqueId(prefix: string): string {
 
 async function control(path: string, body: unknown): Promise<void> {
   const resp = await fetch(controlURL + path, { method: "POST", body: JSON.stringify(body) });
+  if (resp.status === 422) throw new FormRefused(await resp.text());
   if (!resp.ok) throw new Error(`control ${path}: ${resp.status} ${await resp.text()}`);
+}
+
+/** FormRefused is slackbot's refusal of a submitted form: its answer holds the problems under the inputs. */
+export class FormRefused extends Error {}
+
+/**
+ * editInSlack makes an approver (U0ALICE by default) click Edit on a call's
+ * card and submit the edit form with args (an object, or the form's raw
+ * text), signed as Slack signs; it throws FormRefused if slackbot refuses
+ * the edit. Approving with the edit is the form's submission.
+ */
+export function editInSlack(token: string, toolCallId: string, args: Record<string, unknown> | string, user?: string): Promise<void> {
+  return control("/decide", { token, tool_call_id: toolCallId, action: "edit", args: typeof args === "string" ? args : JSON.stringify(args, null, 2), user });
 }
 
 /** Action is a button on a card. */
