@@ -366,12 +366,17 @@ func crashAfterClaim(t *testing.T) bool {
 	// records the decision, which claims it directly.
 	postSigned(t, a.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
 	var claimKey, holder string
+	// A bound on the whole attempt, not only on each freeze: on a loaded
+	// host A may be frozen and thawed at its polls many times.
+	deadline := time.After(2 * takeoverWait)
 	for range 50 {
 		var args string
 		select {
 		case args = <-frozen:
 		case <-time.After(takeoverWait):
 			t.Fatal("A never claimed the run")
+		case <-deadline:
+			t.Fatalf("A did not freeze at its claim within %s (it was frozen at its token's polls only)", 2*takeoverWait)
 		}
 		claimKey = quotedArg(args, "slackbot:claim:")
 		if holder = rdb.Get(t.Context(), claimKey).Val(); holder != "" {
