@@ -227,7 +227,7 @@ func TestInstalls(t *testing.T) {
 		install = "apt-get -o DPkg::Lock::Timeout=300 install -y -qq "
 		asRoot  = " DEBIAN_FRONTEND=noninteractive uid=0"
 		require = "redis-server,chromium,python3"
-		race    = "test -race -count=1 "
+		race    = "test -race -count=1 -timeout 25m "
 	)
 	for _, tc := range []struct {
 		name       string
@@ -348,7 +348,7 @@ func TestNothingMissingInstallsNothing(t *testing.T) {
 		t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
 	}
 	want := []string{s.goCall(redis, onPath, python, "redis-server,chromium,python3",
-		"test", "-race", "-count=1", "example.com/sandbox/store")}
+		"test", "-race", "-count=1", "-timeout", "25m", "example.com/sandbox/store")}
 	if diff := cmp.Diff(want, r.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s\nstderr:\n%s", diff, r.stderr)
 	}
@@ -419,8 +419,8 @@ func TestRunsWhereCalled(t *testing.T) {
 		args []string
 		want string
 	}{
-		{args: []string{".", "-run", "Decide"}, want: "go test -race -count=1 . -run Decide | in=store"},
-		{args: []string{"-run", "Decide"}, want: "go test -race -count=1 " + s.root + "/... -run Decide | in=store"},
+		{args: []string{".", "-run", "Decide"}, want: "go test -race -count=1 -timeout 25m . -run Decide | in=store"},
+		{args: []string{"-run", "Decide"}, want: "go test -race -count=1 -timeout 25m " + s.root + "/... -run Decide | in=store"},
 	} {
 		if err := os.Remove(s.log); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
