@@ -31,7 +31,7 @@ type attempt struct {
 // chaosClickWindow bounds how long the clickers keep at it.
 const chaosClickWindow = 60 * time.Second
 
-// clickAll starts the clickers of every card, a card every 30ms, so the
+// clickAll starts the clickers of every card, a card every 50ms, so the
 // clicks span the failures; each person retries until told the call is
 // decided or their click raised no complaint.
 func (s *soak) clickAll(ctx context.Context, cards []slackfake.Message) {
@@ -43,7 +43,7 @@ func (s *soak) clickAll(ctx context.Context, cards []slackfake.Message) {
 		wg.Go(func() { s.clickUntilDone(ctx, i, card, chaosUser(i, 2), bot.ActionIDDeny, i%2, deadline) })
 		select {
 		case <-ctx.Done():
-		case <-time.After(30 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	wg.Wait()

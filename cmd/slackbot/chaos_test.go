@@ -150,38 +150,41 @@ func (s *soak) killedAt(p *proc) time.Time {
 	return s.killed[p]
 }
 
-// chaos is the sequence of failures, run while the clicks go on.
+// chaos is the sequence of failures, run while the clicks go on: Redis's
+// connections cut, the primary SIGKILLed and a replica promoted (the
+// connections cut again), the old primary back as a replica, slackbot B
+// SIGKILLed and restarted, the connections cut a third time.
 func (s *soak) chaos() {
 	t := s.t
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(time.Second)
+	s.cut(s.st.Primary(t))
+	time.Sleep(time.Second)
 	old := s.st.KillPrimary(t)
 	primary := s.st.WaitFailover(t, old)
 	t.Logf("chaos: primary %s killed, %s promoted (%d people clicking)", old.Addr(), primary.Addr(), s.clicking.Load())
+	s.cut(primary)
 	// Without a replica WAIT 1 confirms nothing: the old primary comes
 	// back and the Sentinels make it the new primary's replica.
 	old.Restart(t)
 	waitUntil(t, 60*time.Second, "the old primary to replicate the new one", func() bool { return replicaInSync(old) })
-	t.Logf("chaos: %s back as a replica", old.Addr())
+	t.Logf("chaos: %s back as a replica (%d people clicking)", old.Addr(), s.clicking.Load())
 	s.kill(1)
 	time.Sleep(300 * time.Millisecond)
 	s.procs[1].Store(s.c.start("B restarted"))
 	t.Logf("chaos: slackbot B killed and restarted (%d people clicking)", s.clicking.Load())
-	for range 2 {
-		cut(t, primary)
-		time.Sleep(time.Second)
-	}
-	t.Logf("chaos: Redis connections cut twice (%d people clicking)", s.clicking.Load())
+	s.cut(primary)
 }
 
 // cut closes every normal client connection of server.
-func cut(t *testing.T, server *redistest.Server) {
+func (s *soak) cut(server *redistest.Server) {
+	t := s.t
 	t.Helper()
 	rdb := server.Client(t)
 	n, err := rdb.ClientKillByFilter(t.Context(), "TYPE", "normal").Result()
 	if err != nil && !strings.Contains(err.Error(), "EOF") {
 		t.Errorf("CLIENT KILL TYPE normal: %v", err)
 	}
-	t.Logf("chaos: cut %d connections", n)
+	t.Logf("chaos: cut %d connections of %s (%d people clicking)", n, server.Addr(), s.clicking.Load())
 }
 
 // replicaInSync reports whether n is a replica whose link is up.
