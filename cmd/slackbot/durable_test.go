@@ -71,8 +71,17 @@ type cluster struct {
 
 func newCluster(t *testing.T, routes string) *cluster {
 	t.Helper()
-	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
+	c := newClusterOn(t, routes, rs.URL())
+	c.redis = rs
+	return c
+}
+
+// newClusterOn is newCluster with the processes on redisURL (a Redis the
+// caller started, such as a Sentinel topology); c.redis is nil.
+func newClusterOn(t *testing.T, routes, redisURL string) *cluster {
+	t.Helper()
+	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	tmp := t.TempDir()
 	routesFile := filepath.Join(tmp, "routes.yaml")
 	if err := os.WriteFile(routesFile, []byte(routes), 0o600); err != nil {
@@ -90,11 +99,11 @@ func newCluster(t *testing.T, routes string) *cluster {
 	}
 	env := append(os.Environ(),
 		"SLACK_BOT_TOKEN="+fake.Token(), "SLACK_SIGNING_SECRET="+testSecret,
-		"SLACK_API_URL="+slackfaketest.APIURL(fakeSrv), "REDIS_URL="+rs.URL(), "ROUTES_FILE="+routesFile,
+		"SLACK_API_URL="+slackfaketest.APIURL(fakeSrv), "REDIS_URL="+redisURL, "ROUTES_FILE="+routesFile,
 		"ADDR=127.0.0.1:0", "MODEL=test:delete_file", "TOOLS=demo", "LOG_FORMAT=text", "LOG_LEVEL=debug",
 		"TMPDIR="+tmp,
 	)
-	return &cluster{t: t, slack: fake, env: env, sandbox: sandbox, redis: rs}
+	return &cluster{t: t, slack: fake, env: env, sandbox: sandbox}
 }
 
 // start starts a slackbot process and waits until it serves.

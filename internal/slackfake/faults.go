@@ -112,3 +112,67 @@ func (s *Server) limited(req *request) (int, bool) {
 	rl.recent[key] = append(recent, now)
 	return 0, false
 }
+
+// periodic is a fault that hits every n-th call of a method.
+type periodic struct {
+	every  int
+	seen   int
+	status int           // for FailEvery
+	slow   time.Duration // for SlowEvery
+}
+
+// hit counts a call and reports whether it is an n-th one.
+func (p *periodic) hit() bool {
+	p.seen++
+	return p.seen%p.every == 0
+}
+
+// FailEvery makes every n-th call of method (or "*") fail with HTTP
+// status before it changes anything, for as long as it is set: a flaky
+// Slack, deterministic. n 0 removes it.
+func (s *Server) FailEvery(method string, status, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		delete(s.failEvery, method)
+		return
+	}
+	s.failEvery[method] = &periodic{every: n, status: status}
+}
+
+// SlowEvery makes every n-th call of method (or "*") wait d before it is
+// handled (the wait ends early when the client gives up), so a client
+// with a shorter timeout sees a timeout. n 0 removes it.
+func (s *Server) SlowEvery(method string, d time.Duration, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		delete(s.slowEvery, method)
+		return
+	}
+	s.slowEvery[method] = &periodic{every: n, slow: d}
+}
+
+// periodicFault counts the call against the periodic fault of method (or
+// "*") in faults and returns the fault if the call is hit; s.mu is held.
+func periodicFault(faults map[string]*periodic, method string) *periodic {
+	for _, key := range []string{method, "*"} {
+		if p, ok := faults[key]; ok {
+			if p.hit() {
+				return p
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// slowFor returns how long a call of method waits under SlowEvery.
+func (s *Server) slowFor(method string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := periodicFault(s.slowEvery, method); p != nil {
+		return p.slow
+	}
+	return 0
+}

@@ -63,6 +63,10 @@ type Server struct {
 	fails  map[string]*failure
 	delays map[string]time.Duration
 	drops  map[string]int
+	// failEvery and slowEvery are the periodic faults (FailEvery,
+	// SlowEvery).
+	failEvery map[string]*periodic
+	slowEvery map[string]*periodic
 
 	subs    map[int]chan Change
 	nextSub int
@@ -73,21 +77,23 @@ type Server struct {
 // token DefaultToken, no people or channels unless options add them.
 func New(opts ...Option) *Server {
 	s := &Server{
-		token:    DefaultToken,
-		team:     Team{ID: "T0FAKE", Name: "Fake Workspace", Domain: "fake"},
-		now:      time.Now,
-		users:    map[string]*User{},
-		groups:   map[string]*Usergroup{},
-		channels: map[string]*Channel{},
-		messages: map[string][]*Message{},
-		views:    map[string]*View{},
-		homes:    map[string]*View{},
-		triggers: map[string]*trigger{},
-		limits:   map[string]*rateLimit{},
-		fails:    map[string]*failure{},
-		delays:   map[string]time.Duration{},
-		drops:    map[string]int{},
-		subs:     map[int]chan Change{},
+		token:     DefaultToken,
+		team:      Team{ID: "T0FAKE", Name: "Fake Workspace", Domain: "fake"},
+		now:       time.Now,
+		users:     map[string]*User{},
+		groups:    map[string]*Usergroup{},
+		channels:  map[string]*Channel{},
+		messages:  map[string][]*Message{},
+		views:     map[string]*View{},
+		homes:     map[string]*View{},
+		triggers:  map[string]*trigger{},
+		limits:    map[string]*rateLimit{},
+		fails:     map[string]*failure{},
+		delays:    map[string]time.Duration{},
+		drops:     map[string]int{},
+		failEvery: map[string]*periodic{},
+		slowEvery: map[string]*periodic{},
+		subs:      map[int]chan Change{},
 	}
 	WithBot("U0BOT", "slackbot", "B0BOT", "A0APP")(s)
 	for _, o := range opts {
@@ -236,7 +242,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if d := s.delay(method); d > 0 {
+	if d := s.delay(method) + s.slowFor(method); d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -316,6 +322,10 @@ func (s *Server) handle(req *request, token string) (int, http.Header, map[strin
 		}
 		s.record(req, f.status, "")
 		return f.status, nil, map[string]any{"ok": false, "error": "fatal_error"}
+	}
+	if p := periodicFault(s.failEvery, req.method); p != nil {
+		s.record(req, p.status, "")
+		return p.status, nil, map[string]any{"ok": false, "error": "fatal_error"}
 	}
 	switch {
 	case token == "":
