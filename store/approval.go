@@ -355,7 +355,7 @@ func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, 
 		// The answer script records act "answer": the request's own API
 		// client answered, not a person or a rule.
 		ByClient: m[p+"act"] == "answer",
-		Message:   approval.MessageRef{Channel: m[p+"ch"], TS: m[p+"ts"]},
+		Message:  approval.MessageRef{Channel: m[p+"ch"], TS: m[p+"ts"]},
 
 		Rule: m[p+"rule"], PolicyError: m[p+"perr"],
 	}
