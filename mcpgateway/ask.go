@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/approval"
 )
 
@@ -258,14 +259,14 @@ func outcome(rec *approval.Request, c *approval.Call) (approved bool, args json.
 	return false, nil, agentrunner.DefaultDenialMessage
 }
 
-// receipt returns the approved call's receipt, when the results carry
-// one.
-func receipt(rec *approval.Request, callID string) (string, bool) {
+// receiptMeta is the _meta entry of approved call callID's receipt,
+// {"slackbot_receipt": …}, or nil when its results carry none: what the
+// upstream's request and the client's result both get.
+func receiptMeta(rec *approval.Request, callID string) map[string]any {
 	if rec.Results == nil {
-		return "", false
+		return nil
 	}
-	v, ok := rec.Results.Metadata[callID][ReceiptMetaKey].(string)
-	return v, ok && v != ""
+	return mcptools.ReceiptMeta(rec.Results.Metadata[callID])
 }
 
 // idempotencyKey is what names a call for retries: the client's key (the

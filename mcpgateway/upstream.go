@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,6 +12,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/receipt"
 )
 
 // handleUpstream serves tools/call of one upstream tool: arguments checked
@@ -67,11 +69,7 @@ func (h *Handler) run(ctx context.Context, c Client, d decision, name string, ar
 	}
 	// The upstream runs the tool: it gets the receipt too, to verify the
 	// approval itself.
-	var meta map[string]any
-	if d.rec.Results != nil {
-		meta = mcptools.ReceiptMeta(d.rec.Results.Metadata[id])
-	}
-	res := h.proxy(ctx, name, args, meta)
+	res := h.proxy(ctx, name, args, receiptMeta(d.rec, id))
 	o := approval.Outcome{Status: "ran", Summary: summary(res)}
 	if res.IsError {
 		o.Status = "failed"
@@ -89,20 +87,20 @@ func (h *Handler) run(ctx context.Context, c Client, d decision, name string, ar
 // one, in the result's _meta as "slackbot_receipt", beside what the
 // upstream put there.
 func attachReceipt(res *mcp.CallToolResult, rec *approval.Request, callID string) {
-	r, ok := receipt(rec, callID)
-	if !ok {
+	meta := receiptMeta(rec, callID)
+	if meta == nil {
 		return
 	}
 	if res.Meta == nil {
 		res.Meta = mcp.Meta{}
 	}
-	res.Meta[ReceiptMetaKey] = r
+	maps.Copy(res.Meta, meta)
 }
 
 // ReceiptMetaKey is the _meta key of an approved call's result that holds
 // its receipt (a compact JWS; see DESIGN.md's Receipt), as the results'
 // metadata names it.
-const ReceiptMetaKey = "slackbot_receipt"
+const ReceiptMetaKey = receipt.MetadataKey
 
 // proxy calls the upstream tool and returns its result as it came; a
 // server out of reach becomes a tool error saying so.
