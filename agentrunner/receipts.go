@@ -1,7 +1,6 @@
 package agentrunner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -39,7 +38,7 @@ func (st *run) verifyReceipt(call ToolCallPart, md map[string]any) error {
 		return err
 	}
 	_, err = st.r.receipts.Verify(receipt.FromMetadata(md), receipt.Expect{
-		CallID: call.ToolCallID, Tool: call.ToolName, Args: json.RawMessage(args), Now: st.r.clock(),
+		CallID: call.ToolCallID, Tool: call.ToolName, Args: args, Now: st.r.clock(),
 	})
 	if errors.Is(err, receipt.ErrMissing) {
 		if why, ok := md[receipt.ErrorMetadataKey].(string); ok {
