@@ -427,7 +427,6 @@ def idempotency_key(run_id: str, requests: Any, *, run_step: int | None = None) 
     return "pydantic-ai:" + hashlib.sha256(named.encode()).hexdigest()[:40]
 
 
-
 async def ask(
     client: SlackbotClient,
     requests: Any,
