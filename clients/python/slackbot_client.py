@@ -21,7 +21,7 @@ Stop the world (the run ends with DeferredToolRequests; resume later)::
 
     result = agent.run_sync(prompt, output_type=[str, DeferredToolRequests])
     if isinstance(result.output, DeferredToolRequests):
-        token = submit(client, result.output, context="why")["token"]
+        token = submit(client, result.output, run_id=result.run_id, context="why")["token"]
         ...                      # store token and result.all_messages()
         results = collect(client, token)   # blocks until people decided
         agent.run_sync(message_history=messages, deferred_tool_results=results)
@@ -44,6 +44,7 @@ import hashlib
 import inspect
 import hmac
 import json
+import secrets
 import threading
 import time
 import urllib.error
@@ -59,6 +60,7 @@ __all__ = [
     "ask",
     "callback_secret",
     "collect",
+    "idempotency_key",
     "make_handler",
     "requests_to_json",
     "results_from_json",
@@ -78,7 +80,7 @@ class SlackbotError(Exception):
     """An error answer of slackbot's API: its HTTP status, stable code and message.
 
     Codes: unauthorized (401), invalid_request (400), route_forbidden (403),
-    not_found (404), method_not_allowed (405), conflict (409),
+    self_approval (403), not_found (404), method_not_allowed (405), conflict (409),
     payload_too_large (413), unsupported_media_type (415), internal (500).
     """
 
@@ -160,7 +162,9 @@ class SlackbotClient:
         """Answers pending calls: external results or programmatic decisions.
 
         results is a DeferredToolResults (Pydantic AI's, or its JSON). Calls
-        left out stay pending; the approval resolves when none is left.
+        left out stay pending; the approval resolves when none is left. The
+        key that opened the request may decide its approvals only on a route
+        with allow_self_approval: true (403 self_approval otherwise).
         """
         path = "/v1/approvals/" + urllib.parse.quote(token, safe="") + "/results"
         return self._request("POST", path, results_to_json(results))
@@ -408,6 +412,21 @@ def with_args_schemas(wire: dict, schemas: Mapping[str, Mapping[str, Any]] | Non
 # --- asking from a run ------------------------------------------------------
 
 
+def idempotency_key(run_id: str, requests: Any, *, run_step: int | None = None) -> str:
+    """The idempotency key of one round of one run's deferred calls: the
+    run's id (Pydantic AI's RunContext.run_id, or AgentRunResult.run_id
+    when the run ended with DeferredToolRequests), the step that deferred
+    them (RunContext.run_step) and the call ids. The same round asked
+    again finds the same request instead of posting new cards; another run,
+    or a later round, gets its own even when the model reuses call ids
+    (mock models and some OpenAI-compatible servers do), so it never
+    receives an earlier decision."""
+    wire = requests_to_json(requests)
+    ids = sorted(p["tool_call_id"] for p in wire["approvals"] + wire["calls"])
+    named = json.dumps([run_id, run_step, ids], separators=(",", ":"))
+    return "pydantic-ai:" + hashlib.sha256(named.encode()).hexdigest()[:40]
+
+
 async def ask(
     client: SlackbotClient,
     requests: Any,
@@ -453,8 +472,11 @@ def make_handler(
     ``async def handler(ctx, requests) -> DeferredToolResults``.
 
     Each batch of deferred calls goes to slackbot once: the idempotency key
-    is derived from the run id and the call ids, so a handler retried for
-    the same calls finds the same token instead of posting new cards.
+    names the run (ctx.run_id), its step (ctx.run_step) and the call ids
+    (see idempotency_key), so a handler retried for the same round finds
+    the same token instead of posting new cards, and no other run or round
+    gets its decisions. A context without a run id names no run: each of
+    its calls is a request of its own.
     on_token(token, approval) sees each request once its cards are posted
     (see ask): the way to hand the token to whoever computes an external
     call's result. create takes the keyword arguments of SlackbotClient.create.
@@ -463,9 +485,10 @@ def make_handler(
 
     async def handler(ctx: Any, requests: Any) -> Any:
         wire = requests_to_json(requests)
-        ids = [p["tool_call_id"] for p in wire["approvals"] + wire["calls"]]
-        run_id = getattr(ctx, "run_id", None) or ""
-        key = "pydantic-ai:" + hashlib.sha256((run_id + "\0" + "\0".join(ids)).encode()).hexdigest()[:40]
+        # Without a run id the call ids alone would name the round, and a
+        # later run reusing them would get this one's decisions.
+        run_id = getattr(ctx, "run_id", None) or "unnamed-" + secrets.token_hex(16)
+        key = idempotency_key(run_id, wire, run_step=getattr(ctx, "run_step", None))
         return await ask(client, wire, waiter=waiter, idempotency_key=key, on_token=on_token, **create)
 
     return handler
@@ -474,10 +497,14 @@ def make_handler(
 # --- stop the world ---------------------------------------------------------
 
 
-def submit(client: SlackbotClient, requests: Any, **create: Any) -> dict:
+def submit(client: SlackbotClient, requests: Any, *, run_id: str | None = None, **create: Any) -> dict:
     """Stop-the-world, step 1: hand the DeferredToolRequests a run ended with
     to slackbot. Returns the approval; keep its "token" with the run's
-    messages to resume later."""
+    messages to resume later. With run_id (the run's AgentRunResult.run_id)
+    the request is keyed to that run (idempotency_key): submitting it again
+    returns the same approval instead of posting new cards."""
+    if run_id is not None and create.get("idempotency_key") is None:
+        create["idempotency_key"] = idempotency_key(run_id, requests)
     return client.create(requests, **create)
 
 

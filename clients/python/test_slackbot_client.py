@@ -275,6 +275,37 @@ class StubServerTest(unittest.TestCase):
         self.assertEqual(keys, again, "the same run and calls must reuse the idempotency key")
 
 
+    def test_idempotency_key_per_run(self):
+        # A model may reuse call ids (mock models, some OpenAI-compatible
+        # servers): the key names the run and its step with the calls, so
+        # only a retry of the same round finds the same request. The
+        # contexts stand in for Pydantic AI's RunContext (run_id since 1.15,
+        # run_step), which is not installed here.
+        c = sc.SlackbotClient(self.url, "good-key-0123456789abcdef")
+        handler = sc.make_handler(c)
+        reqs = json.loads(REQUESTS_LITERAL)
+
+        def key(ctx):
+            asyncio.run(handler(ctx, reqs))
+            return [s for s in self.seen if s[0] == "POST"][-1][4]["idempotency_key"]
+
+        first = key(types.SimpleNamespace(run_id="run-a", run_step=1))
+        self.assertEqual(key(types.SimpleNamespace(run_id="run-a", run_step=1)), first, "a retried round")
+        self.assertNotEqual(key(types.SimpleNamespace(run_id="run-a", run_step=3)), first, "a later round of the run")
+        self.assertNotEqual(key(types.SimpleNamespace(run_id="run-b", run_step=1)), first, "another run")
+        # A context naming no run names no round: each call is its own request.
+        self.assertNotEqual(key(types.SimpleNamespace()), key(types.SimpleNamespace(run_id=None)))
+        # Stop the world: the run's id (AgentRunResult.run_id) keys its submit.
+        sc.submit(c, reqs, run_id="run-c")
+        sc.submit(c, reqs, run_id="run-c")
+        sc.submit(c, reqs, run_id="run-d")
+        sc.submit(c, reqs)
+        keys = [s[4].get("idempotency_key") for s in self.seen[-4:]]
+        self.assertEqual(keys[0], keys[1])
+        self.assertNotEqual(keys[0], keys[2])
+        self.assertIsNone(keys[3])
+        self.assertEqual(keys[0], sc.idempotency_key("run-c", reqs))
+
     def test_results_sends_datetimes_models_and_dataclasses(self):
         # Issue 17 (b): these were "not JSON serializable".
         @dataclasses.dataclass
@@ -461,6 +492,32 @@ class LiveTest(unittest.TestCase):
         self.assertEqual(results["approvals"], {"call_edit_1": {"override_args": {"path": "/tmp/edited.txt"}, "kind": "tool-approved"}})
         self.assertEqual(results["answered_by"], {"call_edit_1": "U0ALICE"})
         self.assertReceipt(results, "call_edit_1", "delete_file", {"path": "/tmp/edited.txt"})
+
+    def test_runs_reusing_call_ids(self):
+        # A model that reuses a call id (mock models, some OpenAI-compatible
+        # servers) in a later round of the run and in another run: each gets
+        # its own card and its own approval, whose receipt names its own
+        # request. Stand-ins for Pydantic AI's RunContext (not installed here).
+        handler = sc.make_handler(self.client, context="Live test: reused call ids.",
+                                  on_token=lambda token, approval: tokens.append(token))
+        call_id = "call_reused_" + uuid.uuid4().hex[:8]
+        requests = {"approvals": [{"tool_name": "delete_file", "args": {"path": "/tmp/reused.txt"}, "tool_call_id": call_id}]}
+        tokens = []
+        for ctx in (types.SimpleNamespace(run_id=self.run_id, run_step=1),
+                    types.SimpleNamespace(run_id=self.run_id, run_step=3),
+                    types.SimpleNamespace(run_id=self.run_id + "-b", run_step=1)):
+            results = asyncio.run(asyncio.wait_for(handler(ctx, requests), LIVE_TIMEOUT))
+            self.assertEqual(len(set(tokens)), len(tokens), "a round got an earlier round's request")
+            self.assertEqual(results["answered_by"], {call_id: "U0ALICE"})
+            self.assertReceipt(results, call_id, "delete_file", {"path": "/tmp/reused.txt"}, token=tokens[-1])
+        # Stop the world: a retried submit of the run finds its request, another run's is its own.
+        first = sc.submit(self.client, requests, run_id=self.run_id + "-c", context="Live test: reused call ids.")
+        again = sc.submit(self.client, requests, run_id=self.run_id + "-c", context="Live test: reused call ids.")
+        other = sc.submit(self.client, requests, run_id=self.run_id + "-d", context="Live test: reused call ids.")
+        self.assertEqual(again["token"], first["token"])
+        self.assertNotIn(other["token"], (first["token"], *tokens))
+        for t in (first["token"], other["token"]):
+            self.assertEqual(sc.collect(self.client, t, timeout=LIVE_TIMEOUT)["approvals"], {call_id: True})
 
     def test_stop_the_world(self):
         # The run ended with DeferredToolRequests: hand them over.

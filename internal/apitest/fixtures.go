@@ -18,7 +18,9 @@ const (
 
 // Routes is the routing file the API's tests (and the clients' tests in
 // clients/) run with: refunds with policies, deletions (30 min), ops (in
-// C0GENERAL, 10 min) and reports for external calls.
+// C0GENERAL, 10 min), reports for external calls, and self-approved:
+// deletions whose requesting API key may approve them itself, which a
+// client names (route "self-approved") to answer its own approvals.
 const Routes = `
 default_timeout: 1h
 routes:
@@ -42,6 +44,11 @@ routes:
     when: {tools: ["fetch_*"]}
     channel: C0APPROVALS
     approvers: {users: [U0ALICE]}
+  - name: self-approved
+    when: {tools: ["delete_*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+    allow_self_approval: true
 `
 
 // JSONEqual fails t unless got and want are the same JSON value.

@@ -119,11 +119,17 @@ export interface AskOptions extends SubmitOptions {
   onPending?: (pending: Approval) => void | Promise<void>;
 }
 
-/** submit hands a result's approval requests to slackbot and returns the pending request. */
+/**
+ * submit hands a result's approval requests to slackbot and returns the
+ * pending request. Its idempotency key names the approval ids the SDK drew
+ * for this result (random, and kept in the conversation) with the call
+ * ids: the same result submitted again finds the same request, another
+ * run's its own, whatever call ids its model reuses.
+ */
 export async function submit(client: SlackbotClient, result: StepResult, opts: SubmitOptions = {}): Promise<Approval> {
   const { argsSchemas, ...create } = opts;
   const parts = approvalRequests(result);
-  const key = await idempotencyKeyOf("ai-sdk", parts.map((p) => p.toolCall.toolCallId));
+  const key = await idempotencyKeyOf("ai-sdk", parts.map((p) => p.approvalId), parts.map((p) => p.toolCall.toolCallId));
   return client.create(withArgsSchemas(requestsFor(parts), argsSchemas), { idempotency_key: key, ...create });
 }
 

@@ -94,6 +94,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "invalid_request"
   | "route_forbidden"
+  | "self_approval"
   | "conflict"
   | "payload_too_large"
   | "unsupported_media_type"
@@ -170,7 +171,11 @@ export class SlackbotClient {
     }
   }
 
-  /** results answers calls (external results, programmatic decisions). */
+  /**
+   * results answers calls (external results, programmatic decisions). The
+   * key that opened the request may decide its approvals only on a route
+   * with allow_self_approval: true (403 self_approval otherwise).
+   */
   results(token: string, results: DeferredToolResults): Promise<Approval> {
     return this.#do("POST", `/v1/approvals/${encodeURIComponent(token)}/results`, results);
   }

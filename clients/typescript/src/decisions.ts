@@ -1,5 +1,6 @@
 // What every adapter shares: reading an ended request's decision on one
-// call, the arguments a framework hands over, and idempotency keys.
+// call, the arguments a framework hands over, and idempotency keys (one
+// per round of a run, never the call ids alone).
 
 import type { Approval, ApprovalResult, CreateOptions, DeferredToolRequests, ToolCall } from "./client.js";
 import { MetadataKey } from "./receipt.js";
@@ -54,10 +55,35 @@ export function toolArgs(raw: unknown): ToolCall["args"] {
   return typeof raw === "string" ? raw : JSON.stringify(raw);
 }
 
-/** idempotencyKeyOf names a set of call ids, so a retried submit posts no second card. */
-export async function idempotencyKeyOf(framework: string, ids: readonly string[]): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode([...ids].sort().join("\n")));
+/**
+ * idempotencyKeyOf names one round of one run's calls: run holds what is
+ * unique to that round of that run (the framework's own ids for it, or
+ * nonceOf's), ids the call ids. A retried submit of the same round finds
+ * the same request; another run gets its own request and cards even when
+ * its model reuses call ids (mock models and some OpenAI-compatible
+ * servers do), so it never receives an earlier run's decisions.
+ */
+export async function idempotencyKeyOf(framework: string, run: readonly string[], ids: readonly string[]): Promise<string> {
+  const named = JSON.stringify([[...run].sort(), [...ids].sort()]);
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(named));
   return `${framework}:` + Array.from(new Uint8Array(d).slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const nonces = new WeakMap<object, string>();
+
+/**
+ * nonceOf is a random id bound to o for as long as o lives: for a
+ * framework whose objects of one round (its interruptions) carry nothing
+ * unique to the run, the same objects submitted again name the same round,
+ * and the next run's (or round's) new objects another.
+ */
+export function nonceOf(o: object): string {
+  let n = nonces.get(o);
+  if (n === undefined) {
+    n = crypto.randomUUID();
+    nonces.set(o, n);
+  }
+  return n;
 }
 
 /**

@@ -10,7 +10,7 @@
 // the Command class is passed in.
 
 import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { type Outcome, type SubmitOptions, idempotencyKeyOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
+import { type Outcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
 
 export type { Outcome } from "./decisions.js";
 
@@ -110,12 +110,28 @@ export interface AskOptions extends SubmitOptions {
   onPending?: (pending: Approval) => void | Promise<void>;
 }
 
-/** submit hands the result's pending calls to slackbot and returns the pending request. */
-export async function submit(client: SlackbotClient, result: object, opts: SubmitOptions = {}): Promise<Approval> {
-  const { argsSchemas, ...create } = opts;
+/** ThreadOptions are the create options plus the thread the result is of. */
+export interface ThreadOptions extends SubmitOptions {
+  /** The thread_id the graph ran in (invokeWithApprovals and suspend pass it). */
+  threadId?: string;
+}
+
+/**
+ * submit hands the result's pending calls to slackbot and returns the
+ * pending request. Its idempotency key names the thread, the interrupts'
+ * ids and the call ids: LangGraph derives an interrupt's id from its task,
+ * which is new in every run and round (a checkpoint's), and keeps it in the
+ * checkpoint, so the same interrupts submitted again (from any process)
+ * find the same request, and another run's get their own, whatever call
+ * ids its model reuses.
+ */
+export async function submit(client: SlackbotClient, result: object, opts: ThreadOptions = {}): Promise<Approval> {
+  const { argsSchemas, threadId, ...create } = opts;
   const interrupts = pendingInterrupts(result);
+  const run = interrupts.map((i) => (i.id ? `interrupt:${i.id}` : `object:${nonceOf(i)}`));
+  if (threadId !== undefined) run.push(`thread:${threadId}`);
   const ids = interrupts.flatMap((i) => i.value.tool_calls.map((c) => c.id));
-  return client.create(withArgsSchemas(requestsFor(interrupts), argsSchemas), { idempotency_key: await idempotencyKeyOf("langgraph", ids), ...create });
+  return client.create(withArgsSchemas(requestsFor(interrupts), argsSchemas), { idempotency_key: await idempotencyKeyOf("langgraph", run, ids), ...create });
 }
 
 /**
@@ -137,7 +153,7 @@ export async function invokeWithApprovals<R extends object>(
   for (;;) {
     const interrupts = pendingInterrupts(result);
     if (interrupts.length === 0) return result;
-    const pending = await submit(client, result, create);
+    const pending = await submit(client, result, { ...create, threadId: config.configurable.thread_id });
     await onPending?.(pending);
     const done = await client.wait(pending.token, { signal });
     result = await graph.invoke(new Command({ resume: resumeValue(interrupts, done) }), config);
@@ -153,7 +169,7 @@ export interface Suspended {
 
 /** suspend submits the interrupted thread's calls and returns what to store; no process waits. */
 export async function suspend(client: SlackbotClient, result: object, threadId: string, opts: SubmitOptions = {}): Promise<Suspended> {
-  const a = await submit(client, result, opts);
+  const a = await submit(client, result, { ...opts, threadId });
   return { token: a.token, thread_id: threadId, interrupts: pendingInterrupts(result) };
 }
 

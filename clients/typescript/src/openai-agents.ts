@@ -7,7 +7,7 @@
 // runtime dependency on it.
 
 import type { Approval, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
-import { type ArgsSchemas, type Outcome, type SubmitOptions, idempotencyKeyOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
+import { type ArgsSchemas, type Outcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
 
 export type { Outcome } from "./decisions.js";
 
@@ -55,9 +55,17 @@ export function requestsFor(items: readonly ApprovalItem[]): DeferredToolRequest
   return { approvals: items.map(toolCall) };
 }
 
-/** idempotencyKey names a set of interruptions, so a retried submit posts no second card. */
+/**
+ * idempotencyKey names one round of interruptions: their call ids and a
+ * random id bound to each interruption object. The SDK makes new
+ * interruption objects for every run and round, and nothing in them or in
+ * the RunState is unique to the run (the trace id is shared by every run
+ * of a trace and absent with tracing off; response ids come from the
+ * model), so the same interruptions submitted again find the same request
+ * and another run's get their own, whatever call ids its model reuses.
+ */
 export function idempotencyKey(items: readonly ApprovalItem[]): Promise<string> {
-  return idempotencyKeyOf("openai-agents", items.map(callId));
+  return idempotencyKeyOf("openai-agents", items.map(nonceOf), items.map(callId));
 }
 
 /**

@@ -9,7 +9,7 @@ import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import type { Approval } from "../src/index.js";
 import { argsSchemasOf, generateWithApprovals, resume, suspend, type Message } from "../src/ai-sdk.js";
-import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, uniqueId } from "./support/live.js";
+import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, selfApproved, uniqueId } from "./support/live.js";
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
@@ -23,9 +23,12 @@ function said(o: Output): string {
   return typeof o.value === "string" ? o.value : JSON.stringify(o.value);
 }
 
-/** fixture is a model that asks for delete_file once, then says what the tool results were. */
-function fixture(path = "/srv/data") {
-  const callId = uniqueId("call_ai");
+/**
+ * fixture is a model that asks for delete_file once, with callId (fresh by
+ * default, or one an earlier run's model used too), then says what the
+ * tool results were.
+ */
+function fixture(path = "/srv/data", callId = uniqueId("call_ai")) {
   const ran: string[] = [];
   const model = new MockLanguageModelV3({
     doGenerate: async (options) => {
@@ -110,10 +113,12 @@ describe("Vercel AI SDK", () => {
     await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
   });
 
+  // Only where the route lets the requesting key approve its own calls.
   test("a program's override_args reach the tool too, answered by the API client", async () => {
     const f = fixture("/srv/all");
     let token = "";
     const { result } = await generateWithApprovals(f.generate, f.start, client, {
+      route: selfApproved,
       onPending: async (a) => {
         token = a.token;
         await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
@@ -148,10 +153,36 @@ describe("Vercel AI SDK", () => {
     await assertNoReceipt(token, f.callId);
   });
 
+  // Mock models, some OpenAI-compatible servers and fixed test ids reuse
+  // call ids from run to run: each run's approval is its own.
+  test("a model that reuses call ids across runs: each run gets its own card", async () => {
+    const callId = uniqueId("call_ai_reused");
+    const first = fixture("/srv/data", callId);
+    let firstToken = "";
+    await generateWithApprovals(first.generate, first.start, client, { onPending: (a) => click((firstToken = a.token), callId, "approve") });
+    assert.deepEqual(first.ran, ["/srv/data"]);
+
+    const second = fixture("/srv/data", callId);
+    let secondToken = "";
+    const { result } = await generateWithApprovals(second.generate, second.start, client, {
+      onPending: (a) => {
+        secondToken = a.token;
+        assert.notEqual(a.token, firstToken, "the second run got the first run's request");
+        assert.equal(a.status, "pending");
+        return click(a.token, callId, "deny_reason", "Not twice.");
+      },
+    });
+    assert.deepEqual(second.ran, []);
+    assert.equal(result.text, `${callId}: denied: Not twice.`);
+    await assertNoReceipt(secondToken, callId);
+  });
+
   test("stop the world: the conversation is stored as JSON and resumed later, once", async () => {
     const f = fixture("/srv/old");
     const first = await f.generate(f.start);
     const saved = JSON.parse(JSON.stringify(await suspend(client, first, f.start, { context: "nightly cleanup" })));
+    // A retried submit of the same result (its answer lost) finds the same request.
+    assert.equal((await suspend(client, first, f.start, { context: "nightly cleanup" })).token, saved.token);
     // No decision yet: nothing to resume, nothing ran.
     assert.equal(await resume(client, saved), undefined);
     assert.deepEqual(f.ran, []);

@@ -14,7 +14,7 @@ import {
   signCallback,
   verifyCallback,
 } from "../src/index.js";
-import { apiKey, assertNoReceipt, assertReceipt, click, client, slackbotURL, uniqueId } from "./support/live.js";
+import { apiKey, assertNoReceipt, assertReceipt, click, client, selfApproved, slackbotURL, uniqueId } from "./support/live.js";
 
 function deletion(id: string, path = "/tmp/x") {
   return { approvals: [{ tool_name: "delete_file", args: { path }, tool_call_id: id }] };
@@ -48,7 +48,9 @@ describe("SlackbotClient", () => {
     await rejects(client.get("no-such-token"), 404, "not_found");
     await rejects(client.create({ approvals: [] }, { timeout: "forever" }), 400, "invalid_request");
     const id = uniqueId("c");
-    const a = await client.create(deletion(id));
+    // On a route where the key may answer its own approvals, so that the
+    // answer is refused for naming a call that is not pending, not for who sent it.
+    const a = await client.create(deletion(id), { route: selfApproved });
     await rejects(client.results(a.token, { approvals: { other: true } }), 400, "invalid_request");
     const cancelled = await client.cancel(a.token);
     assert.equal(cancelled.status, "cancelled");

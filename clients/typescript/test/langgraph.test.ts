@@ -5,10 +5,12 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
+import { HumanMessage } from "@langchain/core/messages";
+import { fakeModel } from "@langchain/core/testing";
 import { Annotation, Command, END, MemorySaver, START, StateGraph, interrupt } from "@langchain/langgraph";
 import type { Approval } from "../src/index.js";
 import { type Decisions, type PendingToolCall, invokeWithApprovals, pendingToolCalls, resume, suspend } from "../src/langgraph.js";
-import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, uniqueId } from "./support/live.js";
+import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, selfApproved, uniqueId } from "./support/live.js";
 
 const State = Annotation.Root({
   path: Annotation<string>(),
@@ -16,11 +18,14 @@ const State = Annotation.Root({
   results: Annotation<string[]>(),
 });
 
-/** fixture is a graph that plans one delete_file call and runs it only as decided. */
-function fixture(path = "/srv/data") {
+/**
+ * fixture is a graph that plans one delete_file call (with a fresh id, or
+ * the calls planner returns) and runs it only as decided.
+ */
+function fixture(path = "/srv/data", planner?: (path: string) => Promise<PendingToolCall[]>) {
   const callId = uniqueId("call_lg");
   const ran: string[] = [];
-  const plan = async (s: typeof State.State) => ({ calls: [{ id: callId, name: "delete_file", args: { path: s.path } }] });
+  const plan = async (s: typeof State.State) => ({ calls: planner ? await planner(s.path) : [{ id: callId, name: "delete_file", args: { path: s.path } }] });
   const review = async (s: typeof State.State) => {
     // Nothing runs before interrupt(): LangGraph re-runs the node on resume.
     const decisions = interrupt(pendingToolCalls(s.calls)) as Decisions;
@@ -92,10 +97,12 @@ describe("LangGraph.js", () => {
     await assertReceipt(token, f.callId, { path: "/srv/all/tmp" });
   });
 
+  // Only where the route lets the requesting key approve its own calls.
   test("a program's override_args reach the tool too, answered by the API client", async () => {
     const f = fixture("/srv/all");
     let token = "";
     const out = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, {
+      route: selfApproved,
       onPending: async (a) => {
         token = a.token;
         await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
@@ -116,10 +123,49 @@ describe("LangGraph.js", () => {
     await assertNoReceipt(token, f.callId);
   });
 
+  // LangChain's fake chat model answers every run with the same tool call
+  // id, as mock models and some OpenAI-compatible servers do: each run's
+  // approval is its own, a later run on the same thread's too.
+  test("a model that reuses call ids across runs: each run gets its own card", async () => {
+    const callId = uniqueId("call_lg_reused");
+    const model = fakeModel()
+      .respondWithTools([{ name: "delete_file", args: { path: "/srv/data" }, id: callId }])
+      .respondWithTools([{ name: "delete_file", args: { path: "/srv/data" }, id: callId }])
+      .respondWithTools([{ name: "delete_file", args: { path: "/srv/other" }, id: callId }]);
+    const planner = async (path: string) => {
+      const msg = await model.invoke([new HumanMessage(`Delete ${path}.`)]);
+      return (msg.tool_calls ?? []).map((c) => ({ id: c.id!, name: c.name, args: c.args }));
+    };
+    const f = fixture("/srv/data", planner);
+    const tokens: string[] = [];
+    const ask = (action: "approve" | "deny") => ({
+      onPending: (a: Approval) => {
+        assert.ok(!tokens.includes(a.token), `run ${tokens.length + 1} got an earlier run's request`);
+        assert.equal(a.status, "pending");
+        tokens.push(a.token);
+        return click(a.token, callId, action);
+      },
+    });
+    const first = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, ask("approve"));
+    assert.deepEqual(first.results, [`${callId}: deleted /srv/data`]);
+    // The same thread's next run: the same call id, the same arguments.
+    const again = await invokeWithApprovals(f.graph, f.input, f.config, client, Command, ask("deny"));
+    assert.match(again.results[0], new RegExp(`^${callId}: denied: `));
+    // Another thread: the same call id, other arguments.
+    const other = await invokeWithApprovals(f.graph, { path: "/srv/other" }, { configurable: { thread_id: randomUUID() } }, client, Command, ask("approve"));
+    assert.deepEqual(other.results, [`${callId}: deleted /srv/other`]);
+    assert.deepEqual(f.ran, ["/srv/data", "/srv/other"]);
+    assert.equal(tokens.length, 3);
+    await assertNoReceipt(tokens[1], callId);
+    await assertReceipt(tokens[2], callId, { path: "/srv/other" });
+  });
+
   test("stop the world: the thread is resumed later from the stored token, once", async () => {
     const f = fixture("/srv/old");
     const first = await f.graph.invoke(f.input, f.config);
     const saved = JSON.parse(JSON.stringify(await suspend(client, first, f.config.configurable.thread_id)));
+    // A retried submit of the same result (its answer lost) finds the same request.
+    assert.equal((await suspend(client, first, f.config.configurable.thread_id)).token, saved.token);
     assert.equal(await resume(client, f.graph, Command, saved), undefined);
     assert.deepEqual(f.ran, []);
     await click(saved.token, f.callId, "approve");

@@ -51,10 +51,10 @@ class ScriptedModel implements Model {
  * fixture is an agent whose delete_file needs approval, and what the tool
  * ran with. The tool runs only on a receipt it verified itself, as the
  * README shows: for its call and the raw arguments the SDK hands it, on
- * the request of f.token.
+ * the request of f.token. callId is fresh unless given (one an earlier
+ * run's model used too).
  */
-function fixture(path = "/srv/data") {
-  const callId = uniqueId("call_oa");
+function fixture(path = "/srv/data", callId = uniqueId("call_oa")) {
   const model = new ScriptedModel(callId, { path });
   const ran: string[] = [];
   const f = { token: "" };
@@ -151,12 +151,38 @@ describe("OpenAI Agents SDK", () => {
     await assertNoReceipt(token, f.callId);
   });
 
+  // Mock models, some OpenAI-compatible servers and fixed test ids reuse
+  // call ids from run to run: each run's approval is its own.
+  test("a model that reuses call ids across runs: each run gets its own card", async () => {
+    const callId = uniqueId("call_oa_reused");
+    const first = fixture("/srv/data", callId);
+    await runWithApprovals(first.run, first.agent, "clean /srv/data", client, {
+      onPending: (a) => click((first.token = a.token), callId, "approve"),
+    });
+    assert.deepEqual(first.ran, ["/srv/data"]);
+
+    const second = fixture("/srv/data", callId);
+    const result = await runWithApprovals(second.run, second.agent, "clean /srv/data", client, {
+      onPending: (a) => {
+        second.token = a.token;
+        assert.notEqual(a.token, first.token, "the second run got the first run's request");
+        assert.equal(a.status, "pending");
+        return click(a.token, callId, "deny_reason", "Not twice.");
+      },
+    });
+    assert.deepEqual(second.ran, []);
+    assert.equal(result.finalOutput, `${callId}: Not twice.`);
+    await assertNoReceipt(second.token, callId);
+  });
+
   test("stop the world: the state is stored as a string and resumed later, once", async () => {
     const f = fixture("/srv/old");
     const first = await f.run(f.agent, "clean /srv/old");
     assert.equal(first.interruptions.length, 1);
     const stored = JSON.stringify(await suspend(client, first, { context: "nightly cleanup" }));
     const saved = JSON.parse(stored);
+    // A retried submit of the same result (its answer lost) finds the same request.
+    assert.equal((await suspend(client, first, { context: "nightly cleanup" })).token, saved.token);
     // No decision yet: nothing to resume.
     assert.equal(await resume(client, RunState, f.agent, saved), undefined);
     await click((f.token = saved.token), f.callId, "approve");

@@ -22,10 +22,18 @@ const controlURL = env("SLACKBOT_CONTROL_URL");
 /** client is a SlackbotClient of the slackbot under test, with short long polls. */
 export const client = new SlackbotClient(slackbotURL, apiKey, { pollSeconds: 2 });
 
-/** uniqueId is a fresh tool call id: ids feed the idempotency key. */
+/** uniqueId is a fresh tool call id, so that no test finds another test's cards. */
 export function uniqueId(prefix: string): string {
   return `${prefix}_${randomUUID().slice(0, 8)}`;
 }
+
+/**
+ * selfApproved is the route (internal/apitest's routing file) on which the
+ * API key that opened a request may approve or deny its own calls: a test
+ * whose program answers its own approvals names it; on every other route
+ * only the approvers' clicks decide.
+ */
+export const selfApproved = "self-approved";
 
 async function control(path: string, body: unknown): Promise<void> {
   const resp = await fetch(controlURL + path, { method: "POST", body: JSON.stringify(body) });
