@@ -3,11 +3,14 @@ package mcpgateway_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/receipt"
+	"github.com/slackapprove/slackbot/store"
 )
 
 // listNames returns the names of the tools the key's client is offered.
@@ -100,5 +103,63 @@ func TestReadOnlyCallsAreRateLimited(t *testing.T) {
 	}
 	if n := len(e.tickets.callsOf("search")); n != ok {
 		t.Errorf("upstream got %d search calls; want %d, the calls that passed", n, ok)
+	}
+}
+
+// Every call the gateway makes upstream is in the audit stream with the
+// key, the tool, the digest of the arguments (a receipt's args_sha256) and
+// the outcome: read-only calls that succeed, answer with a tool error or
+// fail, and an approved call with its request's token and call.
+func TestUpstreamCallsAreAudited(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	cs := e.client(billingKey, nil)
+	for _, q := range []string{"printer", brokenQuery} {
+		if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "tickets__search", Arguments: map[string]any{"query": q}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch := call(t.Context(), cs, &mcp.CallToolParams{Name: "tickets__create_issue", Arguments: map[string]any{"title": "Printer on fire"}})
+	token, callID, _ := e.waitCard(1)
+	e.decide(token, callID, approval.Decision{Action: approval.ActionApprove})
+	if res := wait(t, ch); res.IsError {
+		t.Fatalf("approved call: %q", text(res))
+	}
+	// With the server gone, a read-only call fails.
+	e.ticketsH.CloseClientConnections()
+	e.ticketsH.Close()
+	if res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "tickets__search", Arguments: map[string]any{"query": "x"}}); err != nil || !res.IsError {
+		t.Fatalf("read-only call with the server down: %v, %v; want a tool error", res, err)
+	}
+
+	evs, err := e.store.ReadAudit(t.Context(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []store.AuditEvent
+	for _, ev := range evs {
+		if ev.Type == store.AuditUpstreamCall {
+			ev.ID, ev.At, ev.Detail = "", time.Time{}, ""
+			got = append(got, ev)
+		}
+	}
+	digest := func(args string) string {
+		d, err := receipt.ArgsSHA256([]byte(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	up := func(args, outcome string) store.AuditEvent {
+		return store.AuditEvent{Type: store.AuditUpstreamCall, Tool: "tickets__search", By: billing, Decision: outcome, Args: args, ArgsSHA256: digest(args)}
+	}
+	want := []store.AuditEvent{
+		up(`{"query":"printer"}`, approval.UpstreamOK),
+		up(`{"query":"broken"}`, approval.UpstreamToolError),
+		{Type: store.AuditUpstreamCall, Token: token, CallID: callID, Tool: "tickets__create_issue", By: billing, Decision: approval.UpstreamOK,
+			Args: `{"title":"Printer on fire"}`, ArgsSHA256: digest(`{"title":"Printer on fire"}`)},
+		up(`{"query":"x"}`, approval.UpstreamFailed),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("upstream calls in the audit stream (-want +got):\n%s", diff)
 	}
 }
