@@ -68,9 +68,10 @@ func cannedServer(b *testing.B, listBytes int) *httptest.Server {
 
 // BenchmarkHostileToolList connects to a server whose tools/list is 64
 // MiB and lists its tools, as every reconnection and health check does:
-// B/op is what the client allocates for it, peak-heap-bytes the largest
-// live heap seen (sampled every millisecond, after a GC before each
-// listing), both bounded by limits.response once the client enforces it.
+// B/op is what the client allocates for it, peak-heap-bytes how far the
+// live heap grew above what it was before (after a GC; sampled every
+// millisecond), both bounded by limits.response once the client enforces
+// it. The server's canned 64 MiB are live before and so not counted.
 func BenchmarkHostileToolList(b *testing.B) {
 	hs := cannedServer(b, 64<<20)
 	cfg := mcptools.Config{Name: "hostile", URL: hs.URL}
@@ -93,11 +94,14 @@ func BenchmarkHostileToolList(b *testing.B) {
 	b.ReportMetric(float64(peak.Load()), "peak-heap-bytes")
 }
 
-// samplePeak records the largest HeapAlloc seen, every millisecond,
-// until the returned function is called.
+// samplePeak records the largest growth of HeapAlloc above what it is
+// now, every millisecond, until the returned function is called.
 func samplePeak(peak *atomic.Uint64) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	base := m.HeapAlloc
 	go func() {
 		defer close(finished)
 		t := time.NewTicker(time.Millisecond)
@@ -107,7 +111,7 @@ func samplePeak(peak *atomic.Uint64) (stop func()) {
 			runtime.ReadMemStats(&m)
 			for {
 				p := peak.Load()
-				if m.HeapAlloc <= p || peak.CompareAndSwap(p, m.HeapAlloc) {
+				if m.HeapAlloc <= base+p || peak.CompareAndSwap(p, m.HeapAlloc-base) {
 					break
 				}
 			}
