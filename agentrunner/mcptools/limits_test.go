@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -118,6 +119,10 @@ func TestServerOverItsLimitsIsCutOff(t *testing.T) {
 			if st.Connected || st.Err == nil || !strings.Contains(st.Err.Error(), tc.limit) || st.Tools != 0 {
 				t.Errorf("hostile status = %+v; want not connected, no tools, an error naming %s", st, tc.limit)
 			}
+			var le *mcptools.LimitError
+			if !errors.As(st.Err, &le) || le.Limit != tc.limit || !errors.Is(st.Err, mcptools.ErrUnavailable) {
+				t.Errorf("hostile status error = %#v; want an *UnavailableError with a *LimitError of %s", st.Err, tc.limit)
+			}
 			for _, name := range toolNames(ts.Tools()) {
 				if strings.HasPrefix(name, "hostile__") {
 					t.Fatalf("tool %s of the server over its limits is offered", name)
@@ -168,5 +173,42 @@ func TestLargeResultFailsTheCall(t *testing.T) {
 	_, err := callTool(t, tool, `{"q":"x"}`)
 	if err == nil || !strings.Contains(err.Error(), "limits.response") {
 		t.Errorf("call returning 5 MiB = %v; want an error naming limits.response", err)
+	}
+}
+
+// The limits are the server's configuration's: set lower, they cut off
+// a server the defaults let through, and a description is cut to its own
+// limit.
+func TestConfiguredLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		h      hostile
+		limits mcptools.Limits
+		limit  string // "": within the limits
+	}{
+		{"a message", hostile{tools: 20, description: 4000}, mcptools.Limits{Response: 64 << 10}, mcptools.LimitResponse},
+		{"a message, as a JSON body", hostile{tools: 20, description: 4000, jsonResponse: true}, mcptools.Limits{Response: 64 << 10}, mcptools.LimitResponse},
+		{"tools", hostile{tools: 3}, mcptools.Limits{Tools: 2}, mcptools.LimitTools},
+		{"a schema", hostile{tools: 1, schemaProps: 10}, mcptools.Limits{Schema: 1 << 10}, mcptools.LimitSchema},
+		{"within", hostile{tools: 3, description: 300}, mcptools.Limits{Response: 64 << 10, Tools: 3, Description: 100, Schema: 1 << 10}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hs := newHostileServer(t, tc.h)
+			ts := newToolset(t, []mcptools.Config{{Name: "srv", URL: hs.URL, Limits: tc.limits}}, mcptools.WithBackoff(time.Hour, time.Hour))
+			st := ts.Status()[0]
+			var le *mcptools.LimitError
+			if tc.limit == "" {
+				if !st.Connected || st.Tools != tc.h.tools {
+					t.Fatalf("status = %+v; want connected with %d tools", st, tc.h.tools)
+				}
+				if d := findTool(t, ts.Tools(), "srv__t0").Description(); len(d) > tc.limits.Description {
+					t.Errorf("description of %d bytes; want at most %d", len(d), tc.limits.Description)
+				}
+				return
+			}
+			if st.Connected || !errors.As(st.Err, &le) || le.Limit != tc.limit {
+				t.Errorf("status = %+v; want cut off by %s", st, tc.limit)
+			}
+		})
 	}
 }
