@@ -346,9 +346,11 @@ func (c *Client) Close() error {
 
 // listTools lists the server's tools within its limits: no more than
 // limits.tools of them (the listing stops there), each schema within
-// limits.schema, each description cut to limits.description.
+// limits.schema, each description cut to limits.description, all of them
+// within limits.response however many pages they come in.
 func (c *Client) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	var list []*mcp.Tool
+	total := 0
 	for t, err := range c.session.Tools(ctx, nil) {
 		if err != nil {
 			return nil, c.requestError(ctx, nil, "list tools", err)
@@ -356,8 +358,12 @@ func (c *Client) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if len(list) == c.limits.Tools {
 			return nil, c.overLimit(&LimitError{Limit: LimitTools, Max: int64(c.limits.Tools)})
 		}
-		if err := c.bound(t); err != nil {
+		size, err := c.bound(t)
+		if err != nil {
 			return nil, err
+		}
+		if total += size; int64(total) > c.limits.Response {
+			return nil, c.overLimit(&LimitError{Limit: LimitResponse, Max: c.limits.Response})
 		}
 		list = append(list, t)
 	}

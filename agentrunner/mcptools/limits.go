@@ -40,7 +40,9 @@ type Limits struct {
 	// Response bounds one message from the server, in bytes: a response
 	// body of a streamable-HTTP server (one server-sent event when it
 	// streams), one JSON-RPC message over stdio. It is enforced while the
-	// message is read, so no more than this is ever buffered.
+	// message is read, so no more than this is ever buffered. It bounds
+	// the tools a listing keeps too, over all its pages, so that what is
+	// served again to every gateway client is no larger.
 	Response int64
 	// Tools bounds how many tools the server may list.
 	Tools int
@@ -112,7 +114,7 @@ func (e *LimitError) Error() string {
 	case LimitSchema:
 		return fmt.Sprintf("the schema of its tool %q is larger than %s (%d bytes)", e.Tool, e.Limit, e.Max)
 	}
-	return fmt.Sprintf("it sent a message larger than %s (%d bytes)", e.Limit, e.Max)
+	return fmt.Sprintf("it sent more than %s (%d bytes) in one message, or in one listing of its tools", e.Limit, e.Max)
 }
 
 // Is lets callers test for ErrLimit.
@@ -301,16 +303,21 @@ func (c *Client) overLimit(e *LimitError) error {
 	return &UnavailableError{Server: c.cfg.Name, Transport: c.transport, Err: e}
 }
 
-// bound applies the limits on one listed tool: a schema too large refuses
-// the server's list; a description too long is cut, and logged once per
-// connection.
-func (c *Client) bound(t *mcp.Tool) error {
+// bound applies the limits on one listed tool and returns about how many
+// bytes it keeps: a schema too large refuses the server's list; a
+// description too long is cut, and logged once per connection.
+func (c *Client) bound(t *mcp.Tool) (int, error) {
+	size := len(t.Name) + len(t.Title)
+	if t.Annotations != nil {
+		size += len(t.Annotations.Title)
+	}
 	for _, schema := range []any{t.InputSchema, t.OutputSchema} {
 		// Marshalled within limits.response, which bounds what it costs.
 		b, err := json.Marshal(schema)
 		if err == nil && len(b) > c.limits.Schema {
-			return c.overLimit(&LimitError{Limit: LimitSchema, Max: int64(c.limits.Schema), Tool: t.Name})
+			return 0, c.overLimit(&LimitError{Limit: LimitSchema, Max: int64(c.limits.Schema), Tool: t.Name})
 		}
+		size += len(b)
 	}
 	if n := len(t.Description); n > c.limits.Description {
 		t.Description = cut(t.Description, c.limits.Description)
@@ -326,7 +333,7 @@ func (c *Client) bound(t *mcp.Tool) error {
 				"tool", t.Name, "bytes", n, "limit", LimitDescription, "max", c.limits.Description)
 		}
 	}
-	return nil
+	return size + len(t.Description), nil
 }
 
 // cut shortens s to at most n bytes, on a UTF-8 boundary, ending in "…".

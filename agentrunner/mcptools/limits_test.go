@@ -20,10 +20,12 @@ import (
 
 // hostile describes what a hostile test server sends.
 type hostile struct {
-	tools       int // tools listed, named t0, t1, ...
-	description int // bytes of each tool's description
-	schemaProps int // properties of t0's input schema (~130 bytes each)
-	result      int // bytes of t0's result text
+	tools       int  // tools listed, named t0, t1, ...
+	description int  // bytes of each tool's description
+	schemaProps int  // properties of the input schema of t0 (~130 bytes each)
+	allSchemas  bool // of every tool, not only t0
+	pageSize    int  // tools per page of tools/list; 0: the SDK's 1,000
+	result      int  // bytes of t0's result text
 	// jsonResponse answers with application/json bodies instead of
 	// server-sent events.
 	jsonResponse bool
@@ -33,10 +35,10 @@ type hostile struct {
 // that sends what h says.
 func newHostileServer(t testing.TB, h hostile) *httptest.Server {
 	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, &mcp.ServerOptions{PageSize: h.pageSize})
 	for i := range h.tools {
 		props := map[string]any{"q": map[string]any{"type": "string"}}
-		if i == 0 {
+		if i == 0 || h.allSchemas {
 			for p := range h.schemaProps {
 				props[fmt.Sprintf("p%d", p)] = map[string]any{"type": "string", "description": strings.Repeat("d", 100)}
 			}
@@ -190,6 +192,9 @@ func TestConfiguredLimits(t *testing.T) {
 		{"a message, as a JSON body", hostile{tools: 20, description: 4000, jsonResponse: true}, mcptools.Limits{Response: 64 << 10}, mcptools.LimitResponse},
 		{"tools", hostile{tools: 3}, mcptools.Limits{Tools: 2}, mcptools.LimitTools},
 		{"a schema", hostile{tools: 1, schemaProps: 10}, mcptools.Limits{Schema: 1 << 10}, mcptools.LimitSchema},
+		// Each page and each schema within the limits, the whole list
+		// not: a listing counts as one message.
+		{"pages", hostile{tools: 20, schemaProps: 40, allSchemas: true, pageSize: 1}, mcptools.Limits{Response: 64 << 10}, mcptools.LimitResponse},
 		{"within", hostile{tools: 3, description: 300}, mcptools.Limits{Response: 64 << 10, Tools: 3, Description: 100, Schema: 1 << 10}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
