@@ -10,8 +10,13 @@
 //
 // tools/list offers each upstream tool as "<server>__<tool>" with the
 // server's description, input and output schemas and annotations, plus
-// approval_prompt. A call of a tool that matches its server's read_only
-// globs is proxied at once. Any other call is checked first (arguments
+// approval_prompt; a key restricted to routes is offered, and may call,
+// only the upstream tools its routes match (approval.Service.MayCall),
+// read-only ones included. A call of a tool that matches its server's
+// read_only globs is proxied at once, counted against the key's API_RATE.
+// Every call made upstream, read-only or approved, is audited
+// (upstream_call: key, tool, argument digest, outcome). Any other call is
+// checked first (arguments
 // against the tool's input schema; the server answering a ping), so that
 // nobody is asked to approve a call that could not run, then opened as one
 // approval call {tool_name: "<server>__<tool>", args, tool_call_id} for

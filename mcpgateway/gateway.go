@@ -123,6 +123,7 @@ func (h *Handler) server() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "slackbot", Title: "slackbot approval gateway", Version: version()}, &mcp.ServerOptions{
 		Instructions: "Tools of this server wait for a person to approve them in Slack before they run; a call may take minutes.",
 	})
+	srv.AddReceivingMiddleware(h.scoped)
 	srv.AddTool(promptTool(), h.handlePrompt)
 	if h.cfg.Upstream != nil {
 		for _, o := range h.cfg.Upstream.Offered() {

@@ -52,6 +52,10 @@ const (
 	billingKey = "billing-key-0123456789abcdef"
 	opsbot     = "opsbot"
 	opsKey     = "opsbot-key-0123456789abcdef"
+	// support may use the writes route only (every tickets__ tool but
+	// slow_close, read-only search included).
+	support    = "support"
+	supportKey = "support-key-0123456789abcdef"
 )
 
 const routesYAML = `
@@ -114,6 +118,9 @@ type createIssueArgs struct {
 	Body  string `json:"body,omitempty"`
 }
 
+// brokenQuery makes the tickets server's search answer with a tool error.
+const brokenQuery = "broken"
+
 type searchArgs struct {
 	Query string `json:"query"`
 }
@@ -129,6 +136,9 @@ func newUpstream(t *testing.T) (*upstream, *httptest.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "search", Description: "Search tickets.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Search"}},
 		func(_ context.Context, req *mcp.CallToolRequest, a searchArgs) (*mcp.CallToolResult, any, error) {
 			u.record("search", req.Params.Arguments, req.Params.Meta)
+			if a.Query == brokenQuery {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the search index is broken"}}}, nil, nil
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found: " + a.Query}}}, nil, nil
 		})
 	destructive := true
@@ -321,6 +331,8 @@ func testKeys(r *http.Request) (mcpgateway.Client, bool) {
 		return mcpgateway.Client{Name: billing}, true
 	case "Bearer " + opsKey:
 		return mcpgateway.Client{Name: opsbot, Routes: []string{"ops"}}, true
+	case "Bearer " + supportKey:
+		return mcpgateway.Client{Name: support, Routes: []string{"writes"}}, true
 	}
 	return mcpgateway.Client{}, false
 }

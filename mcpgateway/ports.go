@@ -31,6 +31,10 @@ type Approvals interface {
 	// Open routes, applies policies and grants, records the request and
 	// posts its cards (approval.Service.Open).
 	Open(ctx context.Context, o approval.Opening) (*approval.Request, error)
+	// MayCall returns nil if a client restricted to the routes allowed
+	// (nil: any) may call tool, else EFORBIDDEN saying why
+	// (approval.Service.MayCall).
+	MayCall(tool string, allowed []string) error
 	// Get returns the request of token, or ENOTFOUND.
 	Get(ctx context.Context, token string) (*approval.Request, error)
 	// Cancel ends the client's pending request; the cards say by whom.
@@ -50,15 +54,18 @@ type Waiter interface {
 }
 
 // Store keeps, across replicas, what the gateway needs beside the
-// requests: idempotency keys (a retried call finds its request) and each
-// client's quota. *store.Store implements it; see httpapi.Store, whose
-// methods these are.
+// requests: idempotency keys (a retried call finds its request), each
+// client's quota (the methods httpapi.Store has too), and the audit of
+// the calls made upstream. *store.Store implements it.
 type Store interface {
 	ClaimIdempotency(ctx context.Context, client, key, token, fingerprint string, ttl time.Duration) (got approval.Idempotency, first bool, err error)
 	KeepIdempotency(ctx context.Context, client, key, token string) error
 	ReleaseIdempotency(ctx context.Context, client, key, token string) error
 	TakeQuota(ctx context.Context, client, token string, expires time.Time, q approval.Quota) error
 	ReleaseQuota(ctx context.Context, client, token string) error
+	// AuditUpstreamCall records a call made upstream on a client's behalf
+	// in the audit stream.
+	AuditUpstreamCall(ctx context.Context, c approval.UpstreamCall) error
 }
 
 // Upstream is the upstream MCP servers' tools; *mcptools.Toolset

@@ -15,9 +15,10 @@ import (
 	"github.com/slackapprove/slackbot/receipt"
 )
 
-// handleUpstream serves tools/call of one upstream tool: arguments checked
-// against its schema and its server's reachability checked first (a clear
-// tool error, and no card, otherwise); a read-only tool proxied at once;
+// handleUpstream serves tools/call of one upstream tool: the client's
+// routes, the arguments against its schema and its server's reachability
+// checked first (a clear tool error, and no card, otherwise); a read-only
+// tool proxied at once, within the client's rate;
 // any other call opened through the approval pipeline, waited for, and
 // proxied with the approved (possibly edited) arguments.
 func (h *Handler) handleUpstream(o *mcptools.OfferedTool) mcp.ToolHandler {
@@ -26,12 +27,18 @@ func (h *Handler) handleUpstream(o *mcptools.OfferedTool) mcp.ToolHandler {
 		if !ok {
 			return nil, fmt.Errorf("mcpgateway: request not authenticated")
 		}
+		if refused := h.mayCall(ri.client, o.Tool.Name); refused != nil {
+			return refused, nil
+		}
 		args, err := o.ValidateArgs(rawArgs(req))
 		if err != nil {
 			return toolError(err.Error() + ". Nothing was run and nobody was asked."), nil
 		}
 		if o.ReadOnly {
-			return h.proxy(ctx, o.Tool.Name, args, nil), nil
+			if refused := h.admitReadOnly(ctx, ri.client); refused != nil {
+				return refused, nil
+			}
+			return h.proxy(ctx, upstreamCall{client: ri.client, tool: o.Tool.Name, args: args}), nil
 		}
 		// Nobody is asked to approve a call that could not run.
 		if err := h.cfg.Upstream.Reachable(ctx, o.Server); err != nil {
@@ -69,7 +76,7 @@ func (h *Handler) run(ctx context.Context, c Client, d decision, name string, ar
 	}
 	// The upstream runs the tool: it gets the receipt too, to verify the
 	// approval itself.
-	res := h.proxy(ctx, name, args, receiptMeta(d.rec, id))
+	res := h.proxy(ctx, upstreamCall{client: c, tool: name, args: args, meta: receiptMeta(d.rec, id), token: token, callID: id})
 	o := approval.Outcome{Status: "ran", Summary: summary(res)}
 	if res.IsError {
 		o.Status = "failed"
@@ -102,12 +109,41 @@ func attachReceipt(res *mcp.CallToolResult, rec *approval.Request, callID string
 // metadata names it.
 const ReceiptMetaKey = receipt.MetadataKey
 
-// proxy calls the upstream tool and returns its result as it came; a
-// server out of reach becomes a tool error saying so.
-func (h *Handler) proxy(ctx context.Context, name string, args json.RawMessage, meta map[string]any) *mcp.CallToolResult {
-	res, err := h.cfg.Upstream.CallTool(ctx, name, args, meta)
-	if err != nil {
-		return toolError(err.Error())
+// upstreamCall is one call the gateway makes upstream for a client: a
+// read-only one, or an approved one (its request's token and call), with
+// meta as the request's _meta.
+type upstreamCall struct {
+	client        Client
+	tool          string
+	args          json.RawMessage
+	meta          map[string]any
+	token, callID string
+}
+
+// proxy calls the upstream tool, records the call in the audit stream
+// (the key, the tool, the digest of the arguments as a receipt computes
+// it, the outcome) and returns the result as it came; a server out of
+// reach becomes a tool error saying so.
+func (h *Handler) proxy(ctx context.Context, u upstreamCall) *mcp.CallToolResult {
+	res, err := h.cfg.Upstream.CallTool(ctx, u.tool, u.args, u.meta)
+	rec := approval.UpstreamCall{Client: u.client.Name, Tool: u.tool, Args: string(u.args), Token: u.token, CallID: u.callID}
+	// Arguments with no canonical form (inexact numbers) have no digest;
+	// the audit still has them as sent.
+	rec.ArgsSHA256, _ = receipt.ArgsSHA256(u.args)
+	switch {
+	case err != nil:
+		res = toolError(err.Error())
+		rec.Outcome, rec.Detail = approval.UpstreamFailed, err.Error()
+	case res.IsError:
+		rec.Outcome, rec.Detail = approval.UpstreamToolError, summary(res)
+	default:
+		rec.Outcome, rec.Detail = approval.UpstreamOK, summary(res)
+	}
+	// Recorded even when the client went away meanwhile: the call ran.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := h.cfg.Store.AuditUpstreamCall(actx, rec); err != nil {
+		h.log.ErrorContext(ctx, "MCP gateway: audit an upstream call", "tool", u.tool, "err", err)
 	}
 	return res
 }

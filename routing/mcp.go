@@ -3,6 +3,7 @@ package routing
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 //	    headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}
 //	    read_only: ["search_tickets", "get_*"]  # globs on the server's tool names
 //	    timeout: 30s                             # per call; default 1m
+//	    limits: {response: 4MiB, tools: 1000, description: 8KiB, schema: 64KiB}
 type MCPServer struct {
 	Name    string
 	Command []string
@@ -39,6 +41,9 @@ type MCPServer struct {
 	ReadOnly []string
 	// Timeout bounds one call; zero means mcptools.DefaultTimeout.
 	Timeout time.Duration
+	// Limits bound what the server may send; zero fields take mcptools'
+	// defaults.
+	Limits mcptools.Limits
 	// Line is the entry's line in its file (0 when not from a file).
 	Line int
 }
@@ -47,7 +52,7 @@ type MCPServer struct {
 func (s MCPServer) Config() mcptools.Config {
 	return mcptools.Config{
 		Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL,
-		Headers: s.Headers, ReadOnly: s.ReadOnly, Timeout: s.Timeout,
+		Headers: s.Headers, ReadOnly: s.ReadOnly, Timeout: s.Timeout, Limits: s.Limits,
 	}
 }
 
@@ -61,6 +66,7 @@ func (s MCPServer) Config() mcptools.Config {
 //	    headers: {H: "Bearer ${VAR}"} # HTTP only
 //	    read_only: ["get_*"]          # globs on the server's tool names
 //	    timeout: 30s                  # per call
+//	    limits:                       # what the server may send (see mcpLimits)
 //
 // Each entry's values are checked by mcptools.Config.Validate, whose
 // problems are reported at the line of the field they name; ${VAR}
@@ -98,7 +104,7 @@ func (d *routesDecoder) mcpServer(item ast.Node, index int) (MCPServer, bool) {
 	// failed holds the fields whose YAML was wrong, already reported.
 	at := map[string]ast.Node{"": d.resolve(item)}
 	failed := map[string]bool{}
-	for _, fl := range d.known(fields, what, "name", "command", "env", "url", "headers", "read_only", "timeout") {
+	for _, fl := range d.known(fields, what, "name", "command", "env", "url", "headers", "read_only", "timeout", "limits") {
 		at[fl.key] = fl.value
 		good := true
 		switch fl.key {
@@ -119,6 +125,8 @@ func (d *routesDecoder) mcpServer(item ast.Node, index int) (MCPServer, bool) {
 			}
 		case "timeout":
 			s.Timeout, good = d.duration(fl)
+		case "limits":
+			s.Limits, good = d.mcpLimits(fl, at, failed)
 		}
 		failed[fl.key] = !good
 	}
@@ -152,6 +160,58 @@ func (d *routesDecoder) mcpServer(item ast.Node, index int) (MCPServer, bool) {
 		}
 	}
 	return s, true
+}
+
+// mcpLimits decodes an entry's limits on what its server may send, each
+// optional (mcptools.Limits says what each bounds, and the defaults):
+//
+//	limits:
+//	  response: 4MiB      # one message from the server, in bytes
+//	  tools: 1000         # tools it may list
+//	  description: 8KiB   # a tool's description; a longer one is cut
+//	  schema: 64KiB       # a tool's input schema, and its output schema
+//
+// Sizes are whole numbers of bytes or take B, KiB or MiB. Each value's
+// node is recorded in at as "limits.<name>", or the name in failed when
+// it is wrong. It reports false when fl is not a mapping at all.
+func (d *routesDecoder) mcpLimits(fl field, at map[string]ast.Node, failed map[string]bool) (mcptools.Limits, bool) {
+	var l mcptools.Limits
+	if isNull(d.resolve(fl.value)) {
+		return l, true
+	}
+	fields, ok := d.mapping(fl.value, fl.key)
+	if !ok {
+		return l, false
+	}
+	for _, kv := range d.known(fields, fl.key, "response", "tools", "description", "schema") {
+		name := fl.key + "." + kv.key
+		at[name] = kv.value
+		sub := field{key: name, value: kv.value}
+		var n int64
+		good := false
+		if kv.key == "tools" {
+			var v int
+			if v, good = d.integer(sub); good && v <= 0 {
+				d.problemAt(d.resolve(kv.value), "%s: must be more than zero, got %d", name, v)
+				good = false
+			}
+			n = int64(v)
+		} else {
+			n, good = d.byteSize(sub)
+		}
+		failed[name] = !good
+		switch kv.key {
+		case "response":
+			l.Response = n
+		case "tools":
+			l.Tools = int(n)
+		case "description":
+			l.Description = int(min(n, math.MaxInt32))
+		case "schema":
+			l.Schema = int(min(n, math.MaxInt32))
+		}
+	}
+	return l, true
 }
 
 // stringMap decodes a mapping of names to text, such as env or headers,

@@ -76,6 +76,37 @@ MCP servers (tools are <name>__<tool>; each needs approval unless read-only):
 	}
 }
 
+// A server's limits on what it may send: sizes in bytes, KiB or MiB;
+// what is not set takes mcptools' defaults.
+func TestParseRoutesMCPLimits(t *testing.T) {
+	src := mcpRoutes + `mcp_servers:
+  - name: github
+    command: ["github-mcp-server", "stdio"]
+    limits: {response: 16MiB, tools: 2000, description: 512B, schema: 131072}
+  - name: tickets
+    url: https://mcp.example.com/mcp
+    limits: {schema: 32KiB}
+  - name: wiki
+    url: https://wiki.example.com/mcp
+`
+	rs, err := routing.ParseRoutes([]byte(src), "r.yaml")
+	if err != nil {
+		t.Fatalf("ParseRoutes: %v", err)
+	}
+	var got []mcptools.Limits
+	for _, m := range rs.MCPServers {
+		got = append(got, m.Config().Limits)
+	}
+	want := []mcptools.Limits{
+		{Response: 16 << 20, Tools: 2000, Description: 512, Schema: 128 << 10},
+		{Schema: 32 << 10},
+		{},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("limits (-want +got):\n%s", diff)
+	}
+}
+
 // A file without mcp_servers, or with an empty list, has none.
 func TestParseRoutesNoMCPServers(t *testing.T) {
 	for _, src := range []string{mcpRoutes, mcpRoutes + "mcp_servers: []\n", mcpRoutes + "mcp_servers:\n"} {
@@ -152,7 +183,31 @@ func TestParseRoutesMCPServersRefused(t *testing.T) {
 				`10: MCP server "github": headers: headers apply to HTTP servers only`,
 				`11: MCP server "github": read_only[1]: pattern "[bad" is not a valid glob`,
 				`12: timeout: must be more than zero, got 0s`,
-				`13: unknown field "transport" in mcp_servers item 1 (known fields: name, command, env, url, headers, read_only, timeout)`,
+				`13: unknown field "transport" in mcp_servers item 1 (known fields: name, command, env, url, headers, read_only, timeout, limits)`,
+			},
+		},
+		{
+			name: "limits",
+			src: `mcp_servers:
+  - name: github
+    command: ["github-mcp-server"]
+    limits:
+      response: 4MB
+      tools: -1
+      description: 0
+      schema: [64KiB]
+      size: 1MiB
+  - name: tickets
+    url: https://example.com/mcp
+    limits: 4MiB
+`,
+			want: []string{
+				`8: limits.response: want a size in bytes like 65536, 64KiB or 4MiB, got the text "4MB"`,
+				`9: limits.tools: must be more than zero, got -1`,
+				`10: limits.description: must be more than zero, got 0`,
+				`11: limits.schema: want a size in bytes like 65536, 64KiB or 4MiB, got a list`,
+				`12: unknown field "size" in limits (known fields: response, tools, description, schema)`,
+				`15: limits must be a mapping of fields`,
 			},
 		},
 		{

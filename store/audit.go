@@ -52,6 +52,9 @@ type AuditEvent struct {
 	// approver substituted.
 	Args     string
 	Override string
+	// ArgsSHA256 is the receipt's args_sha256 of the arguments a call ran
+	// with, where the event records one (an upstream call).
+	ArgsSHA256 string
 	// Route is the routing rule of a requested call.
 	Route string
 	// Reason says why: a denial message, a refusal's cause, why a token
@@ -93,7 +96,7 @@ func (s *Store) Audit(ctx context.Context, ev AuditEvent) error {
 	values := []any{"type", string(ev.Type), "at", ms(ev.At)}
 	for _, f := range []struct{ k, v string }{
 		{"token", ev.Token}, {"run", ev.RunID}, {"call", ev.CallID}, {"tool", ev.Tool},
-		{"by", ev.By}, {"decision", ev.Decision}, {"args", ev.Args}, {"override", ev.Override},
+		{"by", ev.By}, {"decision", ev.Decision}, {"args", ev.Args}, {"override", ev.Override}, {"args_sha256", ev.ArgsSHA256},
 		{"route", ev.Route}, {"reason", ev.Reason}, {"code", ev.Code}, {"detail", ev.Detail},
 	} {
 		if f.v != "" {
@@ -170,6 +173,7 @@ func (s *Store) ReadAudit(ctx context.Context, after string, count int64) ([]Aud
 			Code:     str("code"),
 			Detail:   str("detail"),
 		}
+		out[i].ArgsSHA256 = str("args_sha256")
 	}
 	return out, nil
 }

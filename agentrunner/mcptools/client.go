@@ -150,6 +150,14 @@ type Client struct {
 	logger    *slog.Logger
 	stderr    *stderrLog // nil unless stdio
 	changed   chan struct{}
+	// limits are cfg.Limits with the defaults filled in; guard enforces
+	// limits.Response on what the transport reads.
+	limits Limits
+	guard  *guard
+	// cut has the tools whose description was cut, with its length, so
+	// that each is logged once.
+	cutMu sync.Mutex
+	cut   map[string]int
 }
 
 // Connect validates cfg, expands its ${VAR} references, starts or dials
@@ -173,13 +181,19 @@ func Connect(ctx context.Context, cfg Config, opts ...Option) (*Client, error) {
 // connect connects with a configuration whose references are expanded;
 // transport describes it for messages, from the configuration as written.
 func connect(ctx context.Context, cfg Config, transport string, o *options) (*Client, error) {
+	limits := cfg.Limits.withDefaults()
 	c := &Client{
 		cfg:       cfg,
 		transport: transport,
 		logger:    o.logger.With("mcp_server", cfg.Name),
 		changed:   make(chan struct{}, 1),
+		limits:    limits,
+		guard:     &guard{max: limits.Response},
 	}
 	unavailable := func(err error) error {
+		if b := c.guard.tripped(); b != nil {
+			err = b
+		}
 		if tail := c.stderr.Tail(); tail != "" {
 			err = fmt.Errorf("%w; stderr: %s", err, tail)
 		}
@@ -198,11 +212,17 @@ func connect(ctx context.Context, cfg Config, transport string, o *options) (*Cl
 			}
 		},
 	})
+	// A message over the limit ends the attempt at once, whichever
+	// message it was (some the SDK would otherwise wait for forever).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.guard.onBreach(cancel)
 	session, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	c.session = session
+	c.guard.onBreach(func() { _ = session.Close() })
 	return c, nil
 }
 
@@ -229,15 +249,17 @@ func (c *Client) newTransport(ctx context.Context, o *options) (mcp.Transport, e
 		cmd.Env = childEnv(c.cfg.Env, o.lookupEnv)
 		c.stderr = &stderrLog{logger: c.logger}
 		cmd.Stderr = c.stderr
-		return &mcp.CommandTransport{Command: cmd}, nil
+		return &commandTransport{cmd: cmd, g: c.guard}, nil
 	case c.cfg.URL != "":
 		u, err := url.Parse(c.cfg.URL)
 		if err != nil {
 			return nil, fmt.Errorf("url: %w", err)
 		}
 		hc := *o.httpClient
-		hc.Transport = &headerTransport{base: hc.Transport, host: u.Host, header: c.cfg.Headers}
-		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}, nil
+		hc.Transport = &limitTransport{g: c.guard, base: &headerTransport{base: hc.Transport, host: u.Host, header: c.cfg.Headers}}
+		// The SDK's own bound on an event, a little above ours, so that
+		// ours, which names the limit, trips first.
+		return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc, MaxEventSize: int(c.limits.Response) + 4<<10}, nil
 	}
 	return nil, errors.New("no command or url to reach the server by")
 }
@@ -322,11 +344,26 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// listTools lists the server's tools within its limits: no more than
+// limits.tools of them (the listing stops there), each schema within
+// limits.schema, each description cut to limits.description, all of them
+// within limits.response however many pages they come in.
 func (c *Client) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	var list []*mcp.Tool
+	total := 0
 	for t, err := range c.session.Tools(ctx, nil) {
 		if err != nil {
 			return nil, c.requestError(ctx, nil, "list tools", err)
+		}
+		if len(list) == c.limits.Tools {
+			return nil, c.overLimit(&LimitError{Limit: LimitTools, Max: int64(c.limits.Tools)})
+		}
+		size, err := c.bound(t)
+		if err != nil {
+			return nil, err
+		}
+		if total += size; int64(total) > c.limits.Response {
+			return nil, c.overLimit(&LimitError{Limit: LimitResponse, Max: c.limits.Response})
 		}
 		list = append(list, t)
 	}
@@ -363,11 +400,15 @@ func (c *Client) callResult(ctx context.Context, tool string, args json.RawMessa
 }
 
 // requestError classifies the error of a request: the caller's context
-// ending, the call's own timeout, an error the server answered with, or
-// the server being out of reach.
+// ending, the server over its limits (the connection cut off), the call's
+// own timeout, an error the server answered with, or the server being out
+// of reach.
 func (c *Client) requestError(ctx, callCtx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("MCP server %s: %s: %w", c.cfg.Name, what, ctx.Err())
+	}
+	if b := c.guard.tripped(); b != nil {
+		return c.overLimit(b)
 	}
 	if callCtx != nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("MCP server %s: %s: %w after %s; the call may still take effect",

@@ -45,6 +45,9 @@ type Config struct {
 	ReadOnly []string
 	// Timeout bounds one tool call; zero means DefaultTimeout.
 	Timeout time.Duration
+	// Limits bound what the server may send; zero fields take the
+	// defaults (see Limits).
+	Limits Limits
 }
 
 // inheritedEnv lists the variables a stdio server inherits from slackbot's
@@ -98,7 +101,8 @@ var ErrInvalidConfig = errors.New("invalid MCP server configuration")
 type ConfigProblem struct {
 	// Field names the offending field as the routing file spells it:
 	// "name", "command", "env.GITHUB_TOKEN", "url", "headers.Authorization",
-	// "read_only[1]", "timeout"; empty when about the whole entry.
+	// "read_only[1]", "timeout", "limits.response"; empty when about the
+	// whole entry.
 	Field   string
 	Message string
 }
@@ -194,6 +198,7 @@ func (c Config) validate(needTransport bool) error {
 	if c.Timeout < 0 {
 		add("timeout", "must be more than zero, got %s", c.Timeout)
 	}
+	c.Limits.validate(add)
 	if len(ps) > 0 {
 		name := c.Name
 		if name == "" {

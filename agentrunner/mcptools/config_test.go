@@ -38,6 +38,14 @@ func TestValidate(t *testing.T) {
 			want: []mcptools.ConfigProblem{{Field: "", Message: "set either command (stdio) or url (streamable HTTP), not both"}},
 		},
 		{
+			name: "negative limits",
+			cfg:  mcptools.Config{Name: "x", Command: []string{"srv"}, Limits: mcptools.Limits{Response: -1, Schema: -2}},
+			want: []mcptools.ConfigProblem{
+				{Field: "limits.response", Message: "must be more than zero, got -1"},
+				{Field: "limits.schema", Message: "must be more than zero, got -2"},
+			},
+		},
+		{
 			name: "names",
 			cfg:  mcptools.Config{Name: "git__hub", Command: []string{"srv"}},
 			want: []mcptools.ConfigProblem{{Field: "name", Message: `"git__hub": use letters and digits, with single '-' or '_' between them`}},

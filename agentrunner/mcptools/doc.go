@@ -49,6 +49,13 @@
 // hosts it redirects to. Messages name a server's transport without its
 // arguments, credentials or query string.
 //
+// What a server may send is bounded (Config.Limits): each message is read
+// through a limit that fails as soon as it is passed (a streamable-HTTP
+// body, each server-sent event, each stdio message), and its tools, their
+// schemas and descriptions are limited too. A server over a limit is cut
+// off like one that is down, except that its tools are withdrawn; its
+// *UnavailableError wraps a *LimitError naming the limit.
+//
 // # Availability
 //
 // A Toolset connects to every server in the background and reconnects

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,15 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(4)
 			return nil, nil, nil
 		})
+	if os.Getenv("MCPTOOLS_HUGE") == "1" {
+		// About 4.5 MiB of tools/list: more than a message may be.
+		for i := range 600 {
+			srv.srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("huge_%d", i), Description: strings.Repeat("x", 7600), InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				})
+		}
+	}
 	// Each start has a tool of its own, so that a test sees a restart.
 	mcp.AddTool(srv.srv, &mcp.Tool{Name: fmt.Sprintf("start_%d", starts), Description: "Marks a start."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -200,5 +210,24 @@ func TestStdioCrash(t *testing.T) {
 	env := findTool(t, ts.Tools(), "github__env")
 	if _, err := callTool(t, env, `{"names":[]}`); err != nil {
 		t.Errorf("a tool of the restarted server: %v", err)
+	}
+}
+
+// A stdio server whose tools/list is larger than a message may be (4 MiB
+// by default) is cut off while it is read: unavailable, with an error and
+// a log line naming the limit, its tools not offered.
+func TestStdioServerOverItsLimitsIsCutOff(t *testing.T) {
+	logs := &logBuffer{}
+	ts := newToolset(t, []mcptools.Config{helperConfig("hostile", map[string]string{"MCPTOOLS_HUGE": "1"})},
+		mcptools.WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), mcptools.WithBackoff(time.Hour, time.Hour))
+	st := ts.Status()[0]
+	if st.Connected || st.Err == nil || !strings.Contains(st.Err.Error(), "limits.response") || st.Tools != 0 {
+		t.Errorf("status = %+v; want not connected, no tools, an error naming limits.response", st)
+	}
+	if names := toolNames(ts.Tools()); len(names) != 0 {
+		t.Errorf("%d tools offered; want none", len(names))
+	}
+	if !logs.has(`"mcp_server":"hostile"`, `"limit":"limits.response"`) {
+		t.Errorf("no log line names the server and limits.response:\n%s", logs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -228,6 +229,9 @@ func (s *server) run(ctx context.Context, first chan<- struct{}) {
 			s.setState(nil, &UnavailableError{Server: s.cfg.Name, Transport: s.transport, Err: ErrClosed})
 			return
 		}
+		if le := (*LimitError)(nil); errors.As(err, &le) {
+			s.withdraw(log, le)
+		}
 		wait := jitter(delay)
 		log.Warn("MCP server unavailable; reconnecting", "transport", s.transport, "err", err, "retry_in", wait)
 		signal()
@@ -291,6 +295,9 @@ func (s *server) serve(ctx context.Context, c *Client) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ended:
+			if b := c.guard.tripped(); b != nil {
+				return c.overLimit(b)
+			}
 			err := errors.New("the session ended")
 			if tail := c.stderr.Tail(); tail != "" {
 				err = fmt.Errorf("%w; stderr: %s", err, tail)
@@ -313,7 +320,8 @@ func (s *server) serve(ctx context.Context, c *Client) error {
 }
 
 // healthy pings the server if asked to and lists its tools again. Only
-// the server being out of reach, or not answering in time, is an error;
+// the server being out of reach, over its limits, or not answering in
+// time, is an error;
 // anything else (a server that cannot list tools) is logged and the
 // session goes on with the tools it had.
 func (s *server) healthy(ctx context.Context, c *Client, ping bool) error {
@@ -332,7 +340,7 @@ func (s *server) healthy(ctx context.Context, c *Client, ping bool) error {
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrLimit), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
 	c.logger.Warn("MCP server: listing tools failed; keeping the last list", "err", err)
@@ -396,6 +404,18 @@ func (s *server) checkAfter(err error) {
 		default: // a check is already due
 		}
 	}
+}
+
+// withdraw takes the tools of a server that went over its limits out of
+// the Toolset, until it lists them again within its limits: unlike the
+// tools of a server that is only down, they are not kept.
+func (s *server) withdraw(log *slog.Logger, le *LimitError) {
+	log.Error("MCP server over its limits: its tools are withdrawn until it keeps within them",
+		"limit", le.Limit, "max", le.Max, "err", le)
+	s.mu.Lock()
+	s.tools, s.offered, s.sig = nil, nil, ""
+	s.mu.Unlock()
+	s.ts.publish()
 }
 
 func (s *server) setState(c *Client, err error) {
