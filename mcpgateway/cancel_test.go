@@ -49,21 +49,24 @@ func cancelled(requestID string) string {
 // its card (card n, from 1) says so.
 func (e *env) waitCancelled(token string, n int) {
 	e.t.Helper()
+	r, err := e.svc.Get(e.t.Context(), token)
+	for deadline := time.Now().Add(10 * time.Second); err == nil && r.State != approval.StateCancelled && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		r, err = e.svc.Get(e.t.Context(), token)
+	}
+	if err != nil || r.State != approval.StateCancelled || r.EndedBy != billing {
+		e.t.Fatalf("request after the cancel: %v by %q, %v; want cancelled by the client, %q", r.State, r.EndedBy, err, billing)
+	}
+	e.waitCardSays(n, "Cancelled")
+}
+
+// waitCardSays waits until card n (from 1) says word.
+func (e *env) waitCardSays(n int, word string) {
+	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := e.svc.Get(e.t.Context(), token)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		card := e.cards()[n-1].Text
-		if r.State == approval.StateCancelled && strings.Contains(card, "Cancelled") {
-			if r.EndedBy != billing {
-				e.t.Errorf("cancelled by %q; want the client, %q", r.EndedBy, billing)
-			}
-			return
-		}
+	for !strings.Contains(e.cards()[n-1].Text, word) {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("request %s, card %q after the cancel; want cancelled, the card saying so", r.State, card)
+			e.t.Fatalf("card %d %q; want it to say %s", n, e.cards()[n-1].Text, word)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
