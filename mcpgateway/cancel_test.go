@@ -19,20 +19,12 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 )
 
-// notify posts one JSON-RPC notification with key, as a 2025-06-18 client
-// would, and returns the status; the gateway has acted on it when the
+// notify posts one JSON-RPC notification with key (rpcRequest) and
+// returns the status; the gateway has acted on it when the
 // answer arrives.
 func notify(t *testing.T, url, key, body string) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(rpcRequest(t.Context(), t, url, key, body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,15 +90,7 @@ func TestCancelOnAnotherReplica(t *testing.T) {
 			a := newEnv(t, envOptions{})
 			b := newEnv(t, envOptions{shared: a})
 			msg := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"tickets__create_issue","arguments":{"title":"cancel me"}}}`
-			type got struct {
-				res json.RawMessage
-				err error
-			}
-			ch := make(chan got, 1)
-			go func() {
-				res, err := postRPC(t.Context(), t, a.srv.URL+"/mcp", msg)
-				ch <- got{res, err}
-			}()
+			ch := postRPCAsync(t, a.srv.URL+"/mcp", msg)
 			token, callID, _ := a.waitCard(1)
 
 			// Ignored: an id nobody waits on, an id of another type, the
@@ -154,27 +138,18 @@ func TestSameRequestIDTwoClients(t *testing.T) {
 	a := newEnv(t, envOptions{})
 	b := newEnv(t, envOptions{shared: a})
 	const msg = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tickets__create_issue","arguments":{"title":"twice"}}}`
-	results := make(chan json.RawMessage, 2)
-	for _, e := range []*env{a, b} {
-		go func() {
-			res, err := postRPC(t.Context(), t, e.srv.URL+"/mcp", msg)
-			if err != nil {
-				t.Error(err)
-			}
-			results <- res
-		}()
-	}
+	results := []<-chan rpcAnswer{postRPCAsync(t, a.srv.URL+"/mcp", msg), postRPCAsync(t, b.srv.URL+"/mcp", msg)}
 	for n := 1; n <= 2; n++ {
 		token, callID, _ := a.waitCard(n)
 		a.decide(token, callID, approval.Decision{Action: approval.ActionApprove})
 	}
 	var texts []string
-	for range 2 {
+	for _, ch := range results {
 		select {
-		case r := <-results:
+		case r := <-ch:
 			var res mcp.CallToolResult
-			if err := json.Unmarshal(r, &res); err != nil || res.IsError {
-				t.Errorf("result %s; want the upstream's", r)
+			if r.err != nil || json.Unmarshal(r.res, &res) != nil || res.IsError {
+				t.Errorf("result %s, %v; want the upstream's", r.res, r.err)
 			}
 			texts = append(texts, text(&res))
 		case <-time.After(20 * time.Second):
@@ -250,12 +225,7 @@ func TestTSClientAbortOnTwoReplicas(t *testing.T) {
 
 	id := d.call("tickets__create_issue", map[string]any{"title": "aborted"})
 	token, callID, _ := a.waitCard(1)
-	if ans := d.wait(d.send(map[string]any{"op": "abort", "target": id})); ans.Error != nil {
-		t.Fatalf("abort: %s", ans.Raw)
-	}
-	if ans := d.wait(id); ans.Result != nil || ans.Error == nil || !strings.Contains(ans.Error.Message, "the agent gave up") {
-		t.Errorf("the aborted call's answer %s; want the abort's error", ans.Raw)
-	}
+	d.abort(id)
 	a.waitCancelled(token, 1)
 	lb.mu.Lock()
 	if lb.cancels != 1 {
