@@ -41,8 +41,9 @@ type ask struct {
 	call agentrunner.ToolCallPart
 	// meta is the call's request metadata (policies see it).
 	meta map[string]any
-	// key identifies the call for retries; explicit says the client (or
-	// the prompt's tool_use_id) chose it, so it outlives the answer.
+	// key identifies the call for retries when explicit: the client (or
+	// the prompt's tool_use_id) chose it, and it outlives the answer.
+	// Without one, every call is a request of its own.
 	key      string
 	explicit bool
 	req      *mcp.CallToolRequest
@@ -59,40 +60,49 @@ type decision struct {
 // decide opens the call through the one pipeline (policies, grants, a
 // card) unless a request for the same key exists, and waits for it to end.
 func (h *Handler) decide(ctx context.Context, a ask) decision {
-	token := agentrunner.NewToken()
-	fp := fingerprint(a.call)
-	key := "mcp:" + digest(a.key)
-	// The claim lasts a minute until the record exists; then as long as
-	// the record (KeepIdempotency in open).
-	got, first, err := h.cfg.Store.ClaimIdempotency(ctx, a.client.Name, key, token, fp, time.Minute)
-	if err != nil {
-		return h.internal(ctx, "claim the idempotency key", err)
+	if _, _, err := requestIDOf(ctx); err != nil {
+		return refused(err.Error())
 	}
-	if !first {
-		if got.Fingerprint != fp {
-			return refused("This idempotency key was already used for a different tool call; use a new key for a new call.")
+	token := agentrunner.NewToken()
+	key, first := "", true
+	if a.explicit {
+		fp := fingerprint(a.call)
+		key = "mcp:" + digest(a.key)
+		// The claim lasts a minute until the record exists; then as long as
+		// the record (KeepIdempotency in open).
+		got, claimed, err := h.cfg.Store.ClaimIdempotency(ctx, a.client.Name, key, token, fp, time.Minute)
+		if err != nil {
+			return h.internal(ctx, "claim the idempotency key", err)
 		}
-		token = got.Token
-	} else if err := h.open(ctx, a, token, key); err != nil {
-		return h.openFailed(ctx, err)
+		if !claimed {
+			if got.Fingerprint != fp {
+				return refused("This idempotency key was already used for a different tool call; use a new key for a new call.")
+			}
+			token, first = got.Token, false
+		}
+	}
+	// Tracked before the request exists, so that a cancel that comes
+	// while it is opened is not lost (see wait).
+	if _, err := h.trackRequestID(ctx, token, time.Now().Add(time.Minute)); err != nil {
+		return h.internal(ctx, "track the call's JSON-RPC id", err)
+	}
+	defer h.untrackRequestID(ctx, token)
+	if first {
+		if err := h.open(ctx, a, token, key); err != nil {
+			return h.openFailed(ctx, err)
+		}
 	}
 	rec, err := h.wait(ctx, a, token)
 	switch {
+	case errors.Is(err, errStopping) && !a.explicit:
+		h.withdraw(ctx, token)
+		return refused("slackbot is restarting and stopped waiting for this call's decision, so its card was withdrawn; call the tool again to ask again.")
 	case errors.Is(err, errStopping):
 		return refused("slackbot is restarting and stopped waiting for this call's decision; call the tool again with the same arguments to get it (no second approval is asked).")
 	case errors.Is(err, approval.ErrNotFound) && !first:
 		return refused("A request for this call is still being created; call the tool again in a moment.")
 	case err != nil:
 		return decision{failed: toolError("slackbot stopped waiting for a decision: " + err.Error())}
-	}
-	if !a.explicit {
-		// The key guarded the wait; the answer is given, so the same
-		// call made again later is a new request.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := h.cfg.Store.ReleaseIdempotency(cctx, a.client.Name, key, token); err != nil {
-			h.log.WarnContext(ctx, "MCP gateway: release the idempotency key", "err", err)
-		}
 	}
 	if len(rec.Calls) != 1 {
 		return h.internal(ctx, "read the decision", fmt.Errorf("the request has %d calls, want 1", len(rec.Calls)))
@@ -145,6 +155,14 @@ func (h *Handler) wait(ctx context.Context, a ask, token string) (*approval.Requ
 	if ctx.Err() != nil {
 		h.cancel(ctx, a, token)
 		return nil, ctx.Err()
+	}
+	// The request exists: its JSON-RPC id is tracked as long as it may
+	// wait, and a cancel that came while it was opened ends it now.
+	if cancelled, err := h.trackRequestID(ctx, token, rec.ExpiresAt); cancelled || err != nil {
+		if err != nil {
+			h.log.ErrorContext(ctx, "MCP gateway: track the call's JSON-RPC id; the call is cancelled", "err", err)
+		}
+		h.cancel(ctx, a, token)
 	}
 	wctx, cancel := context.WithDeadlineCause(ctx, rec.ExpiresAt.Add(time.Minute), context.DeadlineExceeded)
 	defer cancel()
@@ -199,8 +217,9 @@ func (h *Handler) clientGone(ctx context.Context) (context.Context, context.Canc
 	return ctx, func() { stop(); cancel(nil) }
 }
 
-// cancel cancels the request of a client that went away, so the card
-// says so and no one decides a call nobody waits for.
+// cancel cancels the request of a client that went away or cancelled
+// the call, so the card says so and no one decides a call nobody waits
+// for.
 func (h *Handler) cancel(ctx context.Context, a ask, token string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -270,10 +289,11 @@ func receiptMeta(rec *approval.Request, callID string) map[string]any {
 }
 
 // idempotencyKey is what names a call for retries: the client's key (the
-// _meta entry or the Idempotency-Key header), else the JSON-RPC id of the
-// request with the call itself, so that a client resending the same
-// message reaches the same request.
-func idempotencyKey(req *mcp.CallToolRequest, ri *requestInfo, call agentrunner.ToolCallPart) (key string, explicit bool, err error) {
+// _meta entry or the Idempotency-Key header), else none. Never the
+// JSON-RPC id: each connection numbers its requests from the same start,
+// so two clients of one API key making the same call would share one
+// request, and the second be told it already ran.
+func idempotencyKey(req *mcp.CallToolRequest, _ *requestInfo, _ agentrunner.ToolCallPart) (key string, explicit bool, err error) {
 	k, _ := req.Params.Meta[IdempotencyMetaKey].(string)
 	if k == "" && req.Extra != nil {
 		k = req.Extra.Header.Get("Idempotency-Key")
@@ -284,7 +304,7 @@ func idempotencyKey(req *mcp.CallToolRequest, ri *requestInfo, call agentrunner.
 	if k != "" {
 		return "key\x00" + k, true, nil
 	}
-	return "rpc\x00" + ri.rpcID + "\x00" + fingerprint(call), false, nil
+	return "", false, nil
 }
 
 // fingerprint identifies a call by its tool and arguments.

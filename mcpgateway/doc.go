@@ -39,8 +39,19 @@
 //
 // An unknown tool is a JSON-RPC error (-32602), as the spec says. A
 // client that goes away while it waits cancels its request (the card says
-// "Cancelled by <key name>"). A replica that shuts down does not: the
-// waiting client is told to call again, and its retry gets the decision.
+// "Cancelled by <key name>"), and so does a client that stays connected
+// but sends notifications/cancelled naming the call's JSON-RPC id, as
+// the TypeScript SDK does when a call's AbortSignal fires: the cancel is a
+// POST of its own that may reach any replica, so each waiting call tracks
+// its id in Redis, per API key, for as long as its request may wait, and
+// the replica the cancel reaches cancels the request; the waiting call
+// returns "No decision…", and a later click decides nothing. Two
+// connections of one key that wait under the same id are both cancelled
+// (a cancelled call never runs). Ids longer than 200 bytes are refused;
+// a cancel naming an id nobody waits on is ignored. A replica that shuts
+// down does not cancel: the waiting client is told to call again, and
+// its retry gets the decision when the call has an idempotency key (see
+// below); otherwise the request is withdrawn, its card saying so.
 //
 // # approval_prompt
 //
@@ -130,10 +141,10 @@
 //     retry is told it already ran;
 //   - approval_prompt's tool_use_id, likewise (a retry gets the same
 //     allow or deny);
-//   - else the JSON-RPC id of the message with the call itself, which
-//     guards the wait only: a client resending the same message (after a
-//     replica restart) reaches the same request, and once it is answered
-//     the same call made again is a new request.
+//   - else none: every call is a request of its own. The JSON-RPC id is
+//     never a key: each connection numbers its requests from the same
+//     start, so two clients of one API key making the same call would
+//     share one card, and the second be told it already ran.
 //
 // Each waiting call clears the HTTP server's write deadline (90 s, sized
 // for /v1's long polls); a proxy in front must allow long responses too

@@ -99,9 +99,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
 
-// Close ends the waits in progress without cancelling their requests: each
-// waiting client is told to call again, and its retry (on any replica)
-// gets the decision. Call it when the server starts shutting down.
+// Close ends the waits in progress: each waiting client is told to call
+// again. A call with an idempotency key keeps its request, and its retry
+// (on any replica) gets the decision; one without is withdrawn, since no
+// retry could reach it. Call it when the server starts shutting down.
 func (h *Handler) Close() { h.stop() }
 
 // server returns the MCP server for the current upstream tools, building
@@ -180,8 +181,9 @@ func infoFrom(ctx context.Context) (*requestInfo, bool) {
 }
 
 // authenticated refuses requests without a configured bearer key (401,
-// WWW-Authenticate: Bearer) before the SDK sees them, and records the
-// request's client and JSON-RPC id for the tool handlers.
+// WWW-Authenticate: Bearer) before the SDK sees them, records the
+// request's client and JSON-RPC id for the tool handlers, and acts on a
+// notifications/cancelled (see cancelNamed).
 func (h *Handler) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := h.cfg.Authenticate(r)
@@ -203,6 +205,7 @@ func (h *Handler) authenticated(next http.Handler) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			ri.rpcID = rpcID(body)
+			h.cancelNamed(r.Context(), c, body)
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, ri)))
 	})

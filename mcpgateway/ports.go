@@ -55,8 +55,9 @@ type Waiter interface {
 
 // Store keeps, across replicas, what the gateway needs beside the
 // requests: idempotency keys (a retried call finds its request), each
-// client's quota (the methods httpapi.Store has too), and the audit of
-// the calls made upstream. *store.Store implements it.
+// client's quota (the first five methods are httpapi.Store's too), the
+// audit of the calls made upstream, and the JSON-RPC ids of waiting calls.
+// *store.Store implements it.
 type Store interface {
 	ClaimIdempotency(ctx context.Context, client, key, token, fingerprint string, ttl time.Duration) (got approval.Idempotency, first bool, err error)
 	KeepIdempotency(ctx context.Context, client, key, token string) error
@@ -66,6 +67,23 @@ type Store interface {
 	// AuditUpstreamCall records a call made upstream on a client's behalf
 	// in the audit stream.
 	AuditUpstreamCall(ctx context.Context, c approval.UpstreamCall) error
+	RequestIDs
+}
+
+// RequestIDs ties, across replicas, the JSON-RPC id of each waiting
+// tools/call to its request, so that a client's notifications/cancelled,
+// which names only the id and may reach any replica, cancels it.
+// *store.Store implements it; ids are per API client.
+type RequestIDs interface {
+	// TrackRequestID records that rpcID waits on token's request until
+	// expires (again: moves the expiry), and reports whether a cancel of
+	// rpcID came since it was first tracked.
+	TrackRequestID(ctx context.Context, client, rpcID, token string, expires time.Time) (cancelled bool, err error)
+	// UntrackRequestID forgets token under rpcID.
+	UntrackRequestID(ctx context.Context, client, rpcID, token string) error
+	// CancelRequestID marks the requests tracked under rpcID cancelled
+	// and returns their tokens.
+	CancelRequestID(ctx context.Context, client, rpcID string) ([]string, error)
 }
 
 // Upstream is the upstream MCP servers' tools; *mcptools.Toolset

@@ -214,6 +214,18 @@ func (d *tsDriver) result(id string) (*tsResult, int) {
 	return a.Result, a.Progress
 }
 
+// abort aborts call id with its AbortSignal, the client staying
+// connected, and checks that the call was rejected.
+func (d *tsDriver) abort(id string) {
+	d.t.Helper()
+	if a := d.wait(d.send(map[string]any{"op": "abort", "target": id})); a.Error != nil {
+		d.t.Fatalf("abort: %s", a.Raw)
+	}
+	if a := d.wait(id); a.Result != nil || a.Error == nil || !strings.Contains(a.Error.Message, "the agent gave up") {
+		d.t.Errorf("the aborted call's answer %s; want the abort's error", a.Raw)
+	}
+}
+
 // TestTSClient: the flows of the gateway's tests, driven by an MCP client
 // nobody here wrote: @modelcontextprotocol/sdk's TypeScript client (the
 // one Claude Code and most agents' MCP support are built on), from npm at
@@ -382,20 +394,16 @@ func tsPrompt(t *testing.T, e *env, d *tsDriver) {
 	}
 }
 
-// tsAbort: card 8; the agent aborts the call (its AbortSignal). The SDK
-// rejects the call at once and sends notifications/cancelled in a POST of
-// its own, which a stateless server cannot tie to the call, and keeps the
-// call's stream open, so the request stays pending until its timeout or
-// the client goes away; nothing runs.
+// tsAbort: card 8; the agent aborts the call (its AbortSignal) and stays
+// connected. The SDK rejects the call at once and sends
+// notifications/cancelled in a POST of its own, which cancels the
+// request: the card says so, and a later Approve runs nothing.
 func tsAbort(t *testing.T, e *env, d *tsDriver) {
 	id := d.call("tickets__create_issue", map[string]any{"title": "aborted"})
-	e.waitCard(8)
-	if a := d.wait(d.send(map[string]any{"op": "abort", "target": id})); a.Error != nil {
-		t.Fatalf("abort: %s", a.Raw)
-	}
-	if a := d.wait(id); a.Result != nil || a.Error == nil || !strings.Contains(a.Error.Message, "the agent gave up") {
-		t.Errorf("the aborted call's answer %s; want the abort's error", a.Raw)
-	}
+	token, callID, _ := e.waitCard(8)
+	d.abort(id)
+	e.waitCancelled(token, 8)
+	e.approveLate(token, callID)
 	for _, c := range e.tickets.callsOf("create_issue") {
 		if strings.Contains(string(c), "aborted") {
 			t.Errorf("upstream ran the aborted call %s", c)

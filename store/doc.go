@@ -61,6 +61,7 @@
 //	P jobs           stream: after-decision jobs (card updates), consumer group "workers"
 //	P jobs:retry     sorted set: job attempts waiting for their time
 //	P idem:<digest>  string: the token an API client's idempotency key made
+//	P rpcid:<digest> hash: token → expiry (ms; "c" first once cancelled) of the MCP calls waiting under an API client's JSON-RPC id (mcpcancel.go)
 //	P run:<run id>   string: RunState JSON, zstd-compressed from 256 B (runstate.go)
 //	P claim:<token>  string: owner of the token's resumption
 //	P proc:<owner>   string: liveness of a process running Tokens.Run

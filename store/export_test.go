@@ -10,3 +10,6 @@ func ExpireHomeCache(s *Store) {
 	s.homes.read = s.homes.read.Add(-homeCacheAge)
 	s.homes.mu.Unlock()
 }
+
+// RequestIDKey is the Redis key of client's JSON-RPC id rpcID.
+func RequestIDKey(s *Store, client, rpcID string) string { return s.requestIDKey(client, rpcID) }
