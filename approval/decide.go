@@ -261,7 +261,7 @@ func (s *Service) authorizeAnswers(ctx context.Context, r *Request, by Decider, 
 		return nil
 	}
 	slices.Sort(refused)
-	return Errorf(ESELFAPPROVAL, "The API key %q asked for these calls, so it may not approve or deny them: %s. A person decides them in Slack (their route does not set allow_self_approval). Nothing was recorded.",
+	return Errorf(ESELFAPPROVAL, "The API key %q may not approve or deny the calls it asked for (%s): a person decides them in Slack, as their route does not set allow_self_approval. Nothing was recorded.",
 		by.Client, strings.Join(refused, ", "))
 }
 
