@@ -18,7 +18,9 @@ const (
 
 // Routes is the routing file the API's tests (and the clients' tests in
 // clients/) run with: refunds with policies, deletions (30 min), ops (in
-// C0GENERAL, 10 min) and reports for external calls.
+// C0GENERAL, 10 min), reports for external calls, and sandbox, where the
+// API key that asks may approve or deny its own calls
+// (allow_self_approval), edits included, unless auto_deny refuses them.
 const Routes = `
 default_timeout: 1h
 routes:
@@ -42,6 +44,12 @@ routes:
     when: {tools: ["fetch_*"]}
     channel: C0APPROVALS
     approvers: {users: [U0ALICE]}
+  - name: sandbox
+    when: {tools: ["sandbox_*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+    allow_self_approval: true
+    auto_deny: 'has(args.amount) && args.amount > 10000'
 `
 
 // JSONEqual fails t unless got and want are the same JSON value.
