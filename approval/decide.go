@@ -203,8 +203,9 @@ func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider
 // answer records an API client's answers to calls of its own request, at
 // once: approvals only where their route allows self-approval
 // (authorizeAnswers), every answer must name a pending call under its
-// kind, edits are checked, and who answered is the client (a name it gives is kept after
-// it, so that the audit stream never shows an unverified name alone).
+// kind, edits are checked, and who answered is the client (a name it
+// gives is kept after it, so that the audit stream never shows an
+// unverified name alone).
 func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decision) (*Decided, error) {
 	if err := s.authorize(ctx, r, nil, by, ""); err != nil {
 		return nil, err
