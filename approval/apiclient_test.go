@@ -91,7 +91,7 @@ func TestOpenTellsRouteNotForTool(t *testing.T) {
 func TestAPIAnswerRefusals(t *testing.T) {
 	f := newFixture(t)
 	token := f.openAPI(t, agentrunner.DeferredToolRequests{
-		Approvals: []agentrunner.ToolCallPart{call("a", "deploy", `{"env":"staging"}`)},
+		Approvals: []agentrunner.ToolCallPart{call("a", "ci_deploy", `{"env":"staging"}`)},
 		Calls:     []agentrunner.ToolCallPart{call("x", "deploy", `{}`)},
 	})
 	by := approval.Decider{Client: "ci"}
@@ -119,7 +119,7 @@ func TestAPIAnswerRefusals(t *testing.T) {
 func TestAPIAnswerRetryAndAnsweredBy(t *testing.T) {
 	f := newFixture(t)
 	token := f.openAPI(t, agentrunner.DeferredToolRequests{
-		Approvals: []agentrunner.ToolCallPart{call("a", "deploy", `{"env":"staging"}`)},
+		Approvals: []agentrunner.ToolCallPart{call("a", "ci_deploy", `{"env":"staging"}`)},
 		Calls:     []agentrunner.ToolCallPart{call("x", "deploy", `{}`)},
 	})
 	d, err := f.svc.Decide(t.Context(), token, approval.Decider{Client: "ci"},

@@ -169,11 +169,12 @@ func TestClickCardUpdateDropsItsJob(t *testing.T) {
 	}
 }
 
-// openAPIOn opens a request for one refund as API client ci through r.
+// openAPIOn opens a request for one note as API client ci through r, on
+// a route that lets the client decide it.
 func openAPIOn(t *testing.T, r replica) string {
 	t.Helper()
 	token := agentrunner.NewToken()
-	reqs := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a", "refund", `{"amount":500}`)}}
+	reqs := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a", "note", `{}`)}}
 	if _, err := r.svc.Open(t.Context(), approval.Opening{Token: token, Requests: reqs, Origin: approval.Origin{Client: "ci"}}); err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -22,9 +22,12 @@ type Decider struct {
 	// its view is a Home tab), which lists the calls they may decide;
 	// such a click has no card.
 	Home bool
-	// Client is the authenticated HTTP API client answering for its own
-	// request. Its answers are authoritative: no approver check, and an
-	// approval meets a quorum at once.
+	// Client is the authenticated API client (an API key) answering for
+	// its own request. It answers the request's calls (external results,
+	// answers to questions), but approves or denies its approvals only on
+	// a route with allow_self_approval: the key an agent holds must never
+	// stand in for the person the route names. Where it may, its answer is
+	// authoritative: an approval meets a quorum at once.
 	Client string
 }
 
@@ -37,7 +40,9 @@ type Decider struct {
 // call resolves the request, and the store wakes its run.
 //
 // A person decides one call at a time: their approval is one vote toward
-// the call's quorum. An API client may answer several calls at once.
+// the call's quorum. An API client may answer several calls at once, but
+// decides its own approvals only where their route sets
+// allow_self_approval (ESELFAPPROVAL otherwise, for the whole answer).
 //
 // Errors are *Error: ENOTFOUND (unknown token or call, or another client's
 // request), the request's end (EEXPIRED, ECANCELLED, ERESOLVED, EFAILED),
@@ -160,6 +165,15 @@ func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider
 		if r.Origin.Client != by.Client {
 			return fmt.Errorf("decide: %w", ErrNotFound) // another client's request is none of its business
 		}
+		// Only its own request reaches here: answering its calls is the
+		// client's job, deciding its approvals is a person's, unless the
+		// route lets the requester decide.
+		if c == nil || c.Kind != agentrunner.KindApproval {
+			return nil
+		}
+		if route := s.Route(c.Route); route == nil || !route.AllowSelfApproval {
+			return Errorf(ESELFAPPROVAL, "The API key %q asked for call %s, so it may not approve or deny it: a person decides it in Slack (its route does not set allow_self_approval).", by.Client, c.ID)
+		}
 		return nil
 	}
 	if c.Message.Channel != "" && !by.Home && by.Card != c.Message {
@@ -187,14 +201,19 @@ func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider
 }
 
 // answer records an API client's answers to calls of its own request, at
-// once: every answer must name a pending call under its kind, edits are
-// checked, and who answered is the client (a name it gives is kept after
-// it, so that the audit stream never shows an unverified name alone).
+// once: approvals only where their route allows self-approval
+// (authorizeAnswers), every answer must name a pending call under its
+// kind, edits are checked, and who answered is the client (a name it
+// gives is kept after it, so that the audit stream never shows an
+// unverified name alone).
 func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decision) (*Decided, error) {
 	if err := s.authorize(ctx, r, nil, by, ""); err != nil {
 		return nil, err
 	}
 	if err := r.EndErr(); err != nil {
+		return nil, err
+	}
+	if err := s.authorizeAnswers(ctx, r, by, ds); err != nil {
 		return nil, err
 	}
 	results, err := s.results(ctx, r, by.Client, ds)
@@ -217,6 +236,34 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 		}
 	}
 	return &Decided{Request: after, Changed: true, Resolved: after.State == StateResolved}, nil
+}
+
+// authorizeAnswers refuses an API client's whole answer, before anything
+// is recorded, when one of its decisions approves or denies a pending
+// approval the client may not decide (Authorize: each such call's refusal
+// is counted and audited, naming the client). Answers to calls that are
+// not pending approvals are left to results, which says what is wrong
+// with them.
+func (s *Service) authorizeAnswers(ctx context.Context, r *Request, by Decider, ds []Decision) error {
+	var refused []string
+	for _, d := range ds {
+		c := r.Call(d.CallID)
+		if c == nil || c.Status != CallPending || !kindFits(c.Kind, d.Action) {
+			continue
+		}
+		if err := s.Authorize(ctx, r, c, by, d.Action); err != nil {
+			if ErrorCode(err) != ESELFAPPROVAL {
+				return err
+			}
+			refused = append(refused, c.ID)
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	slices.Sort(refused)
+	return Errorf(ESELFAPPROVAL, "The API key %q may not approve or deny the calls it asked for (%s): a person decides them in Slack, as their route does not set allow_self_approval. Nothing was recorded.",
+		by.Client, strings.Join(refused, ", "))
 }
 
 // results turns an API client's decisions into the results to record,

@@ -35,6 +35,13 @@ routes:
     channel: CNOTE
     approvers: {users: ["UALICE"]}
     allow_self_approval: true
+  - name: ci
+    when: {tools: ["ci_deploy"]}
+    channel: CDEPLOY
+    approvers: {users: ["UALICE", "UBOB", "UCAROL"]}
+    required_approvals: 2
+    allow_self_approval: true
+    auto_deny: "args.env == 'prod-eu'"
 `
 
 // poster records the cards the service posts and updates, as a fake
@@ -240,7 +247,7 @@ func TestAPIAnswerGoesThroughDecide(t *testing.T) {
 	_, err := f.svc.Open(t.Context(), approval.Opening{
 		Token: token, Origin: approval.Origin{Client: "ci", Name: "the CI"},
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
-			call("a", "deploy", `{"env":"staging"}`), call("b", "refund", `{"amount":5}`),
+			call("a", "ci_deploy", `{"env":"staging"}`), call("b", "refund", `{"amount":5}`),
 		}},
 	})
 	if err != nil {
@@ -265,7 +272,8 @@ func TestAPIAnswerGoesThroughDecide(t *testing.T) {
 	if _, err := f.svc.Decide(t.Context(), token, approval.Decider{Client: "ci"}, approval.Decision{CallID: "b", Action: approval.ActionDeny}); approval.ErrorCode(err) != approval.ECONFLICT {
 		t.Errorf("answer to a decided call: code %q, want conflict", approval.ErrorCode(err))
 	}
-	// The client's approval is authoritative: a 2-approver call is approved at once.
+	// On a route that lets the requester approve, the client's approval
+	// is authoritative: a 2-approver call is approved at once.
 	d, err := f.svc.Decide(t.Context(), token, approval.Decider{Client: "ci"}, approval.Decision{CallID: "a", By: "jo", Action: approval.ActionApprove})
 	if err != nil || !d.Resolved {
 		t.Fatalf("client approves: %+v, %v", d, err)
@@ -318,7 +326,7 @@ func TestAnswerTakesTheWireFormat(t *testing.T) {
 	if _, err := f.svc.Open(t.Context(), approval.Opening{
 		Token: token, Origin: approval.Origin{Client: "ci"},
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
-			call("b", "deploy", `{"env":"dev"}`), call("a", "deploy", `{"env":"staging"}`),
+			call("b", "ci_deploy", `{"env":"dev"}`), call("a", "ci_deploy", `{"env":"staging"}`),
 		}},
 	}); err != nil {
 		t.Fatal(err)

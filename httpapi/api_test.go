@@ -159,9 +159,13 @@ func testDenyWithReason(t *testing.T) {
 		`{"calls":{},"approvals":{"call_2":{"message":"Not on a Friday.","kind":"tool-denied"}},"metadata":{},"answered_by":{"call_2":"U0BOB"}}`)
 }
 
+// testOverrideArgs: the key edits and approves its own call, on a route
+// that lets it (allow_self_approval).
 func testOverrideArgs(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	a := e.create(keyBilling, deletion("call_3", "/srv/all", nil))
+	a := e.create(keyBilling, map[string]any{"approvals": []map[string]any{
+		{"tool_name": "sandbox_delete_file", "args": map[string]any{"path": "/srv/all"}, "tool_call_id": "call_3"},
+	}})
 	card := e.card(a.Token, "call_3")
 	resp := e.do(request{key: keyBilling, method: http.MethodPost, path: "/v1/approvals/" + a.Token + "/results",
 		body: `{"approvals":{"call_3":{"kind":"tool-approved","override_args":{"path":"/srv/all/tmp"}}}}`})

@@ -75,6 +75,10 @@ type callView struct {
 	DecidedBy  *string              `json:"decided_by"`
 	Votes      int                  `json:"votes"`
 	Required   int                  `json:"required"`
+	// ByClient: the request's own API key decided the call, not a
+	// person, a policy, a grant or slackbot; the doors of coding agents
+	// run no approval it made.
+	ByClient bool `json:"by_client"`
 }
 
 // view maps a request to the API's view of it.
@@ -103,7 +107,7 @@ func view(rec *approval.Request) approvalView {
 	for _, c := range rec.Calls {
 		cv := callView{
 			ToolCallID: c.ID, ToolName: c.Tool, Kind: c.Kind, State: string(c.Status),
-			Route: c.Route, Votes: c.QuorumVotes(), Required: c.Required,
+			Route: c.Route, ByClient: c.ByClient, Votes: c.QuorumVotes(), Required: c.Required,
 		}
 		if c.Status != approval.CallPending && !c.Decided() {
 			// Calls left undecided take the request's end: expired,

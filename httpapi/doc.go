@@ -35,7 +35,7 @@
 //
 // Every error is {"error":{"code":"...","message":"..."}}. Codes are
 // stable: unauthorized (401), invalid_request (400), route_forbidden
-// (403), not_found (404), method_not_allowed (405), conflict (409: the
+// (403), self_approval (403), not_found (404), method_not_allowed (405), conflict (409: the
 // request already ended, a call was already decided, an idempotency key
 // is taken by another body or still being created), payload_too_large
 // (413: bodies are limited to 1 MiB), unsupported_media_type (415: send
@@ -67,9 +67,15 @@
 // POST .../results takes a DeferredToolResults. Every answer must name a
 // call that is pending, under its kind (400 otherwise; 409 if it was
 // decided meanwhile); the answers are recorded atomically, calls left out
-// stay pending, and the token resolves when none is left. Answers are
-// authoritative — an API client can approve its own calls on the routes
-// its key allows — so restrict keys to routes where that matters.
+// stay pending, and the token resolves when none is left. The key answers
+// its calls (external results, answers to questions), but approves or
+// denies its own approvals only on routes with allow_self_approval: true;
+// otherwise the whole answer is refused with 403 self_approval, nothing
+// is recorded, and each refused call is in the audit stream (type
+// "refused", by the key's name). Where it may, its answer is
+// authoritative (it meets a quorum at once, carries no receipt, and the
+// view's calls[].by_client says so). DELETE cancels: every pending call
+// ends with no decision, so a cancel never makes a call run.
 //
 // # Long polls
 //

@@ -323,6 +323,7 @@ type approvalJSON struct {
 		State      string  `json:"state"`
 		Route      string  `json:"route"`
 		DecidedBy  *string `json:"decided_by"`
+		ByClient   bool    `json:"by_client"`
 		Votes      int     `json:"votes"`
 		Required   int     `json:"required"`
 	} `json:"calls"`

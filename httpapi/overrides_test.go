@@ -9,13 +9,14 @@ import (
 )
 
 // override_args pass the route's auto_deny as an edit in Slack does:
-// with `auto_deny: args.amount > 10000`, a $500 refund approved with
-// override_args of 50,000 is refused with the reason, and nothing
-// changes; override_args the policy allows are recorded.
+// with `auto_deny: args.amount > 10000` on a route where the key may
+// approve its own calls, a $500 transfer approved with override_args of
+// 50,000 is refused with the reason, and nothing changes; override_args
+// the policy allows are recorded.
 func TestOverrideArgsMustPassAutoDeny(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	a := e.create(keyBilling, map[string]any{"approvals": []map[string]any{
-		{"tool_name": "issue_refund", "args": map[string]any{"amount": 500}, "tool_call_id": "r1"},
+		{"tool_name": "sandbox_transfer", "args": map[string]any{"amount": 500}, "tool_call_id": "r1"},
 	}})
 	if a.Status != "pending" {
 		t.Fatalf("a $500 refund: got %s, want pending", a.Status)
@@ -24,12 +25,12 @@ func TestOverrideArgsMustPassAutoDeny(t *testing.T) {
 	for _, body := range []string{
 		`{"approvals":{"r1":{"kind":"tool-approved","override_args":{"amount":50000}}}}`,
 		`{"approvals":{"r1":{"kind":"tool-approved","override_args":"{\"amount\":10001}"}}}`,
-		// The policy cannot evaluate an edit without the amount: refused.
-		`{"approvals":{"r1":{"kind":"tool-approved","override_args":{"note":"no amount"}}}}`,
+		// The policy cannot evaluate an edit whose amount is no number: refused.
+		`{"approvals":{"r1":{"kind":"tool-approved","override_args":{"amount":"lots"}}}}`,
 	} {
 		resp := e.do(request{key: keyBilling, method: http.MethodPost, path: results, body: body})
 		if resp.status != http.StatusBadRequest || resp.apiError(t).Error.Code != httpapi.CodeInvalidRequest ||
-			!strings.Contains(resp.apiError(t).Error.Message, `"refunds" route's policy`) {
+			!strings.Contains(resp.apiError(t).Error.Message, `"sandbox" route's policy`) {
 			t.Errorf("%s: got %d %s, want 400 invalid_request with the policy's reason", body, resp.status, resp.body)
 		}
 	}

@@ -256,8 +256,16 @@ func (h *Handler) progress(ctx context.Context, ss *mcp.ServerSession, tok any, 
 }
 
 // outcome says how a decided call ends for the client: approved (with
-// the arguments to run), or the text of the tool error.
+// the arguments to run), or the text of the tool error. A call its own
+// API key approved (through the HTTP API, on a route that lets the
+// requester approve) is not approved here: the key is the agent's, and
+// the gateway stands between the agent and the tool, so it acts only on
+// an approval by a person, a policy or a grant.
 func outcome(rec *approval.Request, c *approval.Call) (approved bool, args json.RawMessage, reason string) {
+	if c.Status == approval.CallApproved && c.ByClient {
+		return false, nil, fmt.Sprintf("slackbot did not run this call: the API key %q that asked for it approved it itself, "+
+			"and the MCP gateway acts only on an approval by a person, a policy or a grant.", rec.Origin.Client)
+	}
 	if c.Status == approval.CallApproved {
 		if o := c.OverrideArgs(); len(o) > 0 {
 			return true, o, ""

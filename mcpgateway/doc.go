@@ -31,6 +31,14 @@
 //     returned as it came; the receipt, when the results carry one, is in
 //     its _meta as "slackbot_receipt".
 //   - denied: a tool error (isError) whose text is the reason.
+//   - approved by the API key that asked (through /v1, where a route sets
+//     allow_self_approval): a tool error saying so; the upstream is not
+//     called. The key is the agent's own, and the gateway exists to put
+//     someone else between the agent and the tool, so it acts only on an
+//     approval by a person, a policy or a grant, whatever the route
+//     allows at /v1. A team that wants a tool to run unasked says so
+//     where it is recorded and audited as such: read_only, or the
+//     route's auto_approve.
 //   - no decision (expired, cancelled, failed): a tool error
 //     "No decision on this tool call arrived: <reason>".
 //   - refused (a route the key may not use, no route, the quota of
@@ -68,8 +76,9 @@
 //	{"behavior":"allow","updatedInput":<the whole input, edited or not>}
 //	{"behavior":"deny","message":"<reason>"}
 //
-// and every failure (bad input, a refusal, no decision) is a deny with the
-// reason, so Claude Code never runs what nobody approved. updatedInput is
+// and every failure (bad input, a refusal, no decision, an approval by
+// the API key that asked) is a deny with the reason, so Claude Code never
+// runs what nobody approved. updatedInput is
 // never {}: Claude Code runs the tool with updatedInput as its whole input.
 // The contract is not in Claude Code's reference pages; it is the one of
 // its permission callbacks, as recorded in anthropics/claude-code issue

@@ -2,6 +2,7 @@ package mcpgateway_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -234,13 +235,15 @@ type envOptions struct {
 	// shared, when set, is the env whose Redis prefix, Slack and
 	// upstreams a second replica uses.
 	shared *env
+	// routes is the routing file; empty: routesYAML.
+	routes string
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t}
 	rdb, prefix := redistest.Client(t)
-	routes, err := routing.ParseRoutes([]byte(routesYAML), "routes.yaml")
+	routes, err := routing.ParseRoutes([]byte(cmp.Or(o.routes, routesYAML)), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

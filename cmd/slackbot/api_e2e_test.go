@@ -108,6 +108,12 @@ func deletion(id, path, extra string) string {
 	return `{"approvals":[{"tool_name":"delete_file","args":{"path":"` + path + `"},"tool_call_id":"` + id + `","part_kind":"tool-call"}]` + extra + `}`
 }
 
+// sandboxDeletion is deletion on the sandbox route, where the key that
+// asks may approve its own call (allow_self_approval).
+func sandboxDeletion(id, path, extra string) string {
+	return strings.Replace(deletion(id, path, extra), `"delete_file"`, `"sandbox_delete_file"`, 1)
+}
+
 // TestAPIEndToEnd follows API requests through the whole app: the cards
 // slackbot posts to Slack show what the agent sent, a click or a form in
 // Slack answers the agent's long poll, and every end (an API answer,
@@ -174,7 +180,7 @@ func (x apiE2E) denyWithReason(t *testing.T) {
 }
 
 func (x apiE2E) answerShows(t *testing.T) {
-	a := x.create(t, deletion("call_3", "/srv/all", ""))
+	a := x.create(t, sandboxDeletion("call_3", "/srv/all", ""))
 	card := x.apiCard(a.Token, "call_3")
 	status, b := x.apiCall(x.doc, keyBilling, http.MethodPost, "/v1/approvals/"+a.Token+"/results",
 		`{"approvals":{"call_3":{"kind":"tool-approved","override_args":{"path":"/srv/all/tmp"}}}}`)

@@ -8,16 +8,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/internal/apitest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 )
@@ -192,13 +192,10 @@ func (e *env) denyWithReason(t *testing.T, user string, card slackfake.Message, 
 	}
 }
 
-// answerWithEdit approves the call of card with args as billing, through
-// POST /v1/approvals/{token}/results: the cards of tools slackbot has no
-// schema for (an agent's Bash or Edit) offer no "Edit arguments…", so an
-// edit comes from an API client.
-func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) {
+// requestOfCard waits for the request of card and returns its token and
+// call, as the card's buttons carry them.
+func (e *env) requestOfCard(t *testing.T, card slackfake.Message) (token, callID string) {
 	t.Helper()
-	token, callID := "", ""
 	waitUntil(t, 30*time.Second, "the request of the card "+card.TS, func() bool {
 		pending, err := e.app.store.Pending(t.Context(), 100)
 		if err != nil {
@@ -213,9 +210,20 @@ func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) 
 		}
 		return token != ""
 	})
-	body := `{"approvals":{"` + callID + `":{"kind":"tool-approved","override_args":` + args + `}}}`
-	if status, b := e.apiCall(apitest.Load(t), keyBilling, http.MethodPost, "/v1/approvals/"+token+"/results", body); status != http.StatusOK {
-		t.Fatalf("answer with edited arguments: got %d %s", status, b)
+	return token, callID
+}
+
+// answerWithEdit approves the call of card with args as alice, an
+// approver. The cards of tools slackbot has no schema for (an agent's
+// Bash or Edit) offer no "Edit arguments…" form, and the key that asked
+// may not approve its own call, so the approver's edit is recorded
+// through the Service, as that form's submission records it.
+func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) {
+	t.Helper()
+	token, callID := e.requestOfCard(t, card)
+	d := approval.Decision{CallID: callID, By: alice, Action: approval.ActionApprove, OverrideArgs: json.RawMessage(args)}
+	if _, err := e.app.svc.Decide(t.Context(), token, approval.Decider{User: alice, Card: approval.MessageRef{Channel: card.Channel, TS: card.TS}}, d); err != nil {
+		t.Fatalf("approve with edited arguments: %v", err)
 	}
 }
 

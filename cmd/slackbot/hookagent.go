@@ -158,6 +158,13 @@ func (a *hookAgent) context(ev *hookEvent) string {
 func (a *hookAgent) decision(st *apiApproval, callID string) hookDecision {
 	if st.Results != nil {
 		if ans, ok := st.Results.Approvals[callID]; ok {
+			if ans.Approved && st.byClient(callID) {
+				// The hook's key is the agent's: its own approval (on a
+				// route that lets it approve at /v1) is no one else's
+				// agreement, so the agent does not act on it.
+				return denyf("The API key that asked (%s) approved this call itself; the hook runs only a call a person, a policy or a grant approved in slackbot.",
+					st.Results.AnsweredBy[callID])
+			}
 			return a.answer(ans, st.Results.AnsweredBy[callID])
 		}
 	}

@@ -90,6 +90,25 @@ type apiApproval struct {
 	Status    string                           `json:"status"`
 	ExpiresAt time.Time                        `json:"expires_at"`
 	Results   *agentrunner.DeferredToolResults `json:"results"`
+	Calls     []apiCall                        `json:"calls"`
+}
+
+// apiCall is the part of a call's view the hook reads: whether the key
+// that asked decided it (by_client), not a person, a policy or a grant.
+type apiCall struct {
+	ToolCallID string `json:"tool_call_id"`
+	ByClient   bool   `json:"by_client"`
+}
+
+// byClient reports whether the view says the key that asked decided
+// call id.
+func (a *apiApproval) byClient(id string) bool {
+	for _, c := range a.Calls {
+		if c.ToolCallID == id {
+			return c.ByClient
+		}
+	}
+	return false
 }
 
 // apiDownError is a request that got no HTTP response.

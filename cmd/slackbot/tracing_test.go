@@ -213,7 +213,7 @@ func TestTraceOfACallback(t *testing.T) {
 		}
 	}))
 	t.Cleanup(receiver.Close)
-	a := apiE2E{env: e, doc: apitest.Load(t)}.create(t, deletion("call_1", "/tmp/report.csv", `,"callback_url":"`+receiver.URL+`/cb"`))
+	a := apiE2E{env: e, doc: apitest.Load(t)}.create(t, sandboxDeletion("call_1", "/tmp/report.csv", `,"callback_url":"`+receiver.URL+`/cb"`))
 
 	const clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.srv.URL+"/v1/approvals/"+a.Token+"/results",

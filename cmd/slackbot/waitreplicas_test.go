@@ -37,7 +37,7 @@ func TestWaitReplicasUnconfirmed(t *testing.T) {
 	x := apiE2E{env: newEnv(t, envOptions{redis: primary.Client(t), waitReplicas: 1,
 		routes: apitest.Routes, apiKeys: apitest.Keys, wallClock: true}), doc: apitest.Load(t)}
 	clicked := x.create(t, deletion("call_1", "/tmp/a.csv", ""))
-	answered := x.create(t, deletion("call_2", "/tmp/b.csv", ""))
+	answered := x.create(t, sandboxDeletion("call_2", "/tmp/b.csv", ""))
 	cancelled := x.create(t, deletion("call_3", "/tmp/c.csv", ""))
 	card := x.apiCard(clicked.Token, "call_1")
 

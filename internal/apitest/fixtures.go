@@ -18,9 +18,10 @@ const (
 
 // Routes is the routing file the API's tests (and the clients' tests in
 // clients/) run with: refunds with policies, deletions (30 min), ops (in
-// C0GENERAL, 10 min), reports for external calls, and self-approved:
-// deletions whose requesting API key may approve them itself, which a
-// client names (route "self-approved") to answer its own approvals.
+// C0GENERAL, 10 min), reports for external calls, and two routes whose
+// requesting API key may approve or deny its own calls (allow_self_approval):
+// self-approved, deletions a client names (route "self-approved") to answer
+// its own approvals, and sandbox, edits included unless auto_deny refuses them.
 const Routes = `
 default_timeout: 1h
 routes:
@@ -49,6 +50,12 @@ routes:
     channel: C0APPROVALS
     approvers: {users: [U0ALICE]}
     allow_self_approval: true
+  - name: sandbox
+    when: {tools: ["sandbox_*"]}
+    channel: C0APPROVALS
+    approvers: {users: [U0ALICE]}
+    allow_self_approval: true
+    auto_deny: 'has(args.amount) && args.amount > 10000'
 `
 
 // JSONEqual fails t unless got and want are the same JSON value.
