@@ -31,7 +31,7 @@ type Grant struct {
 	// besides the API key; empty for a Slack user's calls.
 	Name string
 	Tool string
-	Args      json.RawMessage
+	Args json.RawMessage
 	// By is the approver who granted it.
 	By        string
 	CreatedAt time.Time
