@@ -200,7 +200,7 @@ func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) 
 	t.Helper()
 	token, callID := "", ""
 	waitUntil(t, 30*time.Second, "the request of the card "+card.TS, func() bool {
-		pending, err := e.app.store.Pending(t.Context(), 100)
+		pending, _, err := e.app.store.Pending(t.Context(), 100, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
