@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -116,8 +117,26 @@ func TestPostAnswerWhenTheLookupIsRefused(t *testing.T) {
 		t.Errorf("answers counted as posted without a look-up: %v, want one per refusal, by its code", got)
 	}
 
+	// A method a proxy in front of Slack does not serve (404) is refused
+	// too; Slack's own internal_error is not: the post fails and its job
+	// is tried again later, as before.
+	a := Answer{Key: "run-7/tok/complete", Channel: "C0GENERAL", Text: "Done: behind a proxy."}
+	fake.FailNext("conversations.history", http.StatusNotFound, 10)
+	if _, err := b.PostAnswer(t.Context(), a, true); err != nil || count(a.Text) != 1 {
+		t.Errorf("conversations.history answering 404: %v, posted %d times; want posted once", err, count(a.Text))
+	}
+	fake.FailNext("conversations.history", http.StatusNotFound, 0)
+	a = Answer{Key: "run-8/tok/complete", Channel: "C0GENERAL", Text: "Done: later."}
+	fake.ErrorNext("conversations.history", "internal_error", 1)
+	if _, err := b.PostAnswer(t.Context(), a, true); err == nil || count(a.Text) != 0 {
+		t.Errorf("conversations.history answering internal_error: %v, posted %d times; want an error and nothing posted", err, count(a.Text))
+	}
+	if got := metrics.unchecked(); len(got) != 5 || got[4] != "http_404" {
+		t.Errorf("answers counted as posted without a look-up: %v, want the four refusals and http_404", got)
+	}
+
 	// A 5xx is transient: the look-up is tried again and finds the answer.
-	a := Answer{Key: "run-9/tok/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: once."}
+	a = Answer{Key: "run-9/tok/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: once."}
 	if _, err := b.PostAnswer(t.Context(), a, false); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +147,7 @@ func TestPostAnswerWhenTheLookupIsRefused(t *testing.T) {
 	if n := count(a.Text); n != 1 {
 		t.Errorf("after a transient look-up failure the answer is there %d times, want 1", n)
 	}
-	if got := metrics.unchecked(); len(got) != 4 {
+	if got := metrics.unchecked(); len(got) != 5 {
 		t.Errorf("a transient failure was counted as a refused look-up: %v", got)
 	}
 }

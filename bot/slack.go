@@ -148,7 +148,8 @@ func blocksRefused(err error) bool {
 // method_not_supported_for_channel_type, a 404 from a proxy…) — rather
 // than a failure that may pass (a rate limit, a 5xx, a timeout, a network
 // error, Slack's own internal_error); code names it for a metric label:
-// the error code when it is one of lookupRefusals, else "other".
+// the error code when it is one of lookupRefusals, "http_<status>" for a
+// refusing HTTP status, else "other".
 func lookupRefused(err error) (code string, refused bool) {
 	var se slack.SlackErrorResponse
 	var sc slack.StatusCodeError
