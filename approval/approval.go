@@ -98,6 +98,18 @@ func (o *Origin) Shown() string {
 	return o.Client
 }
 
+// Claim is what an API client said of who asked, beside its key: the
+// requester it named (a person, a coding agent's working directory, an
+// MCP client), or "" when it named none or only itself. It is the
+// client's word, never an identity: cards show it as a claim, and a
+// grant covers only calls that claim the same.
+func (o *Origin) Claim() string {
+	if o == nil || o.User != "" || o.Name == o.Client {
+		return ""
+	}
+	return o.Name
+}
+
 // OriginFrom returns the origin of a run: its Deps when they are an
 // *Origin, an Origin or an OriginCarrier. It never returns nil; a run with
 // no origin gets the zero Origin (no channel, no user), which only routes

@@ -16,17 +16,22 @@ import (
 const ByGrantPrefix = "grant:"
 
 // Grant approves, until Until, every call of Tool with the same canonical
-// arguments, asked for by Requester, on Route: an approver's "Approve for
-// 8 h". It never widens: another tool, other arguments, another requester
-// or another route is a normal card.
+// arguments, asked for by Requester as Name, on Route: an approver's
+// "Approve for 8 h". It never widens: another tool, other arguments,
+// another requester (or the same API key claiming another name: another
+// working directory, another MCP client) or another route is a normal
+// card.
 type Grant struct {
 	// ID names the grant in its store (the same for the same route,
-	// requester, tool and canonical arguments).
+	// requester, name, tool and canonical arguments).
 	ID        string
 	Route     string
 	Requester string // Origin.Requester() of the calls it approves
-	Tool      string
-	Args      json.RawMessage
+	// Name is Origin.Claim() of the calls it approves: who the card named
+	// besides the API key; empty for a Slack user's calls.
+	Name string
+	Tool string
+	Args json.RawMessage
 	// By is the approver who granted it.
 	By        string
 	CreatedAt time.Time
@@ -36,10 +41,11 @@ type Grant struct {
 // GrantStore keeps grants. Package store implements it over Redis.
 type GrantStore interface {
 	// SaveGrant stores g until g.Until (replacing a grant of the same
-	// route, requester, tool and arguments) and sets g.ID.
+	// route, requester, name, tool and arguments) and sets g.ID.
 	SaveGrant(ctx context.Context, g *Grant) error
-	// FindGrant returns the grant in force for a call, or nil.
-	FindGrant(ctx context.Context, route, requester, tool string, args json.RawMessage) (*Grant, error)
+	// FindGrant returns the grant in force with call's Route, Requester,
+	// Name, Tool and Args, or nil.
+	FindGrant(ctx context.Context, call Grant) (*Grant, error)
 	// Grants returns the grants in force that approver made, soonest to
 	// end first.
 	Grants(ctx context.Context, approver string) ([]Grant, error)
@@ -115,7 +121,7 @@ func (s *Service) grant(ctx context.Context, r *Request, c *Call, d Decision) {
 	}
 	call, _ := r.Requests.Call(c.ID)
 	now := s.now()
-	g := &Grant{Route: c.Route, Requester: r.Origin.Requester(), Tool: call.ToolName, Args: call.Args,
+	g := &Grant{Route: c.Route, Requester: r.Origin.Requester(), Name: r.Origin.Claim(), Tool: call.ToolName, Args: call.Args,
 		By: d.By, CreatedAt: now, Until: now.Add(d.Grant)}
 	if err := s.grants.SaveGrant(ctx, g); err != nil {
 		s.log.ErrorContext(ctx, "save a grant", "err", err, "route", c.Route, "call", c.ID)
@@ -141,7 +147,7 @@ func (s *Service) applyGrants(ctx context.Context, r *Request, skip func(id stri
 			continue
 		}
 		call, _ := r.Requests.Call(c.ID)
-		g, err := s.grants.FindGrant(ctx, c.Route, r.Origin.Requester(), call.ToolName, call.Args)
+		g, err := s.grants.FindGrant(ctx, Grant{Route: c.Route, Requester: r.Origin.Requester(), Name: r.Origin.Claim(), Tool: call.ToolName, Args: call.Args})
 		if err != nil {
 			s.log.ErrorContext(ctx, "look up a grant; asking a person", "err", err, "call", c.ID)
 			continue

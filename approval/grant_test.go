@@ -2,11 +2,13 @@ package approval_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/internal/clocktest"
 	"github.com/slackapprove/slackbot/routing"
@@ -233,5 +235,48 @@ func TestGrantRefusesArgumentsItCannotHold(t *testing.T) {
 	}
 	if d, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
 		t.Errorf("Approve: %+v, %v", d, err)
+	}
+}
+
+// A grant on an API client's request covers what its card named: the same
+// key and the same name the client gave (a coding agent's working
+// directory, an MCP client), not every workstation that shares the key.
+func TestGrantCoversTheClientTheCardNamed(t *testing.T) {
+	f, _, _ := newGrantFixture(t)
+	const shop = "Claude Code (/home/ana/shop)"
+	n := 0
+	open := func(o approval.Origin) (*approval.Request, *approval.Call) {
+		t.Helper()
+		n++
+		token, id := agentrunner.NewToken(), fmt.Sprintf("c%d", n)
+		if _, err := f.svc.Open(t.Context(), approval.Opening{Token: token, Origin: o,
+			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call(id, "refund", `{"amount":50}`)}}}); err != nil {
+			t.Fatalf("open from %+v: %v", o, err)
+		}
+		r, err := f.store.Get(t.Context(), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, r.Call(id)
+	}
+	r, first := open(approval.Origin{Client: "laptop", Name: shop})
+	if d, err := f.grantClick(t, r, "UALICE", first.ID, 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
+		t.Fatalf("Alice grants: %+v, %v", d, err)
+	}
+	for _, tt := range []struct {
+		why     string
+		origin  approval.Origin
+		granted bool
+	}{
+		{"another working directory, same key", approval.Origin{Client: "laptop", Name: "Claude Code (/home/bo/bank)"}, false},
+		{"another MCP client, same key", approval.Origin{Client: "laptop", Name: "laptop via Cursor 1.2"}, false},
+		{"no name, same key", approval.Origin{Client: "laptop"}, false},
+		{"the same name, another key", approval.Origin{Client: "desktop", Name: shop}, false},
+		{"what the card named", approval.Origin{Client: "laptop", Name: shop}, true},
+	} {
+		_, c := open(tt.origin)
+		if got := c.Status == approval.CallApproved && c.DecidedBy == approval.ByGrantPrefix+"UALICE"; got != tt.granted {
+			t.Errorf("%s: %s by %q, granted %v, want %v", tt.why, c.Status, c.DecidedBy, got, tt.granted)
+		}
 	}
 }

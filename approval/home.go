@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -19,6 +20,10 @@ const (
 	MaxHomeCalls = 20
 	// MaxHomeScan is how many pending requests a Home reads at most.
 	MaxHomeScan = 500
+	// MaxHomeScanPerRequester is how many of them one requester (a Slack
+	// user, or an API key) may be: a flood of one client's requests leaves
+	// room for everyone else's.
+	MaxHomeScanPerRequester = 50
 	// MaxHomeRefresh is how many Homes one change republishes at most.
 	MaxHomeRefresh = 50
 	// HomeViewerTTL is how long a person who opened their Home counts as
@@ -36,8 +41,11 @@ const (
 // neither, Homes show grants only and are republished only when opened.
 type HomeStore interface {
 	// Pending returns at most limit requests still pending, soonest
-	// deadline first.
-	Pending(ctx context.Context, limit int) ([]*Request, error)
+	// deadline first, at most perRequester of them of one requester
+	// (Origin.Requester), each read only as far as a Home shows it: long
+	// arguments cut, no results. partial reports that some pending
+	// requests were left out.
+	Pending(ctx context.Context, limit, perRequester int) (reqs []*Request, partial bool, err error)
 	// HomeOpened records that user opened their Home now, for ttl.
 	HomeOpened(ctx context.Context, user string, ttl time.Duration) error
 	// HomeViewers returns which of users opened their Home within ttl.
@@ -64,6 +72,8 @@ func (s *Service) homeScheduler() HomeScheduler {
 
 // HomeCall is one call a Home lists, with the request it belongs to.
 type HomeCall struct {
+	// Request is read as far as a Home shows it (HomeStore.Pending): to
+	// act on it, read it whole.
 	Request *Request
 	Call    *Call
 	// Escalated: the viewer may decide it because it escalated to them.
@@ -73,8 +83,9 @@ type HomeCall struct {
 // HomeView is what a person's Home shows.
 type HomeView struct {
 	Viewer string
-	// Waiting holds the pending calls Viewer may decide, oldest first;
-	// MoreWaiting counts those left out past MaxHomeCalls.
+	// Waiting holds the pending calls Viewer may decide, oldest first,
+	// shared among their requesters (shareRoom); MoreWaiting counts those
+	// left out past MaxHomeCalls.
 	Waiting     []HomeCall
 	MoreWaiting int
 	// Requests holds Viewer's own pending calls (as requester), oldest
@@ -104,12 +115,13 @@ func (s *Service) Home(ctx context.Context, viewer string) (*HomeView, error) {
 	if home == nil || viewer == "" {
 		return v, nil
 	}
-	pending, err := home.Pending(ctx, MaxHomeScan)
+	pending, partial, err := home.Pending(ctx, MaxHomeScan, MaxHomeScanPerRequester)
 	if err != nil {
 		return nil, err
 	}
-	v.Partial = len(pending) >= MaxHomeScan
+	v.Partial = partial
 	slices.SortStableFunc(pending, func(a, b *Request) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	var waiting []HomeCall
 	now := s.now()
 	for _, r := range pending {
 		if !now.Before(r.ExpiresAt) {
@@ -125,14 +137,44 @@ func (s *Service) Home(ctx context.Context, viewer string) (*HomeView, error) {
 			}
 			switch err := s.authorize(ctx, r, c, Decider{User: viewer, Home: true}, decideAction(c.Kind)); {
 			case err == nil:
-				hc := HomeCall{Request: r, Call: c, Escalated: s.escalatedFor(ctx, r, c, viewer)}
-				v.Waiting, v.MoreWaiting = appendBounded(v.Waiting, v.MoreWaiting, hc)
+				waiting = append(waiting, HomeCall{Request: r, Call: c, Escalated: s.escalatedFor(ctx, r, c, viewer)})
 			case ErrorCode(err) == EUNAVAILABLE:
 				v.Partial = true
 			}
 		}
 	}
+	v.Waiting, v.MoreWaiting = shareRoom(waiting, MaxHomeCalls)
 	return v, nil
+}
+
+// shareRoom keeps at most room of calls (oldest first), taken from their
+// requesters in turn — the oldest call of each, then the second oldest of
+// each… — so that one requester's many calls leave room for everyone
+// else's; it returns them oldest first, and how many it left out.
+func shareRoom(calls []HomeCall, room int) ([]HomeCall, int) {
+	if len(calls) <= room {
+		return calls, 0
+	}
+	// turn[i]: how many older calls of the same requester come before i.
+	turn := make([]int, len(calls))
+	seen := map[string]int{}
+	for i, hc := range calls {
+		who := hc.Request.Origin.Requester()
+		turn[i] = seen[who]
+		seen[who]++
+	}
+	order := make([]int, len(calls))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(turn[a], turn[b]) })
+	kept := order[:room]
+	slices.Sort(kept)
+	out := make([]HomeCall, 0, room)
+	for _, i := range kept {
+		out = append(out, calls[i])
+	}
+	return out, len(calls) - room
 }
 
 // HomeOpened records that user looks at their Home (they opened it, or

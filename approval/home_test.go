@@ -1,12 +1,18 @@
 package approval_test
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/internal/clocktest"
 	"github.com/slackapprove/slackbot/routing"
@@ -208,5 +214,81 @@ func TestHomeChangedSchedulesOneRefreshPerViewer(t *testing.T) {
 	want := map[string]int{"1 home.refresh - UALICE": 1}
 	if len(got) != len(want) || got["1 home.refresh - UALICE"] != 1 {
 		t.Errorf("scheduled Home refreshes %v, want %v", got, want)
+	}
+}
+
+// countingConn counts the bytes read from Redis.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// A Home reads only what it shows, and one requester cannot fill it: a
+// request holding 1 MiB of arguments costs a Home a few KB of replies
+// from Redis, and an API client that flooded a route with calls older
+// than everyone else's leaves room on "Waiting for you" for the calls of
+// other requesters (the rest of the flood is counted, not shown).
+func TestHomeReadsWhatItShowsAndSharesItsRoom(t *testing.T) {
+	f := newHomeFixture(t)
+	const flood = approval.MaxHomeCalls + 5
+	for i := range flood {
+		token := agentrunner.NewToken()
+		if _, err := f.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "flood", Name: fmt.Sprintf("run %d", i)},
+			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call(fmt.Sprintf("f%02d", i), "note", `{"n":1}`)}}}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Add(time.Millisecond)
+	}
+	f.open(t, "UCAROL", call("carol", "note", `{"text":"hi"}`))
+	f.clock.Add(time.Millisecond)
+	huge := `{"text":"` + strings.Repeat("x", 1<<20-100) + `"}`
+	f.open(t, "UERIN", call("erin", "note", huge))
+
+	// Alice's Home, read through a connection that counts what it reads.
+	opt, err := redis.ParseURL(redistest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Int64
+	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return countingConn{Conn: c, n: &read}, err
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	routes, err := routing.ParseRoutes([]byte(attentionRoutes), "routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := approval.New(approval.Config{Store: store.New(rdb, store.Options{Prefix: f.prefix, Now: f.clock.Now}),
+		Poster: f.poster, Directory: directory{}, Routes: routes, Now: f.clock.Now})
+	t.Cleanup(svc.Close)
+	v, err := svc.Home(t.Context(), "UALICE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := read.Load(); n > 64<<10 {
+		t.Errorf("the Home read %d bytes from Redis, want a few KB (a 1 MiB request waits)", n)
+	}
+	ids := homeIDs(v.Waiting)
+	if !slices.Contains(ids, "carol") || !slices.Contains(ids, "erin") {
+		t.Errorf("Alice's Waiting = %v: the flood pushed Carol's and Erin's calls off", ids)
+	}
+	if len(v.Waiting) != approval.MaxHomeCalls || v.MoreWaiting != flood+2-approval.MaxHomeCalls {
+		t.Errorf("Waiting %d + %d more, want %d + %d", len(v.Waiting), v.MoreWaiting, approval.MaxHomeCalls, flood+2-approval.MaxHomeCalls)
+	}
+	if !slices.IsSortedFunc(v.Waiting, func(a, b approval.HomeCall) int { return a.Request.CreatedAt.Compare(b.Request.CreatedAt) }) {
+		t.Errorf("Waiting is not oldest first: %v", ids)
+	}
+	for _, hc := range v.Waiting {
+		if call, _ := hc.Request.Requests.Call(hc.Call.ID); len(call.Args) > 16<<10 {
+			t.Errorf("the Home holds %d bytes of %s's arguments, more than it shows", len(call.Args), hc.Call.ID)
+		}
 	}
 }

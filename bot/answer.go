@@ -61,7 +61,10 @@ func answerMarker(key string) string {
 // attempt, perhaps by a process that died, may have posted it), or after
 // an attempt that failed ambiguously, it first looks for the marker in
 // the thread and returns the ts of the answer it finds instead of
-// posting it again.
+// posting it again. When Slack refuses that look-up for good
+// (lookupRefused) it posts anyway and counts it (Metrics.AnswerUnchecked):
+// a rare duplicate beats a lost answer. A transient failure of the
+// look-up is retried like any Slack call.
 func (b *Bot) PostAnswer(ctx context.Context, a Answer, look bool) (string, error) {
 	text := a.Text
 	if len(text) > 39000 {
@@ -74,11 +77,18 @@ func (b *Bot) PostAnswer(ctx context.Context, a Answer, look bool) (string, erro
 	if a.ThreadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(a.ThreadTS))
 	}
-	var ts string
+	var ts, unchecked string
 	err := b.retry.Do(ctx, func(ctx context.Context) error {
-		if look {
+		if look && unchecked == "" {
 			found, err := b.findAnswer(ctx, a, marker)
-			if err != nil {
+			if code, refused := lookupRefused(err); refused {
+				// Slack will not show the thread (a scope or a membership
+				// the app lacks, a method it does not offer), and will not
+				// later: posting may repeat the answer, which beats never
+				// giving it.
+				b.log.WarnContext(ctx, "Slack refused the look-up for an earlier post of an answer; posting it anyway", "err", err, "channel", a.Channel)
+				unchecked = code
+			} else if err != nil {
 				return err
 			}
 			if found != "" {
@@ -100,6 +110,9 @@ func (b *Bot) PostAnswer(ctx context.Context, a Answer, look bool) (string, erro
 	})
 	if err != nil {
 		return "", fmt.Errorf("post answer: %w", err)
+	}
+	if unchecked != "" {
+		b.metrics.AnswerUnchecked(unchecked)
 	}
 	return ts, nil
 }

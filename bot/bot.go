@@ -45,17 +45,21 @@ type Config struct {
 }
 
 // Metrics receives the events operators watch: the Service's (decisions,
-// refusals by code) and the Slack calls that failed.
+// refusals by code), the Slack calls that failed, and the answers posted
+// without looking for an earlier post because Slack refused the look-up
+// (reason: its error code), each of which may be a duplicate.
 type Metrics interface {
 	approval.Metrics
 	SlackError(method string)
+	AnswerUnchecked(reason string)
 }
 
 type noMetrics struct{}
 
-func (noMetrics) Decision(string)   {}
-func (noMetrics) Refused(string)    {}
-func (noMetrics) SlackError(string) {}
+func (noMetrics) Decision(string)        {}
+func (noMetrics) Refused(string)         {}
+func (noMetrics) SlackError(string)      {}
+func (noMetrics) AnswerUnchecked(string) {}
 
 // Bot is slackbot's Slack side for people: it turns clicks and form
 // submissions (HandleInteraction) into approval.Service calls, and posts

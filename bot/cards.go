@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -126,7 +127,7 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 	}
 	card := Card{
 		Token: a.Token, ToolCallID: c.ID, Kind: c.Kind, ToolName: call.ToolName, ToolLabel: cs.toolLabel(call.ToolName), Args: args,
-		Requester: a.Origin.Shown(), RequesterIsSlackUser: a.Origin.User != "",
+		Requester: cmp.Or(a.Origin.User, a.Origin.Client), RequesterIsSlackUser: a.Origin.User != "", RequesterClaim: a.Origin.Claim(),
 		SourceChannel: a.Origin.Channel, Context: a.Context, Route: c.Route,
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
 		Votes: c.Votes, State: c.Status, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,

@@ -414,3 +414,45 @@ func buttonIDs(m slackfake.Message) []string {
 	walk(blocks)
 	return ids
 }
+
+// A card names who is authenticated: an API request's card and its "Why"
+// line name the API key that opened it; the requester the client named
+// is shown as the client's claim beside the key, never as who asked.
+func TestCardNamesTheAPIKey(t *testing.T) {
+	e := newOpenEnv(t)
+	for i, tt := range []struct {
+		origin         approval.Origin
+		want, wantNone []string
+	}{
+		{approval.Origin{Client: "bench", Name: "carol"},
+			[]string{"Requested for `carol`, says `bench` (API)", "Why: the API client `bench` asked for it."},
+			[]string{"Requested by `carol`", "client `carol`"}},
+		{approval.Origin{Client: "bench"},
+			[]string{"Requested by `bench` (API)", "Why: the API client `bench` asked for it."}, []string{"says"}},
+		{approval.Origin{Client: "bench", Name: "bench"},
+			[]string{"Requested by `bench` (API)", "Why: the API client `bench` asked for it."}, []string{"says"}},
+	} {
+		token := agentrunner.NewToken()
+		id := "d" + string(rune('1'+i))
+		if _, err := e.svc.Open(t.Context(), approval.Opening{Token: token, Origin: tt.origin,
+			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call(id, "deploy_site", `{"env":"prod"}`)}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		msgs := e.slack.Messages("C0GENERAL")
+		if len(msgs) != i+1 {
+			t.Fatalf("%+v: %d cards, want %d", tt.origin, len(msgs), i+1)
+		}
+		card := string(msgs[i].BlocksJSON)
+		for _, want := range tt.want {
+			if !strings.Contains(card, want) {
+				t.Errorf("%+v: the card does not say %q:\n%s", tt.origin, want, card)
+			}
+		}
+		for _, not := range tt.wantNone {
+			if strings.Contains(card, not) {
+				t.Errorf("%+v: the card says %q:\n%s", tt.origin, not, card)
+			}
+		}
+	}
+}

@@ -183,8 +183,12 @@ func grantBlock(hg HomeGrant) slack.Block {
 		label = g.Tool
 	}
 	who := literal(g.Requester)
-	if isUserID(g.Requester) {
+	switch {
+	case isUserID(g.Requester):
 		who = "<@" + g.Requester + ">"
+	case g.Name != "":
+		// As the card said: the API client's claim, then its key.
+		who = literal(g.Name) + ", says " + literal(strings.TrimPrefix(g.Requester, approval.APIClientPrefix))
 	}
 	args, _ := compactStart(g.Args, maxHomeConfirmation)
 	text := literal(label) + " for " + who + " · route " + literal(g.Route) + " · until " + slackDate(g.Until) +

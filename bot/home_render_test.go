@@ -41,6 +41,9 @@ func homeGoldenContent() map[string]HomeContent {
 		Grants: []HomeGrant{{ToolLabel: "refund", Grant: approval.Grant{
 			ID: "3f2a9c", Route: "refunds", Requester: "U0CAROL", Tool: "refund",
 			Args: json.RawMessage(`{"amount":25,"order":"A-1"}`), By: "U0ALICE", CreatedAt: created, Until: created.Add(8 * time.Hour),
+		}}, {ToolLabel: "Bash", Grant: approval.Grant{
+			ID: "9c1d0e", Route: "coding-agents", Requester: "api:laptop", Name: "Claude Code (/home/dev/shop)", Tool: "Bash",
+			Args: json.RawMessage(`{"command":"npm test"}`), By: "U0ALICE", CreatedAt: created, Until: created.Add(time.Hour),
 		}}},
 	}
 	return map[string]HomeContent{"home": full, "home_empty": {}}
@@ -78,7 +81,7 @@ func TestHomeBlocksAtAGlance(t *testing.T) {
 		"1 of 2 approvals", "…and 4 more waiting for you", "Why: `delete_file` always needs approval.",
 		`"action_id":"approve","value":"` + EncodeAction(testToken, "call_1") + `"`,
 		`"action_id":"approve_for_480m"`, `"action_id":"revoke_grant"`, `"value":"3f2a9c"`, "Revoke this grant?",
-		"no card yet", "✅ You approved",
+		"no card yet", "✅ You approved", "`Bash` for `Claude Code (/home/dev/shop)`, says `laptop`",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the Home does not show %q", want)

@@ -12,8 +12,16 @@ import (
 
 // countingMetrics records what a Bot tells its Metrics.
 type countingMetrics struct {
-	mu      sync.Mutex
-	refused []string
+	mu         sync.Mutex
+	refused    []string
+	uncheckeds []string
+}
+
+// unchecked returns the answers posted without a look-up, by reason.
+func (m *countingMetrics) unchecked() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.uncheckeds)
 }
 
 func (m *countingMetrics) Decision(string) {}
@@ -23,6 +31,11 @@ func (m *countingMetrics) Refused(reason string) {
 	m.refused = append(m.refused, reason)
 }
 func (m *countingMetrics) SlackError(string) {}
+func (m *countingMetrics) AnswerUnchecked(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.uncheckeds = append(m.uncheckeds, reason)
+}
 
 // A refused click is counted under its error code (the labels the metric
 // had: not_approver, self_approval, wrong_team, wrong_message), never by

@@ -36,10 +36,14 @@ type Card struct {
 	// `Run delete_file({"path":"temp.txt"})?`, or the question for a
 	// question. Empty means agentrunner.DefaultConfirmation.
 	Confirmation string `json:"confirmation,omitempty"`
-	// Requester is who started the run: a Slack user id (U… or W…) when
-	// RequesterIsSlackUser, else the name of an API client.
+	// Requester is who is authenticated as asking: a Slack user id (U… or
+	// W…) when RequesterIsSlackUser, else the name of the API key.
 	Requester            string `json:"requester,omitempty"`
 	RequesterIsSlackUser bool   `json:"requester_is_slack_user,omitempty"`
+	// RequesterClaim is who the API client says it asks for (its
+	// "requester": a person, a coding agent's working directory, an MCP
+	// client): shown as its claim, beside the key, never as who asked.
+	RequesterClaim string `json:"requester_claim,omitempty"`
 	// SourceChannel is the channel id where the run was started; empty for
 	// runs started through the HTTP API.
 	SourceChannel string `json:"source_channel,omitempty"`
@@ -411,19 +415,22 @@ func actor(who string) string {
 	}
 }
 
-// requesterLine says who asked, where, when and through which route.
+// requesterLine says who asked, where, when and through which route: an
+// API client's claim comes first, as what the key says ("Requested for
+// `carol`, says `bench` (API)").
 func requesterLine(c Card) string {
 	var b strings.Builder
-	b.WriteString("Requested by ")
 	switch {
 	case c.Requester == "":
-		b.WriteString("an unknown requester")
+		b.WriteString("Requested by an unknown requester")
 	case c.RequesterIsSlackUser && isUserID(c.Requester):
-		b.WriteString("<@" + c.Requester + ">")
+		b.WriteString("Requested by <@" + c.Requester + ">")
 	case c.RequesterIsSlackUser:
-		b.WriteString(literal(c.Requester))
+		b.WriteString("Requested by " + literal(c.Requester))
+	case c.RequesterClaim != "":
+		b.WriteString("Requested for " + literal(c.RequesterClaim) + ", says " + literal(c.Requester) + " (API)")
 	default:
-		b.WriteString(literal(c.Requester) + " (API)")
+		b.WriteString("Requested by " + literal(c.Requester) + " (API)")
 	}
 	if c.SourceChannel != "" {
 		if isChannelID(c.SourceChannel) {

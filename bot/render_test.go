@@ -79,6 +79,11 @@ func goldenCards() map[string]Card {
 		c.Context = "Customer #4411 asked to remove their export."
 		c.Mentions = nil
 	})
+	add("pending_api_client_claim", func(c *Card) {
+		c.Requester, c.RequesterIsSlackUser, c.SourceChannel = "bench", false, ""
+		c.RequesterClaim, c.Rule = "carol", approval.RuleClient
+		c.Mentions = nil
+	})
 	add("pending_permission_prompt", func(c *Card) {
 		c.ToolName, c.PromptAgent, c.Confirmation = "Bash", "Claude Code", ""
 		c.Args = json.RawMessage(`{"command":"rm -rf build/","description":"Remove the build directory","timeout":60000}`)

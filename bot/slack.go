@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -137,6 +140,49 @@ func (r Retry) Do(ctx context.Context, f func(ctx context.Context) error) error 
 func blocksRefused(err error) bool {
 	var se slack.SlackErrorResponse
 	return errors.As(err, &se) && (se.Err == "msg_blocks_too_long" || se.Err == "invalid_blocks")
+}
+
+// lookupRefused reports whether err, from a look-up of messages, is Slack
+// refusing it for good — a scope or a channel membership the app lacks, a
+// method it does not offer (missing_scope, not_in_channel, unknown_method,
+// method_not_supported_for_channel_type, a 404 from a proxy…) — rather
+// than a failure that may pass (a rate limit, a 5xx, a timeout, a network
+// error, Slack's own internal_error); code names it for a metric label:
+// the error code when it is one of lookupRefusals, "http_<status>" for a
+// refusing HTTP status, else "other".
+func lookupRefused(err error) (code string, refused bool) {
+	var se slack.SlackErrorResponse
+	var sc slack.StatusCodeError
+	switch {
+	case err == nil:
+		return "", false
+	case errors.As(err, &se):
+		if slices.Contains(transientSlackErrors, se.Err) {
+			return "", false
+		}
+		if slices.Contains(lookupRefusals, se.Err) {
+			return se.Err, true
+		}
+		return "other", true
+	case errors.As(err, &sc):
+		if sc.Code >= 500 || sc.Code == http.StatusRequestTimeout || sc.Code == http.StatusTooManyRequests || sc.Code < 400 {
+			return "", false
+		}
+		return "http_" + strconv.Itoa(sc.Code), true
+	}
+	return "", false
+}
+
+// transientSlackErrors are the error codes Slack answers with ok:false for
+// a failure on its side, which may pass.
+var transientSlackErrors = []string{"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+
+// lookupRefusals are the codes of the refusals a look-up of messages
+// commonly meets, each its own metric label.
+var lookupRefusals = []string{
+	"missing_scope", "not_in_channel", "unknown_method", "method_not_supported_for_channel_type",
+	"channel_not_found", "thread_not_found", "not_allowed_token_type", "no_permission", "access_denied",
+	"ekm_access_denied", "team_access_not_granted", "invalid_auth", "not_authed", "account_inactive", "token_revoked",
 }
 
 func retryable(err error) bool {

@@ -162,6 +162,10 @@ func callFields(n int, cs *approval.Call, call agentrunner.ToolCallPart, metadat
 	}
 	if call.Args != nil {
 		fields = append(fields, p+"args", string(call.Args))
+		if len(call.Args) > homeArgsMax {
+			// What a Home shows of them, so that it reads no more.
+			fields = append(fields, p+"ap", strings.ToValidUTF8(string(call.Args[:homeArgsMax]), ""))
+		}
 	}
 	if key, ok := argsKey(call); ok {
 		fields = append(fields, p+"ak", key)

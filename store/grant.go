@@ -24,15 +24,19 @@ const maxGrantsListed = 100
 // Grants are kept as one hash per grant, grant:<id>, expiring when the
 // grant ends, and a sorted set per approver, grants:<approver>, of the ids
 // they granted scored by when each ends. A grant's id is a digest of its
-// route, requester, tool and the RFC 8785 (JCS) canonical form of its
-// arguments, so the same call asked again finds it, and nothing else does.
+// route, requester, name (the API client's claim), tool and the RFC 8785
+// (JCS) canonical form of its arguments, so the same call asked again
+// finds it, and nothing else does.
 func (s *Store) grantKey(id string) string        { return s.key("grant:" + id) }
 func (s *Store) grantsKey(approver string) string { return s.key("grants:" + approver) }
 
-// grantID names the grant of route, requester, tool and args; ok is false
-// for arguments that are not a JSON object.
-func grantID(route, requester, tool string, args json.RawMessage) (string, bool) {
-	obj, err := (agentrunner.ToolCallPart{ToolName: tool, Args: args}).ArgsObject()
+// grantID names the grant of g's route, requester, name, tool and args;
+// ok is false for arguments that are not a JSON object. A grant with no
+// name keeps the id grants had before names were part of it; a name is
+// hashed after the tool, ended by a zero byte that no canonical JSON
+// holds, so no name, and no two names, give one id.
+func grantID(g approval.Grant) (string, bool) {
+	obj, err := (agentrunner.ToolCallPart{ToolName: g.Tool, Args: g.Args}).ArgsObject()
 	if err != nil {
 		return "", false
 	}
@@ -41,7 +45,11 @@ func grantID(route, requester, tool string, args json.RawMessage) (string, bool)
 		return "", false
 	}
 	h := sha256.New()
-	for _, part := range []string{route, requester, tool} {
+	parts := []string{g.Route, g.Requester, g.Tool}
+	if g.Name != "" {
+		parts = append(parts, g.Name)
+	}
+	for _, part := range parts {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
@@ -52,7 +60,7 @@ func grantID(route, requester, tool string, args json.RawMessage) (string, bool)
 // SaveGrant implements approval.GrantStore: it stores g until g.Until (by
 // the store's clock) and indexes it under its approver, in one round trip.
 func (s *Store) SaveGrant(ctx context.Context, g *approval.Grant) error {
-	id, ok := grantID(g.Route, g.Requester, g.Tool, g.Args)
+	id, ok := grantID(*g)
 	if !ok || g.By == "" || g.Route == "" || g.Requester == "" {
 		return fmt.Errorf("save grant: %w: a grant needs a route, a requester, an approver and arguments that are a JSON object", approval.ErrInvalid)
 	}
@@ -63,7 +71,7 @@ func (s *Store) SaveGrant(ctx context.Context, g *approval.Grant) error {
 	g.ID = id
 	keys := []string{s.grantKey(id), s.grantsKey(g.By)}
 	err := grantSaveScript.Run(ctx, s.rdb, keys, ttl.Milliseconds(), ms(g.Until), id,
-		g.Route, g.Requester, g.Tool, string(g.Args), g.By, ms(g.CreatedAt)).Err()
+		g.Route, g.Requester, g.Tool, string(g.Args), g.By, ms(g.CreatedAt), g.Name).Err()
 	if err != nil {
 		return fmt.Errorf("save grant: %w", err)
 	}
@@ -76,10 +84,10 @@ func (s *Store) SaveGrant(ctx context.Context, g *approval.Grant) error {
 // longer lists it. The index forgets the grants that ended (until - ttl
 // is now), so an approver who grants often keeps it small. KEYS: grant,
 // approver's index. ARGV: ttl (ms), until
-// (ms), id, route, requester, tool, args, by, created (ms).
+// (ms), id, route, requester, tool, args, by, created (ms), name.
 var grantSaveScript = redis.NewScript(`
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'route', ARGV[4], 'requester', ARGV[5], 'tool', ARGV[6], 'args', ARGV[7], 'by', ARGV[8], 'created', ARGV[9], 'until', ARGV[2])
+redis.call('HSET', KEYS[1], 'route', ARGV[4], 'requester', ARGV[5], 'tool', ARGV[6], 'args', ARGV[7], 'by', ARGV[8], 'created', ARGV[9], 'until', ARGV[2], 'name', ARGV[10])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[1]))
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
@@ -88,9 +96,9 @@ return 1
 `)
 
 // FindGrant implements approval.GrantStore.
-func (s *Store) FindGrant(ctx context.Context, route, requester, tool string, args json.RawMessage) (*approval.Grant, error) {
-	id, ok := grantID(route, requester, tool, args)
-	if !ok || requester == "" {
+func (s *Store) FindGrant(ctx context.Context, call approval.Grant) (*approval.Grant, error) {
+	id, ok := grantID(call)
+	if !ok || call.Requester == "" {
 		return nil, nil
 	}
 	m, err := s.rdb.HGetAll(ctx, s.grantKey(id)).Result()
@@ -98,7 +106,7 @@ func (s *Store) FindGrant(ctx context.Context, route, requester, tool string, ar
 		return nil, fmt.Errorf("find grant: %w", err)
 	}
 	g := s.parseGrant(id, m)
-	if g == nil || g.Route != route || g.Requester != requester || g.Tool != tool {
+	if g == nil || g.Route != call.Route || g.Requester != call.Requester || g.Name != call.Name || g.Tool != call.Tool {
 		return nil, nil
 	}
 	return g, nil
@@ -110,7 +118,7 @@ func (s *Store) parseGrant(id string, m map[string]string) *approval.Grant {
 		return nil
 	}
 	g := &approval.Grant{
-		ID: id, Route: m["route"], Requester: m["requester"], Tool: m["tool"], Args: json.RawMessage(m["args"]),
+		ID: id, Route: m["route"], Requester: m["requester"], Name: m["name"], Tool: m["tool"], Args: json.RawMessage(m["args"]),
 		By: m["by"], CreatedAt: fromMS(m["created"]), Until: fromMS(m["until"]),
 	}
 	if !g.Until.After(s.now()) {

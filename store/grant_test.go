@@ -26,7 +26,7 @@ func TestGrants(t *testing.T) {
 	}
 	find := func(route, requester, tool, args string) *approval.Grant {
 		t.Helper()
-		got, err := s.FindGrant(t.Context(), route, requester, tool, json.RawMessage(args))
+		got, err := s.FindGrant(t.Context(), approval.Grant{Route: route, Requester: requester, Tool: tool, Args: json.RawMessage(args)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,6 +66,35 @@ func TestGrants(t *testing.T) {
 	}
 }
 
+// A grant on an API client's call holds the name the client gave (what
+// its card named: a working directory, an MCP client) and is found only
+// for calls that give the same one: not with another name, nor with none;
+// a grant with no name is found only without one.
+func TestGrantKeepsTheClientsName(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	now := e.clock.Now()
+	const shop = "Claude Code (/home/ana/shop)"
+	for _, name := range []string{shop, ""} {
+		g := &approval.Grant{Route: "r", Requester: "api:laptop", Name: name, Tool: "t", Args: json.RawMessage(`{"n":1}`),
+			By: "U0ALICE", CreatedAt: now, Until: now.Add(time.Hour)}
+		if err := s.SaveGrant(t.Context(), g); err != nil {
+			t.Fatal(err)
+		}
+		for _, other := range []string{shop, "Claude Code (/home/bo/bank)", ""} {
+			got, err := s.FindGrant(t.Context(), approval.Grant{Route: "r", Requester: "api:laptop", Name: other, Tool: "t", Args: json.RawMessage(`{"n":1}`)})
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case other == name && (got == nil || got.ID != g.ID || got.Name != name):
+				t.Errorf("grant for %q, call as %q: %+v, want the grant", name, other, got)
+			case other != name && got != nil && got.Name == name:
+				t.Errorf("grant for %q covers a call as %q", name, other)
+			}
+		}
+	}
+}
+
 func TestRevokeGrant(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
@@ -78,7 +107,7 @@ func TestRevokeGrant(t *testing.T) {
 	if err != nil || got.Route != "r" {
 		t.Fatalf("RevokeGrant: %+v, %v", got, err)
 	}
-	if f, _ := s.FindGrant(t.Context(), "r", "U0CAROL", "t", json.RawMessage(`{}`)); f != nil {
+	if f, _ := s.FindGrant(t.Context(), approval.Grant{Route: "r", Requester: "U0CAROL", Tool: "t", Args: json.RawMessage(`{}`)}); f != nil {
 		t.Error("a revoked grant is found")
 	}
 	if _, err := s.RevokeGrant(t.Context(), g.ID, "U0ALICE"); !errors.Is(err, approval.ErrNotFound) {
@@ -115,7 +144,7 @@ func TestGrantNumbersNeverWiden(t *testing.T) {
 	}
 	find := func(args string) *approval.Grant {
 		t.Helper()
-		g, err := s.FindGrant(t.Context(), "r", "U0CAROL", "transfer", json.RawMessage(args))
+		g, err := s.FindGrant(t.Context(), approval.Grant{Route: "r", Requester: "U0CAROL", Tool: "transfer", Args: json.RawMessage(args)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,51 +30,159 @@ var _ approval.HomeStore = (*Store)(nil)
 func (s *Store) homesKey() string { return s.key("homes") }
 
 // Pending implements approval.HomeStore: at most limit (capped at
-// MaxPending) requests still pending, soonest deadline first, in two
-// round trips (the expiry set, then every record in one pipeline).
-// Records gone or ended meanwhile are left out.
-func (s *Store) Pending(ctx context.Context, limit int) ([]*approval.Request, error) {
+// MaxPending) requests still pending, soonest deadline first, at most
+// perRequester of them of one requester (a Slack user, or an API key
+// whatever name it gives; perRequester < 1: no such bound); partial
+// reports that pending requests were left out past either bound, or past
+// the maxPendingScan soonest. Each is read as a Home shows it (homeScript):
+// without its results, context or callback, its calls' arguments and
+// metadata up to homeArgsMax bytes each (longer arguments as their first
+// homeArgsMax bytes, which are no JSON; longer metadata not at all). In
+// round trips: the expiry set and each page's requesters, then every
+// request read in one pipeline. Records gone or ended meanwhile are left
+// out.
+func (s *Store) Pending(ctx context.Context, limit, perRequester int) ([]*approval.Request, bool, error) {
 	limit = min(max(limit, 0), MaxPending)
 	if limit == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	tokens, err := s.rdb.ZRangeByScore(ctx, s.deadlinesKey(), &redis.ZRangeBy{
-		Min: "(" + ms(s.now()), Max: "+inf", Count: int64(limit),
-	}).Result()
+	if perRequester < 1 {
+		perRequester = limit
+	}
+	tokens, partial, err := s.pendingTokens(ctx, limit, perRequester)
+	if err != nil || len(tokens) == 0 {
+		return nil, partial, err
+	}
+	cmds, err := s.pipelined(ctx, homeScript, len(tokens), func(i int) ([]string, []any) {
+		return []string{s.recKey(tokens[i])}, []any{homeArgsMax}
+	})
 	if err != nil {
-		return nil, fmt.Errorf("pending: %w", err)
+		return nil, partial, fmt.Errorf("pending: %w", err)
 	}
-	if len(tokens) == 0 {
-		return nil, nil
-	}
-	cmds := make([]*redis.MapStringStringCmd, 0, len(tokens))
-	pipe := s.rdb.Pipeline()
-	valid := tokens[:0]
-	for _, t := range tokens {
-		if validToken(t) {
-			valid = append(valid, t)
-			cmds = append(cmds, pipe.HGetAll(ctx, s.recKey(t)))
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("pending: %w", err)
-	}
-	out := make([]*approval.Request, 0, len(valid))
+	out := make([]*approval.Request, 0, len(tokens))
 	for i, cmd := range cmds {
-		m := cmd.Val()
-		if len(m) == 0 {
+		kv, err := cmd.StringSlice()
+		if err != nil && !isRedisNil(err) {
+			return nil, partial, fmt.Errorf("pending %s: %w", short(tokens[i]), err)
+		}
+		if len(kv) == 0 {
 			continue
 		}
-		r, err := s.parseApproval(valid[i], m)
+		r, err := s.parseApproval(tokens[i], flatMap(kv))
 		if err != nil {
-			return nil, fmt.Errorf("pending %s: %w", short(valid[i]), err)
+			return nil, partial, fmt.Errorf("pending %s: %w", short(tokens[i]), err)
 		}
 		if r.State == approval.StatePending {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, partial, nil
 }
+
+// Bounds of what Pending reads.
+const (
+	// maxPendingScan bounds the pending tokens Pending looks at, soonest
+	// deadline first, for their requester.
+	maxPendingScan = 10 * MaxPending
+	// pendingPage is how many tokens one round trip looks at.
+	pendingPage = 500
+	// homeArgsMax bounds what a Home reads of a call's arguments and of
+	// its metadata; Create keeps the first homeArgsMax bytes of longer
+	// arguments beside them (field "c<i>.ap"), for the Home.
+	homeArgsMax = 4 << 10
+)
+
+// pendingTokens returns the tokens of at most limit pending requests,
+// soonest deadline first, at most perRequester of one requester, and
+// whether it left any out: it reads the expiry set a page at a time, and
+// of each record only who asked.
+func (s *Store) pendingTokens(ctx context.Context, limit, perRequester int) ([]string, bool, error) {
+	var picked []string
+	seen := map[string]int{}
+	partial := false
+	for offset := 0; offset < maxPendingScan && len(picked) < limit; offset += pendingPage {
+		page, err := s.rdb.ZRangeByScore(ctx, s.deadlinesKey(), &redis.ZRangeBy{
+			Min: "(" + ms(s.now()), Max: "+inf", Offset: int64(offset), Count: pendingPage,
+		}).Result()
+		if err != nil {
+			return nil, false, fmt.Errorf("pending: %w", err)
+		}
+		valid := slices.DeleteFunc(page, func(t string) bool { return !validToken(t) })
+		who := make([]*redis.SliceCmd, len(valid))
+		if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, t := range valid {
+				who[i] = p.HMGet(ctx, s.recKey(t), "requester", "client")
+			}
+			return nil
+		}); err != nil {
+			return nil, false, fmt.Errorf("pending: %w", err)
+		}
+		for i, t := range valid {
+			key := homeRequester(who[i].Val())
+			if seen[key] >= perRequester {
+				partial = true
+				continue
+			}
+			if len(picked) == limit {
+				return picked, true, nil
+			}
+			seen[key]++
+			picked = append(picked, t)
+		}
+		if len(page) < pendingPage {
+			return picked, partial, nil
+		}
+	}
+	// Stopped at limit or at the scan's bound: there may be more.
+	return picked, true, nil
+}
+
+// homeRequester is who asked for a record, as Pending bounds them: its API
+// client (the key, not the name the client gave), else its requester.
+func homeRequester(v []any) string {
+	requester, _ := v[0].(string)
+	if client, _ := v[1].(string); client != "" {
+		return approval.APIClientPrefix + client
+	}
+	return requester
+}
+
+// homeScript reads a record as a Home shows it: who asked, where, when,
+// its state, and of each call all but its result, outcome and decision
+// metadata, with its arguments (or, when longer than ARGV[1] bytes, the
+// first bytes Create kept of them) and its request metadata only when it
+// is at most ARGV[1] bytes. KEYS: the record. It returns field, value
+// pairs, as HGETALL would; nothing for a record that is gone.
+var homeScript = redis.NewScript(`
+local key, cap = KEYS[1], tonumber(ARGV[1])
+local n = tonumber(redis.call('HGET', key, 'n'))
+if not n then return {} end
+local out = {}
+local function put(f, v) if v then out[#out + 1] = f; out[#out + 1] = v end end
+local function putAll(fs)
+  local vs = redis.call('HMGET', key, unpack(fs))
+  for i, f in ipairs(fs) do put(f, vs[i]) end
+end
+putAll({'created', 'exp', 'state', 'run', 'requester', 'client', 'team', 'channel', 'thread', 'n', 'ended', 'endby', 'reason'})
+for i = 1, n do
+  local p = 'c' .. i .. '.'
+  local fs = {}
+  for _, f in ipairs({'id', 'tool', 'kind', 'route', 'need', 'st', 'by', 'at', 'act', 'ch', 'ts', 'rule', 'perr', 'key'}) do fs[#fs + 1] = p .. f end
+  putAll(fs)
+  for _, f in ipairs({'args', 'rq'}) do
+    local len = redis.call('HSTRLEN', key, p .. f)
+    if len > 0 and len <= cap then
+      put(p .. f, redis.call('HGET', key, p .. f))
+    elseif len > cap and f == 'args' then
+      put(p .. f, redis.call('HGET', key, p .. 'ap') or '')
+    end
+  end
+end
+for _, f in ipairs(redis.call('HKEYS', key)) do
+  if string.match(f, '^c%d+%.v:') then put(f, redis.call('HGET', key, f)) end
+end
+return out
+`)
 
 // HomeOpened implements approval.HomeStore: user opened their Home now;
 // they count as a recent viewer for ttl. Entries older than ttl are

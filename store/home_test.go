@@ -1,10 +1,16 @@
 package store_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -25,7 +31,7 @@ func TestPending(t *testing.T) {
 	}
 	got := func(limit int) []string {
 		t.Helper()
-		rs, err := s.Pending(t.Context(), limit)
+		rs, _, err := s.Pending(t.Context(), limit, 0)
 		if err != nil {
 			t.Fatalf("Pending: %v", err)
 		}
@@ -50,6 +56,89 @@ func TestPending(t *testing.T) {
 	e.clock.Advance(time.Hour - 5*time.Minute) // past every deadline but the last
 	if want := []string{tokens[3]}; !slices.Equal(got(10), want) {
 		t.Errorf("Pending after deadlines = %v, want %v", got(10), want)
+	}
+}
+
+// Pending reads a request as a Home shows it: who asked, where, its
+// calls with their votes and cards, and their arguments — all of them
+// when short, the first 4 KiB (kept beside them when the request was
+// created) when long — never the rest of a 1 MiB record.
+func TestPendingReadsWhatAHomeShows(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	huge := `{"text":"` + strings.Repeat("é", 1<<19-10) + `"}`
+	a := &approval.Request{Token: agentrunner.NewToken(), Origin: approval.Origin{Client: "ci", Name: "nightly"},
+		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+			{ToolName: "note", Args: json.RawMessage(huge), ToolCallID: "big"},
+			{ToolName: "note", Args: json.RawMessage(`{"text":"hi"}`), ToolCallID: "small"},
+		}},
+		Calls: []approval.Call{{ID: "big", Route: "notes"}, {ID: "small", Route: "notes", Required: 2}}, ExpiresAt: e.clock.Now().Add(time.Hour)}
+	if err := s.Create(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMessage(t.Context(), a.Token, "big", approval.MessageRef{Channel: "C0NOTES", TS: "1.000001"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(t.Context(), a.Token, approve("small", "U0ALICE")); err != nil {
+		t.Fatal(err)
+	}
+	rs, partial, err := s.Pending(t.Context(), 10, 0)
+	if err != nil || len(rs) != 1 || partial {
+		t.Fatalf("Pending: %d requests, partial %v, %v; want the one", len(rs), partial, err)
+	}
+	got := rs[0]
+	if got.Origin != a.Origin || got.State != approval.StatePending || !got.ExpiresAt.Equal(a.ExpiresAt.Truncate(time.Millisecond)) {
+		t.Errorf("the request as a Home reads it: %+v", got)
+	}
+	if c := got.Call("big"); c == nil || c.Message.TS != "1.000001" || c.Route != "notes" || c.Tool != "note" {
+		t.Errorf("the big call: %+v", c)
+	}
+	if c := got.Call("small"); c == nil || len(c.Votes) != 1 || c.Votes[0].By != "U0ALICE" || c.Required != 2 {
+		t.Errorf("the small call, with Alice's vote: %+v", c)
+	}
+	big, _ := got.Requests.Call("big")
+	if len(big.Args) > 4<<10 || !strings.HasPrefix(huge, string(big.Args)) || !utf8.Valid(big.Args) || len(big.Args) < 4<<10-4 {
+		t.Errorf("the big call's arguments as a Home reads them: %d bytes, want the first 4 KiB", len(big.Args))
+	}
+	if small, _ := got.Requests.Call("small"); string(small.Args) != `{"text":"hi"}` {
+		t.Errorf("the small call's arguments: %s", small.Args)
+	}
+}
+
+// One requester's flood of requests, even with the soonest deadlines and
+// each under another name, leaves room in what a Home reads for everyone
+// else's: Pending takes at most perRequester requests of one Slack user
+// or one API key, and says it left some out.
+func TestPendingBoundsEachRequester(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	open := func(o approval.Origin, id string, in time.Duration) {
+		t.Helper()
+		a := &approval.Request{Token: agentrunner.NewToken(), Origin: o, Requests: requests(id),
+			Calls: []approval.Call{{ID: id, Route: "files"}}, ExpiresAt: e.clock.Now().Add(in)}
+		if err := s.Create(t.Context(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const flood = 600 // more than one page of the expiry set
+	for i := range flood {
+		open(approval.Origin{Client: "flood", Name: fmt.Sprintf("worker %d", i)}, fmt.Sprintf("f%d", i), time.Minute)
+	}
+	open(approval.Origin{User: "U0CAROL"}, "carol", time.Hour)
+	open(approval.Origin{Client: "ci"}, "ci", time.Hour)
+	rs, partial, err := s.Pending(t.Context(), 500, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]int{}
+	for _, r := range rs {
+		by[r.Origin.Requester()]++
+	}
+	if want := map[string]int{"api:flood": 50, "U0CAROL": 1, "api:ci": 1}; !maps.Equal(by, want) || !partial {
+		t.Errorf("Pending(500, 50) read %v, partial %v; want %v, partial", by, partial, want)
+	}
+	if rs, partial, _ := s.Pending(t.Context(), 10, 50); len(rs) != 10 || !partial {
+		t.Errorf("Pending(10, 50): %d requests, partial %v; want 10, partial", len(rs), partial)
 	}
 }
 

@@ -45,7 +45,7 @@ func (e *env) openHome(user string) slackfake.View {
 func (e *env) waitCardRecorded() {
 	e.t.Helper()
 	e.waitFor("the cards recorded on their requests", func() bool {
-		pending, err := e.app.store.Pending(e.t.Context(), 100)
+		pending, _, err := e.app.store.Pending(e.t.Context(), 100, 0)
 		if err != nil || len(pending) == 0 {
 			return false
 		}

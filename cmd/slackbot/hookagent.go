@@ -111,20 +111,15 @@ func (a *hookAgent) request(ev *hookEvent, callID string) hookCreate {
 	}
 }
 
-// requester is "Claude Code (/home/me/app, session 1a2b3c4d)", within
-// the API's 200 bytes.
+// requester is "Claude Code (/home/me/app)", within the API's 200 bytes:
+// the agent and where it works, which the card names and a grant on the
+// card covers (every session in that directory; the context names the
+// session).
 func (a *hookAgent) requester(ev *hookEvent) string {
-	var where []string
-	if ev.Cwd != "" {
-		where = append(where, shortenLeft(ev.Cwd, 120))
-	}
-	if ev.SessionID != "" {
-		where = append(where, "session "+shorten(ev.SessionID, 8+len("…")))
-	}
-	if len(where) == 0 {
+	if ev.Cwd == "" {
 		return a.product
 	}
-	return shorten(a.product+" ("+strings.Join(where, ", ")+")", 200)
+	return shorten(a.product+" ("+shortenLeft(ev.Cwd, 120)+")", 200)
 }
 
 // context says what the agent is doing, within the API's 2000 bytes.

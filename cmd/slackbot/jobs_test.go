@@ -83,3 +83,37 @@ func TestAnswerJobPostsOnce(t *testing.T) {
 		t.Errorf("conversations.replies called %d times, want once (after the dead replica's attempt)", n)
 	}
 }
+
+// An answer whose look-up for an earlier post Slack refuses for good (the
+// app lacks the scope to read the thread) is posted anyway, once, and
+// counted in slackbot_answers_unchecked_total by the refusal's code: a
+// rare duplicate beats a lost answer.
+func TestAnswerJobPostsWhenTheLookupIsRefused(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	msg, err := e.slack.PostAsUser(general, carol, "delete customer a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A replica that died began posting it: the thread must be searched.
+	ans := bot.Answer{Key: "run-y/tok/complete", Channel: general, ThreadTS: msg.TS, Text: "done"}
+	if _, err := e.app.store.BeginAnswer(t.Context(), ans.Key, "gone/1"); err != nil {
+		t.Fatal(err)
+	}
+	e.slack.ErrorNext("conversations.replies", "missing_scope", 100)
+	if err := e.app.postAnswer(t.Context(), ans); err != nil {
+		t.Fatalf("post with the look-up refused: %v, want the answer posted", err)
+	}
+	if got := e.replies(general, msg.TS); len(got) != 1 || got[0] != "done" {
+		t.Errorf("answers: %q, want one", got)
+	}
+	if got := e.scrapeMetric(`slackbot_answers_unchecked_total{reason="missing_scope"}`); got != "1" {
+		t.Errorf(`slackbot_answers_unchecked_total{reason="missing_scope"} = %q, want 1`, got)
+	}
+	// Posted and recorded: the job done again posts nothing more.
+	if err := e.app.postAnswer(t.Context(), ans); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.replies(general, msg.TS); len(got) != 1 {
+		t.Errorf("answers after the job ran again: %q, want one", got)
+	}
+}

@@ -25,6 +25,9 @@ type metrics struct {
 	// unconfirmed counts writes REDIS_WAIT_REPLICAS replicas did not
 	// confirm, by store operation.
 	unconfirmed *prometheus.CounterVec
+	// unchecked counts answers posted without looking for an earlier
+	// post, because Slack refused the look-up, by its error code.
+	unchecked *prometheus.CounterVec
 }
 
 func newMetrics(pending func() float64) *metrics {
@@ -55,11 +58,14 @@ func newMetrics(pending func() float64) *metrics {
 		unconfirmed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slackbot_redis_unconfirmed_writes_total", Help: "Writes fewer than REDIS_WAIT_REPLICAS replicas confirmed in time (answered as not recorded), by operation (create, decide, answer, cancel, fail).",
 		}, []string{"op"}),
+		unchecked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slackbot_answers_unchecked_total", Help: "Answers (and reminders) posted without first looking for an earlier post of them, because Slack refused the look-up for good (missing_scope, not_in_channel, unknown_method…), by its error code: each may be a duplicate.",
+		}, []string{"reason"}),
 		slackUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slackbot_slack_up", Help: "1 when Slack's auth.test last succeeded with the bot token, 0 when it failed (checked every 30s; not part of readiness).",
 		}),
 	}
-	m.reg.MustRegister(m.decisions, m.refused, m.slackErrs, m.webhook, m.resumes, m.runs, m.apiLatency, m.slackUp, m.unconfirmed,
+	m.reg.MustRegister(m.decisions, m.refused, m.slackErrs, m.webhook, m.resumes, m.runs, m.apiLatency, m.slackUp, m.unconfirmed, m.unchecked,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if pending != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -80,6 +86,9 @@ func (m *metrics) UnconfirmedWrite(op string) { m.unconfirmed.WithLabelValues(op
 
 // SlackError implements bot.Metrics.
 func (m *metrics) SlackError(method string) { m.slackErrs.WithLabelValues(method).Inc() }
+
+// AnswerUnchecked implements bot.Metrics.
+func (m *metrics) AnswerUnchecked(reason string) { m.unchecked.WithLabelValues(reason).Inc() }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
