@@ -174,7 +174,8 @@ for i = 1, n do
     if len > 0 and len <= cap then
       put(p .. f, redis.call('HGET', key, p .. f))
     elseif len > cap and f == 'args' then
-      put(p .. f, redis.call('HGET', key, p .. 'ap') or '')
+      -- a record written before Create kept the first bytes: cut them here
+      put(p .. f, redis.call('HGET', key, p .. 'ap') or string.sub(redis.call('HGET', key, p .. f), 1, cap))
     end
   end
 end
