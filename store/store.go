@@ -169,7 +169,7 @@ func (s *Store) now() time.Time { return s.opts.Now() }
 // tokenKeys are the KEYS of every token script, in the order the scripts
 // expect them.
 func (s *Store) tokenKeys(token string) []string {
-	return []string{s.recKey(token), s.deadlinesKey(), s.resumeKey(), s.auditKey(), s.callbacksKey()}
+	return []string{s.recKey(token), s.deadlinesKey(), s.resumeKey(), s.auditKey(), s.callbacksKey(), s.stagedKey(token), s.unconfirmedKey()}
 }
 
 // tokenArgs are the ARGV every token script starts with.
