@@ -40,7 +40,8 @@ func TestToErrorMapsApprovalCodes(t *testing.T) {
 		{approval.Errorf(approval.EPOLICY, `approvals["r1"].override_args: the "refunds" route's policy denies these arguments`), http.StatusBadRequest, CodeInvalidRequest, `approvals["r1"].override_args`},
 		{approval.Errorf(approval.ECONFLICT, "already decided: x1 (answered by billing)"), http.StatusConflict, CodeConflict, "x1 (answered by billing)"},
 		{errors.New("dial tcp: connection refused"), http.StatusInternalServerError, CodeInternal, "try again later"},
-		{fmt.Errorf("answer abc: %w (0 of 1 replicas confirmed)", approval.ErrUnconfirmed), http.StatusServiceUnavailable, CodeUnconfirmed, "may not have been recorded"},
+		{fmt.Errorf("answer abc: %w (0 of 1 replicas confirmed)", approval.ErrUnconfirmed), http.StatusServiceUnavailable, CodeUnconfirmed, "not in effect"},
+		{fmt.Errorf("answer abc: %w", approval.ErrRecording), http.StatusServiceUnavailable, CodeUnconfirmed, "nothing changed"},
 	}
 	for _, tt := range tests {
 		got := toError(tt.err)
