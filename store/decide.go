@@ -67,8 +67,14 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
 	out, rerr := s.decideReply(ctx, token, d, p.key, res)
-	if rerr == nil {
-		rerr = err // unconfirmed: staged, not recorded yet
+	if rerr == nil && err != nil {
+		// Unconfirmed: held, not recorded yet. If its commit's reply was
+		// lost, the commit may have taken the card's lease: free it, so
+		// that the card's update need not wait it out.
+		if d.CardJob != "" {
+			_ = s.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
+		}
+		rerr = err
 	}
 	if rerr != nil {
 		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, rerr)

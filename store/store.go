@@ -72,7 +72,9 @@ type Options struct {
 	// replicas must confirm every write a person or client is answered on
 	// (Create, Decide, Answer, Cancel, Fail) before it is reported done:
 	// the write is followed by WAIT on its connection, and fewer replicas
-	// in time make it fail with approval.ErrUnconfirmed.
+	// in time make it fail with approval.ErrUnconfirmed. A decision, an
+	// answer, a cancellation and a failure take effect only once confirmed
+	// (stage.go; Confirm applies those confirmed late).
 	WaitReplicas int
 	// WaitTimeout caps each WAIT; default DefaultWaitTimeout. Less is
 	// used when the caller's deadline (the click's ack budget) is nearer.

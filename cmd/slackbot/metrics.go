@@ -53,7 +53,7 @@ func newMetrics(pending func() float64) *metrics {
 			Name: "slackbot_api_duration_seconds", Help: "HTTP API request duration, by route and status.",
 		}, []string{"route", "status"}),
 		unconfirmed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "slackbot_redis_unconfirmed_writes_total", Help: "Writes fewer than REDIS_WAIT_REPLICAS replicas confirmed in time (answered as not recorded), by operation (create, decide, answer, cancel, fail).",
+			Name: "slackbot_redis_unconfirmed_writes_total", Help: "Writes fewer than REDIS_WAIT_REPLICAS replicas confirmed in time (a new request answered as not recorded; a decision, answer, cancellation or failure held with no effect until they do), by operation (create, decide, answer, cancel, fail).",
 		}, []string{"op"}),
 		slackUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slackbot_slack_up", Help: "1 when Slack's auth.test last succeeded with the bot token, 0 when it failed (checked every 30s; not part of readiness).",
