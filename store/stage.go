@@ -136,13 +136,18 @@ return r
 // confirmScript reads the changes staged on some tokens and, in the same
 // step, writes: the WAIT that follows it on its connection then confirms
 // every staging it read. It replies the staged changes, one list each
-// (empty: applied or dropped since), or nothing if no change is staged.
+// (empty: applied or dropped since, or gone with its record, and then
+// taken out of the set), or nothing if no change is staged.
 // KEYS 1: the set of tokens with a staged change, then the staged change
-// of each token to confirm. ARGV 1: retention (ms).
+// of each token to confirm. ARGV 1: retention (ms), then the tokens.
 var confirmScript = redis.NewScript(`
 if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return {} end
 local out = {}
-for i = 2, #KEYS do out[#out + 1] = redis.call('LRANGE', KEYS[i], 0, -1) end
+for i = 2, #KEYS do
+  local l = redis.call('LRANGE', KEYS[i], 0, -1)
+  if #l == 0 then redis.call('ZREM', KEYS[1], ARGV[i]) end
+  out[#out + 1] = l
+end
 return out
 `)
 
@@ -182,11 +187,14 @@ func (s *Store) cardWorkArgs(w cardWork) []any {
 // time, the reply is the staging's ('staged', with the record as it
 // stands) and the error wraps approval.ErrUnconfirmed.
 func (s *Store) runStaged(ctx context.Context, op, token string, notAfter time.Time, script *redis.Script, keys []string, ident string, w cardWork, args []any) ([]string, error) {
+	mode := stageStage
 	if s.opts.WaitReplicas <= 0 {
-		args = withTrace(ctx, append(args, stageNow, ident))
-		return script.Run(ctx, s.rdb, keys, args...).StringSlice()
+		// Applied at once; only the repeat of a change staged before
+		// (while WaitReplicas was set) replies 'staged', and is applied
+		// below.
+		mode = stageNow
 	}
-	args = withTrace(ctx, append(args, stageStage, ident))
+	args = withTrace(ctx, append(args, mode, ident))
 	var res []string
 	// A second round only when the staging vanished between its WAIT and
 	// its commit (another process applied it, or the deadline voided it):
@@ -237,11 +245,11 @@ func (s *Store) Confirm(ctx context.Context) ([]approval.Confirmed, error) {
 	if err != nil || len(tokens) == 0 {
 		return nil, wrapErr("confirm", err)
 	}
-	keys := []string{s.unconfirmedKey()}
+	keys, args := []string{s.unconfirmedKey()}, []any{s.opts.Retention.Milliseconds()}
 	for _, t := range tokens {
-		keys = append(keys, s.stagedKey(t))
+		keys, args = append(keys, s.stagedKey(t)), append(args, t)
 	}
-	cmd, notYet := s.runWaited(ctx, time.Time{}, confirmScript, keys, s.opts.Retention.Milliseconds())
+	cmd, notYet := s.runWaited(ctx, time.Time{}, confirmScript, keys, args...)
 	staged, err := cmd.Slice()
 	if err != nil || notYet != nil {
 		return nil, wrapErr("confirm", err) // not confirmed yet: the next round asks again

@@ -332,3 +332,36 @@ func TestUnconfirmedDecisionLostInFailover(t *testing.T) {
 		t.Errorf("after the click on the new primary: %+v; want one resume job and one decision", fx)
 	}
 }
+
+// Changes held while REDIS_WAIT_REPLICAS was set are not stranded when a
+// process runs without it: the same click repeated there applies its
+// held decision, its confirmer applies the others (no WAIT to ask), and
+// a listed change whose staging vanished with its record leaves the list.
+func TestHeldChangesWithoutWaitReplicas(t *testing.T) {
+	e := newConfirmEnv(t)
+	ctx := t.Context()
+	clicked, left, vanished := e.create(t, "c1"), e.create(t, "c1"), e.create(t, "c1")
+	e.replica.Pause(t)
+	defer e.replica.Resume(t)
+	for _, a := range []*approval.Request{clicked, left, vanished} {
+		if _, err := e.s.Decide(ctx, a.Token, approve("c1", "UA")); approval.ErrorCode(err) != approval.EUNCONFIRMED {
+			t.Fatalf("decide, replica stopped: %v", err)
+		}
+	}
+	rdb := e.primary.Client(t)
+	if err := rdb.Del(ctx, "w:a:"+vanished.Token+":staged").Err(); err != nil {
+		t.Fatal(err)
+	}
+	off := store.New(rdb, store.Options{Prefix: "w:", Now: e.clock.Now})
+	res, err := off.Decide(ctx, clicked.Token, approve("c1", "UA"))
+	if err != nil || !res.Changed || res.Call.Status != approval.CallApproved {
+		t.Fatalf("the same click without WaitReplicas: %v; want the held decision applied", err)
+	}
+	done, err := off.Confirm(ctx)
+	if err != nil || len(done) != 1 || done[0].Decided.Request.Token != left.Token {
+		t.Fatalf("the confirmer without WaitReplicas: %d changes, %v; want the one left", len(done), err)
+	}
+	if n, err := rdb.ZCard(ctx, "w:unconfirmed").Result(); err != nil || n != 0 {
+		t.Errorf("%d tokens still listed as unconfirmed, %v; want none", n, err)
+	}
+}
