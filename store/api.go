@@ -32,7 +32,8 @@ import (
 // approval.ErrNotPending (naming the offending ids) if an answer names a call
 // that is not pending, approval.ErrExpired past the deadline, and approval.ErrResolved,
 // approval.ErrExpired, approval.ErrCancelled or approval.ErrFailed if the token already ended.
-// Nothing changes on error.
+// Nothing changes on error. Under Options.WaitReplicas the answers are held
+// until Redis's replicas confirm them, as Decide's decision is.
 func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*approval.Request, error) {
 	if !validToken(token) {
 		return nil, fmt.Errorf("answer %s: %w", short(token), approval.ErrNotFound)

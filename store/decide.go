@@ -37,7 +37,10 @@ import (
 // Decided describing the decision already made) if the call was decided
 // differently, approval.ErrResolved if the token was resolved while the call was
 // undecided, and approval.ErrTooLate if the decision reached Redis after
-// d.NotAfter.
+// d.NotAfter. With Options.WaitReplicas it returns approval.ErrUnconfirmed
+// (with the record as it stands) for a decision held until Redis's
+// replicas confirm it (stage.go), and approval.ErrRecording while another
+// change of the token is held so; neither changed anything yet.
 func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (*approval.Decided, error) {
 	if !validToken(token) {
 		return nil, fmt.Errorf("decide %s: %w", short(token), approval.ErrNotFound)
