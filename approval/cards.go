@@ -95,13 +95,19 @@ func (s *Service) changeCards(ctx context.Context, token string, change func() e
 		}
 		return err
 	}
+	s.updateCardsLater(ctx, token, job)
+	return nil
+}
+
+// updateCardsLater updates every card of token after the caller's
+// answer and then drops job, the durable update scheduled for them.
+func (s *Service) updateCardsLater(ctx context.Context, token, job string) {
 	s.later(ctx, "update cards", func(ctx context.Context) error {
 		if err := s.UpdateCards(ctx, token); err != nil {
 			return err // the job does it again
 		}
 		return s.store.ReleaseCard(ctx, token, "", "", job)
 	})
-	return nil
 }
 
 // Expire brings the cards of a request that ended without a decision

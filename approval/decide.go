@@ -114,24 +114,34 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	if err != nil {
 		return res, err
 	}
+	s.afterDecide(ctx, r, c, by, d, res)
+	return res, nil
+}
+
+// afterDecide does what follows decision d by by on call c of r, as the
+// store recorded it (res): the run resumes if it resolved r, a grant it
+// made is saved, a decision on an escalated call is noted, and the card
+// is brought up to date after the caller's answer.
+func (s *Service) afterDecide(ctx context.Context, r *Request, c *Call, by Decider, d Decision, res *Decided) {
 	if res.Resolved {
 		s.resumeRun(ctx, r)
 	}
-	if res.Changed {
-		if d.Grant > 0 && res.Call.Status == CallApproved {
-			s.grant(ctx, r, c, d)
-		}
-		s.noteEscalation(ctx, r, c, by, d.Action)
-		s.metrics.Decision(string(res.Call.Status))
-		var held *Request
-		if res.CardLeased {
-			held = res.Request
-		}
-		s.later(ctx, "update card", func(ctx context.Context) error {
-			return s.updateCard(ctx, token, res.Call.ID, d.CardJob, d.CardJob, held)
-		})
+	if !res.Changed {
+		return
 	}
-	return res, nil
+	if d.Grant > 0 && res.Call.Status == CallApproved {
+		s.grant(ctx, r, c, d)
+	}
+	s.noteEscalation(ctx, r, c, by, d.Action)
+	s.metrics.Decision(string(res.Call.Status))
+	var held *Request
+	if res.CardLeased {
+		held = res.Request
+	}
+	token := r.Token
+	s.later(ctx, "update card", func(ctx context.Context) error {
+		return s.updateCard(ctx, token, res.Call.ID, d.CardJob, d.CardJob, held)
+	})
 }
 
 // Authorize reports whether by may decide call c of r with action, and

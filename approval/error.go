@@ -57,11 +57,18 @@ const (
 	// EUNAVAILABLE: a dependency (Redis, Slack) did not answer in time;
 	// trying again later may work.
 	EUNAVAILABLE = "unavailable"
-	// EUNCONFIRMED: the change was written to the Redis primary but fewer
-	// replicas than REDIS_WAIT_REPLICAS confirmed it in time; it may not
-	// survive a failover, so it is not reported as done. Repeating the
-	// same decision is safe: it returns the recorded one, confirmed.
+	// EUNCONFIRMED: fewer of Redis's replicas than REDIS_WAIT_REPLICAS
+	// confirmed the change in time. It is held on the Redis primary with
+	// no effect (the request reads as before, nothing acts on it) and
+	// applied once the replicas confirm it, by whoever repeats it or in
+	// the background (Service.Confirm); a failover to a replica that never
+	// had it loses it, and the request is as it was. Repeating the same
+	// change is safe.
 	EUNCONFIRMED = "unconfirmed"
+	// ERECORDING: another change of the request is held until Redis's
+	// replicas confirm it (EUNCONFIRMED); nothing changed, and trying again
+	// in a moment tells what became of it.
+	ERECORDING = "recording"
 	// EINTERNAL: anything else; logged where it happens.
 	EINTERNAL = "internal"
 )
@@ -127,8 +134,12 @@ var (
 	ErrNotPending = &Error{Code: ENOTFOUND, Message: "tool call is not pending under this token", Err: agentrunner.ErrNotPending}
 )
 
-// ErrUnconfirmed: a write too few replicas confirmed (EUNCONFIRMED).
-var ErrUnconfirmed = &Error{Code: EUNCONFIRMED, Message: "the change could not be confirmed by Redis's replicas; it may not have been recorded. Try again"}
+// ErrUnconfirmed: a change too few replicas confirmed (EUNCONFIRMED).
+var ErrUnconfirmed = &Error{Code: EUNCONFIRMED, Message: "Redis's replicas have not confirmed the change yet, so it is not in effect: it takes effect once they do, unless a Redis failover loses it first. Repeat the same change to learn which"}
+
+// ErrRecording: another change of the request waits for Redis's replicas
+// (ERECORDING).
+var ErrRecording = &Error{Code: ERECORDING, Message: "another change of this request waits for Redis's replicas to confirm it; nothing changed. Try again in a moment"}
 
 // ErrRouteNotForTool is the cause of Open's EFORBIDDEN when the route a
 // request names does not match one of its calls' tools, so a door can

@@ -32,7 +32,11 @@ type Store interface {
 	// ENOTFOUND for an unknown token or call, EEXPIRED past the deadline,
 	// ECANCELLED, EFAILED or ERESOLVED after the request ended, EDECIDED
 	// (with the Decided describing the decision already made) if the call
-	// was decided differently, and ETOOLATE past d.NotAfter.
+	// was decided differently, and ETOOLATE past d.NotAfter. Under
+	// REDIS_WAIT_REPLICAS it returns EUNCONFIRMED for a decision held,
+	// with no effect, until Redis's replicas confirm it (Confirmer), and
+	// ERECORDING while another change of the request is held so; Answer,
+	// Cancel and Fail do too.
 	Decide(ctx context.Context, token string, d Decision) (*Decided, error)
 	// Answer records answers to some or all pending calls at once, as the
 	// HTTP API's results do, and resolves the request when none is left

@@ -60,6 +60,9 @@ type Config struct {
 	// Resumed, when set, continues a run here as soon as this process ends
 	// the run's request (see Resumed); nil leaves runs to whoever waits.
 	Resumed Resumed
+	// Confirmer, when set, applies the changes recorded while Redis's
+	// replicas did not confirm them, once they do (Confirm).
+	Confirmer Confirmer
 }
 
 // Service is the one approval pipeline: every way in (a run started in
@@ -78,6 +81,7 @@ type Service struct {
 	log       *slog.Logger
 	now       func() time.Time
 	resumed   Resumed
+	confirmer Confirmer
 
 	// Card updates that follow a decision run after the caller got its
 	// answer (a click must be acknowledged within Slack's three seconds);
@@ -90,7 +94,7 @@ func New(cfg Config) *Service {
 	s := &Service{
 		store: cfg.Store, poster: cfg.Poster, dir: cfg.Directory, routes: cfg.Routes,
 		tools: cfg.Tools, scheduler: cfg.Scheduler, grants: cfg.Grants, metrics: cfg.Metrics, log: cfg.Log, now: cfg.Now,
-		resumed: cfg.Resumed,
+		resumed: cfg.Resumed, confirmer: cfg.Confirmer,
 	}
 	if s.routes == nil {
 		s.routes = &routing.Routes{}

@@ -14,8 +14,13 @@ import (
 const couldNotCheckText = "slackbot could not check whether you may decide this request; nothing changed. Try again in a moment."
 
 // unconfirmedText is what a person is told when Redis's replicas did not
-// confirm their decision (REDIS_WAIT_REPLICAS): clicking again is safe.
-const unconfirmedText = ":warning: Your decision could not be confirmed by Redis's replicas; it may not have been recorded. Try again."
+// confirm their decision in time (REDIS_WAIT_REPLICAS): it is held, with
+// no effect, until they do; clicking again is safe.
+const unconfirmedText = ":hourglass: Your decision is not in effect yet: Redis's replicas have not confirmed it, so nothing acts on it. slackbot applies it as soon as they do, and this card will show it; if a Redis failover loses it, the buttons stay and you can click again."
+
+// recordingText is what a person is told while another decision on the
+// request waits for Redis's replicas.
+const recordingText = ":hourglass: A decision on this request is being recorded (Redis's replicas have not confirmed it yet). Nothing changed. Try again in a moment."
 
 // Explain turns an error from a click into the sentence the person sees:
 // one sentence per approval error code, whatever wraps the error. This is
@@ -50,6 +55,8 @@ func Explain(err error, call *approval.Call, route *routing.Route) string {
 		return couldNotCheckText
 	case approval.EUNCONFIRMED:
 		return unconfirmedText
+	case approval.ERECORDING:
+		return recordingText
 	default:
 		return "slackbot could not record your decision; nothing changed. Try again in a moment."
 	}

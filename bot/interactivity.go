@@ -314,6 +314,10 @@ func (b *Bot) decide(ctx context.Context, t *clickTarget, d approval.Decision) s
 		return confirmLaterText
 	case code == approval.EDECIDED:
 		return Explain(err, callOr(res, t.call), t.route)
+	case code == approval.EUNCONFIRMED:
+		// Held until Redis's replicas confirm it, however late: never
+		// "nothing changed".
+		return Explain(err, t.call, t.route)
 	}
 	return explainLate(ctx, err, t.call, t.route)
 }

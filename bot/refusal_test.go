@@ -96,7 +96,8 @@ func TestExplainByCode(t *testing.T) {
 		{fmt.Errorf("decide x: %w", approval.ErrResolved), "already denied by <@U0ALICE>"},
 		{fmt.Errorf("decide x: %w", approval.ErrFailed), "already denied by <@U0ALICE>"},
 		{fmt.Errorf("decide x: dial tcp: refused"), "could not record your decision"},
-		{fmt.Errorf("decide x c1: %w (0 of 1 replicas confirmed)", approval.ErrUnconfirmed), "Your decision could not be confirmed by Redis's replicas; it may not have been recorded. Try again."},
+		{fmt.Errorf("decide x c1: %w (0 of 1 replicas confirmed)", approval.ErrUnconfirmed), "Your decision is not in effect yet: Redis's replicas have not confirmed it, so nothing acts on it."},
+		{fmt.Errorf("decide x c1: %w", approval.ErrRecording), "A decision on this request is being recorded"},
 	}
 	for _, tt := range tests {
 		if got := Explain(tt.err, decided, nil); !strings.Contains(got, tt.want) {

@@ -107,17 +107,22 @@ var errorTable = []struct {
 	{code: approval.EPOLICY, status: http.StatusBadRequest, api: CodeInvalidRequest},
 	{code: approval.ECONFLICT, status: http.StatusConflict, api: CodeConflict},
 	{code: approval.EUNCONFIRMED, resp: errUnconfirmed},
+	{code: approval.ERECORDING, resp: errRecording},
 }
 
 var (
 	errDecidedMeanwhile = conflict("a call was decided meanwhile; read the request and answer what is still pending")
 	errRouteForbidden   = &Error{Status: http.StatusForbidden, Code: CodeRouteForbidden,
 		Message: "this key may not send calls to the route the request names or its calls match"}
-	// The write is on the Redis primary but not on enough replicas: the
-	// client repeats the request (with its idempotency key for a create),
-	// which returns what was recorded, confirmed.
+	// The change is held on the Redis primary, with no effect, until enough
+	// replicas confirm it: the client repeats the request (with its
+	// idempotency key for a create), which applies it once they do or
+	// says what became of it.
 	errUnconfirmed = &Error{Status: http.StatusServiceUnavailable, Code: CodeUnconfirmed, RetryAfter: time.Second,
-		Message: "Redis's replicas did not confirm the change in time; it may not have been recorded. Repeat the same request"}
+		Message: "Redis's replicas did not confirm the change in time, so it is not in effect: slackbot applies it once they do, unless a Redis failover loses it first. Repeat the same request to learn which"}
+	// Another change of the request is held so: nothing changed.
+	errRecording = &Error{Status: http.StatusServiceUnavailable, Code: CodeUnconfirmed, RetryAfter: time.Second,
+		Message: "another change of this approval request waits for Redis's replicas to confirm it; nothing changed. Try again after Retry-After"}
 	errInternal = &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
 		Message: "slackbot failed to handle the request; try again later"}
 )

@@ -41,7 +41,8 @@ func TestToErrorMapsApprovalCodes(t *testing.T) {
 		{approval.Errorf(approval.ECONFLICT, "already decided: x1 (answered by billing)"), http.StatusConflict, CodeConflict, "x1 (answered by billing)"},
 		{fmt.Errorf("decide: %w", approval.Errorf(approval.ESELFAPPROVAL, "The API key %q may not approve or deny the calls it asked for (r1)", "billing")), http.StatusForbidden, CodeSelfApproval, "(r1)"},
 		{errors.New("dial tcp: connection refused"), http.StatusInternalServerError, CodeInternal, "try again later"},
-		{fmt.Errorf("answer abc: %w (0 of 1 replicas confirmed)", approval.ErrUnconfirmed), http.StatusServiceUnavailable, CodeUnconfirmed, "may not have been recorded"},
+		{fmt.Errorf("answer abc: %w (0 of 1 replicas confirmed)", approval.ErrUnconfirmed), http.StatusServiceUnavailable, CodeUnconfirmed, "not in effect"},
+		{fmt.Errorf("answer abc: %w", approval.ErrRecording), http.StatusServiceUnavailable, CodeUnconfirmed, "nothing changed"},
 	}
 	for _, tt := range tests {
 		got := toError(tt.err)

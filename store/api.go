@@ -32,7 +32,8 @@ import (
 // approval.ErrNotPending (naming the offending ids) if an answer names a call
 // that is not pending, approval.ErrExpired past the deadline, and approval.ErrResolved,
 // approval.ErrExpired, approval.ErrCancelled or approval.ErrFailed if the token already ended.
-// Nothing changes on error.
+// Nothing changes on error. Under Options.WaitReplicas the answers are held
+// until Redis's replicas confirm them, as Decide's decision is.
 func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*approval.Request, error) {
 	if !validToken(token) {
 		return nil, fmt.Errorf("answer %s: %w", short(token), approval.ErrNotFound)
@@ -46,10 +47,10 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 	}
 	args := s.tokenArgs(token, s.now(), by, n)
 	args = append(args, answers...)
-	cmd, unconfirmed := s.runConfirmed(ctx, "answer", time.Time{}, answerScript, s.tokenKeys(token), withTrace(ctx, args)...)
-	res, err := cmd.StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("answer %s: %w", short(token), err)
+	ident := stageIdent("answer", append([]any{by}, answers...)...)
+	res, unconfirmed := s.runStaged(ctx, "answer", token, time.Time{}, answerScript, s.tokenKeys(token), ident, cardWork{lease: s.cardLeaseKey(token, "")}, args)
+	if res == nil {
+		return nil, fmt.Errorf("answer %s: %w", short(token), unconfirmed)
 	}
 	if res[0] == "e:notpending" {
 		return nil, fmt.Errorf("answer %s: %w: %s", short(token), approval.ErrNotPending, strings.Join(res[1:], ", "))
@@ -68,25 +69,45 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 }
 
 // answerScript records answers to pending calls and resolves the token
-// when none is left pending.
+// when none is left pending (answerLua).
 // ARGV 7: by, 8: number of answers, then 6 strings per answer: id, class
-// (approval|call), result, new state, answered by, results metadata.
-var answerScript = redis.NewScript(scriptPrelude + answersLua + `
-if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
-local top = redis.call('HMGET', rec, 'state', 'exp', 'created', 'run')
-if top[1] ~= 'open' then return {'e:' .. top[1]} end
-if tonumber(now) >= tonumber(top[2]) then return {'e:expired'} end
-if not top[3] then return {'e:invalid'} end
-local by, m = ARGV[7], tonumber(ARGV[8])
-local nums, bad = pendingAnswers(9, m)
-if not nums then return bad end
-recordAnswers(9, m, nums, 'answer', top[4] or '')
-if redis.call('HINCRBY', rec, 'left', -m) <= 0 then
-  finish('resolved', by, '')
-  return reply('resolved')
-end
-return reply('answered')
+// (approval|call), result, new state, answered by, results metadata; then
+// the stage mode and identity (stageLua).
+var answerScript = redis.NewScript(scriptPrelude + leaseLua + cardWorkLua + stageLua + answersLua + answerLua + `
+return answerCalls(ARGV, stageMode, noCardWork)
 `)
+
+// answerLua defines answerCalls, which records the answers A holds
+// (answerScript's arguments, or the ones staged with them), doing the card
+// work L with them; its modes are decide's (decideLua).
+const answerLua = `
+local function answerCalls(A, mode, L)
+  if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
+  local top = redis.call('HMGET', rec, 'state', 'exp', 'created', 'run')
+  if top[1] ~= 'open' then return {'e:' .. top[1]} end
+  if tonumber(now) >= tonumber(top[2]) then return {'e:expired'} end
+  if not top[3] then return {'e:invalid'} end
+  if mode ~= 'commit' then
+    local staged = staging()
+    if staged == 'staged' then return reply(staged) end
+    if staged then return {staged} end
+  end
+  local by, m = A[7], tonumber(A[8])
+  local nums, bad = pendingAnswers(A, 9, m)
+  if not nums then return bad end
+  if mode == 'stage' then
+    stage('answer')
+    return reply('staged')
+  end
+  recordAnswers(A, 9, m, nums, 'answer', top[4] or '')
+  cardWork(L)
+  if redis.call('HINCRBY', rec, 'left', -m) <= 0 then
+    finish('resolved', by, '')
+    return reply('resolved')
+  end
+  return reply('answered')
+end
+`
 
 // Owner returns the API client that owns token (Approval.Client), reading
 // that one field and not the record: the HTTP API checks ownership with it

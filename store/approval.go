@@ -250,6 +250,8 @@ func codeErr(code string) error {
 		return approval.ErrFailed
 	case "e:late":
 		return approval.ErrTooLate
+	case "e:recording":
+		return approval.ErrRecording
 	}
 	return fmt.Errorf("unexpected script reply %q", code)
 }

@@ -23,15 +23,28 @@ const (
 )
 
 // runConfirmed runs script for op and, with Options.WaitReplicas N > 0,
-// sends WAIT N <timeout> right after it on the same connection (one
-// pipeline, one round trip): WAIT counts the replicas that acknowledged
-// this connection's writes. It returns the script's reply and, when fewer
-// than N replicas confirmed in time, an error wrapping
+// sends WAIT N right after it (runWaited). It returns the script's reply
+// and, when fewer than N replicas confirmed in time, an error wrapping
 // approval.ErrUnconfirmed (the write is on the primary and may or may not
-// survive a failover). The timeout is what ctx's deadline and notAfter (if
-// not zero) leave, less a margin, at most Options.WaitTimeout and at least
-// a millisecond (WAIT 0 would block for ever).
+// survive a failover).
 func (s *Store) runConfirmed(ctx context.Context, op string, notAfter time.Time, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+	cmd, notYet := s.runWaited(ctx, notAfter, script, keys, args...)
+	if notYet != nil {
+		return cmd, s.unconfirmed(op, notYet)
+	}
+	return cmd, nil
+}
+
+// runWaited runs script and, with Options.WaitReplicas N > 0, sends
+// WAIT N <timeout> right after it on the same connection (one pipeline,
+// one round trip): WAIT counts the replicas that acknowledged this
+// connection's writes, so the script must write for the WAIT to cover
+// what it read. It returns the script's reply and, when fewer than N
+// replicas confirmed in time, an error saying how many did. The timeout
+// is what ctx's deadline and notAfter (if not zero) leave, less a margin,
+// at most Options.WaitTimeout and at least a millisecond (WAIT 0 would
+// block for ever).
+func (s *Store) runWaited(ctx context.Context, notAfter time.Time, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
 	n := s.opts.WaitReplicas
 	if n <= 0 {
 		return script.Run(ctx, s.rdb, keys, args...), nil
@@ -42,7 +55,7 @@ func (s *Store) runConfirmed(ctx context.Context, op string, notAfter time.Time,
 		// both to the client of the node that owns the keys' slot.
 		node, err := cc.MasterForKey(ctx, keys[0])
 		if err != nil {
-			return script.Run(ctx, s.rdb, keys, args...), s.unconfirmed(op, n, 0, err)
+			return script.Run(ctx, s.rdb, keys, args...), fmt.Errorf("0 of %d replicas confirmed: %w", n, err)
 		}
 		conn = node
 	}
@@ -65,8 +78,11 @@ func (s *Store) runConfirmed(ctx context.Context, op string, notAfter time.Time,
 		return cmd, nil // the write's own error says it all
 	}
 	got, err := wait.Result()
-	if err != nil || got < int64(n) {
-		return cmd, s.unconfirmed(op, n, got, err)
+	if err != nil {
+		return cmd, fmt.Errorf("%d of %d replicas confirmed: %w", got, n, err)
+	}
+	if got < int64(n) {
+		return cmd, fmt.Errorf("%d of %d replicas confirmed", got, n)
 	}
 	return cmd, nil
 }
@@ -83,14 +99,11 @@ func (s *Store) waitTimeout(ctx context.Context, notAfter time.Time) time.Durati
 	return max(timeout, time.Millisecond)
 }
 
-// unconfirmed counts an unconfirmed write of op and returns its error.
-func (s *Store) unconfirmed(op string, want int, got int64, cause error) error {
+// unconfirmed counts an unconfirmed write of op and returns its error,
+// saying why (cause).
+func (s *Store) unconfirmed(op string, cause error) error {
 	if s.opts.OnUnconfirmed != nil {
 		s.opts.OnUnconfirmed(op)
 	}
-	msg := fmt.Sprintf("%d of %d replicas confirmed", got, want)
-	if cause != nil {
-		msg += ": " + cause.Error()
-	}
-	return fmt.Errorf("%w (%s)", approval.ErrUnconfirmed, msg)
+	return fmt.Errorf("%w (%v)", approval.ErrUnconfirmed, cause)
 }

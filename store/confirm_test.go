@@ -56,9 +56,9 @@ func (e *confirmEnv) create(t *testing.T, ids ...string) *approval.Request {
 
 // With REDIS_WAIT_REPLICAS=1 every write a person or client is answered
 // on is confirmed by the replica; while the replica does not answer,
-// each fails with ErrUnconfirmed within its budget (the write is on the
-// primary), is counted by operation, and repeating the same decision
-// once the replica is back returns the recorded one, confirmed.
+// each fails with ErrUnconfirmed within its budget (held on the primary,
+// in effect for nobody), is counted by operation, and repeating the same
+// decision once the replica is back confirms it and applies it.
 func TestWaitReplicas(t *testing.T) {
 	e := newConfirmEnv(t)
 	ctx := t.Context()
@@ -102,13 +102,14 @@ func TestWaitReplicas(t *testing.T) {
 	unconfirmed("create", e.s.Create(ctx, a), "create", 1)
 	e.replica.Resume(t)
 
-	// The decision is on the primary; the same click again is confirmed.
+	// The decision is held on the primary; the same click again is
+	// confirmed, and applied.
 	got, err := e.s.Decide(ctx, decided.Token, approve("c1", "UA"))
 	if err != nil {
 		t.Fatalf("the same click, replica back: %v", err)
 	}
-	if got.Changed || got.Call.Status != approval.CallApproved {
-		t.Errorf("the same click: changed %v, status %s; want the recorded approval, unchanged", got.Changed, got.Call.Status)
+	if !got.Changed || got.Call.Status != approval.CallApproved {
+		t.Errorf("the same click: changed %v, status %s; want the held approval applied", got.Changed, got.Call.Status)
 	}
 	// A flushed script cache (as on a new primary): EVALSHA in the
 	// pipeline fails with NOSCRIPT and the pipeline is sent again with EVAL.

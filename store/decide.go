@@ -37,7 +37,10 @@ import (
 // Decided describing the decision already made) if the call was decided
 // differently, approval.ErrResolved if the token was resolved while the call was
 // undecided, and approval.ErrTooLate if the decision reached Redis after
-// d.NotAfter.
+// d.NotAfter. With Options.WaitReplicas it returns approval.ErrUnconfirmed
+// (with the record as it stands) for a decision held until Redis's
+// replicas confirm it (stage.go), and approval.ErrRecording while another
+// change of the token is held so; neither changed anything yet.
 func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (*approval.Decided, error) {
 	if !validToken(token) {
 		return nil, fmt.Errorf("decide %s: %w", short(token), approval.ErrNotFound)
@@ -54,18 +57,38 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 		notAfter = strconv.FormatInt(d.NotAfter.UnixMicro(), 10)
 	}
 	now := s.now()
-	member, holder := "", ""
+	w := cardWork{lease: s.cardLeaseKey(token, d.CallID), due: now.Add(CardJobDelay)}
 	if d.CardJob != "" {
-		member, holder = cardJobMember(token, d.CallID, d.CardJob), s.cardHolder(d.CardJob)
+		w.member, w.holder = cardJobMember(token, d.CallID, d.CardJob), s.cardHolder(d.CardJob)
 	}
-	args := s.tokenArgs(token, now, d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Reason, p.answer, notAfter,
-		member, ms(now.Add(CardJobDelay)), holder, cardLeaseTTL.Milliseconds(), s.procKey(""))
-	keys := append(s.tokenKeys(token), s.jobsRetryKey(), s.cardLeaseKey(token, d.CallID))
-	cmd, unconfirmed := s.runConfirmed(ctx, "decide", d.NotAfter, decideScript, keys, withTrace(ctx, args)...)
-	res, err := cmd.StringSlice()
-	if err != nil {
+	args := s.tokenArgs(token, now, d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Reason, p.answer, notAfter)
+	args = append(append(args, s.cardWorkArgs(w)...), d.Grant.Milliseconds())
+	keys := append(s.tokenKeys(token), s.jobsRetryKey(), w.lease)
+	ident := stageIdent("decide", d.CallID, d.By, p.action, p.key)
+	res, err := s.runStaged(ctx, "decide", token, d.NotAfter, decideScript, keys, ident, w, args)
+	if res == nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
+	out, rerr := s.decideReply(ctx, token, d, p.key, res)
+	if rerr == nil && err != nil {
+		// Unconfirmed: held, not recorded yet. If its commit's reply was
+		// lost, the commit may have taken the card's lease: free it, so
+		// that the card's update need not wait it out.
+		if d.CardJob != "" {
+			_ = s.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
+		}
+		rerr = err
+	}
+	if rerr != nil {
+		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, rerr)
+	}
+	return out, nil
+}
+
+// decideReply reads the reply of the decide script, or of the commit of a
+// staged decision, to d, whose vote key is key. A lease the reply says was
+// taken is released if the record cannot be read.
+func (s *Store) decideReply(ctx context.Context, token string, d approval.Decision, key string, res []string) (*approval.Decided, error) {
 	code := res[0]
 	var out *approval.Decided
 	if len(res) > 2 {
@@ -74,24 +97,12 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 			if res[1] == "1" {
 				_ = s.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
 			}
-			return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
+			return nil, err
 		}
-		out = decided(a, code, d, p.key)
+		out = decided(a, code, d, key)
 		out.CardLeased = res[1] == "1"
 	}
-	if err := codeErr(code); err != nil {
-		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
-	}
-	if unconfirmed != nil {
-		// Not reported done: whoever updates the card must not wait out
-		// a lease taken for it (the card's job, scheduled with the
-		// decision, shows what Redis kept).
-		if res[1] == "1" {
-			_ = s.ReleaseCard(ctx, token, d.CallID, d.CardJob, "")
-		}
-		return out, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, unconfirmed)
-	}
-	return out, nil
+	return out, codeErr(code)
 }
 
 // decided describes what the decide script did, from its reply code and
@@ -398,10 +409,10 @@ func (s *Store) end(ctx context.Context, op, token string, state approval.State,
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), approval.ErrNotFound)
 	}
 	args := s.tokenArgs(token, s.now(), string(state), by, reason)
-	cmd, unconfirmed := s.runConfirmed(ctx, op, time.Time{}, endScript, s.tokenKeys(token), withTrace(ctx, args)...)
-	res, err := cmd.StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
+	ident := stageIdent("end", state, by, reason)
+	res, unconfirmed := s.runStaged(ctx, op, token, time.Time{}, endScript, s.tokenKeys(token), ident, cardWork{lease: s.cardLeaseKey(token, "")}, args)
+	if res == nil {
+		return nil, fmt.Errorf("%s %s: %w", op, short(token), unconfirmed)
 	}
 	if err := codeErr(res[0]); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)

@@ -31,7 +31,13 @@
 //     by WAIT N: fewer replicas in time and the write fails with
 //     approval.ErrUnconfirmed instead of being reported done, so a
 //     failover to a replica never loses a decision someone was told was
-//     recorded. Repeating it is safe (the first decision wins).
+//     recorded. A decision, answer, cancellation or failure is staged
+//     first, with no effect, and applied only once WAIT confirmed the
+//     staging (stage.go): nothing acts on a change the replicas have not
+//     confirmed. An unconfirmed one is applied later by whoever repeats
+//     it or by Confirm, lost in a failover to a replica that never had
+//     it, or dropped at the request's deadline; meanwhile other changes
+//     of the request wait (approval.ErrRecording).
 //
 // # Sentinel and failover
 //
@@ -53,6 +59,8 @@
 // All under Options.Prefix (P):
 //
 //	P a:<token>      hash: the record (see scripts.go for its fields)
+//	P a:<token>:staged list: a change staged until Redis's replicas confirm it (stage.go)
+//	P unconfirmed    sorted set: tokens with a staged change, by when it was staged (ms)
 //	P deadlines      sorted set: open tokens by deadline (ms)
 //	P resume         stream: resume jobs, consumer group "resumers"
 //	P audit          stream: audit events, MAXLEN ~ AuditMaxLen

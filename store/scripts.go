@@ -8,7 +8,9 @@ import "github.com/redis/go-redis/v9"
 // strings in hash fields: cjson would turn [] into {} and round big numbers),
 // and do no arithmetic on timestamps beyond comparisons and a TTL.
 //
-// KEYS of the token scripts: rec, deadlines, resume, audit, callbacks.
+// KEYS of the token scripts: rec, deadlines, resume, audit, callbacks,
+// staged (the change staged on the token, stageLua), unconfirmed (the
+// tokens with a staged change).
 // ARGV 1-6 of the token scripts: token, now (ms), audit maxlen, retention
 // (ms), notification channel, grace (ms); script arguments follow, and the
 // last ARGV is the W3C traceparent of the caller's span, or empty (withTrace).
@@ -25,6 +27,7 @@ import "github.com/redis/go-redis/v9"
 // "i:<call id>" maps a call id to its number.
 const scriptPrelude = `
 local rec, deadlines, resume, auditkey, cbkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local stagedkey, unconfirmedkey = KEYS[6], KEYS[7]
 local token, now, maxlen, keep, chan, grace = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local traceparent = ARGV[#ARGV]
 
@@ -118,23 +121,24 @@ end
 
 // answersLua follows scriptPrelude in the scripts that record many
 // answers at once (Answer, Resolve). Their answers are m runs of 6 strings
-// from ARGV[first]: id, class (approval|call), result, new state, answered
-// by, results metadata.
+// from A[first], A their arguments (ARGV, or the ones staged with them):
+// id, class (approval|call), result, new state, answered by, results
+// metadata.
 const answersLua = `
 -- pendingAnswers checks that every answer names a distinct pending call
 -- of its class. It returns the calls' numbers, indexed by answer from 0,
 -- or nil and {'e:notpending', ids of the answers that do not...}.
-local function pendingAnswers(first, m)
+local function pendingAnswers(A, first, m)
   local bad, seen, nums = {}, {}, {}
   for j = 0, m - 1 do
     local b = first + j * 6
-    local i = redis.call('HGET', rec, 'i:' .. ARGV[b])
+    local i = redis.call('HGET', rec, 'i:' .. A[b])
     local ok = false
     if i and not seen[i] then
       local f = redis.call('HMGET', rec, 'c' .. i .. '.kind', 'c' .. i .. '.st')
-      ok = f[2] == 'pending' and ((ARGV[b + 1] == 'approval') == (f[1] == 'approval'))
+      ok = f[2] == 'pending' and ((A[b + 1] == 'approval') == (f[1] == 'approval'))
     end
-    if ok then seen[i] = true else bad[#bad + 1] = ARGV[b] end
+    if ok then seen[i] = true else bad[#bad + 1] = A[b] end
     nums[j] = i
   end
   if #bad > 0 then
@@ -146,15 +150,15 @@ end
 
 -- recordAnswers records the answers on the calls nums (from
 -- pendingAnswers) as made by action act, and audits each for run.
-local function recordAnswers(first, m, nums, act, run)
+local function recordAnswers(A, first, m, nums, act, run)
   for j = 0, m - 1 do
     local b = first + j * 6
     local p = 'c' .. nums[j] .. '.'
-    redis.call('HSET', rec, p .. 'st', ARGV[b + 3], p .. 'by', ARGV[b + 4], p .. 'at', now, p .. 'res', ARGV[b + 2],
-      p .. 'act', act, p .. 'key', '-', p .. 'md', ARGV[b + 5])
+    redis.call('HSET', rec, p .. 'st', A[b + 3], p .. 'by', A[b + 4], p .. 'at', now, p .. 'res', A[b + 2],
+      p .. 'act', act, p .. 'key', '-', p .. 'md', A[b + 5])
     local f = redis.call('HMGET', rec, p .. 'tool', p .. 'args')
-    audit({'type', 'decided', 'run', run, 'call', ARGV[b], 'tool', f[1] or '', 'by', ARGV[b + 4],
-      'decision', ARGV[b + 3], 'args', f[2] or '', 'detail', ARGV[b + 2]})
+    audit({'type', 'decided', 'run', run, 'call', A[b], 'tool', f[1] or '', 'by', A[b + 4],
+      'decision', A[b + 3], 'args', f[2] or '', 'detail', A[b + 2]})
   end
 end
 `
@@ -230,7 +234,7 @@ end
 return {'ok', exp}
 `)
 
-// decideScript records one decision on one call.
+// decideScript records one decision on one call (decideLua).
 // ARGV 7: call id, 8: by, 9: action (approve|deny|answer|fail), 10: key
 // (digest of the override args or answer, '-' for none), 11: result if
 // the call is an approval, 12: result if it is a question or external
@@ -239,138 +243,162 @@ return {'ok', exp}
 // Redis's clock (empty for none), 18: the durable card update job to
 // schedule with a change (its member of the job retry set; empty for
 // none), 19: when it is due (ms), 20: the card lease's holder, 21: the
-// lease's ttl (ms), 22: the heartbeat key prefix.
-// KEYS 6: the job retry set, 7: the card's lease.
+// lease's ttl (ms), 22: the heartbeat key prefix, 23: the grant's length
+// (ms) that comes with it, which only whoever applies a staged decision
+// reads; then the stage mode and identity (stageLua).
+// KEYS 8: the job retry set, 9: the card's lease.
 // It replies {code} for an error that changed nothing, else {code, leased
-// ('1' if it took the card's lease for the holder), record...}.
-var decideScript = redis.NewScript(scriptPrelude + leaseLua + `
-local callID, by, action, key = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
--- answer replies code, whether the card's lease was taken, and the record.
-local function answer(code, leased)
-  local r = redis.call('HGETALL', rec)
-  table.insert(r, 1, leased)
-  table.insert(r, 1, code)
-  return r
-end
--- changed schedules the durable update of the call's card, if asked, and
--- takes the card's lease for the caller when it is free, so that the
--- record of this reply is the state under it (no re-read).
-local function changed(code)
-  if ARGV[18] == '' then return answer(code, '0') end
-  redis.call('ZADD', KEYS[6], ARGV[19], ARGV[18])
-  -- Only ever lengthen the schedule's TTL: it holds work due later too.
-  if redis.call('PTTL', KEYS[6]) < tonumber(keep) then redis.call('PEXPIRE', KEYS[6], keep) end
-  if takeLease(KEYS[7], ARGV[20], ARGV[21], ARGV[22]) then return answer(code, '1') end
-  return answer(code, '0')
-end
-local function refuse(why)
-  audit({'type', 'refused', 'call', callID, 'by', by, 'decision', action, 'reason', why})
-end
--- A decision whose sender stopped waiting for it records nothing, so the
--- sender can tell the person truthfully that nothing changed.
-local notAfter = ARGV[17]
-if notAfter and notAfter ~= '' then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(notAfter) then
-    refuse('too late')
-    return {'e:late'}
+// ('1' if it took the card's lease for the holder), record...}; code
+// 'staged' when it staged the decision instead of recording it.
+var decideScript = redis.NewScript(scriptPrelude + leaseLua + cardWorkLua + stageLua + decideLua + `
+return decide(ARGV, stageMode, {jobs = KEYS[8], member = ARGV[18], due = ARGV[19], lease = KEYS[9],
+  holder = ARGV[20], ttl = ARGV[21], proc = ARGV[22]})
+`)
+
+// decideLua defines decide, which records one decision on one call: A
+// holds decideScript's arguments (its ARGV, or the ones staged with the
+// decision), L the card work to do with a change (cardWorkLua). Mode
+// 'now' records the decision; 'stage' checks it and stages it (stageLua),
+// replying 'staged'; 'commit' records the staged decision, checked again
+// as it was staged.
+const decideLua = `
+local function decide(A, mode, L)
+  local callID, by, action, key = A[7], A[8], A[9], A[10]
+  -- answer replies code, whether the card's lease was taken, and the record.
+  local function answer(code, leased)
+    local r = redis.call('HGETALL', rec)
+    table.insert(r, 1, leased)
+    table.insert(r, 1, code)
+    return r
   end
-end
-if redis.call('EXISTS', rec) == 0 then
-  refuse('not found')
-  return {'e:notfound'}
-end
-local i = redis.call('HGET', rec, 'i:' .. callID)
-if not i then
-  refuse('not pending')
-  return {'e:notpending'}
-end
-local p = 'c' .. i .. '.'
-local f = redis.call('HMGET', rec, 'state', 'exp', p .. 'st', p .. 'kind', p .. 'act', p .. 'by', p .. 'key', p .. 'need', p .. 'tool', p .. 'args', 'run')
-local tstate, exp, st, kind, act, dby, dkey, need, tool, args, run = f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11] or ''
+  -- changed schedules the durable update of the call's card, if asked, and
+  -- takes the card's lease for the caller when it is free, so that the
+  -- record of this reply is the state under it (no re-read).
+  local function changed(code)
+    if cardWork(L) then return answer(code, '1') end
+    return answer(code, '0')
+  end
+  local function refuse(why)
+    audit({'type', 'refused', 'call', callID, 'by', by, 'decision', action, 'reason', why})
+  end
+  -- A decision whose sender stopped waiting for it records nothing, so the
+  -- sender can tell the person truthfully that nothing changed. A staged
+  -- decision was in time.
+  local notAfter = A[17]
+  if mode ~= 'commit' and notAfter and notAfter ~= '' then
+    local t = redis.call('TIME')
+    if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(notAfter) then
+      refuse('too late')
+      return {'e:late'}
+    end
+  end
+  if redis.call('EXISTS', rec) == 0 then
+    refuse('not found')
+    return {'e:notfound'}
+  end
+  if mode ~= 'commit' then
+    local staged = staging()
+    if staged == 'staged' then return answer(staged, '0') end
+    if staged then return {staged} end
+  end
+  local i = redis.call('HGET', rec, 'i:' .. callID)
+  if not i then
+    refuse('not pending')
+    return {'e:notpending'}
+  end
+  local p = 'c' .. i .. '.'
+  local f = redis.call('HMGET', rec, 'state', 'exp', p .. 'st', p .. 'kind', p .. 'act', p .. 'by', p .. 'key', p .. 'need', p .. 'tool', p .. 'args', 'run')
+  local tstate, exp, st, kind, act, dby, dkey, need, tool, args, run = f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11] or ''
 
--- Edited arguments equal to the call's own ("ak", their key) are the
--- call's own: votes for them count together.
-if action == 'approve' and key ~= '-' and key == redis.call('HGET', rec, p .. 'ak') then
-  key = '-'
-end
+  -- Edited arguments equal to the call's own ("ak", their key) are the
+  -- call's own: votes for them count together.
+  if action == 'approve' and key ~= '-' and key == redis.call('HGET', rec, p .. 'ak') then
+    key = '-'
+  end
 
--- A repeated click (same person, same decision) changes nothing and
--- returns the decision already made, whatever happened since.
-if action == 'approve' then
-  local v = redis.call('HGET', rec, p .. 'v:' .. by)
-  if v and string.match(v, '^%S+') == key and (st == 'pending' or st == 'approved') then
+  -- A repeated click (same person, same decision) changes nothing and
+  -- returns the decision already made, whatever happened since.
+  if action == 'approve' then
+    local v = redis.call('HGET', rec, p .. 'v:' .. by)
+    if v and string.match(v, '^%S+') == key and (st == 'pending' or st == 'approved') then
+      return answer('same', '0')
+    end
+  elseif st ~= 'pending' and act == action and dby == by and dkey == key then
     return answer('same', '0')
   end
-elseif st ~= 'pending' and act == action and dby == by and dkey == key then
-  return answer('same', '0')
-end
 
-if tstate == 'expired' or tstate == 'cancelled' or tstate == 'failed' then
-  refuse(tstate)
-  return {'e:' .. tstate}
-end
-if st ~= 'pending' and st ~= 'undecided' then
-  refuse('already decided')
-  return answer('e:decided', '0')
-end
-if tstate ~= 'open' then
-  refuse('resolved')
-  return {'e:resolved'}
-end
-if tonumber(now) >= tonumber(exp) then
-  refuse('expired')
-  return {'e:expired'}
-end
-
-local res
-if kind == 'approval' then
-  if action == 'approve' or action == 'deny' then res = ARGV[11] end
-elseif action == 'answer' or action == 'fail' or action == 'deny' then
-  res = ARGV[12]
-end
-if not res or res == '' then
-  refuse('invalid decision for a ' .. (kind or '?') .. ' call')
-  return {'e:invalid'}
-end
-
-local newst
-if action == 'approve' then
-  local vf = p .. 'v:' .. by
-  local prev = redis.call('HGET', rec, vf)
-  if prev then redis.call('HINCRBY', rec, p .. 'n:' .. string.match(prev, '^%S+'), -1) end
-  redis.call('HSET', rec, vf, key .. ' ' .. now)
-  local cnt = redis.call('HINCRBY', rec, p .. 'n:' .. key, 1)
-  if cnt < tonumber(need) then
-    audit({'type', 'voted', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', 'approve',
-      'args', args or '', 'override', ARGV[14]})
-    return changed('voted')
+  if tstate == 'expired' or tstate == 'cancelled' or tstate == 'failed' then
+    refuse(tstate)
+    return {'e:' .. tstate}
   end
-  newst = 'approved'
-elseif action == 'deny' then
-  if kind == 'approval' then newst = 'denied' else newst = 'failed' end
-elseif action == 'answer' then
-  newst = 'answered'
-else
-  newst = 'failed'
+  if st ~= 'pending' and st ~= 'undecided' then
+    refuse('already decided')
+    return answer('e:decided', '0')
+  end
+  if tstate ~= 'open' then
+    refuse('resolved')
+    return {'e:resolved'}
+  end
+  if tonumber(now) >= tonumber(exp) then
+    refuse('expired')
+    return {'e:expired'}
+  end
+
+  local res
+  if kind == 'approval' then
+    if action == 'approve' or action == 'deny' then res = A[11] end
+  elseif action == 'answer' or action == 'fail' or action == 'deny' then
+    res = A[12]
+  end
+  if not res or res == '' then
+    refuse('invalid decision for a ' .. (kind or '?') .. ' call')
+    return {'e:invalid'}
+  end
+  if mode == 'stage' then
+    stage('decide')
+    return answer('staged', '0')
+  end
+
+  local newst
+  if action == 'approve' then
+    local vf = p .. 'v:' .. by
+    local prev = redis.call('HGET', rec, vf)
+    if prev then redis.call('HINCRBY', rec, p .. 'n:' .. string.match(prev, '^%S+'), -1) end
+    redis.call('HSET', rec, vf, key .. ' ' .. now)
+    local cnt = redis.call('HINCRBY', rec, p .. 'n:' .. key, 1)
+    if cnt < tonumber(need) then
+      audit({'type', 'voted', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', 'approve',
+        'args', args or '', 'override', A[14]})
+      return changed('voted')
+    end
+    newst = 'approved'
+  elseif action == 'deny' then
+    if kind == 'approval' then newst = 'denied' else newst = 'failed' end
+  elseif action == 'answer' then
+    newst = 'answered'
+  else
+    newst = 'failed'
+  end
+  redis.call('HSET', rec, p .. 'st', newst, p .. 'by', by, p .. 'at', now, p .. 'res', res,
+    p .. 'act', action, p .. 'key', key, p .. 'md', A[13])
+  audit({'type', 'decided', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', newst,
+    'args', args or '', 'override', A[14], 'reason', A[15], 'detail', A[16]})
+  if redis.call('HINCRBY', rec, 'left', -1) <= 0 then
+    finish('resolved', by, '')
+    return changed('resolved')
+  end
+  return changed('decided')
 end
-redis.call('HSET', rec, p .. 'st', newst, p .. 'by', by, p .. 'at', now, p .. 'res', res,
-  p .. 'act', action, p .. 'key', key, p .. 'md', ARGV[13])
-audit({'type', 'decided', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', newst,
-  'args', args or '', 'override', ARGV[14], 'reason', ARGV[15], 'detail', ARGV[16]})
-if redis.call('HINCRBY', rec, 'left', -1) <= 0 then
-  finish('resolved', by, '')
-  return changed('resolved')
-end
-return changed('decided')
-`)
+`
 
 // resolveScript answers many calls at once and resolves the token.
 // ARGV 7: by, 8: the results' JSON (kept only for a record that has no
 // calls yet), 9: number of answers, then 6 strings per answer: id, class
 // (approval|call), result, new state, answered by, results metadata.
+// It is never staged, and waits for a staged change (stageLua).
 var resolveScript = redis.NewScript(scriptPrelude + answersLua + `
 if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
+if redis.call('EXISTS', stagedkey) == 1 then return {'e:recording'} end
 local top = redis.call('HMGET', rec, 'state', 'exp', 'n', 'created', 'run')
 if top[1] ~= 'open' then return {'e:' .. top[1]} end
 if tonumber(now) >= tonumber(top[2]) then return {'e:expired'} end
@@ -380,37 +408,59 @@ if not top[4] then
   finish('resolved', by, '')
   return reply('resolved')
 end
-local nums, bad = pendingAnswers(10, m)
+local nums, bad = pendingAnswers(ARGV, 10, m)
 if not nums then return bad end
-recordAnswers(10, m, nums, 'resolve', top[5] or '')
+recordAnswers(ARGV, 10, m, nums, 'resolve', top[5] or '')
 finish('resolved', by, '')
 return reply('resolved')
 `)
 
-// endScript cancels or fails an open token.
-// ARGV 7: state (cancelled|failed), 8: by, 9: reason.
-var endScript = redis.NewScript(scriptPrelude + `
-local st = redis.call('HGET', rec, 'state')
-if not st then return {'e:notfound'} end
-if st ~= 'open' then return {'e:' .. st} end
-finish(ARGV[7], ARGV[8], ARGV[9])
-return reply('ok')
+// endScript cancels or fails an open token (endLua).
+// ARGV 7: state (cancelled|failed), 8: by, 9: reason, then the stage mode
+// and identity (stageLua).
+var endScript = redis.NewScript(scriptPrelude + leaseLua + cardWorkLua + stageLua + endLua + `
+return endToken(ARGV, stageMode, noCardWork)
 `)
+
+// endLua defines endToken, which ends an open token as A (endScript's
+// arguments, or the ones staged with them) says, doing the card work L
+// with it; its modes are decide's (decideLua).
+const endLua = `
+local function endToken(A, mode, L)
+  local st = redis.call('HGET', rec, 'state')
+  if not st then return {'e:notfound'} end
+  if st ~= 'open' then return {'e:' .. st} end
+  if mode ~= 'commit' then
+    local staged = staging()
+    if staged == 'staged' then return reply(staged) end
+    if staged then return {staged} end
+  end
+  if mode == 'stage' then
+    stage('end')
+    return reply('staged')
+  end
+  cardWork(L)
+  finish(A[7], A[8], A[9])
+  return reply('ok')
+end
+`
 
 // expireScript expires a token whose deadline has passed. Removing the
 // token from the deadline set is the claim: of all the sweepers racing on
 // the token, only the one that removes it acts, and in the same step it
 // queues the job that updates the token's cards (see JobQueue), so the
-// cards are updated even if the sweeper dies at once.
-// KEYS 6: the job stream. ARGV 7: reason, 8: the card update job's kind.
-var expireScript = redis.NewScript(scriptPrelude + `
+// cards are updated even if the sweeper dies at once. A change staged on
+// the token and still unconfirmed at its deadline is void: dropped.
+// KEYS 8: the job stream. ARGV 7: reason, 8: the card update job's kind.
+var expireScript = redis.NewScript(scriptPrelude + stageLua + `
 local score = redis.call('ZSCORE', deadlines, token)
 if not score or tonumber(score) > tonumber(now) then return {} end
 redis.call('ZREM', deadlines, token)
 if redis.call('HGET', rec, 'state') ~= 'open' then return {} end
+if redis.call('EXISTS', stagedkey) == 1 then unstage() end
 finish('expired', '', ARGV[7])
-redis.call('XADD', KEYS[6], '*', 'kind', ARGV[8], 'token', token, 'data', '', 'attempt', '1')
-redis.call('PEXPIRE', KEYS[6], keep)
+redis.call('XADD', KEYS[8], '*', 'kind', ARGV[8], 'token', token, 'data', '', 'attempt', '1')
+redis.call('PEXPIRE', KEYS[8], keep)
 return reply('expired')
 `)
 

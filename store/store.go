@@ -72,7 +72,9 @@ type Options struct {
 	// replicas must confirm every write a person or client is answered on
 	// (Create, Decide, Answer, Cancel, Fail) before it is reported done:
 	// the write is followed by WAIT on its connection, and fewer replicas
-	// in time make it fail with approval.ErrUnconfirmed.
+	// in time make it fail with approval.ErrUnconfirmed. A decision, an
+	// answer, a cancellation and a failure take effect only once confirmed
+	// (stage.go; Confirm applies those confirmed late).
 	WaitReplicas int
 	// WaitTimeout caps each WAIT; default DefaultWaitTimeout. Less is
 	// used when the caller's deadline (the click's ack budget) is nearer.
@@ -169,7 +171,7 @@ func (s *Store) now() time.Time { return s.opts.Now() }
 // tokenKeys are the KEYS of every token script, in the order the scripts
 // expect them.
 func (s *Store) tokenKeys(token string) []string {
-	return []string{s.recKey(token), s.deadlinesKey(), s.resumeKey(), s.auditKey(), s.callbacksKey()}
+	return []string{s.recKey(token), s.deadlinesKey(), s.resumeKey(), s.auditKey(), s.callbacksKey(), s.stagedKey(token), s.unconfirmedKey()}
 }
 
 // tokenArgs are the ARGV every token script starts with.

@@ -171,6 +171,9 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		Scheduler: a.jobs, Grants: st, Now: d.StoreOptions.Now,
 		// A run whose request this process ends continues here at once.
 		Resumed: a.resumeDirect,
+		// Changes held while Redis's replicas did not confirm them
+		// (REDIS_WAIT_REPLICAS) are applied once they do (confirmChanges).
+		Confirmer: st,
 	})
 	a.bot = bot.New(bot.Config{
 		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,

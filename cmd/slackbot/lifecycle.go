@@ -13,8 +13,8 @@ import (
 // lifecycle is every long-running part of one slackbot process, started
 // by start under one errgroup and stopped by Shutdown: the HTTP server,
 // Socket Mode, and the app's loops (the events subscriber and sweeper, the
-// resume-queue and job-queue consumers, the watch on Slack's health and
-// the callback delivery loop).
+// resume-queue and job-queue consumers, the watch on Slack's health, the
+// confirmer of held changes and the callback delivery loop).
 type lifecycle struct {
 	app *app
 	// srv is the HTTP server; nil when the caller serves the app's
@@ -88,7 +88,7 @@ func (l *lifecycle) Shutdown(ctx context.Context) error {
 
 // loops are the app's background loops, each run until its context ends.
 func (a *app) loops() []func(context.Context) {
-	loops := []func(context.Context){a.runEvents, a.consumeResumes, a.consumeJobs, a.watchSlack}
+	loops := []func(context.Context){a.runEvents, a.consumeResumes, a.consumeJobs, a.watchSlack, a.confirmChanges}
 	if a.callbacks != nil {
 		loops = append(loops, a.deliverCallbacks)
 	}
@@ -107,5 +107,28 @@ func (a *app) runEvents(ctx context.Context) {
 func (a *app) deliverCallbacks(ctx context.Context) {
 	if err := a.callbacks.Run(ctx); err != nil && ctx.Err() == nil {
 		a.log.ErrorContext(ctx, "callback delivery loop ended", "err", err)
+	}
+}
+
+// confirmEvery is how often confirmChanges asks Redis's replicas about
+// the changes held unconfirmed.
+const confirmEvery = time.Second
+
+// confirmChanges applies the changes held while Redis's replicas did not
+// confirm them (REDIS_WAIT_REPLICAS), once they do, and what follows each
+// (approval.Service.Confirm). Every replica runs it; each change is
+// applied once. With nothing held it costs one read a second.
+func (a *app) confirmChanges(ctx context.Context) {
+	t := time.NewTicker(confirmEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.svc.Confirm(ctx); err != nil && ctx.Err() == nil {
+				a.log.ErrorContext(ctx, "apply confirmed changes", "err", err)
+			}
+		}
 	}
 }

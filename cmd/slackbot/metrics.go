@@ -56,7 +56,7 @@ func newMetrics(pending func() float64) *metrics {
 			Name: "slackbot_api_duration_seconds", Help: "HTTP API request duration, by route and status.",
 		}, []string{"route", "status"}),
 		unconfirmed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "slackbot_redis_unconfirmed_writes_total", Help: "Writes fewer than REDIS_WAIT_REPLICAS replicas confirmed in time (answered as not recorded), by operation (create, decide, answer, cancel, fail).",
+			Name: "slackbot_redis_unconfirmed_writes_total", Help: "Writes fewer than REDIS_WAIT_REPLICAS replicas confirmed in time (a new request answered as not recorded; a decision, answer, cancellation or failure held with no effect until they do), by operation (create, decide, answer, cancel, fail).",
 		}, []string{"op"}),
 		unchecked: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slackbot_answers_unchecked_total", Help: "Answers (and reminders) posted without first looking for an earlier post of them, because Slack refused the look-up for good (missing_scope, not_in_channel, unknown_method…), by its error code: each may be a duplicate.",

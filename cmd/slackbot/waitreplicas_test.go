@@ -28,9 +28,9 @@ func (e *env) scrapeMetric(sample string) string {
 }
 
 // With REDIS_WAIT_REPLICAS=1 and the replica not answering, a click is
-// acknowledged with an ephemeral "could not be confirmed" and the API
-// answers 503 with Retry-After, each counted by operation; once the
-// replica is back the same click is confirmed and the request resolves.
+// acknowledged with an ephemeral "not in effect yet" and the API answers
+// 503 with Retry-After, each counted by operation; once the replica is
+// back the same click is confirmed and the request resolves.
 func TestWaitReplicasUnconfirmed(t *testing.T) {
 	primary := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, primary)
@@ -47,7 +47,7 @@ func TestWaitReplicasUnconfirmed(t *testing.T) {
 		t.Fatalf("click: got %d, want 200 (acknowledged)", status)
 	}
 	x.waitFor("alice's ephemeral", func() bool { return len(x.ephemeralsFor(alice)) > 0 })
-	if got := x.ephemeralsFor(alice); len(got) != 1 || !strings.Contains(got[0], "could not be confirmed by Redis's replicas; it may not have been recorded. Try again.") {
+	if got := x.ephemeralsFor(alice); len(got) != 1 || !strings.Contains(got[0], "Your decision is not in effect yet: Redis's replicas have not confirmed it") {
 		t.Errorf("ephemerals after an unconfirmed click: %q", got)
 	}
 	status, b := x.apiCall(x.doc, keyBilling, http.MethodPost, "/v1/approvals/"+answered.Token+"/results", `{"approvals":{"call_2":true}}`)
