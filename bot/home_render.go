@@ -117,7 +117,7 @@ func waitingText(c Card, it HomeItem) string {
 	emoji, word := stateLabel(c)
 	lines := []string{
 		emoji + " *" + word + ":* " + literal(c.ToolLabel),
-		inlineCode(oneLine(c.Confirmation), maxHomeConfirmation),
+		inlineCodeEnds(c.Confirmation, maxHomeConfirmation),
 		requesterLine(c),
 	}
 	status := []string{"Expires " + slackDate(c.ExpiresAt)}
@@ -144,7 +144,7 @@ func requestText(c Card, it HomeItem) string {
 	if c.RequiredApprovals > 1 {
 		status = strconv.Itoa(len(c.Votes)) + " of " + strconv.Itoa(c.RequiredApprovals) + " approvals · " + status
 	}
-	return line + "\n" + inlineCode(oneLine(c.Confirmation), maxHomeConfirmation) + "\n" + status
+	return line + "\n" + inlineCodeEnds(c.Confirmation, maxHomeConfirmation) + "\n" + status
 }
 
 // cardWhere says where a call's card is.

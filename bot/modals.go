@@ -72,17 +72,24 @@ type metadataJSON struct {
 
 // ArgsModal shows all of a call's arguments as pretty JSON, split over as
 // many code blocks as Slack allows in a modal (about 280,000 characters);
-// beyond that a note says how much is shown. It has no submit button.
+// beyond that it shows their start and their end (where an appended
+// command hides), and a note says how much is shown. It has no submit
+// button.
 func ArgsModal(c Card) slack.ModalViewRequest {
 	c = normalize(c)
 	blocks := []slack.Block{
 		slack.NewSectionBlock(plain(fitPlain("Arguments of "+c.ToolLabel, maxSectionText), false), nil, nil),
 	}
 	// No more than the modal can show is ever indented or kept.
-	p := prettyJSON(c.Args, (maxModalBlocks-2)*maxSectionText)
+	p := prettyJSONEnds(c.Args, (maxModalBlocks-2)*maxSectionText, maxSectionText)
 	shown := 0
-	// Leave room for the final note.
-	for p.prefix != "" && len(blocks) < maxModalBlocks-1 {
+	// Leave room for the final note, and for the end and what stands for
+	// the middle when it cannot all be shown.
+	last := maxModalBlocks - 1
+	if !p.whole() {
+		last -= 2
+	}
+	for p.prefix != "" && len(blocks) < last {
 		chunk := codeSection("", p, shown, maxSectionText)
 		if chunk.shown == shown {
 			break // nothing fits: cannot happen with Slack's limits, but never loop
@@ -90,9 +97,17 @@ func ArgsModal(c Card) slack.ModalViewRequest {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(chunk.text), nil, nil))
 		shown, p.prefix = chunk.shown, chunk.rest
 	}
-	if shown < p.total {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf(
-			"Showing %s of %s characters: the rest is too long for Slack.", thousands(shown), thousands(p.total)))))
+	end := codeBlock{shown: shown, total: p.total}
+	if shown < p.total && p.suffix != "" {
+		text, n := fitCodeEnd(p.suffix, maxSectionText-textLen(fenceOpen+fenceClose), p.total-shown)
+		end.end, end.tail = fenceOpen+text+fenceClose, n
+		if end.truncated() {
+			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(end.gapNote())))
+		}
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(end.end), nil, nil))
+	}
+	if end.truncated() {
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(strings.TrimSuffix(end.note(false), ".")+": the rest is too long for Slack.")))
 	}
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,

@@ -66,7 +66,8 @@ func TestModalsHostileInput(t *testing.T) {
 
 // TestArgsModalShowsEverything checks that long arguments are split over
 // code blocks that together hold all of them, and that arguments too long
-// even for a modal end with a note instead of breaking Slack's limits.
+// even for a modal show their start and their end, with a note, instead
+// of breaking Slack's limits.
 func TestArgsModalShowsEverything(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -87,8 +88,14 @@ func TestArgsModalShowsEverything(t *testing.T) {
 			checkModal(t, c, view)
 			v := toJSON(t, view.Blocks)
 			var shown strings.Builder
+			end := ""
 			for _, s := range texts(v) {
-				if body, ok := strings.CutPrefix(s, "```\n"); ok {
+				if strings.HasSuffix(s, "characters not shown …_") {
+					end = "next" // the arguments' end follows
+				}
+				if body, ok := strings.CutPrefix(s, "```\n"); ok && end == "next" {
+					end = strings.TrimSuffix(body, "\n```")
+				} else if ok {
 					shown.WriteString(strings.TrimSuffix(body, "\n```"))
 					shown.WriteString("\n") // chunks are cut at line ends
 				}
@@ -104,6 +111,9 @@ func TestArgsModalShowsEverything(t *testing.T) {
 			}
 			if !strings.HasPrefix(want, strings.TrimSuffix(got, "\n")) {
 				t.Errorf("shown arguments are not a prefix of the arguments")
+			}
+			if tt.wantAll == (end != "") || !strings.HasSuffix(want, end) {
+				t.Errorf("the modal shows the arguments' end apart %q, want it (a suffix of them) only when it cannot show all", tail(end, 40))
 			}
 			all := strings.Join(texts(v), "\n")
 			if tt.wantNote != "" && !strings.Contains(all, tt.wantNote) {

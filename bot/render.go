@@ -176,7 +176,7 @@ func (l *cardLayout) blocks() []slack.Block {
 		blocks = append(blocks, l.outcomeBlocks()...)
 	}
 	blocks = append(blocks,
-		slack.NewSectionBlock(plain(fitPlain(c.Confirmation, l.caps.confirmation), false), nil, nil),
+		slack.NewSectionBlock(plain(fitEnds(c.Confirmation, l.caps.confirmation, plainPiece), false), nil, nil),
 		slack.NewContextBlock(l.blockID(blockIDRequester), mrkdwn(requesterLine(c))),
 	)
 	pending := c.State == approval.CallPending
@@ -215,11 +215,16 @@ func ApprovalText(c Card) string {
 	c = normalize(c)
 	emoji, word := stateLabel(c)
 	s := emoji + " " + word + ": " + oneLine(c.ToolLabel)
-	if c.State == approval.CallPending && c.Kind != agentrunner.KindExternal {
-		s += " — " + oneLine(c.Confirmation)
+	if c.State != approval.CallPending || c.Kind == agentrunner.KindExternal {
+		return fit(s, maxFallbackText, "…", neutralRune)
 	}
-	return fit(s, maxFallbackText, "…", neutralRune)
+	s = fit(s+" — ", maxFallbackText-minFallbackConfirmation, "… — ", neutralRune)
+	return s + fitEnds(c.Confirmation, maxFallbackText-textLen(s), linePiece(neutralRune))
 }
+
+// minFallbackConfirmation is the room the fallback text keeps for the
+// confirmation, however long the tool's name.
+const minFallbackConfirmation = 100
 
 // normalize fills in the defaults a caller may leave out.
 func normalize(c Card) Card {
@@ -242,17 +247,6 @@ func normalize(c Card) Card {
 		c.Confirmation = unsetConfirmation(c)
 	}
 	return c
-}
-
-// defaultConfirmation is agentrunner.DefaultConfirmation, e.g.
-// `Run delete_file({"path":"temp.txt"})?`, made only as long as a card can
-// show: long arguments are cut, never compacted whole.
-func defaultConfirmation(tool string, args json.RawMessage) string {
-	text, whole := compactStart(args, maxSectionText)
-	if !whole {
-		return "Run " + tool + "(" + text + "…"
-	}
-	return "Run " + tool + "(" + text + ")?"
 }
 
 // stateLabel is the emoji and word that say where the card stands, first
@@ -589,7 +583,7 @@ func viewArgsButton(c Card) *slack.ButtonBlockElement {
 // l.argsLimit characters. When they do not fit, a note says how much is
 // shown and, if viewButton, a View all arguments button opens ArgsModal.
 func (l *cardLayout) argsBlocks(label string, args preview, blockID string, viewButton bool) []slack.Block {
-	code := codeSection(label, args, 0, l.argsLimit)
+	code := codeSectionEnds(label, args, l.argsLimit)
 	var accessory *slack.Accessory
 	if code.truncated() && viewButton {
 		accessory = slack.NewAccessory(viewArgsButton(l.c))
@@ -597,6 +591,10 @@ func (l *cardLayout) argsBlocks(label string, args preview, blockID string, view
 	section := slack.NewSectionBlock(mrkdwn(code.text), nil, accessory)
 	section.BlockID = blockID
 	blocks := []slack.Block{section}
+	if code.end != "" {
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.gapNote())),
+			slack.NewSectionBlock(mrkdwn(code.end), nil, nil))
+	}
 	if code.truncated() {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.note(viewButton))))
 	}

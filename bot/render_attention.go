@@ -51,6 +51,17 @@ func inlineCode(s string, max int) string {
 	return "`" + fit(strings.ReplaceAll(s, "`", "ˋ"), max, "…", escapeRune) + "`"
 }
 
+// inlineCodeEnds is inlineCode for text that may hide a command's end
+// (see fitEnds).
+func inlineCodeEnds(s string, max int) string {
+	return "`" + fitEnds(s, max, linePiece(func(r rune) string {
+		if r == '`' {
+			return "ˋ"
+		}
+		return escapeRune(r)
+	})) + "`"
+}
+
 // Slack's limits on a confirm dialog (composition objects: confirmation
 // dialog object).
 const (
@@ -63,7 +74,7 @@ const (
 // line) as the body, and "Approve" / "Cancel".
 func confirmDialog(c Card) *slack.ConfirmationBlockObject {
 	title := fitPlain("Approve "+oneLine(c.ToolLabel)+"?", maxConfirmTitle)
-	text := fitPlain(oneLine(c.Confirmation), maxConfirmText)
+	text := fitEnds(c.Confirmation, maxConfirmText, linePiece(escapeRune))
 	d := slack.NewConfirmationBlockObject(plain(title, false), plain(text, false), plain("Approve", false), plain("Cancel", false))
 	d.Style = slack.StylePrimary
 	return d

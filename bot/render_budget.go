@@ -57,9 +57,9 @@ type cardLayout struct {
 
 func newCardLayout(c Card) *cardLayout {
 	l := &cardLayout{c: c, version: cardVersion(c), caps: fullCaps, argsLimit: maxSectionText}
-	l.args = prettyJSON(c.Args, maxSectionText)
+	l.args = prettyJSONEnds(c.Args, maxSectionText, maxSectionText/3)
 	if l.edited() {
-		l.override = prettyJSON(c.OverrideArgs, maxSectionText)
+		l.override = prettyJSONEnds(c.OverrideArgs, maxSectionText, maxSectionText/3)
 	}
 	if len(bytes.TrimSpace(c.Answer)) > 0 {
 		if err := json.Unmarshal(c.Answer, &l.answerText); err == nil {
@@ -121,7 +121,7 @@ func MinimalApprovalBlocks(c Card) []slack.Block {
 	blocks := []slack.Block{slack.NewHeaderBlock(plain(headerText(c), true))}
 	pending := c.State == approval.CallPending
 	if pending {
-		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain(c.Confirmation, 500), false), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(plain(fitEnds(c.Confirmation, 500, plainPiece), false), nil, nil))
 	} else {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(fitJoin([]string{outcomeLine(c)}, "", 1000)), nil, nil))
 	}

@@ -13,6 +13,9 @@ import (
 type preview struct {
 	prefix string // at most the limit it was made with, in characters
 	total  int    // characters of the whole text
+	// suffix, when asked for (prettyJSONEnds) and the text is longer
+	// than prefix, is its end, which may overlap prefix.
+	suffix string
 }
 
 func (p preview) whole() bool { return utf8.RuneCountInString(p.prefix) == p.total }
@@ -28,6 +31,13 @@ func (p preview) whole() bool { return utf8.RuneCountInString(p.prefix) == p.tot
 // only counted.
 func prettyJSON(raw json.RawMessage, limit int) preview {
 	return newJSONText(raw).preview("  ", limit, false)
+}
+
+// prettyJSONEnds is prettyJSON that also keeps the last tail characters
+// of a text longer than limit, reading raw a second time: a long call is
+// shown by its start and its end (see render_ends.go).
+func prettyJSONEnds(raw json.RawMessage, limit, tail int) preview {
+	return newJSONText(raw).previewEnds("  ", limit, tail)
 }
 
 // compactPreview is prettyJSON without insignificant whitespace.
@@ -78,6 +88,88 @@ func (j jsonText) preview(indent string, limit int, stop bool) preview {
 	return w.preview()
 }
 
+// previewEnds is preview (without stop) that also keeps, in suffix, the
+// last tail characters of a text longer than limit: a second pass over
+// raw counts, as the first does past limit, up to them.
+func (j jsonText) previewEnds(indent string, limit, tail int) preview {
+	p := j.preview(indent, limit, false)
+	if p.whole() || tail <= 0 {
+		return p
+	}
+	from := max(p.total-tail, 1)
+	w := &textSink{from: from}
+	if !j.json || !indentJSON(w, j.raw, indent) {
+		w = &textSink{from: from}
+		w.reveal(j.raw, true)
+	}
+	p.suffix = w.b.String()
+	return p
+}
+
+// compactEnds is the compact JSON of raw in about limit characters: all
+// of it, or its start and its end around endsGap (the end of a long call
+// is where an appended command hides). whole reports that it is all. It
+// reads raw from its start and from its end no further than it needs.
+func compactEnds(raw json.RawMessage, limit int) (text string, whole bool) {
+	text, whole = compactStart(raw, limit)
+	if whole {
+		return text, true
+	}
+	tail := limit / 3
+	end := compactTail(newJSONText(raw).raw, tail) // arguments given as a string too
+	return clip(text, limit-tail-textLen(endsGap)) + endsGap + end, false
+}
+
+// compactTail is the end of compactPreview(raw, …), n characters of it,
+// read from the end of raw: JSON read backwards is still unambiguous (a
+// quote is escaped when an odd number of backslashes precede it, and no
+// backslash is outside a string), so only whitespace outside strings is
+// left out and strings are revealed. Raw that is not JSON is shown as it
+// is; raw too long to read whole is compacted as if it were JSON (as
+// compactStart does).
+func compactTail(raw []byte, n int) string {
+	raw = bytes.TrimSpace(raw)
+	var rev []byte // the pieces shown, last first
+	var starts []int
+	inString := false
+	for i, shown := len(raw), 0; i > 0 && shown < n; {
+		r, size := utf8.DecodeLastRune(raw[:i])
+		i -= size
+		switch {
+		case r == '"' && !escapedAt(raw, i):
+			inString = !inString
+		case !inString && (r == ' ' || r == '\t' || r == '\n' || r == '\r'):
+			continue
+		}
+		starts = append(starts, len(rev))
+		if invisible(r) {
+			rev = append(rev, escapeCode(r)...)
+			shown += len(`\u0000`)
+		} else {
+			rev = utf8.AppendRune(rev, r)
+			shown++
+		}
+	}
+	out := make([]byte, 0, len(rev))
+	for k := len(starts) - 1; k >= 0; k-- {
+		end := len(rev)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		out = append(out, rev[starts[k]:end]...)
+	}
+	return string(out)
+}
+
+// escapedAt reports whether raw[i] follows an odd number of backslashes.
+func escapedAt(raw []byte, i int) bool {
+	n := 0
+	for i-n-1 >= 0 && raw[i-n-1] == '\\' {
+		n++
+	}
+	return n%2 == 1
+}
+
 // compactStart is the start of compactPreview(raw, limit).prefix, made
 // without reading raw further than it needs: whole reports that raw was
 // shown entirely. Raw too long to show whole is not checked to be JSON
@@ -99,9 +191,15 @@ type textSink struct {
 	limit int
 	stop  bool
 	n     int // characters written, kept or not
+	// from, when above 0, keeps the characters from that one on as well
+	// (previewEnds); a revealed character that starts before it is not.
+	from int
 }
 
 func (w *textSink) done() bool { return w.stop && w.n >= w.limit }
+
+// keeps reports whether the character written next is kept.
+func (w *textSink) keeps() bool { return w.n < w.limit || (w.from > 0 && w.n >= w.from) }
 
 func (w *textSink) preview() preview {
 	if w.done() {
@@ -112,7 +210,7 @@ func (w *textSink) preview() preview {
 }
 
 func (w *textSink) byte(c byte) {
-	if w.n < w.limit {
+	if w.keeps() {
 		w.b.WriteByte(c)
 	}
 	w.n++
@@ -120,19 +218,29 @@ func (w *textSink) byte(c byte) {
 
 // repeat writes s (ASCII) n times.
 func (w *textSink) repeat(s string, n int) {
-	for ; n > 0 && w.n < w.limit; n-- {
-		w.b.WriteString(s)
-		w.n += len(s)
+	if w.n >= w.limit && (w.from == 0 || w.n+n*len(s) <= w.from) {
+		w.n += n * len(s) // none of it is kept
+		return
 	}
-	w.n += n * len(s)
+	for ; n > 0; n-- {
+		for i := 0; i < len(s); i++ {
+			w.byte(s[i])
+		}
+	}
 }
 
 // reveal writes s with invisible characters and invalid UTF-8 revealed,
-// as reveal does; line breaks and tabs are kept when keepBreaks. Past the
-// limit it only counts, allocating nothing.
+// as reveal does; line breaks and tabs are kept when keepBreaks. What it
+// does not keep it only counts, allocating nothing.
 func (w *textSink) reveal(s []byte, keepBreaks bool) {
+	if w.n >= w.limit {
+		if n := revealedLen(s, keepBreaks); w.from == 0 || w.n+n <= w.from {
+			w.n += n
+			return
+		}
+	}
 	for len(s) > 0 {
-		if w.n >= w.limit {
+		if w.n >= w.limit && w.from == 0 {
 			w.n += revealedLen(s, keepBreaks)
 			return
 		}
@@ -146,7 +254,7 @@ func (w *textSink) reveal(s []byte, keepBreaks bool) {
 		s = s[size:]
 		hidden := invisible(r) && !((r == '\n' || r == '\t') && keepBreaks)
 		switch {
-		case w.n >= w.limit:
+		case !w.keeps():
 		case hidden:
 			writeEscape(&w.b, r)
 		default:

@@ -121,8 +121,8 @@ func TestDefaultConfirmationMatchesAgentrunner(t *testing.T) {
 		}
 	}
 	long := defaultConfirmation("t", bigArgs(1<<20))
-	if n := utf8.RuneCountInString(long); n > maxSectionText+10 || !strings.HasSuffix(long, "…") {
-		t.Errorf("confirmation for 1 MiB of arguments is %d characters ending %q, want it cut to a section", n, long[len(long)-10:])
+	if n := utf8.RuneCountInString(long); n > maxSectionText+10 || !strings.Contains(long, endsGap) || !strings.HasSuffix(long, "}]})?") {
+		t.Errorf("confirmation for 1 MiB of arguments is %d characters ending %q, want it cut in its middle to a section", n, long[len(long)-10:])
 	}
 }
 

@@ -26,11 +26,20 @@ func unsetConfirmation(c Card) string {
 	return defaultConfirmation(c.ToolLabel, c.Args)
 }
 
+// defaultConfirmation is agentrunner.DefaultConfirmation, e.g.
+// `Run delete_file({"path":"temp.txt"})?`, made only as long as a card can
+// show: long arguments show their start and their end, never compacted
+// whole.
+func defaultConfirmation(tool string, args json.RawMessage) string {
+	text, _ := compactEnds(args, maxSectionText)
+	return "Run " + tool + "(" + text + ")?"
+}
+
 // promptConfirmation is the text a card shows for a coding agent's
 // permission prompt (approval.MetaPermissionPrompt): what the tool will do
 // first — "Claude Code wants to run `Bash`: `rm -rf build/`" — then the
-// rest of its input, compact and cut short (the arguments block below
-// shows it all).
+// rest of its input, compact and cut short in its middle (the arguments
+// block below shows it all).
 func promptConfirmation(agent, tool string, args json.RawMessage) string {
 	var input map[string]json.RawMessage
 	_ = json.Unmarshal(args, &input) // not an object: no lead, the rest shows it
@@ -45,10 +54,8 @@ func promptConfirmation(agent, tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString(agent + " wants to run `" + tool + "`")
 	if lead != "" {
-		b.WriteString(": `" + clip(lead, maxPromptLead) + "`")
-		if len([]rune(lead)) > maxPromptLead {
-			b.WriteString("…")
-		}
+		// Its end shows however long or padded it is (see fitEnds).
+		b.WriteString(": `" + fitEnds(lead, maxPromptLead, asIs) + "`")
 	}
 	rest := args
 	if leadKey != "" {
@@ -61,10 +68,7 @@ func promptConfirmation(agent, tool string, args json.RawMessage) string {
 	if len(bytes.TrimSpace(rest)) == 0 || string(bytes.TrimSpace(rest)) == "{}" {
 		return b.String()
 	}
-	text, whole := compactStart(rest, maxPromptRest)
-	if !whole {
-		text += "…"
-	}
+	text, _ := compactEnds(rest, maxPromptRest)
 	b.WriteString(", with " + text)
 	return b.String()
 }

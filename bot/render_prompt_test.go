@@ -21,7 +21,8 @@ func TestPromptConfirmation(t *testing.T) {
 		{"mcp tool has no lead", "mcp__github__create_issue", `{"owner":"acme","title":"Broken"}`,
 			"Claude Code wants to run `mcp__github__create_issue`, with {\"owner\":\"acme\",\"title\":\"Broken\"}"},
 		{"empty input", "ExitPlanMode", `{}`, "Claude Code wants to run `ExitPlanMode`"},
-		{"long command cut", "Bash", `{"command":"` + long + `"}`, "Claude Code wants to run `Bash`: `" + long[:maxPromptLead] + "`…"},
+		{"long command cut in its middle", "Bash", `{"command":"` + long + `"}`,
+			"Claude Code wants to run `Bash`: `" + long[:maxPromptLead/2-textLen(endsGap)] + endsGap + long[:maxPromptLead/2] + "`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -157,6 +157,11 @@ func goldenCards() map[string]Card {
 		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
 		c.Outcome = &approval.Outcome{Status: OutcomeFailed, Summary: "permission denied: temp.txt"}
 	})
+	// A command padded with 4,000 spaces before what it really does,
+	// asked for by approval_prompt and by a hook (render_ends_test.go).
+	padded := paddedCards(strings.Repeat(" ", 4000))
+	cards["pending_permission_prompt_padded"] = padded["approval_prompt"]
+	cards["pending_hook_padded"] = padded["hook"]
 	add("truncated_args", func(c *Card) {
 		c.Args = bigArgs(10_000)
 		c.Confirmation = "Run import_rows with 10 KB of rows?"
@@ -224,7 +229,7 @@ func TestApprovalBlocksAtAGlance(t *testing.T) {
 		{"tool_ran", "✅ Approved: delete_file", nil, []string{"🟢 The tool ran: Deleted temp.txt (2 KB)."}},
 		{"tool_failed", "✅ Approved: delete_file", nil, []string{"🔴 The tool failed: permission denied: temp.txt"}},
 		{"truncated_args", "⏳ Approval needed: import_rows", []string{"view_args", "approve", "deny"},
-			[]string{"Showing 2,", "Use *View all arguments* to see the rest."}},
+			[]string{"Showing the first 1,", "and the last ", "characters not shown", "Use *View all arguments* to see the rest."}},
 	}
 	cards := goldenCards()
 	for _, tt := range tests {

@@ -17,13 +17,20 @@ type codeBlock struct {
 	shown int    // characters of the content shown, counted from its start
 	total int    // characters of the whole content
 	rest  string // what did not fit of the preview's prefix, for the next chunk
+	// end, when the content's end is shown too (codeSectionEnds), is its
+	// code block, and tail how many characters of the content it shows.
+	end  string
+	tail int
 }
 
-func (c codeBlock) truncated() bool { return c.shown < c.total }
+func (c codeBlock) truncated() bool { return c.shown+c.tail < c.total }
 
 // note says how much of the content is shown.
 func (c codeBlock) note(viewButton bool) string {
 	s := fmt.Sprintf("Showing %s of %s characters.", thousands(c.shown), thousands(c.total))
+	if c.tail > 0 {
+		s = fmt.Sprintf("Showing the first %s and the last %s of %s characters.", thousands(c.shown), thousands(c.tail), thousands(c.total))
+	}
 	if viewButton {
 		s += " Use *View all arguments* to see the rest."
 	}
@@ -35,7 +42,6 @@ func (c codeBlock) note(viewButton bool) string {
 // near) if it does not fit. skip is how many characters of the content
 // earlier chunks showed.
 func codeSection(label string, p preview, skip, max int) codeBlock {
-	const fenceOpen, fenceClose = "```\n", "\n```"
 	head := fenceOpen
 	if label != "" {
 		head = label + "\n" + fenceOpen

@@ -102,6 +102,9 @@ func openEmbedded(ctx context.Context) (redis.UniversalClient, func() error, err
 // newClient returns a client of redisURL (not yet connected) and a
 // description of where it connects, safe to log.
 func newClient(redisURL string) (redis.UniversalClient, string, error) {
+	if err := checkDelimiters(redisURL); err != nil {
+		return nil, "", fmt.Errorf("parse REDIS_URL: %w", err)
+	}
 	u, err := url.Parse(redisURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("parse REDIS_URL: %w", urlCause(err))
@@ -229,6 +232,11 @@ func parseSentinelURL(u *url.URL) (*redis.FailoverOptions, error) {
 	rewritten := url.URL{Scheme: scheme, Host: hosts[0], Path: "/" + db, RawQuery: q.Encode()}
 	opt, err := redis.ParseFailoverURL(rewritten.String())
 	if err != nil {
+		if u.Query().Has("sentinel_password") {
+			// An & in the password splits it into options, which
+			// go-redis's error would name and quote.
+			return nil, errors.New("its options do not parse (write an & in sentinel_password as %26)")
+		}
 		return nil, urlCause(err)
 	}
 	opt.SentinelUsername, opt.SentinelPassword = sentinelUser, sentinelPass
@@ -243,6 +251,35 @@ func parseSentinelURL(u *url.URL) (*redis.FailoverOptions, error) {
 		opt.TLSConfig.ServerName = ""
 	}
 	return opt, nil
+}
+
+// checkDelimiters refuses, quoting nothing of it, a REDIS_URL whose
+// credentials would not stay in its userinfo. net/url ends the host at
+// the first / or ? and the URL at #, so a password (or sentinel_password)
+// holding one of them spills into the host, path, query or fragment:
+// the errors of net/url and go-redis quote those parts, and go-redis would
+// dial a host made of the password. An @ past the host is what such a
+// spill leaves, so it is refused, as is a % in the userinfo that starts no
+// escape (net/url's error quotes the escape). What remains of the URL
+// before the last @ of its host is the userinfo, and no error quotes it.
+func checkDelimiters(redisURL string) error {
+	_, rest, ok := strings.Cut(redisURL, "://")
+	switch {
+	case !ok:
+		return errors.New("it does not start with scheme://")
+	case strings.Contains(rest, "#"):
+		return errors.New("it holds a #, which ends a URL: write a # in a user name or password as %23")
+	}
+	if end := strings.IndexAny(rest, "/?"); end >= 0 && strings.Contains(rest[end:], "@") {
+		return errors.New("it holds an @ after its host, as when a user name or password holds a / or a ?: " +
+			"write / ? @ in user names and passwords (sentinel_password too) as %2F %3F %40")
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if _, err := url.PathUnescape(rest[:at]); err != nil {
+			return errors.New("its user name or password holds a % that starts no escape: write it as %25")
+		}
+	}
+	return nil
 }
 
 // urlCause strips what net/url puts in its errors: the whole URL, which

@@ -2,9 +2,16 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -75,4 +82,110 @@ func TestOpenSentinelWithPasswords(t *testing.T) {
 	if _, _, err := store.Open(ctx, wrong); err == nil || strings.Contains(err.Error(), "wrong-pass") {
 		t.Errorf("open with a wrong sentinel password: %v, want an error without the password", err)
 	}
+}
+
+// No error of CheckURL or Open repeats any part of a password, whatever
+// it holds: a /, ? or # in it makes net/url end the host early and put
+// the rest of the password in the host, path or fragment, where the
+// errors of net/url and go-redis quote it; a bad % escape is quoted by
+// net/url's own error. Every three characters of the password are
+// looked for, so a piece of it is caught as well as all of it.
+func TestURLErrorsNeverRepeatThePassword(t *testing.T) {
+	passwords := []string{
+		"QXZK7/JQ9ZX", "1979/QXZKJ", "QXZK7?JQ9ZX", "1979?QXZKJ", "QXZK7#JQ9ZX", "1979#QXZKJ",
+		"QXZK7@JQ9ZX", "QX@1979/ZKJ", "QXZK7%ZQJ9X", "QXZK7%2FJQ9", "%QXZK7", "QXZK7%", "QXZK7:JQ9ZX",
+		"QX/?#@%ZKJ", "QX7 ZKJ9Q", "QX7,ZK:9/Q@J", "QX7&ZKJ=9",
+	}
+	forms := []string{
+		"redis://localhost:%s@127.0.0.1:1/0",
+		"rediss://localhost:%s@127.0.0.1:1/0",
+		"redis://localhost:%s@127.0.0.1:x/0",
+		"redis://localhost:%s@127.0.0.1:1/zero",
+		"redis+sentinel://localhost:%s@127.0.0.1:1,127.0.0.1:2/mymaster/0",
+		"redis+sentinel://localhost:%s@127.0.0.1:1/mymaster/zero",
+		"rediss+sentinel://127.0.0.1:1/mymaster?sentinel_password=%s",
+		"redis+cluster://localhost:%s@127.0.0.1:1,127.0.0.1:2",
+		"redis+cluster://localhost:%s@127.0.0.1:1/0",
+	}
+	logs := captureRedisLogs(t)
+	t.Run("urls", func(t *testing.T) {
+		for _, form := range forms {
+			for _, pw := range passwords {
+				u := fmt.Sprintf(form, pw)
+				t.Run(u, func(t *testing.T) {
+					t.Parallel()
+					err := store.CheckURL(u)
+					if err == nil {
+						// Open adds the address it could not reach (a
+						// Sentinel client retries until the deadline).
+						ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+						defer cancel()
+						var closeRDB func() error
+						if _, closeRDB, err = store.Open(ctx, u); err == nil {
+							_ = closeRDB()
+							t.Fatal("Open connected, want an error")
+						}
+					}
+					if piece, ok := repeats(err.Error(), pw); ok {
+						t.Errorf("the error repeats %q of the password:\n%v", piece, err)
+					}
+				})
+			}
+		}
+	})
+	// What go-redis logged while dialling (the address it dialled).
+	for _, pw := range passwords {
+		if piece, ok := repeats(logs.String(), pw); ok {
+			t.Errorf("go-redis logged %q of the password %q", piece, pw)
+		}
+	}
+}
+
+// redisLogs collects what go-redis logs.
+type redisLogs struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *redisLogs) Printf(_ context.Context, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.buf, format+"\n", v...)
+}
+
+func (l *redisLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// captureRedisLogs sends go-redis's log to the returned collector until
+// the test ends, then to stderr again.
+func captureRedisLogs(t *testing.T) *redisLogs {
+	t.Helper()
+	logs := &redisLogs{}
+	redis.SetLogger(logs)
+	t.Cleanup(func() { redis.SetLogger(stderrLogger{log.New(os.Stderr, "redis: ", log.LstdFlags)}) })
+	return logs
+}
+
+// stderrLogger is go-redis's default log, restored after captureRedisLogs.
+type stderrLogger struct{ l *log.Logger }
+
+func (s stderrLogger) Printf(_ context.Context, format string, v ...any) { s.l.Printf(format, v...) }
+
+// repeats reports a piece of password (three characters or all of it,
+// as written or escaped) that msg holds.
+func repeats(msg, password string) (string, bool) {
+	for _, whole := range []string{password, url.QueryEscape(password), url.PathEscape(password), url.UserPassword("u", password).String()} {
+		if strings.Contains(msg, whole) {
+			return whole, true
+		}
+	}
+	for i := 0; i+3 <= len(password); i++ {
+		if strings.Contains(msg, password[i:i+3]) {
+			return password[i : i+3], true
+		}
+	}
+	return "", false
 }

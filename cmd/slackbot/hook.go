@@ -24,7 +24,10 @@ import (
 // "non-blocking error" that lets the normal permission flow go on (Claude
 // Code, https://code.claude.com/docs/en/hooks "Other exit codes"; Codex,
 // https://developers.openai.com/codex/hooks: a failed PermissionRequest
-// hook falls back to Codex's own approval prompt).
+// hook falls back to Codex's own approval prompt). When it has no JSON to
+// give (no agent it knows, or stdout cannot be written) it exits 2 with
+// the reason on stderr: exit 2 is the one status Claude Code reads as
+// "block the call", and 1 would let it go on.
 
 // Limits of the hook.
 const (
@@ -46,11 +49,11 @@ at most --timeout, and prints the agent's hook decision JSON`
 // hookCommand runs `slackbot hook AGENT [flags]`; args start after "hook".
 func hookCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New(hookUsage)
+		return hookBlock(errors.New(hookUsage))
 	}
 	agent, ok := hookAgents[args[0]]
 	if !ok {
-		return fmt.Errorf("hook: unknown agent %q (want claude-code or codex)\n%s", args[0], hookUsage)
+		return hookBlock(fmt.Errorf("hook: unknown agent %q (want claude-code or codex)\n%s", args[0], hookUsage))
 	}
 	d := decideHook(ctx, agent, args[1:], getenv, stdin)
 	if !d.allow {
@@ -58,7 +61,16 @@ func hookCommand(ctx context.Context, args []string, getenv func(string) string,
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false) // the agents show the reason as text
-	return enc.Encode(agent.output(d))
+	if err := enc.Encode(agent.output(d)); err != nil {
+		return hookBlock(fmt.Errorf("hook: write the decision: %w", err))
+	}
+	return nil
+}
+
+// hookBlock is the error of a hook that has no decision to print: it
+// exits 2, which blocks the call (see the file comment).
+func hookBlock(err error) error {
+	return &exitError{code: 2, err: err}
 }
 
 // decideHook is the hook's decision for agent, given the command's flags

@@ -8,10 +8,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -117,10 +120,74 @@ func TestHookRefusesBadInput(t *testing.T) {
 	}
 
 	// An agent the hook does not know gets no JSON it might misread:
-	// the usage, and a non-zero exit.
+	// the usage, and a non-zero exit (TestHookWithoutAgentExits2).
 	r := <-startHook(t.Context(), bash, vars, "cursor")
 	if r.err == nil || r.stdout != "" || !strings.Contains(r.err.Error(), "claude-code or codex") {
 		t.Errorf("hook cursor: got %v, stdout %q; want the usage and no output", r.err, r.stdout)
+	}
+}
+
+// TestHookWithoutAgentExits2: a hook command that names no agent it
+// knows (none, another, a flag in its place) cannot answer in any
+// agent's format, so it exits 2, which Claude Code (and Gemini CLI) read
+// as "block this call", with the reason on stderr; never 1, which lets
+// the call go on. Run as the built program, for the real exit status.
+func TestHookWithoutAgentExits2(t *testing.T) {
+	bin := slackbotBinary(t)
+	api, hits := fakeAPI(t, http.StatusCreated, `{"token":"tok","status":"pending"}`)
+	bash := hookInput(t, "claude-code/bash.json")
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // on stderr
+	}{
+		{"no agent", nil, "usage: slackbot hook claude-code|codex"},
+		{"an unknown agent", []string{"cursor"}, `unknown agent "cursor"`},
+		{"an agent's name in another case", []string{"Claude-Code"}, `unknown agent "Claude-Code"`},
+		{"a flag before the agent", []string{"--timeout", "1m", "claude-code"}, `unknown agent "--timeout"`},
+		{"a bad flag and no agent", []string{"--timout=1m"}, `unknown agent "--timout=1m"`},
+		{"help", []string{"--help"}, "usage: slackbot hook claude-code|codex"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.CommandContext(t.Context(), bin, append([]string{"hook"}, tt.args...)...)
+			cmd.Env = []string{"SLACKBOT_URL=" + api.URL, "SLACKBOT_API_KEY=" + keyBilling}
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(bash), &stdout, &stderr
+			err := cmd.Run()
+			if exit, ok := errors.AsType[*exec.ExitError](err); !ok || exit.ExitCode() != 2 {
+				t.Errorf("slackbot hook %s: %v, want exit status 2", strings.Join(tt.args, " "), err)
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing an agent might read as a decision", stdout.String())
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("slackbot got %d requests from hooks that name no agent, want none", n)
+	}
+}
+
+// TestHookExits2WhenItCannotAnswer: a hook whose decision cannot be
+// written (stdout is a full disk) exits 2 with the reason on stderr.
+func TestHookExits2WhenItCannotAnswer(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), slackbotBinary(t), "hook", "claude-code")
+	cmd.Env = []string{"SLACKBOT_URL=http://" + closedPort(t), "SLACKBOT_API_KEY=" + keyBilling}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(hookInput(t, "claude-code/bash.json")), full, &stderr
+	err = cmd.Run()
+	if exit, ok := errors.AsType[*exec.ExitError](err); !ok || exit.ExitCode() != 2 {
+		t.Errorf("slackbot hook with stdout on /dev/full: %v, want exit status 2", err)
+	}
+	if want := "write the decision"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
 	}
 }
 

@@ -30,8 +30,27 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "slackbot:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitError is an error of run that ends the process with its own exit
+// status rather than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode is the exit status for run's error err: an exitError's code,
+// else 1.
+func exitCode(err error) int {
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		return ee.code
+	}
+	return 1
 }
 
 const usage = `usage:

@@ -40,8 +40,29 @@ import (
 // tracerName is the instrumentation scope of slackbot's own spans.
 const tracerName = "github.com/slackapprove/slackbot"
 
-// w3c is the propagation slackbot speaks: W3C tracecontext and baggage.
-var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+// w3c is the propagation slackbot speaks: W3C trace context, of which it
+// sends on only traceparent.
+var w3c propagation.TextMapPropagator = traceParentOnly{}
+
+// traceParentOnly continues a caller's W3C trace (its traceparent, and its
+// tracestate into the span context) and passes on only traceparent. A
+// client's baggage (whatever key=value pairs it attaches: user ids,
+// tenants, tokens) and its tracestate (its tracing vendors' data) are its
+// own, and must not reach Slack, upstream servers or callback receivers
+// through slackbot; baggage is not even read, as nothing here uses it.
+type traceParentOnly struct{ propagation.TraceContext }
+
+// Inject sets carrier's traceparent from ctx's span, and nothing else.
+func (p traceParentOnly) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
+	m := propagation.MapCarrier{}
+	p.TraceContext.Inject(ctx, m)
+	if tp := m.Get("traceparent"); tp != "" {
+		carrier.Set("traceparent", tp)
+	}
+}
+
+// Fields is the one header Inject sets.
+func (traceParentOnly) Fields() []string { return []string{"traceparent"} }
 
 // traceHandler wraps h, the whole HTTP handler, in a server span per
 // request, named by the route's pattern. A path is never recorded: paths

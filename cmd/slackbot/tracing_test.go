@@ -1,9 +1,12 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,4 +253,106 @@ func TestTraceOfACallback(t *testing.T) {
 	}
 	callback := got.wait("of the callback under the answer's", childOf(answer, "callback"))
 	got.wait("of the callback's POST under it", childOf(callback, "callback POST"))
+}
+
+// A client's trace context continues through slackbot, but only its
+// traceparent goes on: the W3C baggage it sent (anything a client puts
+// there: user ids, tenants, tokens) and its tracestate reach neither
+// Slack nor the client's callback URL. The client sends them with the
+// request (whose card is posted in its trace) and with its answer to the
+// request's external call (whose callback follows in its trace).
+func TestTracingForwardsOnlyTraceparent(t *testing.T) {
+	tp, _ := newTracer(t)
+	var mu sync.Mutex
+	var slackHeaders []http.Header
+	record := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			slackHeaders = append(slackHeaders, r.Header.Clone())
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	}
+	e := newEnv(t, envOptions{routes: apitest.Routes, apiKeys: apitest.Keys, wallClock: true, tracer: tp, slackMiddleware: record})
+	callbacks := make(chan http.Header, 1)
+	receiver := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case callbacks <- r.Header.Clone():
+		default:
+		}
+	}))
+	t.Cleanup(receiver.Close)
+
+	const (
+		clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+		baggage     = "user.id=carol%40example.com,tenant=acme-secret-tenant"
+		tracestate  = "vendor=acme-secret-state"
+	)
+	send := func(method, path, body string) []byte {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, e.srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+keyBilling)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", "00-"+clientTrace+"-00f067aa0ba902b7-01")
+		req.Header.Set("tracestate", tracestate)
+		req.Header.Set("baggage", baggage)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s %s: got %d %s", method, path, resp.StatusCode, b)
+		}
+		return b
+	}
+	a := decodeRequest(t, send(http.MethodPost, "/v1/approvals",
+		`{"calls":[{"tool_name":"fetch_report","args":{"id":"r1"},"tool_call_id":"call_1"}],"callback_url":"`+receiver.URL+`/cb"}`))
+	e.apiCard(a.Token, "call_1")
+	send(http.MethodPost, "/v1/approvals/"+a.Token+"/results", `{"calls":{"call_1":{"rows":3}}}`)
+
+	var callback http.Header
+	select {
+	case callback = <-callbacks:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no callback arrived")
+	}
+	// leaks lists the headers of h that carry the client's baggage or
+	// tracestate.
+	leaks := func(h http.Header) string {
+		var found []string
+		for name, values := range h {
+			for _, v := range values {
+				if strings.EqualFold(name, "baggage") || strings.Contains(v, "acme-secret") {
+					found = append(found, name+": "+v)
+				}
+			}
+		}
+		slices.Sort(found)
+		return strings.Join(found, "; ")
+	}
+	if !strings.Contains(callback.Get("traceparent"), clientTrace) {
+		t.Errorf("the callback's traceparent %q is not in the client's trace %s", callback.Get("traceparent"), clientTrace)
+	}
+	if l := leaks(callback); l != "" {
+		t.Errorf("the callback carries the client's %s", l)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	inTrace := 0
+	for _, h := range slackHeaders {
+		if strings.Contains(h.Get("traceparent"), clientTrace) {
+			inTrace++
+		}
+		if l := leaks(h); l != "" {
+			t.Errorf("a Slack call carries the client's %s", l)
+		}
+	}
+	if inTrace == 0 {
+		t.Errorf("none of %d Slack calls is in the client's trace %s", len(slackHeaders), clientTrace)
+	}
 }
