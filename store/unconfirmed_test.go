@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -315,6 +316,12 @@ func TestUnconfirmedDecisionLostInFailover(t *testing.T) {
 
 	// The old primary comes back as the new one's replica; a click decides.
 	old.Restart(t)
+	// Sentinel would make it a replica too, in its own time: on a loaded
+	// host that can take longer than the test's patience, so say it here.
+	host, port, _ := net.SplitHostPort(replica.Addr())
+	if err := old.Client(t).ReplicaOf(ctx, host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
 	rdb := replica.Client(t)
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		if n, err := rdb.Do(ctx, "WAIT", 1, 100).Int(); err == nil && n == 1 {
