@@ -46,7 +46,7 @@ func argsSchemaTool(name string, md map[string]any) (tool *agentrunner.Tool, ok 
 		return nil, true, Errorf(EINVALID, "%s: %v", ArgsSchemaKey, err)
 	case len(schema) > maxArgsSchemaBytes:
 		return nil, true, Errorf(EINVALID, "%s is longer than %d bytes", ArgsSchemaKey, maxArgsSchemaBytes)
-	case agentrunner.CheckArgsDepth(schema) != nil:
+	case agentrunner.CheckArgs(schema) != nil:
 		return nil, true, Errorf(EINVALID, "%s is nested deeper than %d levels", ArgsSchemaKey, agentrunner.MaxArgsDepth)
 	}
 	tool, err = agentrunner.NewRawTool(name, "", schema, nil)

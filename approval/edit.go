@@ -32,7 +32,7 @@ func (s *Service) CheckEdit(ctx context.Context, r *Request, c *Call, edited jso
 		return nil, Errorf(EINVALID, "This is not valid JSON.")
 	case len(args) == 0 || args[0] != '{':
 		return nil, Errorf(EINVALID, "The arguments must be a JSON object.")
-	case agentrunner.CheckArgsDepth(args) != nil:
+	case agentrunner.CheckArgs(args) != nil:
 		return nil, Errorf(EINVALID, "The arguments are nested deeper than %d levels of objects and arrays.", agentrunner.MaxArgsDepth)
 	}
 	call, _ := r.Requests.Call(c.ID)

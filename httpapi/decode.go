@@ -128,7 +128,7 @@ func decodeCreate(body []byte, allowPrivate bool) (*createRequest, error) {
 			return nil, invalid("%s: tool_name is longer than %d bytes", where, maxToolName)
 		}
 		seen[c.ToolCallID] = true
-		if err := agentrunner.CheckArgsDepth(c.Args); err != nil {
+		if err := agentrunner.CheckArgs(c.Args); err != nil {
 			return nil, invalid("%s: args are nested deeper than %d levels", where, agentrunner.MaxArgsDepth)
 		}
 		if _, err := c.ArgsObject(); err != nil {

@@ -102,7 +102,7 @@ func (h *Handler) handlePrompt(ctx context.Context, req *mcp.CallToolRequest) (*
 // tool_use_id.
 func parsePrompt(args json.RawMessage) (promptInput, error) {
 	var in promptInput
-	if err := agentrunner.CheckArgsDepth(args); err != nil {
+	if err := agentrunner.CheckArgs(args); err != nil {
 		return in, err
 	}
 	if err := json.Unmarshal(args, &in); err != nil {

@@ -35,7 +35,7 @@ type OfferedTool struct {
 // error (an *agentrunner.ArgsError) lists every problem. Arguments nested
 // deeper than agentrunner.MaxArgsDepth are refused.
 func (o *OfferedTool) ValidateArgs(args json.RawMessage) (json.RawMessage, error) {
-	if err := agentrunner.CheckArgsDepth(args); err != nil {
+	if err := agentrunner.CheckArgs(args); err != nil {
 		return nil, &agentrunner.ArgsError{Tool: o.Tool.Name, Problems: []string{err.Error()}}
 	}
 	return o.agent.ValidateArgs(args)

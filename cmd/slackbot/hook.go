@@ -133,7 +133,7 @@ func readHookEvent(stdin io.Reader, agent *hookAgent) (*hookEvent, error) {
 	case !isJSONObject(ev.ToolInput):
 		return nil, errors.New("the hook event's tool_input is not a JSON object")
 	}
-	if err := agentrunner.CheckArgsDepth(ev.ToolInput); err != nil {
+	if err := agentrunner.CheckArgs(ev.ToolInput); err != nil {
 		return nil, fmt.Errorf("tool_input: %w", err)
 	}
 	return &ev, nil

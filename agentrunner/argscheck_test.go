@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -56,9 +57,9 @@ func TestCheckArgsDepth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := agentrunner.CheckArgsDepth(json.RawMessage(tt.args))
+			err := agentrunner.CheckArgs(json.RawMessage(tt.args))
 			if got := errors.Is(err, agentrunner.ErrArgsTooDeep); got != tt.deep {
-				t.Errorf("CheckArgsDepth: err = %v, want too deep %v", err, tt.deep)
+				t.Errorf("CheckArgs: err = %v, want too deep %v", err, tt.deep)
 			}
 			part := agentrunner.ToolCallPart{ToolName: "t", Args: json.RawMessage(tt.args), ToolCallID: "c1"}
 			if err := part.CheckArgs(); errors.Is(err, agentrunner.ErrArgsTooDeep) != tt.deep || (tt.deep && !strings.Contains(err.Error(), "c1")) {
@@ -152,5 +153,116 @@ func TestAskHandlerRefusesDeepArgs(t *testing.T) {
 	res, err = h.HandleDeferred(t.Context(), &agentrunner.RunContext{}, req)
 	if err != nil || len(got) != 0 || res.Len() != 2 {
 		t.Errorf("HandleDeferred = %d answers, %v; asked %d times; want 2 refusals, nothing asked", res.Len(), err, len(got))
+	}
+}
+
+// CheckArgs refuses arguments that two parsers would read as two calls,
+// naming where, and accepts the rest.
+func TestCheckArgsOneReading(t *testing.T) {
+	decoy := `{"repo":"scratch-decoy","note":"` + strings.Repeat("x", 3000) + `","repo":"prod-realtarget"}`
+	quoted := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	tests := []struct {
+		name string
+		args string
+		want error  // nil: accepted
+		text string // what the error says
+	}{
+		{"the decoy", decoy, agentrunner.ErrArgsDuplicateName, `duplicate member "repo" at /`},
+		{"escaped name equal to a plain one", `{"a":1,"\u0061":2}`, agentrunner.ErrArgsDuplicateName, `duplicate member "a" at /`},
+		{"escapes of one name", `{"\u00e9":1,"\u00E9":2}`, agentrunner.ErrArgsDuplicateName, `duplicate member "é" at /`},
+		{"escaped slash", `{"a/b":1,"a\/b":2}`, agentrunner.ErrArgsDuplicateName, `duplicate member "a/b" at /`},
+		{"nested in an array", `{"items":[{"a":1},{"b":1,"b":2}]}`, agentrunner.ErrArgsDuplicateName, `duplicate member "b" at /items/1`},
+		{"pointer escapes", `{"a/~b":{"x":[0,{"y":1,"y":1}]}}`, agentrunner.ErrArgsDuplicateName, `duplicate member "y" at /a~1~0b/x/1`},
+		{"many names, the repeat last", manyNames(500) + `,"k0":1}`, agentrunner.ErrArgsDuplicateName, `duplicate member "k0" at /`},
+		{"string form", quoted(`{"a":1,"a":2}`), agentrunner.ErrArgsDuplicateName, `duplicate member "a" at /`},
+		{"invalid UTF-8 in a value", "{\"a\":\"\xf0\x9f\x98\"}", agentrunner.ErrArgsNotUnicode, `string at /a is not Unicode text: invalid UTF-8`},
+		{"invalid UTF-8 in a name", "{\"\xff\":1}", agentrunner.ErrArgsNotUnicode, `member name at / is not Unicode text: invalid UTF-8`},
+		{"UTF-8 of a surrogate", "{\"a\":[\"\xed\xa0\x80\"]}", agentrunner.ErrArgsNotUnicode, `string at /a/0 is not Unicode text: invalid UTF-8`},
+		{"lone high surrogates as names", `{"\ud800":1,"\udbff":2}`, agentrunner.ErrArgsNotUnicode, `member name at / is not Unicode text: lone UTF-16 surrogate \ud800`},
+		{"lone low surrogate", `{"a":"x\udc00"}`, agentrunner.ErrArgsNotUnicode, `lone UTF-16 surrogate \udc00`},
+		{"high surrogate then no low", `{"a":"\ud83d\u0041"}`, agentrunner.ErrArgsNotUnicode, `lone UTF-16 surrogate \ud83d`},
+		{"lone surrogate in the string form itself", `"{\"a\":\"\ud800\"}"`, agentrunner.ErrArgsNotUnicode, `string at / is not Unicode text`},
+		{"integer beyond 2^53", `{"id":9007199254740993}`, agentrunner.ErrArgsInexactNumber, `number 9007199254740993 at /id is not exactly an IEEE 754 double`},
+		{"more digits than a double", `{"a":[100.0000000000000001]}`, agentrunner.ErrArgsInexactNumber, `at /a/0`},
+		{"beyond a double", `{"a":1e400}`, agentrunner.ErrArgsInexactNumber, `number 1e400 at /a`},
+		{"below a double", `{"a":-1e-400}`, agentrunner.ErrArgsInexactNumber, `at /a`},
+		{"a long number is cut short", `{"a":` + strings.Repeat("9", 1000) + `}`, agentrunner.ErrArgsInexactNumber, strings.Repeat("9", 40) + "… at /a"},
+		{"same name in sibling objects", `{"a":{"x":1},"b":{"x":1},"c":[{"x":1},{"x":1}]}`, nil, ""},
+		{"same name at two depths", `{"a":{"a":{"a":1}}}`, nil, ""},
+		{"names that differ in case", `{"id":1,"ID":2,"Id":3}`, nil, ""},
+		{"escapes that differ", `{"\u00e9":1,"e\u0301":2}`, nil, ""},
+		{"a repeated value is no repeated name", `{"a":"a","b":"a","c":["a","a"]}`, nil, ""},
+		{"names in strings", `{"a":"\"a\":1","b":"{\"a\":2}"}`, nil, ""},
+		{"paired surrogates", `{"\ud83d\ude42":"\uD83D\uDE42 🙂"}`, nil, ""},
+		{"U+FFFD itself", `{"\ufffd":"�"}`, nil, ""},
+		{"exact numbers", `{"a":[0,-0,1.5,0.1,1e2,1E-7,2.5e-300,1.7976931348623157e308,9007199254740992,123456789012345,-0.000000000001]}`, nil, ""},
+		{"many distinct names", manyNames(5000) + `}`, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := agentrunner.CheckArgs(json.RawMessage(tt.args))
+			switch {
+			case tt.want == nil && err != nil:
+				t.Errorf("CheckArgs = %v, want nil", err)
+			case tt.want != nil && !errors.Is(err, tt.want):
+				t.Errorf("CheckArgs = %v, want %v", err, tt.want)
+			case tt.want != nil && !strings.Contains(err.Error(), tt.text):
+				t.Errorf("CheckArgs = %q, want it to say %q", err, tt.text)
+			}
+			// Every reader of a call's arguments refuses them alike.
+			if _, oerr := (agentrunner.ToolCallPart{Args: json.RawMessage(tt.args)}).ArgsObject(); tt.want != nil && !errors.Is(oerr, tt.want) {
+				t.Errorf("ArgsObject = %v, want %v", oerr, tt.want)
+			}
+		})
+	}
+}
+
+// manyNames is an object's opening and n distinct members, k0 to k<n-1>.
+func manyNames(n int) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, i, i)
+	}
+	return b.String()
+}
+
+// BenchmarkCheckArgs checks 1 MiB of hostile arguments: one object of
+// short distinct names (the most names to remember), every name escaped
+// (each decoded), many small objects in an array, and long numbers.
+func BenchmarkCheckArgs(b *testing.B) {
+	const size = 1 << 20
+	build := func(member func(i int) string) json.RawMessage {
+		var s strings.Builder
+		s.WriteString("{")
+		for i := 0; s.Len() < size; i++ {
+			if i > 0 {
+				s.WriteString(",")
+			}
+			s.WriteString(member(i))
+		}
+		s.WriteString("}")
+		return json.RawMessage(s.String())
+	}
+	inputs := map[string]json.RawMessage{
+		"short_names":   build(func(i int) string { return fmt.Sprintf(`"%x":0`, i) }),
+		"escaped_names": build(func(i int) string { return fmt.Sprintf(`"\u0061%x":0`, i) }),
+		"small_objects": json.RawMessage(`{"a":[` + strings.Repeat(`{"a":1,"b":2,"c":3},`, size/20) + `{}]}`),
+		"long_numbers":  json.RawMessage(`{"a":[` + strings.Repeat(`1.2345678901234567,`, size/19) + `0]}`),
+	}
+	for name, args := range inputs {
+		if err := agentrunner.CheckArgs(args); err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(args)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = agentrunner.CheckArgs(args)
+			}
+		})
 	}
 }
