@@ -109,7 +109,8 @@ func noDecision(reason string) hookDecision {
 
 // readHookEvent reads and checks the hook event on stdin: at most
 // maxHookInput bytes, a JSON object of the agent's event with a tool name
-// and a tool_input object nested no deeper than the API accepts.
+// and a tool_input object the API accepts (agentrunner.CheckArgs: nested
+// no deeper than it allows, read one way by every parser).
 func readHookEvent(stdin io.Reader, agent *hookAgent) (*hookEvent, error) {
 	if stdin == nil {
 		return nil, errors.New("no hook event on stdin")
