@@ -43,10 +43,10 @@ func TestCheckEditRefusesArgumentsReadTwoWays(t *testing.T) {
 	for _, tool := range []string{"issue_refund", "refund_elsewhere"} {
 		call := agentrunner.ToolCallPart{ToolName: tool, Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c1"}
 		for args, want := range map[string]string{
-			`{"amount":50,"amount":50000}`:            `duplicate member "amount" at /`,
-			`{"amount":50,"\u0061mount":50000}`:       `duplicate member "amount" at /`,
-			`{"amount":50,"order_id":"\ud800"}`:       `string at /order_id is not Unicode text`,
-			`{"amount":9007199254740993}`:             `number 9007199254740993 at /amount`,
+			`{"amount":50,"amount":50000}`:           `duplicate member "amount" at /`,
+			`{"amount":50,"\u0061mount":50000}`:      `duplicate member "amount" at /`,
+			`{"amount":50,"order_id":"\ud800"}`:      `string at /order_id is not Unicode text`,
+			`{"amount":9007199254740993}`:            `number 9007199254740993 at /amount`,
 			"{\"amount\":50,\"order_id\":\"A\xff\"}": `string at /order_id is not Unicode text: invalid UTF-8`,
 		} {
 			_, err := svc.CheckEdit(t.Context(), editRequest(call), &approval.Call{ID: call.ToolCallID, Route: "refunds"}, json.RawMessage(args))

@@ -69,8 +69,8 @@ func FuzzOneReading(f *testing.F) {
 		readings := map[string]any{}
 
 		shown := prettyJSON(call.Args, math.MaxInt)
-		if !shown.whole() {
-			t.Fatalf("the card shows part of %q", args)
+		if !shown.whole() || !jsontext.Value(shown.prefix).IsValid() {
+			t.Fatalf("the card shows %q as %q: not whole, or not one reading", args, shown.prefix)
 		}
 		readings["card"] = decodeNumbers(t, "the card", []byte(shown.prefix))
 
