@@ -30,8 +30,9 @@ var (
 	// ErrArgsNotUnicode: a string holds invalid UTF-8 or a lone UTF-16
 	// surrogate escape.
 	ErrArgsNotUnicode = errors.New("not Unicode text")
-	// ErrArgsInexactNumber: a number is not exactly an IEEE 754 double.
-	ErrArgsInexactNumber = errors.New("not exactly an IEEE 754 double")
+	// ErrArgsInexactNumber: a number's digits are not what a double
+	// holds; the receipt's own error for it, one condition, one error.
+	ErrArgsInexactNumber = receipt.ErrInexactNumber
 )
 
 // CheckArgs returns an error if arguments could be read as two different
@@ -53,12 +54,14 @@ var (
 //     "\udbff") as U+FFFD where JavaScript and Python keep it, so two
 //     names distinct there are one in Go. Paired surrogates are one
 //     character everywhere and pass;
-//   - a number that is not exactly an IEEE 754 double
-//     (ErrArgsInexactNumber, receipt.ExactNumber): the card shows the
-//     digits, CEL reads whole numbers as int64, JavaScript and the
-//     receipt's RFC 8785 form the nearest double, so 9007199254740993
-//     would be approved as shown and run as 9007199254740992, and 1e400
-//     as Infinity. Such numbers must be sent as strings.
+//   - a number whose digits are not those of its nearest IEEE 754 double
+//     as JavaScript and RFC 8785 write it (ErrArgsInexactNumber,
+//     receipt.ExactNumber): the card shows the digits, CEL reads whole
+//     numbers as int64, JavaScript, Go's float64 and the receipt's RFC
+//     8785 form the nearest double, so 9007199254740993 would be approved
+//     as shown and run as 9007199254740992, 100.0000000000000001 as 100,
+//     and 1e400 as Infinity (Go refuses it). Such numbers must be sent as
+//     strings.
 //
 // These are I-JSON's rules (RFC 7493), with its advice on numbers made a
 // rule. args is a JSON value or a JSON string holding one (Pydantic AI's
@@ -343,7 +346,7 @@ func (s *argsScan) number() error {
 	if len(n) > 40 {
 		n = n[:40] + "…"
 	}
-	return fmt.Errorf("number %s at %s is %w: send it as a string", n, s.path(len(s.open)), ErrArgsInexactNumber)
+	return fmt.Errorf("number %s at %s: %w", n, s.path(len(s.open)), ErrArgsInexactNumber)
 }
 
 // path is the JSON Pointer (RFC 6901) of the value the first n open

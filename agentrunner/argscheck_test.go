@@ -182,7 +182,7 @@ func TestCheckArgsOneReading(t *testing.T) {
 		{"lone low surrogate", `{"a":"x\udc00"}`, agentrunner.ErrArgsNotUnicode, `lone UTF-16 surrogate \udc00`},
 		{"high surrogate then no low", `{"a":"\ud83d\u0041"}`, agentrunner.ErrArgsNotUnicode, `lone UTF-16 surrogate \ud83d`},
 		{"lone surrogate in the string form itself", `"{\"a\":\"\ud800\"}"`, agentrunner.ErrArgsNotUnicode, `string at / is not Unicode text`},
-		{"integer beyond 2^53", `{"id":9007199254740993}`, agentrunner.ErrArgsInexactNumber, `number 9007199254740993 at /id is not exactly an IEEE 754 double`},
+		{"integer beyond 2^53", `{"id":9007199254740993}`, agentrunner.ErrArgsInexactNumber, `number 9007199254740993 at /id: a number in the arguments is not exactly an IEEE 754 double`},
 		{"more digits than a double", `{"a":[100.0000000000000001]}`, agentrunner.ErrArgsInexactNumber, `at /a/0`},
 		{"beyond a double", `{"a":1e400}`, agentrunner.ErrArgsInexactNumber, `number 1e400 at /a`},
 		{"below a double", `{"a":-1e-400}`, agentrunner.ErrArgsInexactNumber, `at /a`},
