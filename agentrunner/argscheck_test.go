@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -230,12 +231,15 @@ func manyNames(n int) string {
 	return b.String()
 }
 
-// BenchmarkCheckArgs checks 1 MiB of hostile arguments: one object of
-// short distinct names (the most names to remember), every name escaped
-// (each decoded), many small objects in an array, and long numbers.
-func BenchmarkCheckArgs(b *testing.B) {
+// hostileArgs are about 1 MiB of arguments CheckArgs accepts, each made
+// to cost it the most of something: one object of short distinct names
+// (the most names to remember), every name escaped (each decoded), many
+// small objects in an array, numbers too long for the fast path, two
+// half-MiB names that differ in their last byte, and 63 levels of objects
+// each with a thousand names.
+func hostileArgs() map[string]json.RawMessage {
 	const size = 1 << 20
-	build := func(member func(i int) string) json.RawMessage {
+	object := func(member func(i int) string) json.RawMessage {
 		var s strings.Builder
 		s.WriteString("{")
 		for i := 0; s.Len() < size; i++ {
@@ -247,16 +251,51 @@ func BenchmarkCheckArgs(b *testing.B) {
 		s.WriteString("}")
 		return json.RawMessage(s.String())
 	}
-	inputs := map[string]json.RawMessage{
-		"short_names":   build(func(i int) string { return fmt.Sprintf(`"%x":0`, i) }),
-		"escaped_names": build(func(i int) string { return fmt.Sprintf(`"\u0061%x":0`, i) }),
+	half := strings.Repeat("n", size/2)
+	var deep strings.Builder
+	for range agentrunner.MaxArgsDepth - 1 {
+		deep.WriteString(manyNames(1000) + `,"next":`)
+	}
+	deep.WriteString("1" + strings.Repeat("}", agentrunner.MaxArgsDepth-1))
+	return map[string]json.RawMessage{
+		"short_names":   object(func(i int) string { return fmt.Sprintf(`"%x":0`, i) }),
+		"escaped_names": object(func(i int) string { return fmt.Sprintf(`"\u0061%x":0`, i) }),
 		"small_objects": json.RawMessage(`{"a":[` + strings.Repeat(`{"a":1,"b":2,"c":3},`, size/20) + `{}]}`),
 		"long_numbers":  json.RawMessage(`{"a":[` + strings.Repeat(`1.2345678901234567,`, size/19) + `0]}`),
+		"long_names":    json.RawMessage(`{"` + half + `a":1,"` + half + `b":2}`),
+		"deep_names":    json.RawMessage(deep.String()),
 	}
-	for name, args := range inputs {
-		if err := agentrunner.CheckArgs(args); err != nil {
-			b.Fatalf("%s: %v", name, err)
+}
+
+// CheckArgs costs memory linear in its input, whatever its shape: at most
+// 16 bytes per byte of the worst 1 MiB, the names a map remembers (a copy
+// of the input, string headers and the map's own room).
+func TestCheckArgsMemoryIsBounded(t *testing.T) {
+	for name, args := range hostileArgs() {
+		var err error
+		n := allocated(func() { err = agentrunner.CheckArgs(args) })
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
+		if limit := uint64(16 * len(args)); n > limit {
+			t.Errorf("%s: CheckArgs of %d bytes allocated %d bytes, want at most %d", name, len(args), n, limit)
+		}
+	}
+}
+
+// allocated is how many bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// BenchmarkCheckArgs checks 1 MiB of each of hostileArgs.
+func BenchmarkCheckArgs(b *testing.B) {
+	for name, args := range hostileArgs() {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(args)))
 			b.ReportAllocs()
