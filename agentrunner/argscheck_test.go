@@ -118,14 +118,7 @@ func TestRunnerRefusesDeepArgsBeforeAsking(t *testing.T) {
 func TestAskHandlerRefusesDeepArgs(t *testing.T) {
 	deep := json.RawMessage(nested(agentrunner.MaxArgsDepth + 1))
 	var got []agentrunner.DeferredToolRequests
-	h := &agentrunner.AskHandler{Tokens: agentrunner.NewMemoryTokens(), Ask: func(_ context.Context, _ *agentrunner.RunContext, req agentrunner.DeferredToolRequests, _ string) (*agentrunner.DeferredToolResults, error) {
-		got = append(got, req)
-		res := agentrunner.NewDeferredToolResults()
-		for _, c := range req.Approvals {
-			res.Approvals[c.ToolCallID] = agentrunner.Approve()
-		}
-		return res, nil
-	}}
+	h := approvingAsk(&got)
 	req := agentrunner.DeferredToolRequests{
 		Approvals: []agentrunner.ToolCallPart{{ToolName: "a", Args: deep, ToolCallID: "deep1"}, {ToolName: "a", Args: json.RawMessage(`{}`), ToolCallID: "ok1"}},
 		Calls:     []agentrunner.ToolCallPart{{ToolName: "b", Args: deep, ToolCallID: "deep2"}},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/slackapprove/slackbot/agentrunner"
@@ -37,22 +36,14 @@ func TestRunnerRefusesDuplicateNames(t *testing.T) {
 				}
 				return agentrunner.Message{Parts: []agentrunner.Part{agentrunner.Text("gave up")}}, nil
 			})}
-			var asked atomic.Int32
-			ask := &agentrunner.AskHandler{Tokens: agentrunner.NewMemoryTokens(), Ask: func(_ context.Context, _ *agentrunner.RunContext, req agentrunner.DeferredToolRequests, _ string) (*agentrunner.DeferredToolResults, error) {
-				asked.Add(1)
-				res := agentrunner.NewDeferredToolResults()
-				for _, c := range req.Approvals {
-					res.Approvals[c.ToolCallID] = agentrunner.Approve()
-				}
-				return res, nil
-			}}
-			r := newRunner(t, model, []*agentrunner.Tool{tool}, agentrunner.WithHandlers(ask))
+			var asked []agentrunner.DeferredToolRequests
+			r := newRunner(t, model, []*agentrunner.Tool{tool}, agentrunner.WithHandlers(approvingAsk(&asked)))
 			res, err := r.Run(t.Context(), agentrunner.RunInput{Prompt: "delete"})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if res.Status != agentrunner.StatusComplete || asked.Load() != 0 || len(ran) != 0 {
-				t.Errorf("status %s, asked %d, ran %q; want complete, never asked, never ran", res.Status, asked.Load(), ran)
+			if res.Status != agentrunner.StatusComplete || len(asked) != 0 || len(ran) != 0 {
+				t.Errorf("status %s, asked %d times, ran %q; want complete, never asked, never ran", res.Status, len(asked), ran)
 			}
 			parts := model.lastRequest()
 			if len(parts) != 1 || parts[0].PartKind != agentrunner.PartRetryPrompt || !strings.Contains(parts[0].Content, `duplicate member "repo" at /`) {
@@ -66,14 +57,7 @@ func TestRunnerRefusesDuplicateNames(t *testing.T) {
 // whoever built the requests, and asks about the others.
 func TestAskHandlerRefusesDuplicateNames(t *testing.T) {
 	var asked []agentrunner.DeferredToolRequests
-	h := &agentrunner.AskHandler{Tokens: agentrunner.NewMemoryTokens(), Ask: func(_ context.Context, _ *agentrunner.RunContext, req agentrunner.DeferredToolRequests, _ string) (*agentrunner.DeferredToolResults, error) {
-		asked = append(asked, req)
-		res := agentrunner.NewDeferredToolResults()
-		for _, c := range req.Approvals {
-			res.Approvals[c.ToolCallID] = agentrunner.Approve()
-		}
-		return res, nil
-	}}
+	h := approvingAsk(&asked)
 	req := agentrunner.DeferredToolRequests{
 		Approvals: []agentrunner.ToolCallPart{
 			{ToolName: "a", Args: json.RawMessage(`{"x":{"repo":1,"\u0072epo":2}}`), ToolCallID: "dup1"},
@@ -94,4 +78,17 @@ func TestAskHandlerRefusesDuplicateNames(t *testing.T) {
 	if r := res.Calls["big1"]; !r.Failed || !strings.Contains(r.Message, "number 9007199254740993 at /n") {
 		t.Errorf("big1 = %+v, want failed naming the number", r)
 	}
+}
+
+// approvingAsk is an AskHandler that approves every approval it is asked
+// about, in place, and adds what it was asked to asked.
+func approvingAsk(asked *[]agentrunner.DeferredToolRequests) *agentrunner.AskHandler {
+	return &agentrunner.AskHandler{Tokens: agentrunner.NewMemoryTokens(), Ask: func(_ context.Context, _ *agentrunner.RunContext, req agentrunner.DeferredToolRequests, _ string) (*agentrunner.DeferredToolResults, error) {
+		*asked = append(*asked, req)
+		res := agentrunner.NewDeferredToolResults()
+		for _, c := range req.Approvals {
+			res.Approvals[c.ToolCallID] = agentrunner.Approve()
+		}
+		return res, nil
+	}}
 }
