@@ -38,7 +38,9 @@ type ToolCallPart struct {
 }
 
 // ArgsObject returns the call's arguments as a JSON object, decoding the
-// string form and mapping null or absent arguments to {}.
+// string form and mapping null or absent arguments to {}. Arguments that
+// are not an object, or that CheckArgs refuses (with its error), are an
+// error: every reader of a call's arguments goes through it.
 func (p ToolCallPart) ArgsObject() (json.RawMessage, error) {
 	return normalizeArgs(p.Args)
 }
@@ -66,6 +68,9 @@ func normalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("args: %w", err)
 		}
+		if err := scanArgs(string(raw)); err != nil {
+			return nil, err
+		}
 		s = strings.TrimSpace(s)
 		if s == "" {
 			return json.RawMessage("{}"), nil
@@ -75,7 +80,7 @@ func normalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 	if raw[0] != '{' || !json.Valid(raw) {
 		return nil, errors.New("args: not a JSON object")
 	}
-	if err := checkDepth(raw); err != nil {
+	if err := scanArgs(string(raw)); err != nil {
 		return nil, err
 	}
 	return raw, nil

@@ -81,11 +81,12 @@ type AskHandler struct {
 	Suspend bool
 }
 
-// HandleDeferred implements DeferredHandler. Calls whose arguments nest
-// deeper than MaxArgsDepth are never asked about: they are refused in
-// place (approvals denied, other calls failed) with a message saying why.
+// HandleDeferred implements DeferredHandler. Calls whose arguments
+// CheckArgs refuses (nested too deeply, or readable two ways) are never
+// asked about: they are refused in place (approvals denied, other calls
+// failed) with a message saying why.
 func (h *AskHandler) HandleDeferred(ctx context.Context, rc *RunContext, requests DeferredToolRequests) (*DeferredToolResults, error) {
-	refused, rest := refuseTooDeep(requests)
+	refused, rest := refuseUnreadable(requests)
 	if refused == nil {
 		return h.ask(ctx, rc, requests)
 	}

@@ -2,6 +2,7 @@ package approval
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/slackapprove/slackbot/agentrunner"
@@ -46,7 +47,9 @@ func argsSchemaTool(name string, md map[string]any) (tool *agentrunner.Tool, ok 
 		return nil, true, Errorf(EINVALID, "%s: %v", ArgsSchemaKey, err)
 	case len(schema) > maxArgsSchemaBytes:
 		return nil, true, Errorf(EINVALID, "%s is longer than %d bytes", ArgsSchemaKey, maxArgsSchemaBytes)
-	case agentrunner.CheckArgsDepth(schema) != nil:
+	case errors.Is(agentrunner.CheckArgs(schema), agentrunner.ErrArgsTooDeep):
+		// Only the depth: the schema is encoded here from what Go decoded,
+		// so it is read one way already.
 		return nil, true, Errorf(EINVALID, "%s is nested deeper than %d levels", ArgsSchemaKey, agentrunner.MaxArgsDepth)
 	}
 	tool, err = agentrunner.NewRawTool(name, "", schema, nil)

@@ -14,7 +14,8 @@ import (
 // CheckEdit checks edited arguments before call c of r may run with them,
 // for every door an edit comes through (the Slack edit form, override_args
 // of the HTTP API): they must be a JSON object nested no deeper than
-// agentrunner.MaxArgsDepth, fit the tool's schema when the tool is known
+// agentrunner.MaxArgsDepth that reads one way (agentrunner.CheckArgs: no
+// member named twice, Unicode text, exact numbers), fit the tool's schema when the tool is known
 // (or the schema the API client sent for the call, ArgsSchemaKey), and pass the route's auto_deny exactly as the original arguments had to.
 // It returns the arguments to record (as the schema normalized them), or
 // an *Error: EINVALID for arguments that are not an object or not the
@@ -32,8 +33,11 @@ func (s *Service) CheckEdit(ctx context.Context, r *Request, c *Call, edited jso
 		return nil, Errorf(EINVALID, "This is not valid JSON.")
 	case len(args) == 0 || args[0] != '{':
 		return nil, Errorf(EINVALID, "The arguments must be a JSON object.")
-	case agentrunner.CheckArgsDepth(args) != nil:
+	}
+	if err := agentrunner.CheckArgs(args); errors.Is(err, agentrunner.ErrArgsTooDeep) {
 		return nil, Errorf(EINVALID, "The arguments are nested deeper than %d levels of objects and arrays.", agentrunner.MaxArgsDepth)
+	} else if err != nil {
+		return nil, Errorf(EINVALID, "These arguments could be read two ways: %s.", truncate(err.Error(), 1900))
 	}
 	call, _ := r.Requests.Call(c.ID)
 	tool, err := s.argsTool(r, c.ID, call.ToolName)

@@ -221,20 +221,19 @@ func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
 }
 
 // Arguments no grant can hold exactly (a number beyond what a double
-// says) are refused before anything is decided, so the approver is told
-// rather than believing they granted: Approve still approves once.
+// says) never reach a card to grant from: they read two ways, so asking
+// refuses them, naming the number, with nothing recorded (checkGrant
+// still refuses them in a request recorded before that rule).
 func TestGrantRefusesArgumentsItCannotHold(t *testing.T) {
 	f, _, _ := newGrantFixture(t)
-	r := f.open(t, "UCAROL", call("c1", "refund", `{"to":9007199254740993}`))
-	_, err := f.grantClick(t, r, "UALICE", "c1", 8*time.Hour)
-	if approval.ErrorCode(err) != approval.EINVALID || !strings.Contains(approval.ErrorMessage(err), "once") {
-		t.Fatalf("a grant of an inexact number: %v, want EINVALID that says Approve approves once", err)
+	token := agentrunner.NewToken()
+	rc := &agentrunner.RunContext{RunID: "run-1", Deps: &approval.Origin{Team: "T1", Channel: "CGENERAL", User: "UCAROL"}}
+	_, err := f.svc.Ask(nil)(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("c1", "refund", `{"to":9007199254740993}`)}}, token)
+	if approval.ErrorCode(err) != approval.EINVALID || !strings.Contains(approval.ErrorMessage(err), "number 9007199254740993 at /to") {
+		t.Fatalf("asking with an inexact number: %v, want EINVALID naming it", err)
 	}
-	if got, _ := f.store.Get(t.Context(), r.Token); got.Call("c1").Status != approval.CallPending {
-		t.Errorf("the refused grant decided the call: %s", got.Call("c1").Status)
-	}
-	if d, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
-		t.Errorf("Approve: %+v, %v", d, err)
+	if _, err := f.store.Get(t.Context(), token); approval.ErrorCode(err) != approval.ENOTFOUND || len(f.poster.posted) != 0 {
+		t.Errorf("the refused request was recorded (%v) or posted (%v)", err, f.poster.posted)
 	}
 }
 

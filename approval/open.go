@@ -70,7 +70,8 @@ type Opening struct {
 // people. It returns the request as recorded before the policies' decisions
 // and the cards: read the store for its current state.
 //
-// It returns ENOROUTE for a route the routing file does not have and
+// It returns EINVALID, with nothing recorded, for a call whose arguments
+// agentrunner.CheckArgs refuses (wrapping its error); ENOROUTE for a route the routing file does not have and
 // EFORBIDDEN for a route the request may not use, with nothing recorded;
 // Admit's error, with nothing recorded; Recorded's error, with the request
 // recorded and no card posted;
@@ -150,6 +151,11 @@ func (s *Service) plan(ctx context.Context, o Opening, routes *routing.Routes) (
 	timeout := time.Duration(0)
 	for _, id := range o.Requests.IDs() {
 		call, _ := o.Requests.Call(id)
+		if err := call.CheckArgs(); err != nil {
+			// Whatever the door checked: a card, a policy and the tool
+			// must never read the arguments two ways.
+			return nil, Errorf(EINVALID, "%w; nothing was asked", err)
+		}
 		c := Call{ID: id, Tool: call.ToolName, Kind: o.Requests.Kind(id), Status: CallPending, Required: 1}
 		route := routes.Match(call.ToolName, o.Origin.Channel)
 		switch {

@@ -109,6 +109,11 @@ func TestEditModalAppliesAutoDeny(t *testing.T) {
 		{"an API client's schema, and auto_deny", "refund_api", "refunds", `{"amount": 50000}`, clientSchema, "auto_deny"},
 		{"an API client's schema, accepted", "refund_api", "refunds", `{"amount": 600}`, clientSchema, ""},
 		{"an API client's tool without a schema", "refund_api", "refunds", `{"amount": 600}`, nil, "cannot be edited here"},
+		// The card would show the first amount, the policy and the tool
+		// read the last.
+		{"a member named twice", "issue_refund", "refunds", `{"amount": 50000, "amount": 600}`, nil, `duplicate member "amount" at /`},
+		{"a member named twice, escaped", "refund_api", "refunds", `{"amount": 50, "\u0061mount": 50000}`, clientSchema, `duplicate member "amount" at /`},
+		{"a number no double holds", "refund_api", "refunds", `{"amount": 9007199254740993}`, clientSchema, `number 9007199254740993 at /amount`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &decideLog{a: &approval.Request{

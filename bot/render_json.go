@@ -55,7 +55,8 @@ type jsonText struct {
 	json bool
 }
 
-// newJSONText decodes the string form of arguments; null or nothing is {}.
+// newJSONText decodes the string form of arguments; null, nothing or a
+// blank string is {}, as agentrunner reads them (ToolCallPart.ArgsObject).
 func newJSONText(raw json.RawMessage) jsonText {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -64,7 +65,10 @@ func newJSONText(raw json.RawMessage) jsonText {
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err == nil {
-			if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+			switch t := strings.TrimSpace(s); {
+			case t == "":
+				return jsonText{raw: []byte("{}"), json: true}
+			case strings.HasPrefix(t, "{") && json.Valid([]byte(t)):
 				return jsonText{raw: []byte(t), json: true}
 			}
 		}

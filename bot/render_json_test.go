@@ -168,7 +168,7 @@ func worstArgs(size int) json.RawMessage {
 // whole document and revealing the result, once per card or modal.
 func BenchmarkRenderWorstCaseArgs(b *testing.B) {
 	args := worstArgs(1 << 20)
-	if err := agentrunner.CheckArgsDepth(args); err != nil || !json.Valid(args) {
+	if err := agentrunner.CheckArgs(args); err != nil || !json.Valid(args) {
 		b.Fatalf("worst-case arguments are refused at the door: %v", err)
 	}
 	pending := pendingCard()

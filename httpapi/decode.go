@@ -92,6 +92,17 @@ func jsonType(goType string) string {
 	return goType
 }
 
+// argsProblem says why ArgsObject refused a call's arguments: where they
+// would read two ways (agentrunner.CheckArgs), or that they are no object.
+func argsProblem(err error) string {
+	for _, e := range []error{agentrunner.ErrArgsDuplicateName, agentrunner.ErrArgsNotUnicode, agentrunner.ErrArgsInexactNumber} {
+		if errors.Is(err, e) {
+			return "args: " + err.Error()
+		}
+	}
+	return "args must be a JSON object, a string holding one, or null"
+}
+
 // decodeCreate decodes and checks a create request.
 func decodeCreate(body []byte, allowPrivate bool) (*createRequest, error) {
 	if _, err := decodeObject(body, createFields); err != nil {
@@ -128,11 +139,11 @@ func decodeCreate(body []byte, allowPrivate bool) (*createRequest, error) {
 			return nil, invalid("%s: tool_name is longer than %d bytes", where, maxToolName)
 		}
 		seen[c.ToolCallID] = true
-		if err := agentrunner.CheckArgsDepth(c.Args); err != nil {
+		if err := agentrunner.CheckArgs(c.Args); errors.Is(err, agentrunner.ErrArgsTooDeep) {
 			return nil, invalid("%s: args are nested deeper than %d levels", where, agentrunner.MaxArgsDepth)
 		}
 		if _, err := c.ArgsObject(); err != nil {
-			return nil, invalid("%s: args must be a JSON object, a string holding one, or null", where)
+			return nil, invalid("%s: %s", where, argsProblem(err))
 		}
 	}
 	for id, md := range req.Metadata {

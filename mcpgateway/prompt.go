@@ -98,11 +98,13 @@ func (h *Handler) handlePrompt(ctx context.Context, req *mcp.CallToolRequest) (*
 }
 
 // parsePrompt checks approval_prompt's input: a tool name, an input
-// object (nested no deeper than agentrunner.MaxArgsDepth) and an optional
-// tool_use_id.
+// object and an optional tool_use_id, all of it read one way
+// (agentrunner.CheckArgs: nested no deeper than MaxArgsDepth, no member
+// named twice, Unicode text, exact numbers), so that the card, the
+// policies and the updatedInput Claude Code runs are one reading.
 func parsePrompt(args json.RawMessage) (promptInput, error) {
 	var in promptInput
-	if err := agentrunner.CheckArgsDepth(args); err != nil {
+	if err := agentrunner.CheckArgs(args); err != nil {
 		return in, err
 	}
 	if err := json.Unmarshal(args, &in); err != nil {

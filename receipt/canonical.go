@@ -77,15 +77,21 @@ func ExactNumbers(doc []byte) bool {
 		if err != nil {
 			return false
 		}
-		n, ok := tok.(json.Number)
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(string(n), 64)
-		if err != nil || decimalValue(string(n)) != decimalValue(strconv.FormatFloat(f, 'g', -1, 64)) {
+		if n, ok := tok.(json.Number); ok && !ExactNumber(string(n)) {
 			return false
 		}
 	}
+}
+
+// ExactNumber reports whether the JSON number n says the same value as
+// the IEEE 754 double RFC 8785 writes for it: false for an integer beyond
+// 2^53 that no double holds, more digits than a double holds, an exponent
+// out of range, or text that is not a number. Every reader that turns n
+// into a double (JavaScript, RFC 8785, CEL's doubles) then reads the value
+// the digits say. Its cost is linear in len(n).
+func ExactNumber(n string) bool {
+	f, err := strconv.ParseFloat(n, 64)
+	return err == nil && decimalValue(n) == decimalValue(strconv.FormatFloat(f, 'g', -1, 64))
 }
 
 // decimalValue writes a JSON number's value as sign, significant digits

@@ -116,7 +116,7 @@ func (r *Route) Evaluate(ctx context.Context, in PolicyInput) (Verdict, error) {
 	if !r.HasPolicy() {
 		return Undecided, nil
 	}
-	vars := in.vars()
+	vars := in.Vars()
 	deny, err := r.denies(ctx, vars)
 	if err != nil {
 		return Undecided, err
@@ -147,7 +147,7 @@ func (r *Route) HasPolicy() bool {
 // (see bot.Bot.CheckEdit), while auto_approve never approves an edit. A route
 // without auto_deny denies nothing.
 func (r *Route) Denies(ctx context.Context, in PolicyInput) (bool, error) {
-	return r.denies(ctx, in.vars())
+	return r.denies(ctx, in.Vars())
 }
 
 func (r *Route) denies(ctx context.Context, vars map[string]any) (bool, error) {
@@ -161,8 +161,9 @@ func (r *Route) denies(ctx context.Context, vars map[string]any) (bool, error) {
 	return deny, nil
 }
 
-// vars are the CEL variables of a policy evaluation.
-func (in PolicyInput) vars() map[string]any {
+// Vars returns the CEL variables a policy evaluation sees, as CEL reads
+// them: args and metadata with JSON numbers as ints or doubles.
+func (in PolicyInput) Vars() map[string]any {
 	return map[string]any{
 		"tool":      in.Tool,
 		"args":      celMap(in.Args),

@@ -32,10 +32,12 @@ type OfferedTool struct {
 
 // ValidateArgs checks args against the tool's input schema, as the agent
 // runner does before a tool runs, and returns them as a JSON object; the
-// error (an *agentrunner.ArgsError) lists every problem. Arguments nested
-// deeper than agentrunner.MaxArgsDepth are refused.
+// error (an *agentrunner.ArgsError) lists every problem. Arguments that
+// agentrunner.CheckArgs refuses (nested too deeply, a member named twice,
+// text or numbers two parsers read differently) are refused, the place
+// named.
 func (o *OfferedTool) ValidateArgs(args json.RawMessage) (json.RawMessage, error) {
-	if err := agentrunner.CheckArgsDepth(args); err != nil {
+	if err := agentrunner.CheckArgs(args); err != nil {
 		return nil, &agentrunner.ArgsError{Tool: o.Tool.Name, Problems: []string{err.Error()}}
 	}
 	return o.agent.ValidateArgs(args)

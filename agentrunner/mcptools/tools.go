@@ -120,9 +120,9 @@ func newTool(cfg Config, name string, mt *mcp.Tool, call callFunc) (*agentrunner
 		opts = append(opts, agentrunner.RequiresApproval())
 	}
 	fn := func(ctx context.Context, tc *agentrunner.ToolContext, args json.RawMessage) (any, error) {
-		// The runner refuses over-deep arguments before a tool runs; checked
-		// again because these bytes go to another server as they are.
-		if err := agentrunner.CheckArgsDepth(args); err != nil {
+		// The runner refuses arguments CheckArgs refuses before a tool runs;
+		// checked again because these bytes go to another server as they are.
+		if err := agentrunner.CheckArgs(args); err != nil {
 			return nil, agentrunner.Retry("invalid arguments for " + name + ": " + err.Error())
 		}
 		return call(ctx, remote, args, ReceiptMeta(tc.Metadata))

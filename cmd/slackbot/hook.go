@@ -121,7 +121,8 @@ func noDecision(reason string) hookDecision {
 
 // readHookEvent reads and checks the hook event on stdin: at most
 // maxHookInput bytes, a JSON object of the agent's event with a tool name
-// and a tool_input object nested no deeper than the API accepts.
+// and a tool_input object the API accepts (agentrunner.CheckArgs: nested
+// no deeper than it allows, read one way by every parser).
 func readHookEvent(stdin io.Reader, agent *hookAgent) (*hookEvent, error) {
 	if stdin == nil {
 		return nil, errors.New("no hook event on stdin")
@@ -145,7 +146,7 @@ func readHookEvent(stdin io.Reader, agent *hookAgent) (*hookEvent, error) {
 	case !isJSONObject(ev.ToolInput):
 		return nil, errors.New("the hook event's tool_input is not a JSON object")
 	}
-	if err := agentrunner.CheckArgsDepth(ev.ToolInput); err != nil {
+	if err := agentrunner.CheckArgs(ev.ToolInput); err != nil {
 		return nil, fmt.Errorf("tool_input: %w", err)
 	}
 	return &ev, nil
