@@ -31,12 +31,7 @@ mcp_servers:
     url: ` + upURL + `/mcp
 `
 	base, fake, _ := serveWithRoutes(t, routes, map[string]string{"API_KEYS": "laptop=" + gatewayKey})
-	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.0"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{gatewayKey}}}, nil)
-	if err != nil {
-		t.Fatalf("connect to /mcp: %v", err)
-	}
-	defer cs.Close()
+	cs := connectGateway(t, base)
 	type result struct {
 		res *mcp.CallToolResult
 		err error

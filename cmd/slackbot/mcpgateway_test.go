@@ -23,6 +23,20 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// connectGateway connects an MCP client, as Claude Code 2.1.0 with
+// gatewayKey, to the /mcp of the slackbot at base; the session closes with
+// the test.
+func connectGateway(t *testing.T, base string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.0"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{gatewayKey}}}, nil)
+	if err != nil {
+		t.Fatalf("connect to /mcp: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // TestServeMCPGateway runs `slackbot serve` with API keys and an MCP
 // server in the routing file: /mcp offers the server's tools and
 // approval_prompt; a call waits for a signed click on its card in Slack,
@@ -42,12 +56,7 @@ mcp_servers:
 `
 	base, fake, _ := serveWithRoutes(t, routes, map[string]string{"API_KEYS": "laptop=" + gatewayKey})
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.0"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{gatewayKey}}}, nil)
-	if err != nil {
-		t.Fatalf("connect to /mcp: %v", err)
-	}
-	defer cs.Close()
+	cs := connectGateway(t, base)
 	list, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -131,12 +140,7 @@ mcp_servers:
 func TestShutdownEndsMCPWaits(t *testing.T) {
 	base, fake, stop := serveWithRoutes(t, "routes:\n  - name: shell\n    when: {tools: [Bash]}\n    channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\n",
 		map[string]string{"API_KEYS": "laptop=" + gatewayKey})
-	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.0"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{gatewayKey}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectGateway(t, base)
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		in := json.RawMessage(`{"tool_name":"Bash","input":{"command":"make deploy"},"tool_use_id":"toolu_shutdown"}`)
