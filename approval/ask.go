@@ -81,6 +81,12 @@ func (s *Service) Ask(saver RunSaver) agentrunner.AskFunc {
 			}
 			d := Decision{CallID: c.ID, By: ByNoRoute, Action: endAction(c.Kind), Reason: NoRouteMessage(c.Tool, origin)}
 			res, err := s.store.Decide(ctx, token, d)
+			if notInEffect(err) {
+				// Not in effect yet, and no card can show the call: it
+				// waits, denied once the replicas confirm it, else at
+				// its deadline.
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("deny unrouted call %s: %w", c.ID, err)
 			}

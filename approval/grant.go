@@ -157,6 +157,9 @@ func (s *Service) applyGrants(ctx context.Context, r *Request, skip func(id stri
 		}
 		d := Decision{CallID: c.ID, By: ByGrantPrefix + g.By, Action: ActionApprove}
 		res, err := s.store.Decide(ctx, r.Token, d)
+		if notInEffect(err) {
+			continue // not in effect yet: the call gets its card
+		}
 		if err != nil && ErrorCode(err) != EDECIDED {
 			return decided, fmt.Errorf("record the grant's approval of %s: %w", c.ID, err)
 		}

@@ -92,13 +92,17 @@ func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
 	if err := s.record(ctx, r, o); err != nil {
 		return nil, err
 	}
+	notInForce := map[string]bool{} // policy decisions held or not made (REDIS_WAIT_REPLICAS)
 	for _, c := range r.Calls {
 		d, ok := policyDecision(decided, c.ID)
 		if !ok {
 			continue
 		}
 		if _, err := s.store.Decide(ctx, r.Token, d); err != nil && ErrorCode(err) != EDECIDED {
-			return r, fmt.Errorf("record policy decision on %s: %w", c.ID, err)
+			if !notInEffect(err) {
+				return r, fmt.Errorf("record policy decision on %s: %w", c.ID, err)
+			}
+			notInForce[c.ID] = true
 		}
 	}
 	granted, err := s.applyGrants(ctx, r, func(id string) bool {
@@ -110,7 +114,7 @@ func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
 	}
 	for i := range r.Calls {
 		c := &r.Calls[i]
-		if _, ok := policyDecision(decided, c.ID); ok || c.Route == "" || granted[c.ID] {
+		if _, ok := policyDecision(decided, c.ID); (ok && !notInForce[c.ID]) || c.Route == "" || granted[c.ID] {
 			continue
 		}
 		if err := s.post(ctx, r, c); err != nil {
@@ -118,6 +122,19 @@ func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
 		}
 	}
 	return r, nil
+}
+
+// notInEffect reports whether err says a decision Open or Ask records
+// without a person (a policy's, a grant's) is not in effect: held until
+// Redis's replicas confirm it (EUNCONFIRMED), or refused while another
+// change of the request is (ERECORDING). The request was recorded and is
+// pending: its call gets its card, which a held decision, once applied,
+// updates, and whose buttons stay if a failover loses it. Failing the
+// request instead would tell its client it was not opened, and the
+// confirmer would then decide it all the same.
+func notInEffect(err error) bool {
+	code := ErrorCode(err)
+	return code == EUNCONFIRMED || code == ERECORDING
 }
 
 // routesFor returns the routes o's calls may take: every route, or only

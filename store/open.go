@@ -287,7 +287,13 @@ func checkDelimiters(redisURL string) error {
 func urlCause(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err
+		err = ue.Err
+	}
+	// net/url quotes a port that does not parse, and has no type for that
+	// error: in a URL that lost its @host, the port it quotes is the
+	// password.
+	if strings.HasPrefix(err.Error(), "invalid port ") {
+		return errors.New("invalid port: not a number (a user name and password, when given, end with an @ before the host)")
 	}
 	return err
 }
