@@ -9,7 +9,7 @@ import (
 )
 
 // Receipt is what a receipt of an approved call says (package receipt
-// signs and verifies it; DESIGN.md, "Receipt").
+// signs and verifies it; docs/ARCHITECTURE.md, "The data model").
 type Receipt = receipt.Claims
 
 // Signer signs the receipts of approved calls; *receipt.Signer

@@ -105,8 +105,8 @@ func attachReceipt(res *mcp.CallToolResult, rec *approval.Request, callID string
 }
 
 // ReceiptMetaKey is the _meta key of an approved call's result that holds
-// its receipt (a compact JWS; see DESIGN.md's Receipt), as the results'
-// metadata names it.
+// its receipt (a compact JWS; see docs/ARCHITECTURE.md, "The data
+// model"), as the results' metadata names it.
 const ReceiptMetaKey = receipt.MetadataKey
 
 // upstreamCall is one call the gateway makes upstream for a client: a

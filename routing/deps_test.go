@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// DESIGN.md: routing knows neither Slack nor Redis, and of this module
-// imports only agentrunner (and its mcptools, for MCPServer.Config).
+// docs/ARCHITECTURE.md, "Import rules": routing knows neither Slack nor
+// Redis, and of this module imports only agentrunner (and its mcptools, for MCPServer.Config).
 func TestImportsNeitherSlackNorRedis(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {

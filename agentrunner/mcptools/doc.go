@@ -2,28 +2,13 @@
 // to an agentrunner.Runner, through the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk).
 //
-// # Configuration
-//
-// slackbot reads the servers from the mcp_servers section of its routing
-// file (ROUTES_FILE); each entry becomes a Config:
-//
-//	mcp_servers:
-//	  - name: github                            # tools are github__<tool>
-//	    command: ["github-mcp-server", "stdio"]  # stdio: the server's argv
-//	    env: {GITHUB_TOKEN: "${GITHUB_TOKEN}"}   # added to the child's environment
-//	  - name: tickets
-//	    url: https://mcp.example.com/mcp         # streamable HTTP
-//	    headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}
-//	    read_only: ["search_tickets", "get_*"]  # globs: these need no approval
-//	    timeout: 30s                             # per call; default 1m
-//
-// An entry has exactly one of command and url. ${NAME} in env values,
-// header values and the url is replaced from slackbot's environment when
-// the servers are started (NewToolset, Connect), not when the file is
-// loaded, so `slackbot routes check` works without the secrets; a variable
-// that is not set, or is empty, stops start-up with an error naming it.
-// $$ is a literal '$'; any other '$' is an error, so that a mistyped
-// $TOKEN is caught rather than sent.
+// Each entry of the routing file's mcp_servers section becomes a Config:
+// a stdio server (command) or a streamable-HTTP one (url), with env,
+// headers, read_only globs and a per-call timeout. ${NAME} references are
+// expanded from the environment when the servers start (NewToolset,
+// Connect), not when the file is loaded. A Toolset connects to every
+// server in the background, reconnects with backoff, and rereads tool
+// lists on change (its Changed channel says when to rebuild the runner).
 //
 // The model sees each tool as "<server>__<tool>" (ToolName): model APIs
 // take names of at most 64 characters from [A-Za-z0-9_-], so server names
@@ -56,21 +41,14 @@
 // off like one that is down, except that its tools are withdrawn; its
 // *UnavailableError wraps a *LimitError naming the limit.
 //
-// # Availability
-//
-// A Toolset connects to every server in the background and reconnects
-// with backoff; a server that is down leaves the others usable, and calls
-// of its tools fail with an *UnavailableError ("MCP server github is
-// unavailable (stdio github-mcp-server): ...") that the model sees as the
-// call's failed outcome. A server's tool list is read again when it
-// announces a change, on reconnection and on every health check; the
-// Toolset's Changed channel says when to rebuild the runner. Close stops
-// stdio servers: stdin is closed, then SIGTERM and SIGKILL follow if the
-// server does not exit.
-//
 // Results map to what the model sees as follows: structured content as
 // JSON, otherwise the text parts joined by newlines (other parts are
 // described in brackets); a result flagged isError becomes a *ToolError,
-// recorded as a failed outcome. A call the server does not answer within
-// the server's timeout fails with ErrTimeout, and may still take effect.
+// recorded as a failed outcome. A call of a server that is down fails
+// with an *UnavailableError, and one the server does not answer within its
+// timeout with ErrTimeout (it may still take effect).
+//
+// The configuration format with an example, the rules for ${NAME}, and
+// how a Toolset behaves when servers go down are in docs/OPERATIONS.md
+// ("MCP servers for the agent").
 package mcptools

@@ -20,7 +20,7 @@ import (
 )
 
 // Config is slackbot's configuration, read from the environment variables
-// DESIGN.md names. Every field's tag is the variable's exact name.
+// the README's Configuration section and .env.example name. Every field's tag is the variable's exact name.
 type Config struct {
 	SlackBotToken      string   `envconfig:"SLACK_BOT_TOKEN"`
 	SlackSigningSecret string   `envconfig:"SLACK_SIGNING_SECRET"`

@@ -30,8 +30,9 @@ import (
 
 // The fault tests break what slackbot depends on — Redis, its own
 // process, Slack, the network between them, the requests it gets — in the
-// middle of a flow, and check the guarantees of DESIGN.md still hold. Each
-// is bounded by the waits it uses.
+// middle of a flow, and check the guarantees of docs/ARCHITECTURE.md
+// ("Guarantees and where they are enforced") still hold. Each is bounded
+// by the waits it uses.
 
 // cardCall returns the token and call id a card's Approve button carries.
 func cardCall(t *testing.T, m slackfake.Message) (token, callID string) {

@@ -1,4 +1,4 @@
-// Package archtest holds the test of DESIGN.md's import rules ("Packages
-// and the direction of imports"): it lists every package of the module
+// Package archtest holds the test of the import rules of
+// docs/ARCHITECTURE.md ("Import rules"): it lists every package of the module
 // with the go tool and checks who imports whom.
 package archtest

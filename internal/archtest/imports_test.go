@@ -135,7 +135,7 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 func TestNoGrabBagPackages(t *testing.T) {
 	for rel := range packages(t) {
 		if slices.Contains([]string{"util", "utils", "common", "helpers", "models", "storeadapter"}, path.Base(rel)) {
-			t.Errorf("package %s: name packages for what they provide (DESIGN.md), and no adapter translates one model of an approval into another", rel)
+			t.Errorf("package %s: name packages for what they provide (docs/ARCHITECTURE.md, \"Import rules\"), and no adapter translates one model of an approval into another", rel)
 		}
 	}
 }
