@@ -62,6 +62,12 @@ const confirmLaterText = "slackbot could not confirm in time whether this was re
 // person which. Once its NotAfter has passed the store can no longer
 // record it, so what it reads now stays true. A decision recorded after
 // all updates its card, as any decision does.
+//
+// It does not count the decision: what it reads shows that by's decision
+// is on the call, not that this click put it there. The same person's
+// other click (on another replica, or Slack's retry of this one) may
+// have recorded it and been counted by the Service, which counts a
+// decision only where the store reports the change.
 func (b *Bot) confirmLater(ctx context.Context, t *clickTarget, d approval.Decision) {
 	channel, user := t.channel, t.by.User
 	b.goAsync(ctx, "confirm a late decision", func(ctx context.Context) error {
@@ -75,7 +81,6 @@ func (b *Bot) confirmLater(ctx context.Context, t *clickTarget, d approval.Decis
 			_ = b.ephemeral(ctx, channel, user, "slackbot could not confirm in time whether your click was recorded. The card shows every decision: look there before you click again.")
 			return err
 		case c != nil && recorded(c, d.By):
-			b.metrics.Decision(string(c.Status))
 			_ = b.ephemeral(ctx, channel, user, "Your click was recorded (slackbot was slow to confirm it).")
 			return b.svc.UpdateCard(ctx, a.Token, c.ID)
 		default:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -355,5 +356,40 @@ func TestFrozenStoreModalSubmission(t *testing.T) {
 	}
 	if got := e.ephemerals(smApprover); len(got) != 1 || got[0] != tooLateText {
 		t.Errorf("ephemerals: got %q, want %q", got, tooLateText)
+	}
+}
+
+// TestLateConfirmationDoesNotCountAgain: a person clicks Approve twice
+// (on two replicas, or Slack retries the click); the first click records
+// the decision, the second's reply is lost past the acknowledgement
+// budget. The late confirmation of the second finds the person's decision
+// on the call, but it was the first click's: the decision is counted once.
+func TestLateConfirmationDoesNotCountAgain(t *testing.T) {
+	var stalling *stallingApprovals
+	metrics := &countingMetrics{}
+	e := newClickEnv(t, smRoute, func(c *testConfig) {
+		stalling = &stallingApprovals{recordingApprovals: c.Approvals.(*recordingApprovals)}
+		c.Approvals = stalling
+		c.AckBudget = 100 * time.Millisecond
+		c.Metrics = metrics
+	})
+	e.click(t, smApprover, ActionIDApprove)
+	stalling.mu.Lock()
+	stalling.stallDecide = true
+	stalling.mu.Unlock()
+	e.click(t, smApprover, ActionIDApprove)
+	stalling.mu.Lock()
+	stalling.stallDecide = false
+	stalling.mu.Unlock()
+	e.settle()
+
+	if got := e.state(); got != approval.CallApproved {
+		t.Fatalf("call state: got %s, want approved", got)
+	}
+	if got := e.ephemerals(smApprover); len(got) != 1 || !strings.HasPrefix(got[0], "Your click was recorded") {
+		t.Errorf("ephemerals: got %q, want the late confirmation", got)
+	}
+	if got := metrics.decisions(); !slices.Equal(got, []string{"approved"}) {
+		t.Errorf("decisions counted: got %q, want one approval", got)
 	}
 }

@@ -15,6 +15,7 @@ type countingMetrics struct {
 	mu         sync.Mutex
 	refused    []string
 	uncheckeds []string
+	decided    []string
 }
 
 // unchecked returns the answers posted without a look-up, by reason.
@@ -24,7 +25,18 @@ func (m *countingMetrics) unchecked() []string {
 	return slices.Clone(m.uncheckeds)
 }
 
-func (m *countingMetrics) Decision(string) {}
+func (m *countingMetrics) Decision(outcome string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.decided = append(m.decided, outcome)
+}
+
+// decisions returns the decisions counted, by outcome.
+func (m *countingMetrics) decisions() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.decided)
+}
 func (m *countingMetrics) Refused(reason string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

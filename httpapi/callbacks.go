@@ -293,28 +293,33 @@ func (c *Callbacks) post(ctx context.Context, rec *approval.Request, key *Key, a
 	return resp.StatusCode, nil
 }
 
-// settle acknowledges or reschedules a job after an attempt and records
-// the attempt in the audit stream.
+// settle records an attempt in the audit stream, then acknowledges or
+// reschedules its job. The audit comes first: once Retry schedules the
+// next attempt any replica may promote and make it, and its entry must
+// not land before the entry of the attempt that led to it.
 func (c *Callbacks) settle(ctx context.Context, job approval.CallbackJob, client string, status int, err error, retryable bool) {
 	a := approval.CallbackAttempt{Token: job.Token, Client: client, Attempt: job.Attempt, Status: status}
-	var qerr error
+	retry := false
 	switch {
 	case err == nil:
 		a.Outcome = approval.CallbackDelivered
-		qerr = c.cfg.Queue.Ack(ctx, job.ID)
 	case retryable && job.Attempt < c.cfg.Attempts:
-		a.Outcome, a.Error = approval.CallbackRetrying, err.Error()
-		qerr = c.cfg.Queue.Retry(ctx, job, c.cfg.Now().Add(c.cfg.Backoff(job.Attempt)))
+		a.Outcome, a.Error, retry = approval.CallbackRetrying, err.Error(), true
 	default:
 		a.Outcome, a.Error = approval.CallbackAbandoned, err.Error()
-		qerr = c.cfg.Queue.Ack(ctx, job.ID)
 		c.log.WarnContext(ctx, "callback abandoned", "client", client, "attempt", job.Attempt, "err", err)
-	}
-	if qerr != nil {
-		c.log.ErrorContext(ctx, "settle callback job", "err", qerr)
 	}
 	if aerr := c.cfg.Store.AuditCallback(ctx, a); aerr != nil {
 		c.log.ErrorContext(ctx, "audit callback attempt", "err", aerr)
+	}
+	var qerr error
+	if retry {
+		qerr = c.cfg.Queue.Retry(ctx, job, c.cfg.Now().Add(c.cfg.Backoff(job.Attempt)))
+	} else {
+		qerr = c.cfg.Queue.Ack(ctx, job.ID)
+	}
+	if qerr != nil {
+		c.log.ErrorContext(ctx, "settle callback job", "err", qerr)
 	}
 }
 

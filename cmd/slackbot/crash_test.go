@@ -39,7 +39,8 @@ type crashTool struct {
 	srv   *httptest.Server
 	calls atomic.Int32
 	held  atomic.Bool
-	// done, if set, runs after the tool did its work, before it answers.
+	// done, if set, runs after the tool did its work; the tool answers
+	// once it returns.
 	done    atomic.Pointer[func()]
 	started chan struct{}
 	release chan struct{}
@@ -281,12 +282,17 @@ func (c *cluster) auditsLostOutcome() {
 	c.t.Errorf("no tool_outcome audit event says the outcome was lost: %v", evs)
 }
 
-// Killed after the tool ran, before its return was recorded: A is frozen
-// (SIGSTOP) as the tool answers, so it never records the return, then
+// Killed after the tool ran, before its return was recorded: the tool
+// does its work and does not answer until A is frozen (freeze: every
+// thread of A stopped), so A never has the return to record; then A is
 // killed. B does not run the tool again and says its outcome was lost.
 func TestCrashAfterToolBeforeOutcome(t *testing.T) {
 	c, tool, _, a, _ := crashCluster(t)
-	stop := func() { _ = a.cmd.Process.Signal(syscall.SIGSTOP) }
+	stop := func() {
+		if err := a.freeze(); err != nil {
+			t.Errorf("freeze A: %v", err)
+		}
+	}
 	tool.done.Store(&stop)
 	thread, card, e := c.mentionTicket(a)
 	postSigned(t, a.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
