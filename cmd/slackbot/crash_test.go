@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -242,7 +241,7 @@ const closedAnswer = `{"tickets__close_ticket":"closed"}`
 func TestCrashAfterDecisionBeforeResume(t *testing.T) {
 	c, tool, _, a, b := crashCluster(t)
 	thread, card, e := c.mentionTicket(a)
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := a.freeze(); err != nil {
 		t.Fatal(err)
 	}
 	postSigned(t, b.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))

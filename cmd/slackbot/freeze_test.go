@@ -3,16 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
-	"fmt"
 	"net"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The freeze lever of the crash suite: the test reads the real
@@ -58,8 +54,8 @@ func (c *cluster) freezeAt(p *proc, match func(args string) bool) <-chan string 
 			if m == nil || !match(m[1]) {
 				continue
 			}
-			if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-				c.t.Errorf("SIGSTOP: %v", err)
+			if err := p.freeze(); err != nil {
+				c.t.Errorf("freeze: %v", err)
 			}
 			frozen <- m[1]
 			return
@@ -92,25 +88,6 @@ func quotedArg(args, prefix string) string {
 	}
 	rest := args[i+1:]
 	return rest[:strings.IndexByte(rest, '"')]
-}
-
-// freeze stops p (SIGSTOP) and returns once the kernel reports it
-// stopped. Signal returns when the signal is queued, not delivered: until
-// one of p's threads takes it and the group stop completes, p's other
-// threads run on (for long, on a loaded host). The stop is reported to
-// p's parent, this test, when every thread has stopped; WNOWAIT leaves
-// the report for exec.Cmd.Wait.
-func (p *proc) freeze() error {
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("SIGSTOP: %w", err)
-	}
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.cmd.Process.Pid, &info, unix.WSTOPPED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
 }
 
 // thaw lets a frozen process go on.
