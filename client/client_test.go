@@ -17,6 +17,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/client"
+	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/internal/apitest"
 )
 
@@ -317,5 +318,24 @@ func TestContextEndsTheRequest(t *testing.T) {
 	_, err := newClient(t, srv.URL).Get(ctx, "tok_1", 30*time.Second)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Get after cancel: %v; want context.Canceled", err)
+	}
+}
+
+// TestCodesAreTheAPIs: the client's codes are httpapi's, one for one, so
+// a code added or renamed there cannot be missed here.
+func TestCodesAreTheAPIs(t *testing.T) {
+	got := []string{client.CodeUnauthorized, client.CodeNotFound, client.CodeMethodNotAllowed, client.CodeInvalidRequest,
+		client.CodeRouteForbidden, client.CodeSelfApproval, client.CodeConflict, client.CodePayloadTooLarge,
+		client.CodeUnsupportedMediaType, client.CodeRateLimited, client.CodeUnconfirmed, client.CodeInternal}
+	want := []string{httpapi.CodeUnauthorized, httpapi.CodeNotFound, httpapi.CodeMethodNotAllowed, httpapi.CodeInvalidRequest,
+		httpapi.CodeRouteForbidden, httpapi.CodeSelfApproval, httpapi.CodeConflict, httpapi.CodePayloadTooLarge,
+		httpapi.CodeUnsupportedMediaType, httpapi.CodeRateLimited, httpapi.CodeUnconfirmed, httpapi.CodeInternal}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("codes (-httpapi +client):\n%s", diff)
+	}
+	statuses := []string{client.StatusPending, client.StatusResolved, client.StatusExpired, client.StatusCancelled, client.StatusFailed}
+	apiStatuses := []string{httpapi.StatusPending, httpapi.StatusResolved, httpapi.StatusExpired, httpapi.StatusCancelled, httpapi.StatusFailed}
+	if diff := cmp.Diff(apiStatuses, statuses); diff != "" {
+		t.Errorf("statuses (-httpapi +client):\n%s", diff)
 	}
 }
