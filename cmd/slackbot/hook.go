@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/client"
 )
 
 // This file is `slackbot hook claude-code|codex`: a coding agent's hook
@@ -161,7 +162,7 @@ func isJSONObject(b json.RawMessage) bool {
 // at most timeout: then, or when ctx ends (the agent interrupts the
 // hook), the request is cancelled, so the card says nobody needs to
 // decide any more.
-func ask(ctx context.Context, api *apiClient, agent *hookAgent, ev *hookEvent, timeout time.Duration) hookDecision {
+func ask(ctx context.Context, api *client.Client, agent *hookAgent, ev *hookEvent, timeout time.Duration) hookDecision {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	callID := ev.ToolUseID
@@ -175,7 +176,7 @@ func ask(ctx context.Context, api *apiClient, agent *hookAgent, ev *hookEvent, t
 	defer cancelCreate()
 	stop := context.AfterFunc(wctx, func() { time.AfterFunc(createGrace, cancelCreate) })
 	defer stop()
-	st, err := api.create(cctx, agent.request(ev, callID))
+	st, err := create(cctx, api, agent.request(ev, callID))
 	if err != nil {
 		if wctx.Err() != nil {
 			return ended(ctx, timeout)
@@ -184,19 +185,19 @@ func ask(ctx context.Context, api *apiClient, agent *hookAgent, ev *hookEvent, t
 	}
 	token, failures := st.Token, 0
 	if wctx.Err() != nil {
-		api.cancelQuietly(token)
+		cancelQuietly(api, token)
 		return ended(ctx, timeout)
 	}
-	for st.Status == statusPending {
-		next, err := api.wait(wctx, token)
+	for st.Pending() {
+		next, err := wait(wctx, api, token)
 		switch {
 		case err == nil:
 			st, failures = next, 0
 			continue
 		case wctx.Err() != nil:
-			api.cancelQuietly(token)
+			cancelQuietly(api, token)
 			return ended(ctx, timeout)
-		case transient(err) && failures < maxPollFailures:
+		case client.IsTransient(err) && failures < maxPollFailures:
 			// A long wait outlives blips of the network or a replica
 			// restarting; the request waits in Redis meanwhile.
 			failures++
@@ -206,7 +207,7 @@ func ask(ctx context.Context, api *apiClient, agent *hookAgent, ev *hookEvent, t
 			}
 			continue
 		}
-		api.cancelQuietly(token)
+		cancelQuietly(api, token)
 		return unreachable(api, err)
 	}
 	return agent.decision(st, callID)
@@ -227,13 +228,4 @@ func ended(ctx context.Context, timeout time.Duration) hookDecision {
 		return noDecision("the hook was interrupted before anyone decided")
 	}
 	return noDecision(fmt.Sprintf("nobody decided within %s (slackbot hook --timeout)", timeout))
-}
-
-// unreachable words an error of the API for the agent.
-func unreachable(api *apiClient, err error) hookDecision {
-	var down *apiDownError
-	if errors.As(err, &down) {
-		return denyf("slackbot could not be reached at %s: %v", api.shown(), down.Err)
-	}
-	return denyf("slackbot at %s gave no decision: %v", api.shown(), err)
 }

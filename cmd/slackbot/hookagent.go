@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/client"
 )
 
 // This file holds what the hook knows of each agent: the event it reads
@@ -94,17 +95,10 @@ func codexOutput(d hookDecision) any {
 	return map[string]any{"hookSpecificOutput": out}
 }
 
-// hookCreate is the body of the hook's POST /v1/approvals.
-type hookCreate struct {
-	Approvals []agentrunner.ToolCallPart `json:"approvals"`
-	Requester string                     `json:"requester"`
-	Context   string                     `json:"context"`
-}
-
 // request is the approval request for ev's tool call: the card shows the
 // agent, where it runs and why it asks.
-func (a *hookAgent) request(ev *hookEvent, callID string) hookCreate {
-	return hookCreate{
+func (a *hookAgent) request(ev *hookEvent, callID string) client.CreateRequest {
+	return client.CreateRequest{
 		Approvals: []agentrunner.ToolCallPart{{ToolName: ev.ToolName, Args: ev.ToolInput, ToolCallID: callID}},
 		Requester: a.requester(ev),
 		Context:   a.context(ev),
@@ -150,10 +144,10 @@ func (a *hookAgent) context(ev *hookEvent) string {
 }
 
 // decision reads how the request ended for the call callID.
-func (a *hookAgent) decision(st *apiApproval, callID string) hookDecision {
+func (a *hookAgent) decision(st *client.Approval, callID string) hookDecision {
 	if st.Results != nil {
 		if ans, ok := st.Results.Approvals[callID]; ok {
-			if ans.Approved && st.byClient(callID) {
+			if call, _ := st.Call(callID); ans.Approved && call.ByClient {
 				// The hook's key is the agent's: its own approval (on a
 				// route that lets it approve at /v1) is no one else's
 				// agreement, so the agent does not act on it.
@@ -164,11 +158,11 @@ func (a *hookAgent) decision(st *apiApproval, callID string) hookDecision {
 		}
 	}
 	switch st.Status {
-	case "expired":
+	case client.StatusExpired:
 		return noDecision(agentrunner.ReasonExpired)
-	case "cancelled":
+	case client.StatusCancelled:
 		return noDecision("the request was cancelled")
-	case "failed":
+	case client.StatusFailed:
 		return noDecision("slackbot could not ask for a decision")
 	}
 	return denyf("slackbot ended the request (%s) without a decision on this call", st.Status)

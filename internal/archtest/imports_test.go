@@ -102,6 +102,8 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 				bad(rel, imp, "routing knows only the agent's tool calls")
 			case under(rel, "agentrunner") && !under(imp, "agentrunner"):
 				bad(rel, imp, "agentrunner knows nothing of slackbot but its receipts")
+			case rel == "client" && imp != "agentrunner":
+				bad(rel, imp, "client, a Go user's client of /v1, may import only agentrunner's wire types and receipt of ours")
 			case under(rel, "mcpgateway") && imp != "approval" && imp != "routing" && !under(imp, "agentrunner") && !under(imp, "mcpgateway"):
 				bad(rel, imp, "mcpgateway may import only approval, routing, receipt and agentrunner of ours")
 			}
@@ -123,7 +125,7 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 			slack := strings.HasPrefix(dep, "github.com/slack-go/slack")
 			redis := strings.HasPrefix(dep, "github.com/redis/go-redis")
 			switch {
-			case (rel == "approval" || rel == "routing" || rel == "receipt" || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
+			case (rel == "approval" || rel == "routing" || rel == "receipt" || rel == "client" || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
 				bad(rel, dep, "it must know neither Slack nor Redis")
 			case under(rel, "store") && slack:
 				bad(rel, dep, "store never speaks Slack")
@@ -165,6 +167,24 @@ func TestGatewayRules(t *testing.T) {
 	check(t, pkgs, func(rel, imp, why string) { got = append(got, imp) })
 	slices.Sort(got)
 	want := []string{"bot", "bot", "github.com/redis/go-redis/v9", "github.com/slack-go/slack", "httpapi", "httpapi", "internal/devui", "store", "store"}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %q; want %q", got, want)
+	}
+}
+
+// TestClientRules checks the rules for client on made-up imports: a Go
+// user's client of /v1 imports only agentrunner's wire types (and
+// receipt), and neither Slack nor Redis underneath.
+func TestClientRules(t *testing.T) {
+	pkgs := map[string]pkg{"client": {
+		Imports: []string{module + "/agentrunner", module + "/receipt", module + "/approval", module + "/httpapi",
+			module + "/store", module + "/agentrunner/openai"},
+		Deps: []string{"github.com/redis/go-redis/v9", "github.com/slack-go/slack"},
+	}}
+	var got []string
+	check(t, pkgs, func(rel, imp, why string) { got = append(got, imp) })
+	slices.Sort(got)
+	want := []string{"agentrunner/openai", "approval", "github.com/redis/go-redis/v9", "github.com/slack-go/slack", "httpapi", "store"}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations %q; want %q", got, want)
 	}
