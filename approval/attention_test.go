@@ -54,7 +54,7 @@ func newAttentionFixture(t *testing.T) (*fixture, *scheduler, *clocktest.Clock) 
 		t.Fatal(err)
 	}
 	clock := clocktest.Stopped(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	sch := &scheduler{work: map[string][]approval.Scheduled{}}
 	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}

@@ -60,14 +60,10 @@ func newReplicas(t *testing.T, posterA, posterB approval.Poster) (a, b replica, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, prefix = redistest.Client(t)
+	rdb, prefix = redistest.Embedded(t)
 	clock = clocktest.Stopped(time.Now().Truncate(time.Millisecond))
 	mk := func(p approval.Poster) replica {
-		opt, err := redis.ParseURL(redistest.URL(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := redis.NewClient(opt)
+		c := redis.NewClient(&redis.Options{Addr: rdb.(*redis.Client).Options().Addr})
 		t.Cleanup(func() { _ = c.Close() })
 		st := store.New(c, store.Options{Prefix: prefix, Now: clock.Now})
 		svc := approval.New(approval.Config{Store: st, Poster: p, Directory: directory{}, Routes: routes, Metrics: &metrics{}})

@@ -27,7 +27,7 @@ func TestDecideDirectoryDownIsUnavailableNotRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix})
 	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
 	f.svc = approval.New(approval.Config{Store: st, Poster: f.poster, Directory: lostDirectory{}, Routes: routes, Metrics: f.metrics})

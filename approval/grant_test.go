@@ -58,7 +58,7 @@ func newGrantFixture(t *testing.T) (*fixture, *groups, *clocktest.Clock) {
 		t.Fatal(err)
 	}
 	clock := clocktest.Stopped(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	dir := &groups{members: map[string][]string{"SFIN": {"UBOB"}}}
 	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
@@ -129,7 +129,7 @@ func TestGrantNeedsItsApproverStill(t *testing.T) {
 // than the route now grants, approves nothing it would not allow today.
 func TestGrantFollowsTheRoutingFile(t *testing.T) {
 	clock := clocktest.Stopped(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	service := func(routes string) *fixture {
 		rs, err := routing.ParseRoutes([]byte(routes), "routes.yaml")

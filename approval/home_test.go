@@ -37,7 +37,7 @@ func newHomeFixture(t *testing.T) *homeFixture {
 		t.Fatal(err)
 	}
 	clock := clocktest.Stopped(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
 	f.svc = approval.New(approval.Config{
@@ -251,10 +251,7 @@ func TestHomeReadsWhatItShowsAndSharesItsRoom(t *testing.T) {
 	f.open(t, "UERIN", call("erin", "note", huge))
 
 	// Alice's Home, read through a connection that counts what it reads.
-	opt, err := redis.ParseURL(redistest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	opt := &redis.Options{Addr: f.rdb.(*redis.Client).Options().Addr}
 	var read atomic.Int64
 	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)

@@ -15,8 +15,6 @@ import (
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
-
 const testRoutes = `
 routes:
   - name: deploys
@@ -100,7 +98,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix})
 	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
 	f.svc = approval.New(approval.Config{

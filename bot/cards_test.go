@@ -47,10 +47,8 @@ routes:
     confirm: true
 `
 
-func TestMain(m *testing.M) { redistest.Main(m) }
-
 // openEnv is an approval.Service that posts with bot.Cards to a fake
-// Slack, over the real store on Redis.
+// Slack, over the real store on the embedded Redis.
 type openEnv struct {
 	svc   *approval.Service
 	cards *bot.Cards
@@ -80,7 +78,7 @@ func newOpenEnvWith(t *testing.T, client func(token, apiURL string) bot.SlackAPI
 	now := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace(), slackfake.WithClock(clock))
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock})
 	api := client(fake.Token(), slackfaketest.APIURL(srv))
 	routes := parseRoutes(t, apiRoutes)

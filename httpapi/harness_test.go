@@ -27,8 +27,6 @@ import (
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
-
 // The test clients and routes (internal/apitest). opsbot may only use
 // the ops route.
 const (
@@ -79,7 +77,7 @@ type envOptions struct {
 
 func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
-	rdb, prefix := redistest.Client(t)
+	rdb, prefix := redistest.Embedded(t)
 	clock := &clocktest.Clock{}
 	var logBuf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -1,7 +1,12 @@
-// Package redistest gives tests a real Redis: the server named by REDIS_URL
-// when it is set (as in CI), or otherwise a redis-server started on a free
-// loopback port once per test binary. Every test gets its own key prefix so
-// tests sharing one server never see each other's keys.
+// Package redistest gives tests a Redis. Client gives a real one: the
+// server named by REDIS_URL when it is set (as in CI), or otherwise a
+// redis-server started on a free loopback port once per test binary.
+// Embedded gives the in-process Redis (miniredis) that store.Open starts
+// for an empty URL, and needs nothing installed: the tests of the packages
+// above the store use it, and the real server is left to the tests of
+// replication, persistence and Redis's own behaviour (store and the
+// end-to-end suites). Every test gets its own key prefix so tests sharing
+// one server never see each other's keys.
 //
 // A test binary that uses Client should stop the server it may have started:
 //
@@ -27,6 +32,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/internal/testbin"
+	"github.com/slackapprove/slackbot/store"
 )
 
 // EnvURL is the environment variable naming a shared Redis for tests.
@@ -101,6 +107,20 @@ func Client(t testing.TB) (redis.UniversalClient, string) {
 		_ = rdb.Close()
 	})
 	return rdb, prefix
+}
+
+// Embedded returns a client of an embedded Redis of t's own, the one
+// store.Open starts for an empty URL, and a key prefix unique to t. Both
+// are closed when t ends. A second client of the same Redis, as another
+// replica of slackbot would have, dials rdb.(*redis.Client).Options().Addr.
+func Embedded(t testing.TB) (redis.UniversalClient, string) {
+	t.Helper()
+	rdb, closeFn, err := store.Open(context.Background(), "")
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(func() { _ = closeFn() })
+	return rdb, Prefix(t)
 }
 
 // Prefix returns a fresh key prefix for t: "test:<name>:<random>:".

@@ -35,3 +35,21 @@ func TestBinaryFromBadVariable(t *testing.T) {
 		t.Fatalf("start with REDIS_SERVER=%s: %v, want an error naming REDIS_SERVER and %s", bad, err, EnvURL)
 	}
 }
+
+// Embedded needs no redis-server, and gives each test its own Redis and
+// key prefix: what one test writes, another does not see.
+func TestEmbeddedNeedsNoServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("REDIS_SERVER", filepath.Join(t.TempDir(), "redis-server"))
+	a, prefixA := Embedded(t)
+	b, prefixB := Embedded(t)
+	if prefixA == prefixB || !strings.HasPrefix(prefixA, "test:TestEmbeddedNeedsNoServer:") {
+		t.Fatalf("prefixes %q and %q; want two distinct ones naming the test", prefixA, prefixB)
+	}
+	if err := a.Set(t.Context(), prefixA+"k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET on the embedded Redis: %v", err)
+	}
+	if n, err := b.Exists(t.Context(), prefixA+"k").Result(); err != nil || n != 0 {
+		t.Fatalf("the other test's Redis holds its key: %d, %v", n, err)
+	}
+}
