@@ -3,9 +3,14 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -54,6 +59,85 @@ func (e *confirmEnv) create(t *testing.T, ids ...string) *approval.Request {
 	return a
 }
 
+// hookedClient returns a client of e's primary whose WAIT commands w
+// records; reads wait as long as any WAIT may.
+func (e *confirmEnv) hookedClient(t *testing.T, w *waitRecorder) redis.UniversalClient {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: e.primary.Addr(), ReadTimeout: time.Minute})
+	rdb.AddHook(w)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// caughtUp returns once the replica has acknowledged everything the
+// primary holds, so that the next write's WAIT is answered however slowly
+// a loaded host resumes the replica.
+func (e *confirmEnv) caughtUp(t *testing.T) {
+	t.Helper()
+	rdb := e.primary.Client(t)
+	for {
+		// WAIT counts the acknowledgements of this connection's own
+		// writes: write, then wait, on one connection.
+		p := rdb.Pipeline()
+		p.Set(t.Context(), "w:caught-up", "1", 0)
+		wait := p.Do(t.Context(), "wait", 1, 1000)
+		if _, err := p.Exec(t.Context()); err != nil {
+			t.Fatalf("the replica did not catch up: %v", err)
+		}
+		if n, _ := wait.Int(); n >= 1 {
+			return
+		}
+	}
+}
+
+// waitRecorder is a go-redis hook that records the timeout of every WAIT
+// sent, alone or in a pipeline.
+type waitRecorder struct {
+	mu sync.Mutex
+	ms []time.Duration
+}
+
+func (w *waitRecorder) record(cmd redis.Cmder) {
+	args := cmd.Args()
+	if !strings.EqualFold(cmd.Name(), "wait") || len(args) != 3 {
+		return
+	}
+	ms, err := strconv.ParseInt(fmt.Sprint(args[2]), 10, 64)
+	if err != nil {
+		ms = -1 // not a number: fails any bound
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ms = append(w.ms, time.Duration(ms)*time.Millisecond)
+}
+
+// take returns the timeouts recorded since the last take.
+func (w *waitRecorder) take() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ms := w.ms
+	w.ms = nil
+	return ms
+}
+
+func (w *waitRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (w *waitRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		w.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (w *waitRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			w.record(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
 // With REDIS_WAIT_REPLICAS=1 every write a person or client is answered
 // on is confirmed by the replica; while the replica does not answer,
 // each fails with ErrUnconfirmed within its budget (held on the primary,
@@ -62,10 +146,32 @@ func (e *confirmEnv) create(t *testing.T, ids ...string) *approval.Request {
 func TestWaitReplicas(t *testing.T) {
 	e := newConfirmEnv(t)
 	ctx := t.Context()
+	// A click's budget, its context's deadline or its NotAfter, bounds
+	// the WAIT the store sends, however long WaitTimeout allows: Redis is
+	// asked to wait no longer than the budget leaves, less the store's
+	// margin. Asserted on what is sent, not on how long it took.
+	waits := &waitRecorder{}
+	budgeted := store.New(e.hookedClient(t, waits), store.Options{Prefix: "w:", WaitReplicas: 1, WaitTimeout: time.Minute, OnUnconfirmed: e.unconfirmed.add, Now: e.clock.Now})
+	boundedBy := func(what string, budget time.Duration) {
+		t.Helper()
+		got := waits.take()
+		if len(got) == 0 {
+			t.Errorf("%s sent no WAIT", what)
+		}
+		for _, ms := range got {
+			if limit := budget - store.WaitMargin; ms > limit {
+				t.Errorf("%s with a %s budget sent WAIT with a %s timeout, want at most %s", what, budget, ms, limit)
+			}
+		}
+	}
 	ok := e.create(t, "c1")
-	if _, err := e.s.Decide(ctx, ok.Token, approve("c1", "UA")); err != nil {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err := budgeted.Decide(dctx, ok.Token, approve("c1", "UA"))
+	cancel()
+	if err != nil {
 		t.Fatalf("decide, replica up: %v", err)
 	}
+	boundedBy("decide by a context's deadline", 10*time.Second)
 	flushed := e.create(t, "c1")
 	decided := e.create(t, "c1")
 	toCancel, toFail, toAnswer := e.create(t, "c1"), e.create(t, "c1"), e.create(t, "c1")
@@ -81,15 +187,13 @@ func TestWaitReplicas(t *testing.T) {
 			t.Errorf("%s: %d unconfirmed %q writes counted, want %d", what, got, op, n)
 		}
 	}
-	// A click's budget: the WAIT ends before the context's deadline.
-	cctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
-	start := time.Now()
-	_, err := e.s.Decide(cctx, decided.Token, approve("c1", "UA"))
-	if cctx.Err() != nil {
-		t.Errorf("decide with a 400ms budget returned after %s, past its deadline", time.Since(start))
-	}
-	cancel()
+	// Unconfirmed within its budget: a NotAfter long enough that no
+	// stall of the host makes the click too late.
+	click := approve("c1", "UA")
+	click.NotAfter = time.Now().Add(2 * time.Second)
+	_, err = budgeted.Decide(ctx, decided.Token, click)
 	unconfirmed("decide", err, "decide", 1)
+	boundedBy("decide by its NotAfter", 2*time.Second)
 	_, err = e.s.Cancel(ctx, toCancel.Token, "api:c")
 	unconfirmed("cancel", err, "cancel", 1)
 	_, err = e.s.Fail(ctx, toFail.Token, "api:c", "asking failed")
@@ -101,6 +205,7 @@ func TestWaitReplicas(t *testing.T) {
 	a := &approval.Request{Token: agentrunner.NewToken(), Requests: requests("c1"), ExpiresAt: e.clock.Now().Add(time.Hour)}
 	unconfirmed("create", e.s.Create(ctx, a), "create", 1)
 	e.replica.Resume(t)
+	e.caughtUp(t)
 
 	// The decision is held on the primary; the same click again is
 	// confirmed, and applied.

@@ -45,6 +45,16 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// streamLen returns how many entries the stream named name holds.
+func (e *env) streamLen(t *testing.T, name string) int64 {
+	t.Helper()
+	n, err := e.rdb.XLen(t.Context(), e.prefix+name).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // ResumeQueue.Consume hands each new job to the handler, takes over the
 // job of a consumer whose process died, hands again a job the handler did
 // not acknowledge once it sat past ReclaimIdle, and returns when its
@@ -66,7 +76,7 @@ func TestResumeQueueConsume(t *testing.T) {
 
 	var mu sync.Mutex
 	seen := map[string]int{}
-	consume(t, func(ctx context.Context) {
+	stop := consume(t, func(ctx context.Context) {
 		q.Consume(ctx, "A", store.ConsumeOptions{Block: 50 * time.Millisecond, ReclaimIdle: 200 * time.Millisecond},
 			func(ctx context.Context, j store.ResumeJob) {
 				mu.Lock()
@@ -84,7 +94,10 @@ func TestResumeQueueConsume(t *testing.T) {
 	count := func(token string) int { mu.Lock(); defer mu.Unlock(); return seen[token] }
 	waitUntil(t, "the unacknowledged job handed out again", func() bool { return count(unacked) == 2 })
 	waitUntil(t, "the dead consumer's job", func() bool { return count(deadsToken) == 1 })
-	time.Sleep(300 * time.Millisecond) // past ReclaimIdle: acknowledged jobs do not come back
+	// Ack deletes a job from the stream: once it is empty every job was
+	// acknowledged, and none can be handed out again.
+	waitUntil(t, "every job acknowledged", func() bool { return e.streamLen(t, "resume") == 0 })
+	stop()
 	for token, want := range map[string]int{deadsToken: 1, fresh: 1, unacked: 2} {
 		if got := count(token); got != want {
 			t.Errorf("job of %s handed out %d times, want %d", token, got, want)
@@ -146,7 +159,13 @@ func TestJobQueueConsume(t *testing.T) {
 	waitUntil(t, "the failing job given up", func() bool { return len(got("fail")) == 2 })
 	waitUntil(t, "the busy job looked at again", func() bool { return len(got("busy")) == 2 })
 	waitUntil(t, "the slow jobs", func() bool { return len(got("slow")) == 4 })
-	time.Sleep(100 * time.Millisecond) // nothing more comes
+	// Nothing more comes once the stream holds only the job left pending
+	// (ReclaimIdle is an hour) and no retry is scheduled: Ack and Retry
+	// delete a job from the stream.
+	waitUntil(t, "every other job acknowledged", func() bool {
+		n, err := e.rdb.ZCard(t.Context(), e.prefix+"jobs:retry").Result()
+		return err == nil && n == 0 && e.streamLen(t, "jobs") == 1
+	})
 	stop()
 
 	want := map[string][]int{"ok": {1}, "fail": {1, 2}, "busy": {1, 1}, "left": {1}, "slow": {1, 1, 1, 1}}

@@ -13,3 +13,6 @@ func ExpireHomeCache(s *Store) {
 
 // RequestIDKey is the Redis key of client's JSON-RPC id rpcID.
 func RequestIDKey(s *Store, client, rpcID string) string { return s.requestIDKey(client, rpcID) }
+
+// WaitMargin is what a write's WAIT leaves of its caller's budget.
+const WaitMargin = waitMargin

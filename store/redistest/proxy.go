@@ -22,6 +22,8 @@ type Proxy struct {
 	thawed  chan struct{} // closed on Thaw
 	late    chan struct{} // closed when Redis answers bytes held by a freeze
 	lateSet bool
+	held    chan struct{} // closed when a freeze first holds bytes
+	heldSet bool
 	wg      sync.WaitGroup
 }
 
@@ -33,7 +35,7 @@ func NewProxy(t testing.TB, addr string) *Proxy {
 	if err != nil {
 		t.Fatalf("redistest: proxy: %v", err)
 	}
-	p := &Proxy{ln: ln, target: addr, thawed: make(chan struct{}), late: make(chan struct{})}
+	p := &Proxy{ln: ln, target: addr, thawed: make(chan struct{}), late: make(chan struct{}), held: make(chan struct{})}
 	p.wg.Go(p.accept)
 	t.Cleanup(func() {
 		_ = ln.Close()
@@ -71,6 +73,10 @@ func (p *Proxy) Thaw() {
 // Late is closed once Redis has answered something a client sent while
 // the proxy was frozen: the late command has run.
 func (p *Proxy) Late() <-chan struct{} { return p.late }
+
+// Held is closed once a freeze holds bytes a client sent: the command is
+// on its way, and reaches Redis only on Thaw.
+func (p *Proxy) Held() <-chan struct{} { return p.held }
 
 // gate returns nil when traffic flows, or a channel closed on Thaw.
 func (p *Proxy) gate() <-chan struct{} {
@@ -128,6 +134,7 @@ func (p *Proxy) pipe(c, up net.Conn) {
 		n, err := c.Read(buf)
 		if n > 0 {
 			if g := p.gate(); g != nil {
+				p.markHeld()
 				<-g
 				heldSent.Store(true)
 			}
@@ -152,6 +159,15 @@ func (p *Proxy) pipe(c, up net.Conn) {
 	_ = up.Close()
 	down.Wait()
 	_ = c.Close()
+}
+
+func (p *Proxy) markHeld() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.heldSet {
+		p.heldSet = true
+		close(p.held)
+	}
 }
 
 func (p *Proxy) markLate() {
