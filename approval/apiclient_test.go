@@ -13,10 +13,10 @@ import (
 )
 
 // openAPI opens a request as the HTTP API does, for client ci.
-func (f *fixture) openAPI(t *testing.T, req agentrunner.DeferredToolRequests) string {
+func openAPI(t *testing.T, f *fixture, req agentrunner.DeferredToolRequests) string {
 	t.Helper()
 	token := agentrunner.NewToken()
-	if _, err := f.svc.Open(t.Context(), approval.Opening{Token: token, Requests: req, Origin: approval.Origin{Client: "ci"}}); err != nil {
+	if _, err := f.Svc.Open(t.Context(), approval.Opening{Token: token, Requests: req, Origin: approval.Origin{Client: "ci"}}); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	return token
@@ -30,7 +30,7 @@ func TestOpenAdmitRefusesWithNothingRecorded(t *testing.T) {
 	req := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a", "deploy", `{"env":"staging"}`)}}
 	token := agentrunner.NewToken()
 	recorded := false
-	_, err := f.svc.Open(t.Context(), approval.Opening{
+	_, err := f.Svc.Open(t.Context(), approval.Opening{
 		Token: token, Requests: req, Origin: approval.Origin{Client: "ci"},
 		Admit: func(_ context.Context, r *approval.Request) error {
 			if r.ExpiresAt.IsZero() || r.Token != token {
@@ -44,19 +44,19 @@ func TestOpenAdmitRefusesWithNothingRecorded(t *testing.T) {
 	if !errors.As(err, &limited) || limited.RetryAfter != time.Second || approval.ErrorCode(err) != approval.ERATELIMITED {
 		t.Fatalf("Open with Admit refusing: %v (code %q), want the RateLimitError", err, approval.ErrorCode(err))
 	}
-	if _, err := f.store.Get(t.Context(), token); approval.ErrorCode(err) != approval.ENOTFOUND {
+	if _, err := f.Store.Get(t.Context(), token); approval.ErrorCode(err) != approval.ENOTFOUND {
 		t.Errorf("a request Admit refused was recorded (%v)", err)
 	}
-	if recorded || len(f.poster.posted) > 0 {
-		t.Errorf("after Admit refused: Recorded called %v, %d cards posted; want neither", recorded, len(f.poster.posted))
+	if recorded || len(f.Poster.Posted) > 0 {
+		t.Errorf("after Admit refused: Recorded called %v, %d cards posted; want neither", recorded, len(f.Poster.Posted))
 	}
 
 	token = agentrunner.NewToken()
-	_, err = f.svc.Open(t.Context(), approval.Opening{
+	_, err = f.Svc.Open(t.Context(), approval.Opening{
 		Token: token, Requests: req, Origin: approval.Origin{Client: "ci"},
 		Admit: func(context.Context, *approval.Request) error { return nil },
 		Recorded: func(ctx context.Context, r *approval.Request) error {
-			if _, err := f.store.Get(ctx, r.Token); err != nil {
+			if _, err := f.Store.Get(ctx, r.Token); err != nil {
 				t.Errorf("Recorded ran before the record exists: %v", err)
 			}
 			recorded = true
@@ -74,11 +74,11 @@ func TestOpenAdmitRefusesWithNothingRecorded(t *testing.T) {
 func TestOpenTellsRouteNotForTool(t *testing.T) {
 	f := newFixture(t)
 	req := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a", "deploy", `{}`)}}
-	_, err := f.svc.Open(t.Context(), approval.Opening{Token: agentrunner.NewToken(), Requests: req, Route: "refunds"})
+	_, err := f.Svc.Open(t.Context(), approval.Opening{Token: agentrunner.NewToken(), Requests: req, Route: "refunds"})
 	if approval.ErrorCode(err) != approval.EFORBIDDEN || !errors.Is(err, approval.ErrRouteNotForTool) {
 		t.Errorf("a route for another tool: %v, want EFORBIDDEN caused by ErrRouteNotForTool", err)
 	}
-	_, err = f.svc.Open(t.Context(), approval.Opening{Token: agentrunner.NewToken(), Requests: req, AllowedRoutes: []string{"refunds"}})
+	_, err = f.Svc.Open(t.Context(), approval.Opening{Token: agentrunner.NewToken(), Requests: req, AllowedRoutes: []string{"refunds"}})
 	if approval.ErrorCode(err) != approval.EFORBIDDEN || errors.Is(err, approval.ErrRouteNotForTool) {
 		t.Errorf("a route the client may not use: %v, want EFORBIDDEN without ErrRouteNotForTool", err)
 	}
@@ -90,22 +90,22 @@ func TestOpenTellsRouteNotForTool(t *testing.T) {
 // edit is checked.
 func TestAPIAnswerRefusals(t *testing.T) {
 	f := newFixture(t)
-	token := f.openAPI(t, agentrunner.DeferredToolRequests{
+	token := openAPI(t, f, agentrunner.DeferredToolRequests{
 		Approvals: []agentrunner.ToolCallPart{call("a", "ci_deploy", `{"env":"staging"}`)},
 		Calls:     []agentrunner.ToolCallPart{call("x", "deploy", `{}`)},
 	})
 	by := approval.Decider{Client: "ci"}
-	_, err := f.svc.Decide(t.Context(), token, by,
+	_, err := f.Svc.Decide(t.Context(), token, by,
 		approval.Decision{CallID: "x", Action: approval.ActionApprove},
 		approval.Decision{CallID: "nope", Action: approval.ActionApprove},
 		approval.Decision{CallID: "a", Action: approval.ActionAnswer, Answer: json.RawMessage(`1`)})
 	if approval.ErrorCode(err) != approval.EINVALID || !strings.HasSuffix(approval.ErrorMessage(err), ": approval nope, approval x, call a") {
 		t.Errorf("misfit answers: %q (%s), want EINVALID naming approval nope, approval x, call a", approval.ErrorMessage(err), approval.ErrorCode(err))
 	}
-	if _, err := f.svc.Decide(t.Context(), token, by, approval.Decision{CallID: "x", Action: approval.ActionAnswer, Answer: json.RawMessage(`{"rows":3}`)}); err != nil {
+	if _, err := f.Svc.Decide(t.Context(), token, by, approval.Decision{CallID: "x", Action: approval.ActionAnswer, Answer: json.RawMessage(`{"rows":3}`)}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.svc.Decide(t.Context(), token, by,
+	_, err = f.Svc.Decide(t.Context(), token, by,
 		approval.Decision{CallID: "a", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"env":"prod-eu"}`)},
 		approval.Decision{CallID: "x", Action: approval.ActionAnswer, Answer: json.RawMessage(`2`)})
 	if approval.ErrorCode(err) != approval.ECONFLICT || !strings.Contains(approval.ErrorMessage(err), "x (answered by ci)") {
@@ -118,11 +118,11 @@ func TestAPIAnswerRefusals(t *testing.T) {
 // the name is its own.
 func TestAPIAnswerRetryAndAnsweredBy(t *testing.T) {
 	f := newFixture(t)
-	token := f.openAPI(t, agentrunner.DeferredToolRequests{
+	token := openAPI(t, f, agentrunner.DeferredToolRequests{
 		Approvals: []agentrunner.ToolCallPart{call("a", "ci_deploy", `{"env":"staging"}`)},
 		Calls:     []agentrunner.ToolCallPart{call("x", "deploy", `{}`)},
 	})
-	d, err := f.svc.Decide(t.Context(), token, approval.Decider{Client: "ci"},
+	d, err := f.Svc.Decide(t.Context(), token, approval.Decider{Client: "ci"},
 		approval.Decision{CallID: "a", By: "ci", Action: approval.ActionDeny},
 		approval.Decision{CallID: "x", Action: approval.ActionRetry, Reason: "the warehouse is down; try later"})
 	if err != nil || !d.Resolved {
@@ -144,18 +144,16 @@ func TestAPIAnswerRetryAndAnsweredBy(t *testing.T) {
 // waiter is told there was no decision, and its cards are updated.
 func TestFailEndsTheRequest(t *testing.T) {
 	f := newFixture(t)
-	token := f.openAPI(t, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a", "deploy", `{"env":"staging"}`)}})
-	r, err := f.svc.Fail(t.Context(), token, "slackbot could not ask for a decision")
+	token := openAPI(t, f, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a", "deploy", `{"env":"staging"}`)}})
+	r, err := f.Svc.Fail(t.Context(), token, "slackbot could not ask for a decision")
 	if err != nil || r.State != approval.StateFailed || r.EndedBy != approval.BySlackbot {
 		t.Fatalf("Fail: %+v, %v; want failed by %s", r, err, approval.BySlackbot)
 	}
-	if _, err := f.svc.Fail(t.Context(), token, "again"); approval.ErrorCode(err) != approval.EFAILED {
+	if _, err := f.Svc.Fail(t.Context(), token, "again"); approval.ErrorCode(err) != approval.EFAILED {
 		t.Errorf("Fail twice: code %q, want failed", approval.ErrorCode(err))
 	}
-	f.svc.Close()
-	f.poster.mu.Lock()
-	defer f.poster.mu.Unlock()
-	if f.poster.updates["a"] == 0 {
+	f.Svc.Close()
+	if f.Poster.UpdateCount("a") == 0 {
 		t.Error("the card of a failed request was not updated")
 	}
 }

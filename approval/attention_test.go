@@ -13,6 +13,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/internal/clocktest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
@@ -57,12 +58,12 @@ func newAttentionFixture(t *testing.T) (*fixture, *scheduler, *clocktest.Clock) 
 	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	sch := &scheduler{work: map[string][]approval.Scheduled{}}
-	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
-	f.svc = approval.New(approval.Config{
-		Store: st, Poster: f.poster, Directory: directory{"SONCALL": {"UFRANK"}}, Routes: routes,
-		Metrics: f.metrics, Scheduler: sch, Now: clock.Now,
+	f := &fixture{Store: st, Poster: approvaltest.NewPoster(), Metrics: &metrics{}}
+	f.Svc = approval.New(approval.Config{
+		Store: st, Poster: f.Poster, Directory: directory{"SONCALL": {"UFRANK"}}, Routes: routes,
+		Metrics: f.Metrics, Scheduler: sch, Now: clock.Now,
 	})
-	t.Cleanup(f.svc.Close)
+	t.Cleanup(f.Svc.Close)
 	return f, sch, clock
 }
 
@@ -71,7 +72,7 @@ func newAttentionFixture(t *testing.T) (*fixture, *scheduler, *clocktest.Clock) 
 // and nothing once it was decided.
 func TestAttendWhilePending(t *testing.T) {
 	f, sch, clock := newAttentionFixture(t)
-	r := f.open(t, "UCAROL", call("c1", "delete", `{"path":"/tmp/x"}`))
+	r := f.Open(t, "UCAROL", call("c1", "delete", `{"path":"/tmp/x"}`))
 	start := clock.Now()
 	want := []approval.Scheduled{
 		{Kind: approval.Remind, CallID: "c1", N: 1, At: start.Add(20 * time.Minute)},
@@ -81,13 +82,13 @@ func TestAttendWhilePending(t *testing.T) {
 	if diff := cmp.Diff(want, sch.work[r.Token]); diff != "" {
 		t.Errorf("scheduled (-want +got):\n%s", diff)
 	}
-	quiet := f.open(t, "UCAROL", call("n1", "note", `{}`))
+	quiet := f.Open(t, "UCAROL", call("n1", "note", `{}`))
 	if w := sch.work[quiet.Token]; len(w) != 0 {
 		t.Errorf("a route without reminders scheduled %+v", w)
 	}
 
 	clock.Add(20 * time.Minute)
-	n, err := f.svc.Attend(t.Context(), r.Token, approval.Scheduled{Kind: approval.Remind, CallID: "c1", N: 1})
+	n, err := f.Svc.Attend(t.Context(), r.Token, approval.Scheduled{Kind: approval.Remind, CallID: "c1", N: 1})
 	if err != nil || n == nil || n.Route.Name != "deletions" || n.Call.ID != "c1" || n.Call.Message.TS == "" {
 		t.Fatalf("Attend while pending = %+v, %v; want a notice with the route and the card", n, err)
 	}
@@ -97,21 +98,21 @@ func TestAttendWhilePending(t *testing.T) {
 		{Kind: approval.Escalate, CallID: "n1"},       // wrong token's call
 		{Kind: approval.Remind, CallID: "c1", N: 0},   // not a reminder's number
 	} {
-		if n, err := f.svc.Attend(t.Context(), r.Token, w); err != nil || n != nil {
+		if n, err := f.Svc.Attend(t.Context(), r.Token, w); err != nil || n != nil {
 			t.Errorf("Attend(%+v) = %+v, %v; want nothing to say", w, n, err)
 		}
 	}
-	if _, err := f.svc.Attend(t.Context(), r.Token, approval.Scheduled{Kind: "page", CallID: "c1"}); approval.ErrorCode(err) != approval.EINVALID {
+	if _, err := f.Svc.Attend(t.Context(), r.Token, approval.Scheduled{Kind: "page", CallID: "c1"}); approval.ErrorCode(err) != approval.EINVALID {
 		t.Errorf("Attend of an unknown kind: %v, want EINVALID", err)
 	}
-	if n, err := f.svc.Attend(t.Context(), agentrunner.NewToken(), want[0]); err != nil || n != nil {
+	if n, err := f.Svc.Attend(t.Context(), agentrunner.NewToken(), want[0]); err != nil || n != nil {
 		t.Errorf("Attend for an unknown token = %+v, %v; want nothing", n, err)
 	}
 
-	if _, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil {
+	if _, err := f.Click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := f.svc.Attend(t.Context(), r.Token, want[2]); err != nil || n != nil {
+	if n, err := f.Svc.Attend(t.Context(), r.Token, want[2]); err != nil || n != nil {
 		t.Errorf("Attend after the decision = %+v, %v; want nothing", n, err)
 	}
 }
@@ -121,30 +122,30 @@ func TestAttendWhilePending(t *testing.T) {
 // refused like anyone. The requester still may not approve their own call.
 func TestEscalationExtendsAuthorization(t *testing.T) {
 	f, _, clock := newAttentionFixture(t)
-	r := f.open(t, "UERIN", call("c1", "delete", `{"path":"/tmp/x"}`), call("c2", "delete", `{"path":"/tmp/y"}`))
-	if _, err := f.click(t, r, "UDAVE", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ENOTAPPROVER {
+	r := f.Open(t, "UERIN", call("c1", "delete", `{"path":"/tmp/x"}`), call("c2", "delete", `{"path":"/tmp/y"}`))
+	if _, err := f.Click(t, r, "UDAVE", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ENOTAPPROVER {
 		t.Fatalf("an escalation approver before the escalation: %v, want ENOTAPPROVER", err)
 	}
-	if f.svc.Escalated(r, r.Call("c1")) {
+	if f.Svc.Escalated(r, r.Call("c1")) {
 		t.Fatal("escalated before escalate.after")
 	}
 	clock.Add(30 * time.Minute)
-	if !f.svc.Escalated(r, r.Call("c1")) {
+	if !f.Svc.Escalated(r, r.Call("c1")) {
 		t.Fatal("not escalated at escalate.after")
 	}
-	if _, err := f.click(t, r, "UGRACE", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ENOTAPPROVER {
+	if _, err := f.Click(t, r, "UGRACE", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ENOTAPPROVER {
 		t.Errorf("someone who is no approver after the escalation: %v, want ENOTAPPROVER", err)
 	}
-	if _, err := f.click(t, r, "UERIN", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ESELFAPPROVAL {
+	if _, err := f.Click(t, r, "UERIN", "c1", approval.ActionApprove); approval.ErrorCode(err) != approval.ESELFAPPROVAL {
 		t.Errorf("the requester as escalation approver: %v, want ESELFAPPROVAL", err)
 	}
-	if d, err := f.click(t, r, "UFRANK", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
+	if d, err := f.Click(t, r, "UFRANK", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
 		t.Errorf("a member of the escalation usergroup: %+v, %v; want approved", d, err)
 	}
-	if d, err := f.click(t, r, "UDAVE", "c2", approval.ActionDeny); err != nil || d.Call.Status != approval.CallDenied {
+	if d, err := f.Click(t, r, "UDAVE", "c2", approval.ActionDeny); err != nil || d.Call.Status != approval.CallDenied {
 		t.Errorf("a listed escalation approver: %+v, %v; want denied", d, err)
 	}
-	events, err := f.store.ReadAudit(t.Context(), "", 0)
+	events, err := f.Store.ReadAudit(t.Context(), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestEscalationExtendsAuthorization(t *testing.T) {
 // its route's policy failed on it, the error; the store keeps both.
 func TestWhyItNeedsApproval(t *testing.T) {
 	f := newFixture(t)
-	r := f.open(t, "UERIN", call("c1", "refund", `{"order":"A-1"}`), call("c2", "refund", `{"amount":500}`), call("c3", "note", `{}`))
+	r := f.Open(t, "UERIN", call("c1", "refund", `{"order":"A-1"}`), call("c2", "refund", `{"amount":500}`), call("c3", "note", `{}`))
 	want := map[string][2]string{
 		"c1": {approval.RuleTool, "no such key: amount"},
 		"c2": {approval.RuleTool, ""}, // the policy ran and did not approve
@@ -176,14 +177,14 @@ func TestWhyItNeedsApproval(t *testing.T) {
 		}
 	}
 
-	api, err := f.svc.Open(t.Context(), approval.Opening{
+	api, err := f.Svc.Open(t.Context(), approval.Opening{
 		Token: agentrunner.NewToken(), Origin: approval.Origin{Client: "billing", Name: "Billing bot"},
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a1", "refund", `{"amount":500}`)}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := f.store.Get(t.Context(), api.Token)
+	stored, err := f.Store.Get(t.Context(), api.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,14 +212,14 @@ func (p *failingUpdates) Update(ctx context.Context, r *approval.Request, c *app
 // audit stream still says "escalated" once.
 func TestAttendedAuditsOnceAcrossRetries(t *testing.T) {
 	f, _, clock := newAttentionFixture(t)
-	p := &failingUpdates{poster: f.poster}
+	p := &failingUpdates{poster: f.Poster}
 	routes, err := routing.ParseRoutes([]byte(attentionRoutes), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := approval.New(approval.Config{Store: f.store, Poster: p, Directory: directory{}, Routes: routes, Metrics: f.metrics, Now: clock.Now})
+	svc := approval.New(approval.Config{Store: f.Store, Poster: p, Directory: directory{}, Routes: routes, Metrics: f.Metrics, Now: clock.Now})
 	t.Cleanup(svc.Close)
-	r := f.open(t, "UCAROL", call("c1", "delete", `{"path":"/tmp/x"}`))
+	r := f.Open(t, "UCAROL", call("c1", "delete", `{"path":"/tmp/x"}`))
 	clock.Add(30 * time.Minute)
 	p.fail.Store(true)
 	w := approval.Scheduled{Kind: approval.Escalate, CallID: "c1"}
@@ -233,7 +234,7 @@ func TestAttendedAuditsOnceAcrossRetries(t *testing.T) {
 		}
 		p.fail.Store(false)
 	}
-	events, err := f.store.ReadAudit(t.Context(), "", 0)
+	events, err := f.Store.ReadAudit(t.Context(), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/internal/clocktest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
@@ -50,8 +51,8 @@ func (p *seenPoster) Update(ctx context.Context, r *approval.Request, c *approva
 // replica is one process of a two-replica deployment: its Service over its
 // own store client, on a shared Redis and clock.
 type replica struct {
-	svc   *approval.Service
-	store *store.Store
+	Svc   *approval.Service
+	Store *store.Store
 }
 
 func newReplicas(t *testing.T, posterA, posterB approval.Poster) (a, b replica, clock *clocktest.Clock, rdb redis.UniversalClient, prefix string) {
@@ -68,13 +69,13 @@ func newReplicas(t *testing.T, posterA, posterB approval.Poster) (a, b replica, 
 		st := store.New(c, store.Options{Prefix: prefix, Now: clock.Now})
 		svc := approval.New(approval.Config{Store: st, Poster: p, Directory: directory{}, Routes: routes, Metrics: &metrics{}})
 		t.Cleanup(svc.Close)
-		return replica{svc: svc, store: st}
+		return replica{Svc: svc, Store: st}
 	}
 	return mk(posterA), mk(posterB), clock, rdb, prefix
 }
 
 func newPoster() *poster {
-	return &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}
+	return approvaltest.NewPoster()
 }
 
 func askRefund(t *testing.T, r replica, p *poster) (*approval.Request, approval.MessageRef) {
@@ -82,14 +83,14 @@ func askRefund(t *testing.T, r replica, p *poster) (*approval.Request, approval.
 	token := agentrunner.NewToken()
 	rc := &agentrunner.RunContext{RunID: "run-" + token[:6], Deps: &approval.Origin{Team: "T1", Channel: "CGENERAL", User: "UERIN"}}
 	reqs := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("c1", "refund", `{"amount":500}`)}}
-	if _, err := r.svc.Ask(nil)(t.Context(), rc, reqs, token); err != nil {
+	if _, err := r.Svc.Ask(nil)(t.Context(), rc, reqs, token); err != nil {
 		t.Fatalf("Ask: %v", err)
 	}
-	req, err := r.store.Get(t.Context(), token)
+	req, err := r.Store.Get(t.Context(), token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return req, p.posted["c1"]
+	return req, p.Posted["c1"]
 }
 
 // A decision whose card its own process never updates (Slack failed, or
@@ -102,17 +103,17 @@ func TestClickCardUpdateIsDurable(t *testing.T) {
 	a, b, clock, _, _ := newReplicas(t, postA, postB)
 	req, card := askRefund(t, a, postA.poster)
 
-	d, err := a.svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},
+	d, err := a.Svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},
 		approval.Decision{CallID: "c1", By: "UALICE", Action: approval.ActionApprove})
 	if err != nil || !d.Changed {
 		t.Fatalf("decide: %+v, %v", d, err)
 	}
-	a.svc.Close() // waits for its card update, which fails
+	a.Svc.Close() // waits for its card update, which fails
 	if postA.attempts != 1 {
 		t.Fatalf("A tried to update the card %d times, want 1", postA.attempts)
 	}
 
-	q := b.store.JobQueue(0)
+	q := b.Store.JobQueue(0)
 	if n, err := q.Promote(t.Context()); err != nil || n != 0 {
 		t.Fatalf("promoted %d (%v) before the bound", n, err)
 	}
@@ -125,7 +126,7 @@ func TestClickCardUpdateIsDurable(t *testing.T) {
 		t.Fatalf("jobs %+v, %v; want the card update of the token", jobs, err)
 	}
 	// What cmd/slackbot's job consumer does with a card.update.
-	if err := b.svc.Expire(t.Context(), jobs[0].Token); err != nil {
+	if err := b.Svc.Expire(t.Context(), jobs[0].Token); err != nil {
 		t.Fatal(err)
 	}
 	postB.mu.Lock()
@@ -142,11 +143,11 @@ func TestClickCardUpdateDropsItsJob(t *testing.T) {
 	postA := &seenPoster{poster: newPoster(), seen: map[string][]approval.CallStatus{}}
 	a, _, clock, rdb, prefix := newReplicas(t, postA, newPoster())
 	req, card := askRefund(t, a, postA.poster)
-	if _, err := a.svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},
+	if _, err := a.Svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},
 		approval.Decision{CallID: "c1", By: "UALICE", Action: approval.ActionApprove}); err != nil {
 		t.Fatal(err)
 	}
-	a.svc.Close()
+	a.Svc.Close()
 	postA.mu.Lock()
 	seen := postA.seen["c1"]
 	postA.mu.Unlock()
@@ -160,7 +161,7 @@ func TestClickCardUpdateDropsItsJob(t *testing.T) {
 		t.Errorf("card lease left behind (%d, %v)", n, err)
 	}
 	clock.Add(store.CardJobDelay)
-	if n, err := a.store.JobQueue(0).Promote(t.Context()); err != nil || n != 0 {
+	if n, err := a.Store.JobQueue(0).Promote(t.Context()); err != nil || n != 0 {
 		t.Errorf("promoted %d (%v): a job was left behind", n, err)
 	}
 }
@@ -171,7 +172,7 @@ func openAPIOn(t *testing.T, r replica) string {
 	t.Helper()
 	token := agentrunner.NewToken()
 	reqs := agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("a", "note", `{}`)}}
-	if _, err := r.svc.Open(t.Context(), approval.Opening{Token: token, Requests: reqs, Origin: approval.Origin{Client: "ci"}}); err != nil {
+	if _, err := r.Svc.Open(t.Context(), approval.Opening{Token: token, Requests: reqs, Origin: approval.Origin{Client: "ci"}}); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	return token
@@ -208,12 +209,12 @@ func TestRequestChangeCardUpdateIsDurable(t *testing.T) {
 			postB := &seenPoster{poster: newPoster(), seen: map[string][]approval.CallStatus{}}
 			a, b, clock, _, _ := newReplicas(t, postA, postB)
 			token := openAPIOn(t, a)
-			want := change(t, a.svc, token)
-			a.svc.Close()
+			want := change(t, a.Svc, token)
+			a.Svc.Close()
 			if postA.attempts != 1 {
 				t.Fatalf("A tried to update the card %d times, want 1", postA.attempts)
 			}
-			q := b.store.JobQueue(0)
+			q := b.Store.JobQueue(0)
 			clock.Add(store.CardJobDelay)
 			if n, err := q.Promote(t.Context()); err != nil || n != 1 {
 				t.Fatalf("promoted %d (%v) at the bound, want the cards' job", n, err)
@@ -222,7 +223,7 @@ func TestRequestChangeCardUpdateIsDurable(t *testing.T) {
 			if err != nil || len(jobs) != 1 || jobs[0].Kind != store.JobCardUpdate || jobs[0].Token != token {
 				t.Fatalf("jobs %+v, %v; want the cards' update of the token", jobs, err)
 			}
-			if err := b.svc.Expire(t.Context(), jobs[0].Token); err != nil {
+			if err := b.Svc.Expire(t.Context(), jobs[0].Token); err != nil {
 				t.Fatal(err)
 			}
 			postB.mu.Lock()
@@ -235,13 +236,13 @@ func TestRequestChangeCardUpdateIsDurable(t *testing.T) {
 		t.Run(name+" updated", func(t *testing.T) {
 			a, _, clock, rdb, prefix := newReplicas(t, newPoster(), newPoster())
 			token := openAPIOn(t, a)
-			change(t, a.svc, token)
-			a.svc.Close()
+			change(t, a.Svc, token)
+			a.Svc.Close()
 			if n, err := rdb.ZCard(t.Context(), prefix+"jobs:retry").Result(); err != nil || n != 0 {
 				t.Errorf("%d scheduled jobs (%v) after the cards were updated, want 0", n, err)
 			}
 			clock.Add(store.CardJobDelay)
-			if n, err := a.store.JobQueue(0).Promote(t.Context()); err != nil || n != 0 {
+			if n, err := a.Store.JobQueue(0).Promote(t.Context()); err != nil || n != 0 {
 				t.Errorf("promoted %d (%v): a job was left behind", n, err)
 			}
 		})
@@ -270,7 +271,7 @@ func TestLostDecideReplyFreesTheCardLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := approval.New(approval.Config{Store: lostReply{a.store}, Poster: p, Directory: directory{}, Routes: routes, Metrics: &metrics{}})
+	svc := approval.New(approval.Config{Store: lostReply{a.Store}, Poster: p, Directory: directory{}, Routes: routes, Metrics: &metrics{}})
 	t.Cleanup(svc.Close)
 	req, card := askRefund(t, a, p)
 	if _, err := svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},

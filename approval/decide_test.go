@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -29,18 +30,18 @@ func TestDecideDirectoryDownIsUnavailableNotRefused(t *testing.T) {
 	}
 	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix})
-	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
-	f.svc = approval.New(approval.Config{Store: st, Poster: f.poster, Directory: lostDirectory{}, Routes: routes, Metrics: f.metrics})
-	t.Cleanup(f.svc.Close)
-	r := f.open(t, "UERIN", call("c1", "refund", `{"amount":500}`))
+	f := &fixture{Store: st, Poster: approvaltest.NewPoster(), Metrics: &metrics{}}
+	f.Svc = approval.New(approval.Config{Store: st, Poster: f.Poster, Directory: lostDirectory{}, Routes: routes, Metrics: f.Metrics})
+	t.Cleanup(f.Svc.Close)
+	r := f.Open(t, "UERIN", call("c1", "refund", `{"amount":500}`))
 
 	// UDAVE is not listed by id: only the usergroup could make him an approver.
-	_, err = f.click(t, r, "UDAVE", "c1", approval.ActionApprove)
+	_, err = f.Click(t, r, "UDAVE", "c1", approval.ActionApprove)
 	if got := approval.ErrorCode(err); got != approval.EUNAVAILABLE {
 		t.Fatalf("decide with the directory down: code %q (%v), want %s", got, err, approval.EUNAVAILABLE)
 	}
-	if len(f.metrics.refused) != 0 {
-		t.Errorf("refusal metrics %v, want none", f.metrics.refused)
+	if len(f.Metrics.RefusedCodes) != 0 {
+		t.Errorf("refusal metrics %v, want none", f.Metrics.RefusedCodes)
 	}
 	evs, err := st.ReadAudit(t.Context(), "0", 100)
 	if err != nil {
@@ -61,20 +62,20 @@ func TestDecideDirectoryDownIsUnavailableNotRefused(t *testing.T) {
 // a call denied meanwhile).
 func TestDecideOnUsesTheCurrentState(t *testing.T) {
 	f := newFixture(t)
-	r := f.open(t, "UERIN", call("c1", "refund", `{"amount":500}`))
-	stale, err := f.store.Get(t.Context(), r.Token)
+	r := f.Open(t, "UERIN", call("c1", "refund", `{"amount":500}`))
+	stale, err := f.Store.Get(t.Context(), r.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.click(t, r, "UALICE", "c1", approval.ActionDeny); err != nil {
+	if _, err := f.Click(t, r, "UALICE", "c1", approval.ActionDeny); err != nil {
 		t.Fatal(err)
 	}
-	by := approval.Decider{User: "UDAVE", Card: f.poster.posted["c1"]}
-	res, err := f.svc.DecideOn(t.Context(), stale, by, approval.Decision{CallID: "c1", By: "UDAVE", Action: approval.ActionApprove})
+	by := approval.Decider{User: "UDAVE", Card: f.Poster.Posted["c1"]}
+	res, err := f.Svc.DecideOn(t.Context(), stale, by, approval.Decision{CallID: "c1", By: "UDAVE", Action: approval.ActionApprove})
 	if code := approval.ErrorCode(err); code != approval.EDECIDED && code != approval.ERESOLVED {
 		t.Fatalf("approve on a stale copy after a denial: %+v, %v; want decided or resolved", res, err)
 	}
-	if got, _ := f.store.Get(t.Context(), r.Token); got.Call("c1").Status != approval.CallDenied {
+	if got, _ := f.Store.Get(t.Context(), r.Token); got.Call("c1").Status != approval.CallDenied {
 		t.Errorf("call is %s, want denied", got.Call("c1").Status)
 	}
 }
@@ -83,12 +84,12 @@ func TestDecideOnUsesTheCurrentState(t *testing.T) {
 // the Service's own.
 func TestRefuseCountsAndAudits(t *testing.T) {
 	f := newFixture(t)
-	r := f.open(t, "UERIN", call("c1", "refund", `{"amount":500}`))
-	f.svc.Refuse(t.Context(), r, r.Call("c1"), approval.Decider{User: "UX"}, approval.Errorf(approval.EWRONGTEAM, "This button comes from another Slack workspace."))
-	if len(f.metrics.refused) != 1 || f.metrics.refused[0] != approval.EWRONGTEAM {
-		t.Errorf("refusal metrics %v, want [%s]", f.metrics.refused, approval.EWRONGTEAM)
+	r := f.Open(t, "UERIN", call("c1", "refund", `{"amount":500}`))
+	f.Svc.Refuse(t.Context(), r, r.Call("c1"), approval.Decider{User: "UX"}, approval.Errorf(approval.EWRONGTEAM, "This button comes from another Slack workspace."))
+	if len(f.Metrics.RefusedCodes) != 1 || f.Metrics.RefusedCodes[0] != approval.EWRONGTEAM {
+		t.Errorf("refusal metrics %v, want [%s]", f.Metrics.RefusedCodes, approval.EWRONGTEAM)
 	}
-	evs, err := f.store.ReadAudit(t.Context(), "0", 100)
+	evs, err := f.Store.ReadAudit(t.Context(), "0", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/internal/clocktest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
@@ -61,19 +62,12 @@ func newGrantFixture(t *testing.T) (*fixture, *groups, *clocktest.Clock) {
 	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	dir := &groups{members: map[string][]string{"SFIN": {"UBOB"}}}
-	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
-	f.svc = approval.New(approval.Config{
-		Store: st, Poster: f.poster, Directory: dir, Routes: routes, Metrics: f.metrics, Grants: st, Now: clock.Now,
+	f := &fixture{Store: st, Poster: approvaltest.NewPoster(), Metrics: &metrics{}}
+	f.Svc = approval.New(approval.Config{
+		Store: st, Poster: f.Poster, Directory: dir, Routes: routes, Metrics: f.Metrics, Grants: st, Now: clock.Now,
 	})
-	t.Cleanup(f.svc.Close)
+	t.Cleanup(f.Svc.Close)
 	return f, dir, clock
-}
-
-// grantClick is an "Approve for d" click on call id of r by user.
-func (f *fixture) grantClick(t *testing.T, r *approval.Request, user, id string, d time.Duration) (*approval.Decided, error) {
-	t.Helper()
-	return f.svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Card: f.poster.posted[id]},
-		approval.Decision{CallID: id, By: user, Action: approval.ActionApprove, Grant: d})
 }
 
 // An escalation approver may decide an escalated call, once: a grant
@@ -81,21 +75,21 @@ func (f *fixture) grantClick(t *testing.T, r *approval.Request, user, id string,
 // decide. Their "Approve for 8 h" is refused (audited) and changes nothing.
 func TestEscalationApproverCannotGrant(t *testing.T) {
 	f, _, clock := newGrantFixture(t)
-	r := f.open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
+	r := f.Open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
 	clock.Add(30 * time.Minute)
-	if _, err := f.grantClick(t, r, "UDAVE", "c1", 8*time.Hour); approval.ErrorCode(err) != approval.ENOTAPPROVER {
+	if _, err := f.GrantClick(t, r, "UDAVE", "c1", 8*time.Hour); approval.ErrorCode(err) != approval.ENOTAPPROVER {
 		t.Fatalf("an escalation approver grants: %v, want ENOTAPPROVER", err)
 	}
-	if got, _ := f.store.Get(t.Context(), r.Token); got.Call("c1").Status != approval.CallPending {
+	if got, _ := f.Store.Get(t.Context(), r.Token); got.Call("c1").Status != approval.CallPending {
 		t.Errorf("the refused grant decided the call: %s", got.Call("c1").Status)
 	}
-	if g, _ := f.svc.Grants(t.Context(), "UDAVE"); len(g) != 0 {
+	if g, _ := f.Svc.Grants(t.Context(), "UDAVE"); len(g) != 0 {
 		t.Errorf("grants made: %+v", g)
 	}
-	if d, err := f.click(t, r, "UDAVE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
+	if d, err := f.Click(t, r, "UDAVE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
 		t.Errorf("the escalation approver approves once: %+v, %v", d, err)
 	}
-	again := f.open(t, "UCAROL", call("c2", "refund", `{"amount":50}`))
+	again := f.Open(t, "UCAROL", call("c2", "refund", `{"amount":50}`))
 	if c := again.Call("c2"); c.Status != approval.CallPending {
 		t.Errorf("the repeat call: %s by %s, want a card", c.Status, c.DecidedBy)
 	}
@@ -106,20 +100,20 @@ func TestEscalationApproverCannotGrant(t *testing.T) {
 // the repeat call to a card.
 func TestGrantNeedsItsApproverStill(t *testing.T) {
 	f, dir, clock := newGrantFixture(t)
-	r := f.open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
-	if d, err := f.grantClick(t, r, "UBOB", "c1", 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
+	r := f.Open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
+	if d, err := f.GrantClick(t, r, "UBOB", "c1", 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
 		t.Fatalf("Bob grants: %+v, %v", d, err)
 	}
-	if c := f.open(t, "UCAROL", call("c2", "refund", `{"amount":50}`)).Call("c2"); c.Status != approval.CallApproved || c.DecidedBy != approval.ByGrantPrefix+"UBOB" {
+	if c := f.Open(t, "UCAROL", call("c2", "refund", `{"amount":50}`)).Call("c2"); c.Status != approval.CallApproved || c.DecidedBy != approval.ByGrantPrefix+"UBOB" {
 		t.Fatalf("the repeat while Bob approves refunds: %s by %s, want approved by his grant", c.Status, c.DecidedBy)
 	}
 	dir.set("SFIN")
-	if c := f.open(t, "UCAROL", call("c3", "refund", `{"amount":50}`)).Call("c3"); c.Status != approval.CallPending {
+	if c := f.Open(t, "UCAROL", call("c3", "refund", `{"amount":50}`)).Call("c3"); c.Status != approval.CallPending {
 		t.Errorf("the repeat after Bob left SFIN: %s by %s, want a card", c.Status, c.DecidedBy)
 	}
 	dir.set("SFIN", "UBOB")
 	clock.Add(8*time.Hour + time.Minute)
-	if c := f.open(t, "UCAROL", call("c4", "refund", `{"amount":50}`)).Call("c4"); c.Status != approval.CallPending {
+	if c := f.Open(t, "UCAROL", call("c4", "refund", `{"amount":50}`)).Call("c4"); c.Status != approval.CallPending {
 		t.Errorf("the repeat after the grant ended: %s by %s, want a card", c.Status, c.DecidedBy)
 	}
 }
@@ -136,9 +130,9 @@ func TestGrantFollowsTheRoutingFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
-		f.svc = approval.New(approval.Config{Store: st, Poster: f.poster, Directory: directory{}, Routes: rs, Metrics: f.metrics, Grants: st, Now: clock.Now})
-		t.Cleanup(f.svc.Close)
+		f := &fixture{Store: st, Poster: approvaltest.NewPoster(), Metrics: &metrics{}}
+		f.Svc = approval.New(approval.Config{Store: st, Poster: f.Poster, Directory: directory{}, Routes: rs, Metrics: f.Metrics, Grants: st, Now: clock.Now})
+		t.Cleanup(f.Svc.Close)
 		return f
 	}
 	const route = `
@@ -151,21 +145,21 @@ routes:
 `
 	before := service(route + "    allow_self_approval: true\n")
 	for _, c := range []struct{ requester, approver, id string }{{"UCAROL", "UCAROL", "c1"}, {"UERIN", "UALICE", "c2"}} {
-		r := before.open(t, c.requester, call(c.id, "note", `{"text":"hi"}`))
-		if d, err := before.grantClick(t, r, c.approver, c.id, 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
+		r := before.Open(t, c.requester, call(c.id, "note", `{"text":"hi"}`))
+		if d, err := before.GrantClick(t, r, c.approver, c.id, 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
 			t.Fatalf("%s grants %s's call: %+v, %v", c.approver, c.requester, d, err)
 		}
 	}
 	now := service(route)
-	if c := now.open(t, "UCAROL", call("c3", "note", `{"text":"hi"}`)).Call("c3"); c.Status != approval.CallPending {
+	if c := now.Open(t, "UCAROL", call("c3", "note", `{"text":"hi"}`)).Call("c3"); c.Status != approval.CallPending {
 		t.Errorf("Carol's own grant without self-approval: %s by %s, want a card", c.Status, c.DecidedBy)
 	}
-	if c := now.open(t, "UERIN", call("c4", "note", `{"text":"hi"}`)).Call("c4"); c.Status != approval.CallApproved {
+	if c := now.Open(t, "UERIN", call("c4", "note", `{"text":"hi"}`)).Call("c4"); c.Status != approval.CallApproved {
 		t.Errorf("Alice's grant for Erin: %s, want approved", c.Status)
 	}
 	clock.Add(time.Hour)
 	shorter := service(strings.Replace(route, "grants: 8h", "grants: 1h", 1))
-	if c := shorter.open(t, "UERIN", call("c5", "note", `{"text":"hi"}`)).Call("c5"); c.Status != approval.CallPending {
+	if c := shorter.Open(t, "UERIN", call("c5", "note", `{"text":"hi"}`)).Call("c5"); c.Status != approval.CallPending {
 		t.Errorf("an 8 h grant an hour old on a route that now grants 1 h: %s by %s, want a card", c.Status, c.DecidedBy)
 	}
 }
@@ -175,9 +169,9 @@ routes:
 // call, someone who is no approver) is refused and changes nothing.
 func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
 	f, _, _ := newGrantFixture(t)
-	r := f.open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
-	q := f.open(t, "UCAROL", call("q1", "deploy", `{"env":"prod"}`))
-	own := f.open(t, "UBOB", call("o1", "refund", `{"amount":50}`))
+	r := f.Open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
+	q := f.Open(t, "UCAROL", call("q1", "deploy", `{"env":"prod"}`))
+	own := f.Open(t, "UBOB", call("o1", "refund", `{"amount":50}`))
 	for _, tt := range []struct {
 		name string
 		r    *approval.Request
@@ -200,13 +194,13 @@ func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
 		if d.Action == "" {
 			d.Action = approval.ActionApprove
 		}
-		_, err := f.svc.Decide(t.Context(), tt.r.Token, approval.Decider{User: tt.user, Card: f.poster.posted[d.CallID]}, d)
+		_, err := f.Svc.Decide(t.Context(), tt.r.Token, approval.Decider{User: tt.user, Card: f.Poster.Posted[d.CallID]}, d)
 		if approval.ErrorCode(err) != tt.code {
 			t.Errorf("%s: %v, want %s", tt.name, err, tt.code)
 		}
 	}
 	for _, req := range []*approval.Request{r, q, own} {
-		got, _ := f.store.Get(t.Context(), req.Token)
+		got, _ := f.Store.Get(t.Context(), req.Token)
 		for _, c := range got.Calls {
 			if c.Status != approval.CallPending || len(c.Votes) > 0 {
 				t.Errorf("%s after refused grants: %s, votes %v", c.ID, c.Status, c.Votes)
@@ -214,7 +208,7 @@ func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
 		}
 	}
 	for _, u := range []string{"UALICE", "UBOB", "UGRACE"} {
-		if g, _ := f.svc.Grants(t.Context(), u); len(g) != 0 {
+		if g, _ := f.Svc.Grants(t.Context(), u); len(g) != 0 {
 			t.Errorf("%s made grants: %+v", u, g)
 		}
 	}
@@ -228,12 +222,12 @@ func TestGrantRefusesArgumentsItCannotHold(t *testing.T) {
 	f, _, _ := newGrantFixture(t)
 	token := agentrunner.NewToken()
 	rc := &agentrunner.RunContext{RunID: "run-1", Deps: &approval.Origin{Team: "T1", Channel: "CGENERAL", User: "UCAROL"}}
-	_, err := f.svc.Ask(nil)(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("c1", "refund", `{"to":9007199254740993}`)}}, token)
+	_, err := f.Svc.Ask(nil)(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("c1", "refund", `{"to":9007199254740993}`)}}, token)
 	if approval.ErrorCode(err) != approval.EINVALID || !strings.Contains(approval.ErrorMessage(err), "number 9007199254740993 at /to") {
 		t.Fatalf("asking with an inexact number: %v, want EINVALID naming it", err)
 	}
-	if _, err := f.store.Get(t.Context(), token); approval.ErrorCode(err) != approval.ENOTFOUND || len(f.poster.posted) != 0 {
-		t.Errorf("the refused request was recorded (%v) or posted (%v)", err, f.poster.posted)
+	if _, err := f.Store.Get(t.Context(), token); approval.ErrorCode(err) != approval.ENOTFOUND || len(f.Poster.Posted) != 0 {
+		t.Errorf("the refused request was recorded (%v) or posted (%v)", err, f.Poster.Posted)
 	}
 }
 
@@ -248,18 +242,18 @@ func TestGrantCoversTheClientTheCardNamed(t *testing.T) {
 		t.Helper()
 		n++
 		token, id := agentrunner.NewToken(), fmt.Sprintf("c%d", n)
-		if _, err := f.svc.Open(t.Context(), approval.Opening{Token: token, Origin: o,
+		if _, err := f.Svc.Open(t.Context(), approval.Opening{Token: token, Origin: o,
 			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call(id, "refund", `{"amount":50}`)}}}); err != nil {
 			t.Fatalf("open from %+v: %v", o, err)
 		}
-		r, err := f.store.Get(t.Context(), token)
+		r, err := f.Store.Get(t.Context(), token)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r, r.Call(id)
 	}
 	r, first := open(approval.Origin{Client: "laptop", Name: shop})
-	if d, err := f.grantClick(t, r, "UALICE", first.ID, 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
+	if d, err := f.GrantClick(t, r, "UALICE", first.ID, 8*time.Hour); err != nil || d.Call.Status != approval.CallApproved {
 		t.Fatalf("Alice grants: %+v, %v", d, err)
 	}
 	for _, tt := range []struct {

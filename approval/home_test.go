@@ -14,6 +14,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/internal/clocktest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
@@ -39,12 +40,12 @@ func newHomeFixture(t *testing.T) *homeFixture {
 	clock := clocktest.Stopped(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
-	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
-	f.svc = approval.New(approval.Config{
-		Store: st, Poster: f.poster, Directory: directory{"SONCALL": {"UFRANK"}}, Routes: routes,
-		Metrics: f.metrics, Scheduler: st.JobQueue(0), Now: clock.Now,
+	f := &fixture{Store: st, Poster: approvaltest.NewPoster(), Metrics: &metrics{}}
+	f.Svc = approval.New(approval.Config{
+		Store: st, Poster: f.Poster, Directory: directory{"SONCALL": {"UFRANK"}}, Routes: routes,
+		Metrics: f.Metrics, Scheduler: st.JobQueue(0), Now: clock.Now,
 	})
-	t.Cleanup(f.svc.Close)
+	t.Cleanup(f.Svc.Close)
 	return &homeFixture{fixture: f, rdb: rdb, prefix: prefix, clock: clock}
 }
 
@@ -58,7 +59,7 @@ func homeIDs(calls []approval.HomeCall) []string {
 
 func (f *homeFixture) home(t *testing.T, user string) *approval.HomeView {
 	t.Helper()
-	v, err := f.svc.Home(t.Context(), user)
+	v, err := f.Svc.Home(t.Context(), user)
 	if err != nil {
 		t.Fatalf("Home(%s): %v", user, err)
 	}
@@ -72,11 +73,11 @@ func (f *homeFixture) home(t *testing.T, user string) *approval.HomeView {
 // once escalate.after has passed; decided calls leave it.
 func TestHomeListsWhatTheViewerMayDecide(t *testing.T) {
 	f := newHomeFixture(t)
-	del := f.open(t, "UCAROL", call("d1", "delete", `{"path":"/tmp/x"}`))
+	del := f.Open(t, "UCAROL", call("d1", "delete", `{"path":"/tmp/x"}`))
 	f.clock.Add(time.Second)
-	note := f.open(t, "UCAROL", call("n1", "note", `{}`))
+	note := f.Open(t, "UCAROL", call("n1", "note", `{}`))
 	f.clock.Add(time.Second)
-	own := f.open(t, "UALICE", call("d2", "delete", `{"path":"/tmp/own"}`))
+	own := f.Open(t, "UALICE", call("d2", "delete", `{"path":"/tmp/own"}`))
 
 	alice := f.home(t, "UALICE")
 	if got := strings.Join(homeIDs(alice.Waiting), ","); got != "d1,n1" {
@@ -106,7 +107,7 @@ func TestHomeListsWhatTheViewerMayDecide(t *testing.T) {
 		t.Errorf("Alice's own route's call shows as escalated to her: %+v", v.Waiting)
 	}
 
-	if _, err := f.click(t, del, "UALICE", "d1", approval.ActionApprove); err != nil {
+	if _, err := f.Click(t, del, "UALICE", "d1", approval.ActionApprove); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(homeIDs(f.home(t, "UALICE").Waiting), ","); got != "n1" {
@@ -120,7 +121,7 @@ func TestHomeListsWhatTheViewerMayDecide(t *testing.T) {
 func TestHomeIsBounded(t *testing.T) {
 	f := newHomeFixture(t)
 	for i := range approval.MaxHomeCalls + 3 {
-		f.open(t, "UCAROL", call("n"+string(rune('a'+i)), "note", `{}`))
+		f.Open(t, "UCAROL", call("n"+string(rune('a'+i)), "note", `{}`))
 		f.clock.Add(time.Millisecond)
 	}
 	v := f.home(t, "UALICE")
@@ -142,32 +143,32 @@ func TestHomeIsBounded(t *testing.T) {
 // EDECIDED), and a click claiming another message is still refused.
 func TestDecideFromHome(t *testing.T) {
 	f := newHomeFixture(t)
-	r := f.open(t, "UCAROL", call("d1", "delete", `{"path":"/tmp/x"}`))
+	r := f.Open(t, "UCAROL", call("d1", "delete", `{"path":"/tmp/x"}`))
 	other := approval.MessageRef{Channel: "CDELETE", TS: "1.000001"}
 	approve := approval.Decision{CallID: "d1", By: "UALICE", Action: approval.ActionApprove}
-	if _, err := f.svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: other}, approve); approval.ErrorCode(err) != approval.EWRONGMESSAGE {
+	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: other}, approve); approval.ErrorCode(err) != approval.EWRONGMESSAGE {
 		t.Errorf("a click from another message: %v, want EWRONGMESSAGE", err)
 	}
-	if _, err := f.svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE"}, approve); approval.ErrorCode(err) != approval.EWRONGMESSAGE {
+	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE"}, approve); approval.ErrorCode(err) != approval.EWRONGMESSAGE {
 		t.Errorf("a click naming no card and not from Home: %v, want EWRONGMESSAGE", err)
 	}
 	bob := approval.Decision{CallID: "d1", By: "UBOB", Action: approval.ActionApprove}
-	if _, err := f.svc.Decide(t.Context(), r.Token, approval.Decider{User: "UBOB", Home: true}, bob); approval.ErrorCode(err) != approval.ENOTAPPROVER {
+	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UBOB", Home: true}, bob); approval.ErrorCode(err) != approval.ENOTAPPROVER {
 		t.Errorf("a non-approver's Home click: %v, want ENOTAPPROVER", err)
 	}
-	d, err := f.svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Home: true}, approve)
+	d, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Home: true}, approve)
 	if err != nil || !d.Changed || d.Call.Status != approval.CallApproved {
 		t.Fatalf("Alice's Home click = %+v, %v; want approved", d, err)
 	}
 	deny := approval.Decision{CallID: "d1", By: "UALICE", Action: approval.ActionDeny}
-	if _, err := f.svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Home: true}, deny); approval.ErrorCode(err) != approval.EDECIDED {
+	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Home: true}, deny); approval.ErrorCode(err) != approval.EDECIDED {
 		t.Errorf("a Home click on a call decided meanwhile: %v, want EDECIDED", err)
 	}
-	f.svc.Close()
-	if n := f.poster.updates["d1"]; n == 0 {
+	f.Svc.Close()
+	if n := f.Poster.Updates["d1"]; n == 0 {
 		t.Error("the Home decision did not update the card")
 	}
-	audit, err := f.store.ReadAudit(t.Context(), "", 100)
+	audit, err := f.Store.ReadAudit(t.Context(), "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +189,14 @@ func TestDecideFromHome(t *testing.T) {
 // after the coalescing delay.
 func TestHomeChangedSchedulesOneRefreshPerViewer(t *testing.T) {
 	f := newHomeFixture(t)
-	f.svc.HomeOpened(t.Context(), "UALICE") // Alice watches her Home
+	f.Svc.HomeOpened(t.Context(), "UALICE") // Alice watches her Home
 	f.home(t, "UCAROL")                     // Carol's was built (as a refresh job builds it), not opened
-	r := f.open(t, "UCAROL", call("d1", "delete", `{"path":"/tmp/x"}`))
-	f.open(t, "UCAROL", call("d2", "delete", `{"path":"/tmp/y"}`))
-	if _, err := f.click(t, r, "UALICE", "d1", approval.ActionDeny); err != nil {
+	r := f.Open(t, "UCAROL", call("d1", "delete", `{"path":"/tmp/x"}`))
+	f.Open(t, "UCAROL", call("d2", "delete", `{"path":"/tmp/y"}`))
+	if _, err := f.Click(t, r, "UALICE", "d1", approval.ActionDeny); err != nil {
 		t.Fatal(err)
 	}
-	f.svc.Close()
+	f.Svc.Close()
 	members, err := f.rdb.ZRangeWithScores(t.Context(), f.prefix+"jobs:retry", 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -239,16 +240,16 @@ func TestHomeReadsWhatItShowsAndSharesItsRoom(t *testing.T) {
 	const flood = approval.MaxHomeCalls + 5
 	for i := range flood {
 		token := agentrunner.NewToken()
-		if _, err := f.svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "flood", Name: fmt.Sprintf("run %d", i)},
+		if _, err := f.Svc.Open(t.Context(), approval.Opening{Token: token, Origin: approval.Origin{Client: "flood", Name: fmt.Sprintf("run %d", i)},
 			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call(fmt.Sprintf("f%02d", i), "note", `{"n":1}`)}}}); err != nil {
 			t.Fatal(err)
 		}
 		f.clock.Add(time.Millisecond)
 	}
-	f.open(t, "UCAROL", call("carol", "note", `{"text":"hi"}`))
+	f.Open(t, "UCAROL", call("carol", "note", `{"text":"hi"}`))
 	f.clock.Add(time.Millisecond)
 	huge := `{"text":"` + strings.Repeat("x", 1<<20-100) + `"}`
-	f.open(t, "UERIN", call("erin", "note", huge))
+	f.Open(t, "UERIN", call("erin", "note", huge))
 
 	// Alice's Home, read through a connection that counts what it reads.
 	opt := &redis.Options{Addr: f.rdb.(*redis.Client).Options().Addr}
@@ -264,7 +265,7 @@ func TestHomeReadsWhatItShowsAndSharesItsRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := approval.New(approval.Config{Store: store.New(rdb, store.Options{Prefix: f.prefix, Now: f.clock.Now}),
-		Poster: f.poster, Directory: directory{}, Routes: routes, Now: f.clock.Now})
+		Poster: f.Poster, Directory: directory{}, Routes: routes, Now: f.clock.Now})
 	t.Cleanup(svc.Close)
 	v, err := svc.Home(t.Context(), "UALICE")
 	if err != nil {

@@ -19,19 +19,19 @@ func TestOpenRefusesArgumentsReadTwoWays(t *testing.T) {
 		`{"amount":5,"meta":{"k":1,"\u006b":2}}`,
 	} {
 		token := agentrunner.NewToken()
-		_, err := f.svc.Open(t.Context(), approval.Opening{
+		_, err := f.Svc.Open(t.Context(), approval.Opening{
 			Token: token, Origin: approval.Origin{Client: "ci"},
 			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("r1", "refund", args)}},
 		})
 		if approval.ErrorCode(err) != approval.EINVALID || !strings.Contains(approval.ErrorMessage(err), "duplicate member") {
 			t.Errorf("Open(%.40s…): %v, want invalid naming the duplicate member", args, err)
 		}
-		if _, err := f.store.Get(t.Context(), token); approval.ErrorCode(err) != approval.ENOTFOUND {
+		if _, err := f.Store.Get(t.Context(), token); approval.ErrorCode(err) != approval.ENOTFOUND {
 			t.Errorf("a refused Open recorded the request (%v)", err)
 		}
 	}
-	if len(f.poster.posted) != 0 {
-		t.Errorf("cards posted: %v, want none", f.poster.posted)
+	if len(f.Poster.Posted) != 0 {
+		t.Errorf("cards posted: %v, want none", f.Poster.Posted)
 	}
 }
 

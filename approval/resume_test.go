@@ -33,34 +33,34 @@ func (p *resumedPort) got() []string {
 func TestEndOfARunsRequestResumesItHere(t *testing.T) {
 	f := newFixture(t)
 	port := &resumedPort{}
-	f.svc = approval.New(approval.Config{
-		Store: f.store, Poster: f.poster, Directory: directory{}, Routes: f.svc.Routes(), Resumed: port.resumed,
+	f.Svc = approval.New(approval.Config{
+		Store: f.Store, Poster: f.Poster, Directory: directory{}, Routes: f.Svc.Routes(), Resumed: port.resumed,
 	})
-	r := f.open(t, "UERIN", call("c1", "deploy", `{"env":"staging"}`))
-	if _, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil {
+	r := f.Open(t, "UERIN", call("c1", "deploy", `{"env":"staging"}`))
+	if _, err := f.Click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil {
 		t.Fatal(err)
 	}
-	f.svc.Close()
+	f.Svc.Close()
 	if got := port.got(); len(got) != 0 {
 		t.Fatalf("after one vote of two: resumed %q, want nothing", got)
 	}
-	if _, err := f.click(t, r, "UBOB", "c1", approval.ActionApprove); err != nil {
+	if _, err := f.Click(t, r, "UBOB", "c1", approval.ActionApprove); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.click(t, r, "UCAROL", "c1", approval.ActionApprove); err == nil {
+	if _, err := f.Click(t, r, "UCAROL", "c1", approval.ActionApprove); err == nil {
 		t.Fatal("a click after the resolution succeeded")
 	}
-	f.svc.Close()
+	f.Svc.Close()
 	want := r.Token + "/" + r.RunID
 	if got := port.got(); len(got) != 1 || got[0] != want {
 		t.Fatalf("after the resolving vote: resumed %q, want [%s]", got, want)
 	}
 
-	r2 := f.open(t, "UERIN", call("c2", "deploy", `{"env":"staging"}`))
-	if _, err := f.svc.Fail(t.Context(), r2.Token, "asking failed"); err != nil {
+	r2 := f.Open(t, "UERIN", call("c2", "deploy", `{"env":"staging"}`))
+	if _, err := f.Svc.Fail(t.Context(), r2.Token, "asking failed"); err != nil {
 		t.Fatal(err)
 	}
-	f.svc.Close()
+	f.Svc.Close()
 	if got := port.got(); len(got) != 2 || got[1] != r2.Token+"/"+r2.RunID {
 		t.Fatalf("after Fail: resumed %q, want the failed run last", got)
 	}
@@ -69,10 +69,10 @@ func TestEndOfARunsRequestResumesItHere(t *testing.T) {
 	// request at once, and the run continues here too.
 	token := agentrunner.NewToken()
 	rc := &agentrunner.RunContext{RunID: "run-unrouted", Deps: &approval.Origin{Team: "T1", Channel: "CGENERAL", User: "UERIN"}}
-	if _, err := f.svc.Ask(nil)(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("c3", "rm", `{}`)}}, token); err != nil {
+	if _, err := f.Svc.Ask(nil)(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("c3", "rm", `{}`)}}, token); err != nil {
 		t.Fatal(err)
 	}
-	f.svc.Close()
+	f.Svc.Close()
 	if got := port.got(); len(got) != 3 || got[2] != token+"/run-unrouted" {
 		t.Fatalf("after an unrouted ask: resumed %q, want the run last", got)
 	}

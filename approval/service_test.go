@@ -1,15 +1,12 @@
 package approval_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -42,55 +39,16 @@ routes:
     auto_deny: "args.env == 'prod-eu'"
 `
 
-// poster records the cards the service posts and updates, as a fake
-// Slack would show them.
-type poster struct {
-	mu      sync.Mutex
-	posted  map[string]approval.MessageRef // call id -> card
-	updates map[string]int                 // call id -> updates
-	fail    bool
-	n       int
-}
+// The Service's fakes and fixture are approvaltest's, under the names
+// these tests have always used.
+type (
+	poster    = approvaltest.Poster
+	directory = approvaltest.Directory
+	metrics   = approvaltest.Metrics
+	fixture   = approvaltest.Fixture
+)
 
-func (p *poster) Post(_ context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fail {
-		return approval.MessageRef{}, errors.New("channel_not_found")
-	}
-	p.n++
-	ref := approval.MessageRef{Channel: "C" + c.Route, TS: time.Now().Format("150405.000000") + string(rune('a'+p.n))}
-	p.posted[c.ID] = ref
-	return ref, nil
-}
-
-func (p *poster) Update(_ context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.updates[c.ID]++
-	return c.Message, nil
-}
-
-type directory map[string][]string
-
-func (d directory) Members(_ context.Context, g string) ([]string, error) { return d[g], nil }
-func (d directory) Warm(...string)                                        {}
-
-type metrics struct {
-	mu       sync.Mutex
-	refused  []string
-	decision []string
-}
-
-func (m *metrics) Decision(s string) { m.mu.Lock(); m.decision = append(m.decision, s); m.mu.Unlock() }
-func (m *metrics) Refused(c string)  { m.mu.Lock(); m.refused = append(m.refused, c); m.mu.Unlock() }
-
-type fixture struct {
-	svc     *approval.Service
-	store   *store.Store
-	poster  *poster
-	metrics *metrics
-}
+var call = approvaltest.Call
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
@@ -100,93 +58,68 @@ func newFixture(t *testing.T) *fixture {
 	}
 	rdb, prefix := redistest.Embedded(t)
 	st := store.New(rdb, store.Options{Prefix: prefix})
-	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
-	f.svc = approval.New(approval.Config{
-		Store: st, Poster: f.poster, Directory: directory{"SFIN": {"UDAVE"}}, Routes: routes, Metrics: f.metrics,
+	f := &fixture{Store: st, Poster: approvaltest.NewPoster(), Metrics: &metrics{}}
+	f.Svc = approval.New(approval.Config{
+		Store: st, Poster: f.Poster, Directory: directory{"SFIN": {"UDAVE"}}, Routes: routes, Metrics: f.Metrics,
 	})
-	t.Cleanup(f.svc.Close)
+	t.Cleanup(f.Svc.Close)
 	return f
-}
-
-func call(id, tool, args string) agentrunner.ToolCallPart {
-	return agentrunner.ToolCallPart{ToolCallID: id, ToolName: tool, Args: json.RawMessage(args)}
-}
-
-// open asks for approval of calls as a Slack run in #general by requester.
-func (f *fixture) open(t *testing.T, requester string, calls ...agentrunner.ToolCallPart) *approval.Request {
-	t.Helper()
-	token := agentrunner.NewToken()
-	rc := &agentrunner.RunContext{RunID: "run-" + token[:6], Deps: &approval.Origin{Team: "T1", Channel: "CGENERAL", User: requester}}
-	if _, err := f.svc.Ask(nil)(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: calls}, token); err != nil {
-		t.Fatalf("Ask: %v", err)
-	}
-	r, err := f.store.Get(t.Context(), token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-func (f *fixture) click(t *testing.T, r *approval.Request, user, callID string, a approval.Action) (*approval.Decided, error) {
-	t.Helper()
-	return f.svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Card: f.poster.posted[callID]},
-		approval.Decision{CallID: callID, By: user, Action: a})
 }
 
 func TestDecideQuorumAndResolve(t *testing.T) {
 	f := newFixture(t)
-	r := f.open(t, "UERIN", call("c1", "deploy", `{"env":"staging"}`))
-	if _, ok := f.poster.posted["c1"]; !ok {
+	r := f.Open(t, "UERIN", call("c1", "deploy", `{"env":"staging"}`))
+	if _, ok := f.Poster.Posted["c1"]; !ok {
 		t.Fatal("no card posted for the routed call")
 	}
-	d, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove)
+	d, err := f.Click(t, r, "UALICE", "c1", approval.ActionApprove)
 	if err != nil || !d.Changed || d.Call.Status != approval.CallPending || d.Votes != 1 {
 		t.Fatalf("first approval of two: %+v, %v; want a counted vote, call still pending", d, err)
 	}
-	d, err = f.click(t, r, "UALICE", "c1", approval.ActionApprove)
+	d, err = f.Click(t, r, "UALICE", "c1", approval.ActionApprove)
 	if err != nil || d.Changed {
 		t.Fatalf("repeated click: changed=%v err=%v, want nothing changed and no error", d != nil && d.Changed, err)
 	}
-	d, err = f.click(t, r, "UBOB", "c1", approval.ActionApprove)
+	d, err = f.Click(t, r, "UBOB", "c1", approval.ActionApprove)
 	if err != nil || d.Call.Status != approval.CallApproved || !d.Resolved {
 		t.Fatalf("second approver: %+v, %v; want the call approved and the request resolved", d, err)
 	}
-	got, _ := f.store.Get(t.Context(), r.Token)
+	got, _ := f.Store.Get(t.Context(), r.Token)
 	if got.State != approval.StateResolved || !got.Results.Approvals["c1"].Approved {
 		t.Errorf("request after quorum: state %s, results %+v", got.State, got.Results)
 	}
-	if _, err := f.click(t, r, "UCAROL", "c1", approval.ActionDeny); approval.ErrorCode(err) != approval.ERESOLVED && approval.ErrorCode(err) != approval.EDECIDED {
+	if _, err := f.Click(t, r, "UCAROL", "c1", approval.ActionDeny); approval.ErrorCode(err) != approval.ERESOLVED && approval.ErrorCode(err) != approval.EDECIDED {
 		t.Errorf("deny after the quorum: code %q (%v), want decided or resolved", approval.ErrorCode(err), err)
 	}
 }
 
 func TestDecideRefusalsAreCodedAuditedAndChangeNothing(t *testing.T) {
 	f := newFixture(t)
-	r := f.open(t, "UALICE", call("c1", "refund", `{"amount":500}`))
+	r := f.Open(t, "UALICE", call("c1", "refund", `{"amount":500}`))
 	for _, tc := range []struct {
 		name string
 		by   approval.Decider
 		act  approval.Action
 		code string
 	}{
-		{"not an approver", approval.Decider{User: "UMALLORY", Card: f.poster.posted["c1"]}, approval.ActionApprove, approval.ENOTAPPROVER},
-		{"self-approval", approval.Decider{User: "UALICE", Card: f.poster.posted["c1"]}, approval.ActionApprove, approval.ESELFAPPROVAL},
+		{"not an approver", approval.Decider{User: "UMALLORY", Card: f.Poster.Posted["c1"]}, approval.ActionApprove, approval.ENOTAPPROVER},
+		{"self-approval", approval.Decider{User: "UALICE", Card: f.Poster.Posted["c1"]}, approval.ActionApprove, approval.ESELFAPPROVAL},
 		{"another message", approval.Decider{User: "UDAVE", Card: approval.MessageRef{Channel: "CREFUND", TS: "1.2"}}, approval.ActionApprove, approval.EWRONGMESSAGE},
 	} {
-		_, err := f.svc.Decide(t.Context(), r.Token, tc.by, approval.Decision{CallID: "c1", By: tc.by.User, Action: tc.act})
+		_, err := f.Svc.Decide(t.Context(), r.Token, tc.by, approval.Decision{CallID: "c1", By: tc.by.User, Action: tc.act})
 		if got := approval.ErrorCode(err); got != tc.code {
 			t.Errorf("%s: code %q (%v), want %q", tc.name, got, err, tc.code)
 		}
 	}
-	got, _ := f.store.Get(t.Context(), r.Token)
+	got, _ := f.Store.Get(t.Context(), r.Token)
 	if c := got.Call("c1"); c.Status != approval.CallPending || len(c.Votes) != 0 {
 		t.Errorf("after refusals the call is %s with %d votes; want pending with none", c.Status, len(c.Votes))
 	}
 	want := []string{approval.ENOTAPPROVER, approval.ESELFAPPROVAL, approval.EWRONGMESSAGE}
-	if len(f.metrics.refused) != 3 || f.metrics.refused[0] != want[0] || f.metrics.refused[1] != want[1] || f.metrics.refused[2] != want[2] {
-		t.Errorf("refusal metrics = %v, want %v", f.metrics.refused, want)
+	if len(f.Metrics.RefusedCodes) != 3 || f.Metrics.RefusedCodes[0] != want[0] || f.Metrics.RefusedCodes[1] != want[1] || f.Metrics.RefusedCodes[2] != want[2] {
+		t.Errorf("refusal metrics = %v, want %v", f.Metrics.RefusedCodes, want)
 	}
-	evs, err := f.store.ReadAudit(t.Context(), "0", 100)
+	evs, err := f.Store.ReadAudit(t.Context(), "0", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,40 +133,40 @@ func TestDecideRefusalsAreCodedAuditedAndChangeNothing(t *testing.T) {
 		t.Errorf("audit stream has %d refusals, want 3", refused)
 	}
 	// A member of the route's usergroup may; the requester may deny.
-	if _, err := f.click(t, r, "UDAVE", "c1", approval.ActionApprove); err != nil {
+	if _, err := f.Click(t, r, "UDAVE", "c1", approval.ActionApprove); err != nil {
 		t.Errorf("usergroup member approves: %v", err)
 	}
 }
 
 func TestSelfApprovalWhenTheRouteAllowsIt(t *testing.T) {
 	f := newFixture(t)
-	r := f.open(t, "UALICE", call("c1", "note", `{}`))
-	if d, err := f.click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
+	r := f.Open(t, "UALICE", call("c1", "note", `{}`))
+	if d, err := f.Click(t, r, "UALICE", "c1", approval.ActionApprove); err != nil || d.Call.Status != approval.CallApproved {
 		t.Fatalf("self-approval on a route that allows it: %+v, %v", d, err)
 	}
 }
 
 func TestEditsAreCheckedByEveryDoor(t *testing.T) {
 	f := newFixture(t)
-	r := f.open(t, "UERIN", call("c1", "deploy", `{"env":"staging"}`))
+	r := f.Open(t, "UERIN", call("c1", "deploy", `{"env":"staging"}`))
 	edit := approval.Decision{CallID: "c1", By: "UALICE", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"env":"prod-eu"}`)}
-	_, err := f.svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.poster.posted["c1"]}, edit)
+	_, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.Poster.Posted["c1"]}, edit)
 	if approval.ErrorCode(err) != approval.EPOLICY {
 		t.Errorf("an edit auto_deny matches, from a button: code %q (%v), want policy", approval.ErrorCode(err), err)
 	}
 	for _, bad := range []string{`[1]`, `{"env":`, `"x"`} {
 		edit.OverrideArgs = json.RawMessage(bad)
-		_, err := f.svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.poster.posted["c1"]}, edit)
+		_, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.Poster.Posted["c1"]}, edit)
 		if approval.ErrorCode(err) != approval.EINVALID {
 			t.Errorf("edit %s: code %q, want invalid", bad, approval.ErrorCode(err))
 		}
 	}
 	// An edit's vote never counts toward the quorum of other arguments.
 	edit.OverrideArgs = json.RawMessage(`{"env":"dev"}`)
-	if _, err := f.svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.poster.posted["c1"]}, edit); err != nil {
+	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.Poster.Posted["c1"]}, edit); err != nil {
 		t.Fatal(err)
 	}
-	d, err := f.click(t, r, "UBOB", "c1", approval.ActionApprove)
+	d, err := f.Click(t, r, "UBOB", "c1", approval.ActionApprove)
 	if err != nil || d.Call.Status != approval.CallPending {
 		t.Errorf("a vote for the original after a vote for an edit: status %v err %v; want still pending (1 vote each)", d.Call.Status, err)
 	}
@@ -242,7 +175,7 @@ func TestEditsAreCheckedByEveryDoor(t *testing.T) {
 func TestAPIAnswerGoesThroughDecide(t *testing.T) {
 	f := newFixture(t)
 	token := agentrunner.NewToken()
-	_, err := f.svc.Open(t.Context(), approval.Opening{
+	_, err := f.Svc.Open(t.Context(), approval.Opening{
 		Token: token, Origin: approval.Origin{Client: "ci", Name: "the CI"},
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("a", "ci_deploy", `{"env":"staging"}`), call("b", "refund", `{"amount":5}`),
@@ -251,28 +184,28 @@ func TestAPIAnswerGoesThroughDecide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := f.store.Get(t.Context(), token)
+	r, _ := f.Store.Get(t.Context(), token)
 	if c := r.Call("b"); c.Status != approval.CallApproved || c.DecidedBy != "policy:refunds" {
 		t.Errorf("refund under auto_approve: %s by %q, want approved by policy:refunds", c.Status, c.DecidedBy)
 	}
-	if _, ok := f.poster.posted["b"]; ok {
+	if _, ok := f.Poster.Posted["b"]; ok {
 		t.Error("a card was posted for a call the policy decided")
 	}
 	// Another client's request is not found; an edit auto_deny matches is refused; nothing is recorded.
-	if _, err := f.svc.Decide(t.Context(), token, approval.Decider{Client: "other"}, approval.Decision{CallID: "a", Action: approval.ActionApprove}); approval.ErrorCode(err) != approval.ENOTFOUND {
+	if _, err := f.Svc.Decide(t.Context(), token, approval.Decider{Client: "other"}, approval.Decision{CallID: "a", Action: approval.ActionApprove}); approval.ErrorCode(err) != approval.ENOTFOUND {
 		t.Errorf("another client answers: code %q, want not_found", approval.ErrorCode(err))
 	}
-	_, err = f.svc.Decide(t.Context(), token, approval.Decider{Client: "ci"},
+	_, err = f.Svc.Decide(t.Context(), token, approval.Decider{Client: "ci"},
 		approval.Decision{CallID: "a", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"env":"prod-eu"}`)})
 	if approval.ErrorCode(err) != approval.EPOLICY {
 		t.Errorf("API override auto_deny matches: code %q (%v), want policy", approval.ErrorCode(err), err)
 	}
-	if _, err := f.svc.Decide(t.Context(), token, approval.Decider{Client: "ci"}, approval.Decision{CallID: "b", Action: approval.ActionDeny}); approval.ErrorCode(err) != approval.ECONFLICT {
+	if _, err := f.Svc.Decide(t.Context(), token, approval.Decider{Client: "ci"}, approval.Decision{CallID: "b", Action: approval.ActionDeny}); approval.ErrorCode(err) != approval.ECONFLICT {
 		t.Errorf("answer to a decided call: code %q, want conflict", approval.ErrorCode(err))
 	}
 	// On a route that lets the requester approve, the client's approval
 	// is authoritative: a 2-approver call is approved at once.
-	d, err := f.svc.Decide(t.Context(), token, approval.Decider{Client: "ci"}, approval.Decision{CallID: "a", By: "jo", Action: approval.ActionApprove})
+	d, err := f.Svc.Decide(t.Context(), token, approval.Decider{Client: "ci"}, approval.Decision{CallID: "a", By: "jo", Action: approval.ActionApprove})
 	if err != nil || !d.Resolved {
 		t.Fatalf("client approves: %+v, %v", d, err)
 	}
@@ -293,11 +226,11 @@ func TestOpenRoutesAsAsked(t *testing.T) {
 		{approval.Opening{AllowedRoutes: []string{"refunds"}}, approval.EFORBIDDEN},
 	} {
 		tc.o.Token, tc.o.Requests, tc.o.Origin = agentrunner.NewToken(), req, approval.Origin{Client: "ci"}
-		_, err := f.svc.Open(t.Context(), tc.o)
+		_, err := f.Svc.Open(t.Context(), tc.o)
 		if approval.ErrorCode(err) != tc.code {
 			t.Errorf("Open(%+v): code %q (%v), want %q", tc.o.Route, approval.ErrorCode(err), err, tc.code)
 		}
-		if _, err := f.store.Get(t.Context(), tc.o.Token); approval.ErrorCode(err) != approval.ENOTFOUND {
+		if _, err := f.Store.Get(t.Context(), tc.o.Token); approval.ErrorCode(err) != approval.ENOTFOUND {
 			t.Errorf("a refused Open recorded the request (%v)", err)
 		}
 	}
@@ -305,12 +238,12 @@ func TestOpenRoutesAsAsked(t *testing.T) {
 
 func TestAskDeniesUnroutedAndFailsUnpostable(t *testing.T) {
 	f := newFixture(t)
-	r := f.open(t, "UERIN", call("c1", "rm_rf", `{}`), call("c2", "deploy", `{}`))
+	r := f.Open(t, "UERIN", call("c1", "rm_rf", `{}`), call("c2", "deploy", `{}`))
 	if c := r.Call("c1"); c.Status != approval.CallDenied || c.DecidedBy != approval.ByNoRoute {
 		t.Errorf("unrouted call: %s by %q, want denied by %s", c.Status, c.DecidedBy, approval.ByNoRoute)
 	}
-	f.poster.fail = true
-	r = f.open(t, "UERIN", call("c3", "deploy", `{}`))
+	f.Poster.Fail = true
+	r = f.Open(t, "UERIN", call("c3", "deploy", `{}`))
 	if c := r.Call("c3"); c.Status != approval.CallDenied || c.Why() == "" {
 		t.Errorf("call whose card could not be posted: %s (%q), want denied with the reason", c.Status, c.Why())
 	}
@@ -321,7 +254,7 @@ var _ approval.RunSaver = (*store.Store)(nil)
 func TestAnswerTakesTheWireFormat(t *testing.T) {
 	f := newFixture(t)
 	token := agentrunner.NewToken()
-	if _, err := f.svc.Open(t.Context(), approval.Opening{
+	if _, err := f.Svc.Open(t.Context(), approval.Opening{
 		Token: token, Origin: approval.Origin{Client: "ci"},
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 			call("b", "ci_deploy", `{"env":"dev"}`), call("a", "ci_deploy", `{"env":"staging"}`),
@@ -334,7 +267,7 @@ func TestAnswerTakesTheWireFormat(t *testing.T) {
 	res.Approvals["b"] = agentrunner.Approve()
 	res.Metadata["b"] = map[string]any{"ticket": "OPS-1"}
 	res.AnsweredBy["a"] = "jo"
-	d, err := f.svc.Answer(t.Context(), token, approval.Decider{Client: "ci"}, res)
+	d, err := f.Svc.Answer(t.Context(), token, approval.Decider{Client: "ci"}, res)
 	if err != nil || !d.Resolved {
 		t.Fatalf("Answer: %+v, %v", d, err)
 	}

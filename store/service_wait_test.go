@@ -2,13 +2,13 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -29,76 +29,13 @@ routes:
     grants: 8h
 `
 
-// poster records the cards the service posts and updates.
-type poster struct {
-	mu      sync.Mutex
-	posted  map[string]approval.MessageRef // call id -> card
-	updates map[string]int                 // call id -> updates
-}
-
-func (p *poster) Post(_ context.Context, _ *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ref := approval.MessageRef{Channel: "C" + c.Route, TS: "1." + c.ID}
-	p.posted[c.ID] = ref
-	return ref, nil
-}
-
-func (p *poster) Update(_ context.Context, _ *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.updates[c.ID]++
-	return c.Message, nil
-}
-
-type directory map[string][]string
-
-func (d directory) Members(_ context.Context, g string) ([]string, error) { return d[g], nil }
-func (d directory) Warm(...string)                                        {}
-
-type metrics struct{}
-
-func (metrics) Decision(string) {}
-func (metrics) Refused(string)  {}
-
-type fixture struct {
-	svc     *approval.Service
-	store   *store.Store
-	poster  *poster
-	metrics *metrics
-}
-
-func call(id, tool, args string) agentrunner.ToolCallPart {
-	return agentrunner.ToolCallPart{ToolCallID: id, ToolName: tool, Args: json.RawMessage(args)}
-}
-
-// open asks for approval of calls as a Slack run in #general by requester.
-func (f *fixture) open(t *testing.T, requester string, calls ...agentrunner.ToolCallPart) *approval.Request {
-	t.Helper()
-	token := agentrunner.NewToken()
-	rc := &agentrunner.RunContext{RunID: "run-" + token[:6], Deps: &approval.Origin{Team: "T1", Channel: "CGENERAL", User: requester}}
-	if _, err := f.svc.Ask(nil)(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: calls}, token); err != nil {
-		t.Fatalf("Ask: %v", err)
-	}
-	r, err := f.store.Get(t.Context(), token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-func (f *fixture) click(t *testing.T, r *approval.Request, user, callID string, a approval.Action) (*approval.Decided, error) {
-	t.Helper()
-	return f.svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Card: f.poster.posted[callID]},
-		approval.Decision{CallID: callID, By: user, Action: a})
-}
-
-// grantClick is an "Approve for d" click on call id of r by user.
-func (f *fixture) grantClick(t *testing.T, r *approval.Request, user, id string, d time.Duration) (*approval.Decided, error) {
-	t.Helper()
-	return f.svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Card: f.poster.posted[id]},
-		approval.Decision{CallID: id, By: user, Action: approval.ActionApprove, Grant: d})
-}
+// The Service's fakes and fixture are approvaltest's, as in package
+// approval's own tests.
+type (
+	directory = approvaltest.Directory
+	metrics   = approvaltest.Metrics
+	fixture   = approvaltest.Fixture
+)
 
 // resumed records the runs the Service hands to its Resumed port.
 type resumed struct {
@@ -133,33 +70,33 @@ func TestConfirmAppliesAHeldDecision(t *testing.T) {
 	replica := redistest.StartReplica(t, primary)
 	st := store.New(primary.Client(t), store.Options{Prefix: "c:", WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond})
 	runs := &resumed{}
-	f := &fixture{store: st, poster: &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}, metrics: &metrics{}}
-	f.svc = approval.New(approval.Config{Store: st, Poster: f.poster, Directory: directory{"SFIN": {"UBOB"}}, Routes: routes, Metrics: f.metrics,
+	f := &fixture{Store: st, Poster: approvaltest.NewPoster(), Metrics: &metrics{}}
+	f.Svc = approval.New(approval.Config{Store: st, Poster: f.Poster, Directory: directory{"SFIN": {"UBOB"}}, Routes: routes, Metrics: f.Metrics,
 		Grants: st, Resumed: runs.resume, Confirmer: st})
-	t.Cleanup(f.svc.Close)
-	r := f.open(t, "UCAROL", call("c1", "refund", `{"amount":50}`))
+	t.Cleanup(f.Svc.Close)
+	r := f.Open(t, "UCAROL", approvaltest.Call("c1", "refund", `{"amount":50}`))
 
 	replica.Pause(t)
 	defer replica.Resume(t)
-	if _, err := f.grantClick(t, r, "UALICE", "c1", 8*time.Hour); approval.ErrorCode(err) != approval.EUNCONFIRMED {
+	if _, err := f.GrantClick(t, r, "UALICE", "c1", 8*time.Hour); approval.ErrorCode(err) != approval.EUNCONFIRMED {
 		t.Fatalf("Approve for 8 h, replica stopped: %v, want EUNCONFIRMED", err)
 	}
-	if err := f.svc.Confirm(t.Context()); err != nil {
+	if err := f.Svc.Confirm(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	f.svc.Close() // what the click started is done
-	if g, _ := f.svc.Grants(t.Context(), "UALICE"); len(g) != 0 || runs.count() != 0 || f.poster.updates["c1"] != 0 {
+	f.Svc.Close() // what the click started is done
+	if g, _ := f.Svc.Grants(t.Context(), "UALICE"); len(g) != 0 || runs.count() != 0 || f.Poster.Updates["c1"] != 0 {
 		t.Errorf("a held click made %d grants, resumed %d runs, updated the card %d times; want none",
-			len(g), runs.count(), f.poster.updates["c1"])
+			len(g), runs.count(), f.Poster.Updates["c1"])
 	}
-	if _, err := f.click(t, r, "UBOB", "c1", approval.ActionDeny); approval.ErrorCode(err) != approval.ERECORDING {
+	if _, err := f.Click(t, r, "UBOB", "c1", approval.ActionDeny); approval.ErrorCode(err) != approval.ERECORDING {
 		t.Errorf("another approver meanwhile: %v, want ERECORDING", err)
 	}
 
 	replica.Resume(t)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if err := f.svc.Confirm(t.Context()); err != nil {
+		if err := f.Svc.Confirm(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := st.Get(t.Context(), r.Token); got.State == approval.StateResolved {
@@ -169,12 +106,12 @@ func TestConfirmAppliesAHeldDecision(t *testing.T) {
 			t.Fatal("the held click was never applied")
 		}
 	}
-	f.svc.Close()
-	g, _ := f.svc.Grants(t.Context(), "UALICE")
-	if len(g) != 1 || runs.count() != 1 || f.poster.updates["c1"] != 1 {
-		t.Errorf("once applied: %d grants, %d runs resumed, %d card updates; want 1 each", len(g), runs.count(), f.poster.updates["c1"])
+	f.Svc.Close()
+	g, _ := f.Svc.Grants(t.Context(), "UALICE")
+	if len(g) != 1 || runs.count() != 1 || f.Poster.Updates["c1"] != 1 {
+		t.Errorf("once applied: %d grants, %d runs resumed, %d card updates; want 1 each", len(g), runs.count(), f.Poster.Updates["c1"])
 	}
-	if again := f.open(t, "UCAROL", call("c2", "refund", `{"amount":50}`)).Call("c2"); again.DecidedBy != approval.ByGrantPrefix+"UALICE" {
+	if again := f.Open(t, "UCAROL", approvaltest.Call("c2", "refund", `{"amount":50}`)).Call("c2"); again.DecidedBy != approval.ByGrantPrefix+"UALICE" {
 		t.Errorf("the repeat call: %s by %s, want approved by Alice's grant", again.Status, again.DecidedBy)
 	}
 }
@@ -223,8 +160,8 @@ func TestAttackOpenPolicyDecisionHeld(t *testing.T) {
 	primary := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, primary)
 	st := store.New(primary.Client(t), store.Options{Prefix: "c:", WaitReplicas: 1, WaitTimeout: 300 * time.Millisecond})
-	p := &poster{posted: map[string]approval.MessageRef{}, updates: map[string]int{}}
-	svc := approval.New(approval.Config{Store: st, Poster: p, Directory: directory{}, Routes: routes, Metrics: metrics{}, Confirmer: st})
+	p := approvaltest.NewPoster()
+	svc := approval.New(approval.Config{Store: st, Poster: p, Directory: directory{}, Routes: routes, Metrics: &metrics{}, Confirmer: st})
 	t.Cleanup(svc.Close)
 
 	paused := false
@@ -238,7 +175,7 @@ func TestAttackOpenPolicyDecisionHeld(t *testing.T) {
 	o := approval.Opening{
 		Token: token, Origin: approval.Origin{Client: "ci"},
 		Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
-			call("c1", "refund", `{"amount":50}`), call("c2", "refund", `{"amount":60}`),
+			approvaltest.Call("c1", "refund", `{"amount":50}`), approvaltest.Call("c2", "refund", `{"amount":60}`),
 		}},
 	}
 	if err := approval.OpenForClient(t.Context(), opener, st, approval.Quota{}, o, ""); err != nil {
@@ -248,10 +185,8 @@ func TestAttackOpenPolicyDecisionHeld(t *testing.T) {
 	if err != nil || r.State != approval.StatePending || r.Call("c1").Status != approval.CallPending {
 		t.Fatalf("request while the decision is held: %v, %v; want pending", r, err)
 	}
-	p.mu.Lock()
-	_, c1Card := p.posted["c1"]
-	_, c2Card := p.posted["c2"]
-	p.mu.Unlock()
+	_, c1Card := p.Card("c1")
+	_, c2Card := p.Card("c2")
 	if !c1Card || !c2Card {
 		t.Errorf("cards posted: c1 %v, c2 %v; want both (a decision not in effect leaves the call to a person)", c1Card, c2Card)
 	}
@@ -278,9 +213,7 @@ func TestAttackOpenPolicyDecisionHeld(t *testing.T) {
 	if c := r.Call("c1"); c.Status != approval.CallApproved || c.DecidedBy != approval.ByPolicyPrefix+"small" {
 		t.Errorf("c1 once confirmed: %s by %s; want approved by policy:small", c.Status, c.DecidedBy)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.updates["c1"] != 1 {
-		t.Errorf("c1's card updated %d times once its decision applied; want 1", p.updates["c1"])
+	if n := p.UpdateCount("c1"); n != 1 {
+		t.Errorf("c1's card updated %d times once its decision applied; want 1", n)
 	}
 }
