@@ -28,6 +28,13 @@ import (
 // about speed.
 const StepTimeout = 20 * time.Second
 
+// StartTimeout bounds chromium's start. A cold start reads and maps
+// hundreds of megabytes; on a 2-core host whose cores go test -race keeps
+// busy with other packages it took past StepTimeout once in a clean-clone
+// CI (no answer within 20 s, and nothing wrong with chromium). Like
+// StepTimeout it only keeps a hung browser from hanging the test.
+const StartTimeout = 90 * time.Second
+
 // ChromiumPath returns the path of chromium: $CHROMIUM when set, otherwise
 // chromium, chromium-browser or google-chrome on PATH. When there is none
 // it fails the test if chromium is required (scripts/test and CI=true
@@ -99,10 +106,10 @@ func Open(t testing.TB, chromium, shots string) *Page {
 
 	// The first Run's context is chromium's lifetime, so it cannot carry
 	// a timeout; a timer bounds the start instead.
-	stuck := time.AfterFunc(StepTimeout, cancel)
+	stuck := time.AfterFunc(StartTimeout, cancel)
 	err := chromedp.Do(ctx)
 	if !stuck.Stop() {
-		t.Fatalf("start chromium: no answer within %v", StepTimeout)
+		t.Fatalf("start chromium: no answer within %v", StartTimeout)
 	}
 	if err != nil {
 		t.Fatalf("start chromium: %v", err)
