@@ -64,6 +64,26 @@ func (e *env) waitCardSays(n int, word string) {
 	}
 }
 
+// cancelledRunsNothing checks that the cancelled call answering on ch
+// returned a tool error saying no decision arrived, that an Approve on
+// by's side is then refused, and that e's upstream ran nothing.
+func (e *env) cancelledRunsNothing(ch <-chan rpcAnswer, by *env, token, callID string) {
+	e.t.Helper()
+	select {
+	case r := <-ch:
+		var res mcp.CallToolResult
+		if r.err != nil || json.Unmarshal(r.res, &res) != nil || !res.IsError || !strings.HasPrefix(text(&res), agentrunner.NoDecisionPrefix) {
+			e.t.Errorf("the cancelled call's answer: %s, %v; want a tool error, no decision", r.res, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		e.t.Fatal("the cancelled call did not return")
+	}
+	by.approveLate(token, callID)
+	if n := len(e.tickets.callsOf("create_issue")); n != 0 {
+		e.t.Errorf("upstream ran %d cancelled calls", n)
+	}
+}
+
 // approveLate clicks Approve on a card whose request ended, as alice: the
 // click must be refused.
 func (e *env) approveLate(token, callID string) {
@@ -113,19 +133,7 @@ func TestCancelOnAnotherReplica(t *testing.T) {
 				t.Errorf("cancel: status %d; want 202", status)
 			}
 			a.waitCancelled(token, 1)
-			select {
-			case r := <-ch:
-				var res mcp.CallToolResult
-				if r.err != nil || json.Unmarshal(r.res, &res) != nil || !res.IsError || !strings.HasPrefix(text(&res), agentrunner.NoDecisionPrefix) {
-					t.Errorf("the cancelled call's answer: %s, %v; want a tool error, no decision", r.res, r.err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("the cancelled call did not return")
-			}
-			b.approveLate(token, callID)
-			if n := len(a.tickets.callsOf("create_issue")); n != 0 {
-				t.Errorf("upstream ran %d cancelled calls", n)
-			}
+			a.cancelledRunsNothing(ch, b, token, callID)
 		})
 	}
 }
