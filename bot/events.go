@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/runs"
 )
 
 // Deduper remembers keys for a while; slackbot uses it so Slack's retries
@@ -19,6 +21,29 @@ import (
 type Deduper interface {
 	// Dedupe reports whether key is new, and remembers it for ttl.
 	Dedupe(ctx context.Context, key string, ttl time.Duration) (bool, error)
+}
+
+// Starter starts the run of a message (runs.Runs).
+type Starter interface {
+	StartTurn(t runs.Turn)
+}
+
+// Events turns Slack's Events API events into runs: an app_mention or a
+// direct message starts a turn of its thread (Runs), once however often
+// Slack delivers it (Dedupe).
+type Events struct {
+	Bot       *Bot
+	Runs      Starter
+	Dedupe    Deduper
+	BotUserID string
+	Log       *slog.Logger
+}
+
+func (rs *Events) log() *slog.Logger {
+	if rs.Log != nil {
+		return rs.Log
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // EventDedupeTTL is how long an event id is remembered. Slack retries an
@@ -29,7 +54,7 @@ const EventDedupeTTL = 2 * time.Hour
 // VerifySlack. It answers url_verification, starts a run for an
 // app_mention or a direct message, and publishes the Home tab of a person
 // who opened it (app_home_opened); both happen after the ack.
-func (rs *Runs) HandleEvents() http.Handler {
+func (rs *Events) HandleEvents() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -70,14 +95,14 @@ var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+(?:\|[^>]*)?>`)
 // HandleEvent acts on one Events API event, whatever transport brought it
 // (HTTP or Socket Mode). It returns an error only when the event should be
 // delivered again.
-func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) error {
+func (rs *Events) HandleEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) error {
 	if rs.foreignEvent(ctx, eventID, ev) {
 		return nil
 	}
 	if ev.Type != slackevents.CallbackEvent {
 		return nil
 	}
-	var turn Turn
+	var turn runs.Turn
 	var text string
 	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppHomeOpenedEvent:
@@ -125,12 +150,12 @@ func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.
 	if turn.Prompt == "" {
 		turn.Prompt = "Hello"
 	}
-	rs.StartTurn(turn)
+	rs.Runs.StartTurn(turn)
 	return nil
 }
 
 // ackBudget is the Bot's acknowledgement budget (DefaultAckBudget).
-func (rs *Runs) ackBudget() time.Duration {
+func (rs *Events) ackBudget() time.Duration {
 	if rs.Bot != nil && rs.Bot.ackBudget > 0 {
 		return rs.Bot.ackBudget
 	}
@@ -140,8 +165,8 @@ func (rs *Runs) ackBudget() time.Duration {
 // newTurn is the turn of a message at ts, in the thread of threadTS if it
 // is a reply (else it starts its own thread), written by user: the
 // requester of whatever it asks for.
-func newTurn(team, channel, user, ts, threadTS string) Turn {
-	t := Turn{MessageTS: ts, InThread: threadTS != "" && threadTS != ts}
+func newTurn(team, channel, user, ts, threadTS string) runs.Turn {
+	t := runs.Turn{MessageTS: ts, InThread: threadTS != "" && threadTS != ts}
 	if threadTS == "" {
 		threadTS = ts
 	}

@@ -59,7 +59,7 @@ func (w Workspace) OwnsEvent(ev slackevents.EventsAPIEvent) bool {
 // foreignEvent reports, and logs, an event that was not delivered for
 // this installation: HandleEvent drops it (and acknowledges it, so Slack
 // does not deliver it again).
-func (rs *Runs) foreignEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) bool {
+func (rs *Events) foreignEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) bool {
 	if rs.Bot == nil || rs.Bot.workspace.OwnsEvent(ev) {
 		return false
 	}
