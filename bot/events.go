@@ -39,9 +39,9 @@ type Events struct {
 	Log       *slog.Logger
 }
 
-func (rs *Events) log() *slog.Logger {
-	if rs.Log != nil {
-		return rs.Log
+func (h *Events) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
 	}
 	return slog.New(slog.DiscardHandler)
 }
@@ -54,7 +54,7 @@ const EventDedupeTTL = 2 * time.Hour
 // VerifySlack. It answers url_verification, starts a run for an
 // app_mention or a direct message, and publishes the Home tab of a person
 // who opened it (app_home_opened); both happen after the ack.
-func (rs *Events) HandleEvents() http.Handler {
+func (h *Events) HandleEvents() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -80,7 +80,7 @@ func (rs *Events) HandleEvents() http.Handler {
 			http.Error(w, "malformed event: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := rs.HandleEvent(r.Context(), outer.EventID, ev); err != nil {
+		if err := h.HandleEvent(r.Context(), outer.EventID, ev); err != nil {
 			// Dedupe could not be recorded: let Slack retry later.
 			http.Error(w, "temporarily unavailable", http.StatusServiceUnavailable)
 			return
@@ -95,8 +95,8 @@ var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+(?:\|[^>]*)?>`)
 // HandleEvent acts on one Events API event, whatever transport brought it
 // (HTTP or Socket Mode). It returns an error only when the event should be
 // delivered again.
-func (rs *Events) HandleEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) error {
-	if rs.foreignEvent(ctx, eventID, ev) {
+func (h *Events) HandleEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) error {
+	if h.foreignEvent(ctx, eventID, ev) {
 		return nil
 	}
 	if ev.Type != slackevents.CallbackEvent {
@@ -108,19 +108,19 @@ func (rs *Events) HandleEvent(ctx context.Context, eventID string, ev slackevent
 	case *slackevents.AppHomeOpenedEvent:
 		// The Home tab (not Messages or About): publish it after the ack;
 		// a publish replaces the Home, so a redelivery needs no dedupe.
-		if e.Tab == "home" && e.User != "" && rs.Bot != nil {
-			rs.Bot.HomeOpened(ctx, e.User)
+		if e.Tab == "home" && e.User != "" && h.Bot != nil {
+			h.Bot.HomeOpened(ctx, e.User)
 		}
 		return nil
 	case *slackevents.AppMentionEvent:
-		if e.BotID != "" || e.User == "" || e.User == rs.BotUserID {
+		if e.BotID != "" || e.User == "" || e.User == h.BotUserID {
 			return nil
 		}
 		turn = newTurn(ev.TeamID, e.Channel, e.User, e.TimeStamp, e.ThreadTimeStamp)
 		text = e.Text
 	case *slackevents.MessageEvent:
 		// Direct messages only; channel messages arrive as app_mention.
-		if e.ChannelType != "im" || e.BotID != "" || e.SubType != "" || e.User == "" || e.User == rs.BotUserID {
+		if e.ChannelType != "im" || e.BotID != "" || e.SubType != "" || e.User == "" || e.User == h.BotUserID {
 			return nil
 		}
 		turn = newTurn(ev.TeamID, e.Channel, e.User, e.TimeStamp, e.ThreadTimeStamp)
@@ -128,21 +128,21 @@ func (rs *Events) HandleEvent(ctx context.Context, eventID string, ev slackevent
 	default:
 		return nil
 	}
-	if rs.Dedupe != nil && eventID != "" {
+	if h.Dedupe != nil && eventID != "" {
 		// The dedupe is the one store call before the acknowledgement:
 		// it gets the budget a click gets (Slack waits 3 s for events
 		// too). Past it the event is not acknowledged, so Slack delivers
 		// it again; if the store recorded the id after all, that delivery
 		// is taken for a duplicate (reported in the log line below).
-		dctx, cancel := context.WithTimeout(ctx, rs.ackBudget())
-		first, err := rs.Dedupe.Dedupe(dctx, "event:"+eventID, EventDedupeTTL)
+		dctx, cancel := context.WithTimeout(ctx, h.ackBudget())
+		first, err := h.Dedupe.Dedupe(dctx, "event:"+eventID, EventDedupeTTL)
 		cancel()
 		if err != nil {
-			rs.log().ErrorContext(ctx, "dedupe event", "err", err, "event_id", eventID)
+			h.log().ErrorContext(ctx, "dedupe event", "err", err, "event_id", eventID)
 			return err
 		}
 		if !first {
-			rs.log().InfoContext(ctx, "duplicate event ignored", "event_id", eventID)
+			h.log().InfoContext(ctx, "duplicate event ignored", "event_id", eventID)
 			return nil
 		}
 	}
@@ -150,14 +150,14 @@ func (rs *Events) HandleEvent(ctx context.Context, eventID string, ev slackevent
 	if turn.Prompt == "" {
 		turn.Prompt = "Hello"
 	}
-	rs.Runs.StartTurn(turn)
+	h.Runs.StartTurn(turn)
 	return nil
 }
 
 // ackBudget is the Bot's acknowledgement budget (DefaultAckBudget).
-func (rs *Events) ackBudget() time.Duration {
-	if rs.Bot != nil && rs.Bot.ackBudget > 0 {
-		return rs.Bot.ackBudget
+func (h *Events) ackBudget() time.Duration {
+	if h.Bot != nil && h.Bot.ackBudget > 0 {
+		return h.Bot.ackBudget
 	}
 	return DefaultAckBudget
 }
