@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -84,5 +85,41 @@ func TestFreshStartFromTheMessageAlone(t *testing.T) {
 	}
 	if got := chat.trail.String(); got != "" {
 		t.Errorf("a new thread read the chat: %s", got)
+	}
+}
+
+// turnGate is a Threads whose Enter answers with err, or else nil: the
+// turn waits behind a running one.
+type turnGate struct {
+	Threads
+	err error
+}
+
+func (g turnGate) Enter(context.Context, ThreadRef, Turn, time.Duration) (*Turn, error) {
+	return nil, g.err
+}
+
+// TestTurnThatWaitsOrIsRefused: a message that waits for its thread's
+// running turn is told so in the thread and starts nothing; one the
+// thread's full queue refuses is told to ask again later.
+func TestTurnThatWaitsOrIsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"waits", nil, queuedText},
+		{"refused", fmt.Errorf("enter: %w", ErrThreadBusy), busyText},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := &fakeChat{trail: &trail{}}
+			rs := &Runs{Chat: chat, Threads: turnGate{err: tt.err}}
+			rs.StartTurn(Turn{Prompt: "refund A-1", Origin: testOrigin})
+			rs.Wait()
+			want := fmt.Sprintf("post %s/%s %q", testOrigin.Channel, testOrigin.ThreadTS, tt.want)
+			if got := chat.trail.String(); got != want {
+				t.Errorf("got %s, want %s", got, want)
+			}
+		})
 	}
 }
