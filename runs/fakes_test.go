@@ -180,11 +180,15 @@ type fakeState struct {
 	mu      sync.Mutex
 	saved   map[string]*Saved
 	refused bool
+	loadErr error
 }
 
 func (s *fakeState) LoadRun(_ context.Context, runID string) (*Saved, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.loadErr != nil {
+		return nil, s.loadErr
+	}
 	r, ok := s.saved[runID]
 	if !ok {
 		return nil, fmt.Errorf("load %s: %w", runID, ErrRunNotFound)

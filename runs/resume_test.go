@@ -125,3 +125,33 @@ func TestResumeQueued(t *testing.T) {
 		t.Errorf("the tool ran again")
 	}
 }
+
+// TestResumeGivesTheClaimBack: when the saved run cannot be read for a
+// passing reason, nothing runs, the claim is given back and the job stays
+// on the queue for a retry; the expiry resumes through the same claim,
+// and a request with no run resumes nothing.
+func TestResumeGivesTheClaimBack(t *testing.T) {
+	w, ran := resumeWorld(t)
+	w.state.loadErr = errDown
+	w.rs.ResumeQueued(t.Context(), ResumeJob{ID: "1-0", Token: testToken, RunID: "run_1"})
+	w.rs.Wait()
+	if got, want := w.trail.String(), "claim "+testToken+" for proc1/queue, release "+testToken; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	w.trail.reset()
+	w.rs.Expired(t.Context(), w.request)
+	w.rs.Wait()
+	if got, want := w.trail.String(), "claim "+testToken+" for proc1/direct, release "+testToken; got != want {
+		t.Errorf("expired: got %s, want %s", got, want)
+	}
+	w.trail.reset()
+	api := *w.request
+	api.RunID = ""
+	w.rs.Expired(t.Context(), &api)
+	if got := w.trail.String(); got != "" {
+		t.Errorf("an API request's expiry: %s, want nothing", got)
+	}
+	if len(ran) != 0 {
+		t.Errorf("the tool ran")
+	}
+}
