@@ -9,42 +9,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/slackapprove/slackbot/agentrunner"
-	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/runs"
 )
-
-// Answer is a run's answer to post in the thread it was asked in, as a
-// durable job carries it.
-type Answer struct {
-	// Key names this end of this run (its id, the token it last resumed
-	// from, and how it ended), so that the answer is posted once however
-	// many processes finish the run.
-	Key      string `json:"key"`
-	Channel  string `json:"channel"`
-	ThreadTS string `json:"thread_ts,omitempty"`
-	Text     string `json:"text"`
-}
-
-// Followups queues, durably, what must happen after a run ended, so that
-// it happens even if this process dies before doing it: Runs.Finish
-// queues everything before any Slack call, marks the run done, and then
-// does the queued work at once itself; whatever it does not finish,
-// another replica does (Bot.PostAnswer, Bot.UpdateCards).
-type Followups interface {
-	// Queue queues the posting of answer (nil: none) and the update of
-	// the cards of tokens from their records (the decision, the tool's
-	// outcome, no buttons).
-	Queue(ctx context.Context, answer *Answer, cards []string) (Queued, error)
-	// Done says the run that asked tokens ended here and its follow-ups
-	// are queued: nobody is to resume it from those tokens again.
-	Done(ctx context.Context, runID string, tokens []string) error
-}
-
-// Queued is follow-up work that was queued durably; Do does it here and
-// now, the answer first, and takes each piece done off the queue.
-type Queued interface {
-	Do(ctx context.Context)
-}
 
 // answerEventType is the metadata event type of a run's answer.
 const answerEventType = "slackbot_answer"
@@ -65,7 +31,7 @@ func answerMarker(key string) string {
 // (lookupRefused) it posts anyway and counts it (Metrics.AnswerUnchecked):
 // a rare duplicate beats a lost answer. A transient failure of the
 // look-up is retried like any Slack call.
-func (b *Bot) PostAnswer(ctx context.Context, a Answer, look bool) (string, error) {
+func (b *Bot) PostAnswer(ctx context.Context, a runs.Answer, look bool) (string, error) {
 	text := a.Text
 	if len(text) > 39000 {
 		text = truncate(text, 39000)
@@ -122,7 +88,7 @@ const answerPages = 5
 
 // findAnswer looks for the answer with marker in a's thread (or, for an
 // answer outside a thread, among the channel's latest messages).
-func (b *Bot) findAnswer(ctx context.Context, a Answer, marker string) (string, error) {
+func (b *Bot) findAnswer(ctx context.Context, a runs.Answer, marker string) (string, error) {
 	match := func(msgs []slack.Message) string {
 		for _, m := range msgs {
 			if m.Metadata.EventType == answerEventType && m.Metadata.EventPayload["answer"] == marker {
@@ -159,46 +125,4 @@ func (b *Bot) findAnswer(ctx context.Context, a Answer, marker string) (string, 
 		cursor = next
 	}
 	return "", nil
-}
-
-// RecordOutcomes records on each decided call of token what its tool did,
-// from the tool returns in msgs (and so in the audit stream), without
-// touching Slack, and returns the calls it recorded, with their outcome.
-func (b *Bot) RecordOutcomes(ctx context.Context, token string, msgs []agentrunner.Message) (*approval.Request, []*approval.Call, error) {
-	a, err := b.svc.Get(ctx, token)
-	if err != nil {
-		return nil, nil, fmt.Errorf("record outcomes: %w", err)
-	}
-	returns := map[string]agentrunner.Part{}
-	for _, m := range msgs {
-		for _, p := range m.Parts {
-			if p.PartKind == agentrunner.PartToolReturn {
-				returns[p.ToolCallID] = p
-			}
-		}
-	}
-	var (
-		errs  []error
-		calls []*approval.Call
-	)
-	for i := range a.Calls {
-		c := &a.Calls[i]
-		if c.Status != approval.CallApproved && c.Status != approval.CallAnswered {
-			continue
-		}
-		p, ok := returns[c.ID]
-		if !ok {
-			continue
-		}
-		o := approval.Outcome{Status: OutcomeRan, Summary: truncate(p.ReturnText(), 500)}
-		if p.Outcome == agentrunner.OutcomeFailed {
-			o.Status, o.Summary = OutcomeFailed, truncate(b.failureText(p), 500)
-		}
-		if err := b.svc.RecordOutcome(ctx, token, c.ID, o); err != nil {
-			errs = append(errs, err)
-		}
-		c.Outcome = &o
-		calls = append(calls, c)
-	}
-	return a, calls, errors.Join(errs...)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
+	"github.com/slackapprove/slackbot/runs"
 )
 
 // TestPostAnswerOnce: an answer is posted once in its thread, however many
@@ -26,7 +27,7 @@ func TestPostAnswerOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Answer{Key: "run-1/tok/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: deleted 42."}
+	a := runs.Answer{Key: "run-1/tok/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: deleted 42."}
 	answers := func() int {
 		n := 0
 		for _, r := range fake.Replies("C0GENERAL", m.TS) {
@@ -46,7 +47,7 @@ func TestPostAnswerOnce(t *testing.T) {
 		t.Fatalf("post after a takeover: %q, %v; want the first answer %q", again, err, ts)
 	}
 	// A post whose response is lost after Slack acted is not repeated.
-	b2 := Answer{Key: "run-2/tok/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: deleted 43."}
+	b2 := runs.Answer{Key: "run-2/tok/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: deleted 43."}
 	fake.LoseResponseNext("chat.postMessage", 1)
 	if _, err := b.PostAnswer(t.Context(), b2, false); err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestPostAnswerOnce(t *testing.T) {
 		t.Errorf("answer after a lost response: posted %d times, want 1", n)
 	}
 	// A different end of the run is another answer.
-	c := Answer{Key: "run-1/tok2/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: deleted 42."}
+	c := runs.Answer{Key: "run-1/tok2/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: deleted 42."}
 	if _, err := b.PostAnswer(t.Context(), c, true); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestPostAnswerWhenTheLookupIsRefused(t *testing.T) {
 		{"conversations.history", "unknown_method", false},
 		{"conversations.history", "method_not_supported_for_channel_type", false},
 	} {
-		a := Answer{Key: fmt.Sprintf("run-%d/tok/complete", i), Channel: "C0GENERAL", Text: fmt.Sprintf("Done: answer %d.", i)}
+		a := runs.Answer{Key: fmt.Sprintf("run-%d/tok/complete", i), Channel: "C0GENERAL", Text: fmt.Sprintf("Done: answer %d.", i)}
 		if tt.inThread {
 			a.ThreadTS = m.TS
 		}
@@ -120,13 +121,13 @@ func TestPostAnswerWhenTheLookupIsRefused(t *testing.T) {
 	// A method a proxy in front of Slack does not serve (404) is refused
 	// too; Slack's own internal_error is not: the post fails and its job
 	// is tried again later, as before.
-	a := Answer{Key: "run-7/tok/complete", Channel: "C0GENERAL", Text: "Done: behind a proxy."}
+	a := runs.Answer{Key: "run-7/tok/complete", Channel: "C0GENERAL", Text: "Done: behind a proxy."}
 	fake.FailNext("conversations.history", http.StatusNotFound, 10)
 	if _, err := b.PostAnswer(t.Context(), a, true); err != nil || count(a.Text) != 1 {
 		t.Errorf("conversations.history answering 404: %v, posted %d times; want posted once", err, count(a.Text))
 	}
 	fake.FailNext("conversations.history", http.StatusNotFound, 0)
-	a = Answer{Key: "run-8/tok/complete", Channel: "C0GENERAL", Text: "Done: later."}
+	a = runs.Answer{Key: "run-8/tok/complete", Channel: "C0GENERAL", Text: "Done: later."}
 	fake.ErrorNext("conversations.history", "internal_error", 1)
 	if _, err := b.PostAnswer(t.Context(), a, true); err == nil || count(a.Text) != 0 {
 		t.Errorf("conversations.history answering internal_error: %v, posted %d times; want an error and nothing posted", err, count(a.Text))
@@ -136,7 +137,7 @@ func TestPostAnswerWhenTheLookupIsRefused(t *testing.T) {
 	}
 
 	// A 5xx is transient: the look-up is tried again and finds the answer.
-	a = Answer{Key: "run-9/tok/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: once."}
+	a = runs.Answer{Key: "run-9/tok/complete", Channel: "C0GENERAL", ThreadTS: m.TS, Text: "Done: once."}
 	if _, err := b.PostAnswer(t.Context(), a, false); err != nil {
 		t.Fatal(err)
 	}

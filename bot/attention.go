@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/runs"
 )
 
 // Notice turns what approval.Service.Attend found into the message that
@@ -25,14 +26,14 @@ import (
 //
 // Every id mentioned comes from the routing file, which admits only
 // Slack ids; nothing the agent wrote can mention anyone.
-func (cs *Cards) Notice(ctx context.Context, n *approval.Notice) ([]Answer, error) {
+func (cs *Cards) Notice(ctx context.Context, n *approval.Notice) ([]runs.Answer, error) {
 	card := cs.card(n.Request, n.Call)
 	tool := literal(card.ToolLabel)
 	if n.Kind == approval.Remind {
 		text := fmt.Sprintf("⏰ Reminder %d of %d: %s, %s is still waiting for a decision. It expires %s.",
 			n.N, len(n.Route.Reminders(n.Request.CreatedAt, n.Request.ExpiresAt)),
 			mentions(n.Route.Users, n.Route.Usergroups), tool, slackDate(n.Request.ExpiresAt))
-		return []Answer{{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.TS, Text: text}}, nil
+		return []runs.Answer{{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.TS, Text: text}}, nil
 	}
 	e := n.Route.Escalate
 	link, err := cs.permalink(ctx, n.Call.Message)
@@ -44,7 +45,7 @@ func (cs *Cards) Notice(ctx context.Context, n *approval.Notice) ([]Answer, erro
 		tool, waited, mentions(e.Users, e.Usergroups), link, slackDate(n.Request.ExpiresAt))
 	thread := fmt.Sprintf("🚨 No decision after %s: escalated to %s in <#%s>; they may decide it too.",
 		waited, mentions(e.Users, e.Usergroups), e.Channel)
-	return []Answer{
+	return []runs.Answer{
 		{Key: noticeKey(n, "escalation"), Channel: e.Channel, Text: text},
 		{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.TS, Text: thread},
 	}, nil

@@ -14,7 +14,8 @@
 //     authorization, one audit of a refusal, the store's script), all
 //     within the acknowledgement budget (ackbudget.go); Explain
 //     (explain.go) words every error code once.
-//   - Runs starts agent runs for Slack messages and posts their answers.
+//   - Events hands Slack messages to package runs (which runs the agent
+//     and posts its answer through the Bot: the runs.Chat port).
 //
 // Rendering is pure and separate from transport: ApprovalBlocks,
 // ApprovalText and the modal builders turn a Card into slack-go values

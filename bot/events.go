@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/runs"
 )
 
 // Deduper remembers keys for a while; slackbot uses it so Slack's retries
@@ -19,6 +21,29 @@ import (
 type Deduper interface {
 	// Dedupe reports whether key is new, and remembers it for ttl.
 	Dedupe(ctx context.Context, key string, ttl time.Duration) (bool, error)
+}
+
+// Starter starts the run of a message (runs.Runs).
+type Starter interface {
+	StartTurn(t runs.Turn)
+}
+
+// Events turns Slack's Events API events into runs: an app_mention or a
+// direct message starts a turn of its thread (Runs), once however often
+// Slack delivers it (Dedupe).
+type Events struct {
+	Bot       *Bot
+	Runs      Starter
+	Dedupe    Deduper
+	BotUserID string
+	Log       *slog.Logger
+}
+
+func (h *Events) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // EventDedupeTTL is how long an event id is remembered. Slack retries an
@@ -29,7 +54,7 @@ const EventDedupeTTL = 2 * time.Hour
 // VerifySlack. It answers url_verification, starts a run for an
 // app_mention or a direct message, and publishes the Home tab of a person
 // who opened it (app_home_opened); both happen after the ack.
-func (rs *Runs) HandleEvents() http.Handler {
+func (h *Events) HandleEvents() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -55,7 +80,7 @@ func (rs *Runs) HandleEvents() http.Handler {
 			http.Error(w, "malformed event: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := rs.HandleEvent(r.Context(), outer.EventID, ev); err != nil {
+		if err := h.HandleEvent(r.Context(), outer.EventID, ev); err != nil {
 			// Dedupe could not be recorded: let Slack retry later.
 			http.Error(w, "temporarily unavailable", http.StatusServiceUnavailable)
 			return
@@ -70,32 +95,32 @@ var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+(?:\|[^>]*)?>`)
 // HandleEvent acts on one Events API event, whatever transport brought it
 // (HTTP or Socket Mode). It returns an error only when the event should be
 // delivered again.
-func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) error {
-	if rs.foreignEvent(ctx, eventID, ev) {
+func (h *Events) HandleEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) error {
+	if h.foreignEvent(ctx, eventID, ev) {
 		return nil
 	}
 	if ev.Type != slackevents.CallbackEvent {
 		return nil
 	}
-	var turn Turn
+	var turn runs.Turn
 	var text string
 	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppHomeOpenedEvent:
 		// The Home tab (not Messages or About): publish it after the ack;
 		// a publish replaces the Home, so a redelivery needs no dedupe.
-		if e.Tab == "home" && e.User != "" && rs.Bot != nil {
-			rs.Bot.HomeOpened(ctx, e.User)
+		if e.Tab == "home" && e.User != "" && h.Bot != nil {
+			h.Bot.HomeOpened(ctx, e.User)
 		}
 		return nil
 	case *slackevents.AppMentionEvent:
-		if e.BotID != "" || e.User == "" || e.User == rs.BotUserID {
+		if e.BotID != "" || e.User == "" || e.User == h.BotUserID {
 			return nil
 		}
 		turn = newTurn(ev.TeamID, e.Channel, e.User, e.TimeStamp, e.ThreadTimeStamp)
 		text = e.Text
 	case *slackevents.MessageEvent:
 		// Direct messages only; channel messages arrive as app_mention.
-		if e.ChannelType != "im" || e.BotID != "" || e.SubType != "" || e.User == "" || e.User == rs.BotUserID {
+		if e.ChannelType != "im" || e.BotID != "" || e.SubType != "" || e.User == "" || e.User == h.BotUserID {
 			return nil
 		}
 		turn = newTurn(ev.TeamID, e.Channel, e.User, e.TimeStamp, e.ThreadTimeStamp)
@@ -103,21 +128,21 @@ func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.
 	default:
 		return nil
 	}
-	if rs.Dedupe != nil && eventID != "" {
+	if h.Dedupe != nil && eventID != "" {
 		// The dedupe is the one store call before the acknowledgement:
 		// it gets the budget a click gets (Slack waits 3 s for events
 		// too). Past it the event is not acknowledged, so Slack delivers
 		// it again; if the store recorded the id after all, that delivery
 		// is taken for a duplicate (reported in the log line below).
-		dctx, cancel := context.WithTimeout(ctx, rs.ackBudget())
-		first, err := rs.Dedupe.Dedupe(dctx, "event:"+eventID, EventDedupeTTL)
+		dctx, cancel := context.WithTimeout(ctx, h.ackBudget())
+		first, err := h.Dedupe.Dedupe(dctx, "event:"+eventID, EventDedupeTTL)
 		cancel()
 		if err != nil {
-			rs.log().ErrorContext(ctx, "dedupe event", "err", err, "event_id", eventID)
+			h.log().ErrorContext(ctx, "dedupe event", "err", err, "event_id", eventID)
 			return err
 		}
 		if !first {
-			rs.log().InfoContext(ctx, "duplicate event ignored", "event_id", eventID)
+			h.log().InfoContext(ctx, "duplicate event ignored", "event_id", eventID)
 			return nil
 		}
 	}
@@ -125,14 +150,14 @@ func (rs *Runs) HandleEvent(ctx context.Context, eventID string, ev slackevents.
 	if turn.Prompt == "" {
 		turn.Prompt = "Hello"
 	}
-	rs.StartTurn(turn)
+	h.Runs.StartTurn(turn)
 	return nil
 }
 
 // ackBudget is the Bot's acknowledgement budget (DefaultAckBudget).
-func (rs *Runs) ackBudget() time.Duration {
-	if rs.Bot != nil && rs.Bot.ackBudget > 0 {
-		return rs.Bot.ackBudget
+func (h *Events) ackBudget() time.Duration {
+	if h.Bot != nil && h.Bot.ackBudget > 0 {
+		return h.Bot.ackBudget
 	}
 	return DefaultAckBudget
 }
@@ -140,8 +165,8 @@ func (rs *Runs) ackBudget() time.Duration {
 // newTurn is the turn of a message at ts, in the thread of threadTS if it
 // is a reply (else it starts its own thread), written by user: the
 // requester of whatever it asks for.
-func newTurn(team, channel, user, ts, threadTS string) Turn {
-	t := Turn{MessageTS: ts, InThread: threadTS != "" && threadTS != ts}
+func newTurn(team, channel, user, ts, threadTS string) runs.Turn {
+	t := runs.Turn{MessageTS: ts, InThread: threadTS != "" && threadTS != ts}
 	if threadTS == "" {
 		threadTS = ts
 	}

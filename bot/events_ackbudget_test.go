@@ -34,13 +34,13 @@ func TestEventDedupeIsBoundedByAckBudget(t *testing.T) {
 	w := newEventsWorld(t)
 	w.bot.ackBudget = budget
 	stalled := &stalledDedupe{calls: make(chan struct{}, 2)}
-	w.runs.Dedupe = stalled
+	w.events.Dedupe = stalled
 	body := `{"type":"event_callback","team_id":"` + smTeam + `","event_id":"Ev0STALL","event":` +
 		`{"type":"app_mention","user":"` + smRequester + `","text":"<@U0BOT> refund 42","ts":"1700000009.000100","channel":"C0SUPPORT","event_ts":"1700000009.000100"}}`
 
 	start := time.Now()
 	rec := httptest.NewRecorder()
-	w.runs.HandleEvents().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/slack/events", strings.NewReader(body)))
+	w.events.HandleEvents().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/slack/events", strings.NewReader(body)))
 	elapsed := time.Since(start)
 
 	select {

@@ -23,7 +23,7 @@ const socketRequestTimeout = 10 * time.Second
 
 // SocketMode receives Slack's events and interactivity over a Socket Mode
 // WebSocket (when SLACK_APP_TOKEN is set) instead of the HTTP endpoints.
-// Only the transport differs: events go to Runs.HandleEvent and
+// Only the transport differs: events go to Events.HandleEvent and
 // interactivity to ParseInteraction and Bot.Interact, exactly as they do
 // from HandleEvents and HandleInteraction.
 //
@@ -39,8 +39,8 @@ type SocketMode struct {
 	Client *socketmode.Client
 	// Bot handles interactivity.
 	Bot *Bot
-	// Runs handles events; nil acknowledges and ignores them.
-	Runs *Runs
+	// Events handles events; nil acknowledges and ignores them.
+	Events *Events
 	// Log receives connection changes and failures; nil discards them.
 	// Tokens and connection URLs are never logged.
 	Log *slog.Logger
@@ -136,7 +136,7 @@ func (s *SocketMode) handle(ctx context.Context, evt socketmode.Event) {
 	}
 }
 
-// event hands an Events API event to Runs.HandleEvent and reports whether
+// event hands an Events API event to Events.HandleEvent and reports whether
 // it may be acknowledged.
 func (s *SocketMode) event(ctx context.Context, req *socketmode.Request, data any) bool {
 	ev, ok := data.(slackevents.EventsAPIEvent)
@@ -144,7 +144,7 @@ func (s *SocketMode) event(ctx context.Context, req *socketmode.Request, data an
 		s.log().WarnContext(ctx, "events_api request without an event ignored", "envelope_id", req.EnvelopeID)
 		return true
 	}
-	if s.Runs == nil {
+	if s.Events == nil {
 		return true
 	}
 	// slack-go parsed the payload as HandleEvents does; the envelope's
@@ -155,7 +155,7 @@ func (s *SocketMode) event(ctx context.Context, req *socketmode.Request, data an
 	if err := json.Unmarshal(req.Payload, &outer); err != nil {
 		s.log().WarnContext(ctx, "events_api payload without event_id", "err", err, "envelope_id", req.EnvelopeID)
 	}
-	if err := s.Runs.HandleEvent(ctx, outer.EventID, ev); err != nil {
+	if err := s.Events.HandleEvent(ctx, outer.EventID, ev); err != nil {
 		s.log().WarnContext(ctx, "event not acknowledged; Slack will deliver it again",
 			"err", err, "event_id", outer.EventID, "envelope_id", req.EnvelopeID)
 		return false

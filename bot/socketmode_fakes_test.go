@@ -23,6 +23,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/runs"
 )
 
 // fakeSocketSlack is Slack's side of Socket Mode on a loopback port: it
@@ -534,17 +535,17 @@ type refundArgs struct {
 
 // newSocketTestRunner returns a runner whose model calls whoami once and
 // then answers "done", and that knows issue_refund (for edited arguments).
-func newSocketTestRunner(t testing.TB, runs *startedRuns) *agentrunner.Runner {
+func newSocketTestRunner(t testing.TB, started *startedRuns) *agentrunner.Runner {
 	t.Helper()
 	whoami := agentrunner.NewTool("whoami", "Says who started the run.",
 		func(_ context.Context, tc *agentrunner.ToolContext, _ struct{}) (any, error) {
 			var o approval.Origin
-			if d, ok := tc.Deps.(*RunDeps); ok {
+			if d, ok := tc.Deps.(*runs.Deps); ok {
 				o = d.Origin
 			}
-			runs.mu.Lock()
-			runs.origins = append(runs.origins, o)
-			runs.mu.Unlock()
+			started.mu.Lock()
+			started.origins = append(started.origins, o)
+			started.mu.Unlock()
 			return "ok", nil
 		})
 	refund := agentrunner.NewTool("issue_refund", "Refunds an order.",
@@ -558,9 +559,9 @@ func newSocketTestRunner(t testing.TB, runs *startedRuns) *agentrunner.Runner {
 		}
 		for _, p := range msgs[0].Parts {
 			if p.PartKind == agentrunner.PartUserPrompt {
-				runs.mu.Lock()
-				runs.prompts = append(runs.prompts, p.Content)
-				runs.mu.Unlock()
+				started.mu.Lock()
+				started.prompts = append(started.prompts, p.Content)
+				started.mu.Unlock()
 			}
 		}
 		return agentrunner.Message{Parts: []agentrunner.Part{
@@ -574,7 +575,7 @@ func newSocketTestRunner(t testing.TB, runs *startedRuns) *agentrunner.Runner {
 	return r
 }
 
-// eventsWorld is a Bot and its Runs over recording doubles: what the
+// eventsWorld is a Bot, its Events and the Runs they start over recording doubles: what the
 // events tests deliver events to.
 type eventsWorld struct {
 	logs    *logSink
@@ -582,7 +583,8 @@ type eventsWorld struct {
 	started *startedRuns
 	dedupe  *memDedupe
 	bot     *Bot
-	runs    *Runs
+	runs    *runs.Runs
+	events  *Events
 }
 
 func newEventsWorld(t *testing.T) *eventsWorld {
@@ -590,7 +592,8 @@ func newEventsWorld(t *testing.T) *eventsWorld {
 	w := &eventsWorld{logs: newLogSink(), slack: &recordingSlack{}, started: &startedRuns{}, dedupe: &memDedupe{}}
 	runner := newSocketTestRunner(t, w.started)
 	w.bot = newSocketTestBot(t, w.slack, newRecordingApprovals(), runner, w.logs.logger())
-	w.runs = &Runs{Bot: w.bot, Runner: runner, Dedupe: w.dedupe, BotUserID: smBotUser, Log: w.logs.logger()}
+	w.runs = &runs.Runs{Chat: w.bot, Approvals: w.bot.svc, Runner: runner, BotUserID: smBotUser, Log: w.logs.logger()}
+	w.events = &Events{Bot: w.bot, Runs: w.runs, Dedupe: w.dedupe, BotUserID: smBotUser, Log: w.logs.logger()}
 	t.Cleanup(w.runs.Stop)
 	return w
 }

@@ -104,7 +104,7 @@ func TestSocketModeEvents(t *testing.T) {
 	w := newEventsWorld(t)
 	logs, slackAPI, started, b, runs := w.logs, w.slack, w.started, w.bot, w.runs
 	fake := newFakeSocketSlack(t, smAppToken)
-	stop := startSocketMode(t, fake, &SocketMode{Bot: b, Runs: runs, Log: logs.logger()}, smAppToken)
+	stop := startSocketMode(t, fake, &SocketMode{Bot: b, Events: w.events, Log: logs.logger()}, smAppToken)
 	conn := fake.next(t)
 
 	for i, tt := range tests {
@@ -156,7 +156,7 @@ func TestSocketModeEventRetries(t *testing.T) {
 	w := newEventsWorld(t)
 	logs, started, b, runs, dedupe := w.logs, w.started, w.bot, w.runs, w.dedupe
 	fake := newFakeSocketSlack(t, smAppToken)
-	startSocketMode(t, fake, &SocketMode{Bot: b, Runs: runs, Log: logs.logger()}, smAppToken)
+	startSocketMode(t, fake, &SocketMode{Bot: b, Events: w.events, Log: logs.logger()}, smAppToken)
 
 	event := map[string]any{"type": "app_mention", "user": smRequester, "text": "<@U0BOT> refund order 42",
 		"ts": "1700000001.000200", "channel": "C0SUPPORT", "event_ts": "1700000001.000200"}

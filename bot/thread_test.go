@@ -1,18 +1,14 @@
 package bot
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner"
-	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 )
@@ -87,89 +83,5 @@ func TestThreadMessages(t *testing.T) {
 	fake.ErrorNext("conversations.replies", "thread_not_found", 1)
 	if _, err := b.ThreadMessages(t.Context(), "C0GENERAL", parent, "", botID, 5); err == nil {
 		t.Error("a thread Slack does not show: no error")
-	}
-}
-
-type holdRecorder struct {
-	Threads
-	mu    sync.Mutex
-	holds []time.Duration
-}
-
-func (h *holdRecorder) Hold(_ context.Context, _ ThreadRef, runID string, ttl time.Duration) (bool, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.holds = append(h.holds, ttl)
-	return runID == "r1", nil
-}
-
-// TestWaitingRunHoldsItsThread: a run that hands calls to people holds its
-// thread until the token's deadline (and a while after, for the expiry to
-// resume it), not just the heartbeat's lease: a run parked in Redis, with
-// no process holding it, keeps its thread.
-func TestWaitingRunHoldsItsThread(t *testing.T) {
-	rec := &holdRecorder{}
-	rs := &Runs{Threads: rec}
-	deps := &RunDeps{Origin: approval.Origin{Team: "T1", Channel: "C1", ThreadTS: "1.2", User: "U1"}}
-	if _, ok := rs.bind(t.Context(), deps, "r1"); !ok {
-		t.Fatal("a run with a thread does not hold it")
-	}
-	deps.Waits(time.Now().Add(time.Hour))
-	if len(rec.holds) != 1 || rec.holds[0] < time.Hour || rec.holds[0] > time.Hour+threadWaitSlack {
-		t.Errorf("holds: got %v, want one of about 1h + %v", rec.holds, threadWaitSlack)
-	}
-	// A run with no thread (an API run) holds none.
-	api := &RunDeps{Origin: approval.Origin{Client: "billing"}}
-	if _, ok := rs.bind(t.Context(), api, "r2"); ok {
-		t.Error("a run with no thread holds one")
-	}
-	api.Waits(time.Now().Add(time.Hour))
-	if len(rec.holds) != 1 {
-		t.Errorf("holds after an API run waited: %v", rec.holds)
-	}
-}
-
-// noHistory is a Threads that keeps no history for any thread.
-type noHistory struct{ Threads }
-
-func (noHistory) History(context.Context, ThreadRef) ([]agentrunner.Message, error) {
-	return nil, ErrNoThreadHistory
-}
-
-// TestFreshStartFromTheMessageAlone: a reply in a thread slackbot keeps
-// no history for starts from the thread as Slack shows it, and when Slack
-// cannot show it, from the new message alone (issue 19: "or from the new
-// message alone if that fails"), never failing the run.
-func TestFreshStartFromTheMessageAlone(t *testing.T) {
-	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
-	b := newTestBot(testConfig{Slack: slack.New(fake.Token(), slack.OptionAPIURL(slackfaketest.APIURL(srv)))})
-	t.Cleanup(b.Close)
-	botID := fake.BotUserID()
-	parent, err := fake.PostAsUser("C0GENERAL", "U0DAVE", "customer wants a refund on A-1001", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply, err := fake.PostAsUser("C0GENERAL", "U0CAROL", "<@"+botID+"> make it 5", parent.TS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs := &Runs{Bot: b, Threads: noHistory{}, BotUserID: botID}
-	th := ThreadRef{Team: "T1", Channel: "C0GENERAL", TS: parent.TS}
-	turn := newTurn("T1", "C0GENERAL", "U0CAROL", reply.TS, parent.TS)
-
-	if got := rs.history(t.Context(), th, turn); len(got) != 1 || !strings.Contains(got[0].Parts[0].Content, "A-1001") {
-		t.Fatalf("a thread Slack shows: got %+v, want its first message", got)
-	}
-	fake.ErrorNext("conversations.replies", "thread_not_found", 1)
-	if got := rs.history(t.Context(), th, turn); got != nil {
-		t.Errorf("a thread Slack cannot show: got %+v, want no history (the message alone)", got)
-	}
-	// A message that starts its thread reads nothing from Slack.
-	calls := len(fake.Calls("conversations.replies"))
-	if got := rs.history(t.Context(), th, newTurn("T1", "C0GENERAL", "U0CAROL", parent.TS, "")); got != nil {
-		t.Errorf("a new thread: got %+v, want no history", got)
-	}
-	if n := len(fake.Calls("conversations.replies")) - calls; n != 0 {
-		t.Errorf("a new thread read conversations.replies %d times", n)
 	}
 }

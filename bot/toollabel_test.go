@@ -8,6 +8,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/runs"
 )
 
 // TestMCPToolLabel: an MCP server's tool is named one way on everything a
@@ -66,7 +67,7 @@ func TestFailureWordedOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := agentrunner.ToolReturn(tt.tool, "c1", json.RawMessage(marshalText(t, tt.ret)), agentrunner.OutcomeFailed)
-		got := outcomeText(approval.Outcome{Status: OutcomeFailed, Summary: b.failureText(p)}, maxSectionText)
+		got := outcomeText(approval.Outcome{Status: OutcomeFailed, Summary: runs.FailureSummary(p, b.ToolLabel(p.ToolName))}, maxSectionText)
 		if got != tt.want {
 			t.Errorf("%s returning %q: got %q, want %q", tt.tool, tt.ret, got, tt.want)
 		}

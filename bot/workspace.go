@@ -59,11 +59,11 @@ func (w Workspace) OwnsEvent(ev slackevents.EventsAPIEvent) bool {
 // foreignEvent reports, and logs, an event that was not delivered for
 // this installation: HandleEvent drops it (and acknowledges it, so Slack
 // does not deliver it again).
-func (rs *Runs) foreignEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) bool {
-	if rs.Bot == nil || rs.Bot.workspace.OwnsEvent(ev) {
+func (h *Events) foreignEvent(ctx context.Context, eventID string, ev slackevents.EventsAPIEvent) bool {
+	if h.Bot == nil || h.Bot.workspace.OwnsEvent(ev) {
 		return false
 	}
-	rs.log().WarnContext(ctx, "event from another workspace dropped",
-		"event_id", eventID, "team_id", ev.TeamID, "enterprise_id", ev.EnterpriseID, "want_team_id", rs.Bot.workspace.TeamID)
+	h.log().WarnContext(ctx, "event from another workspace dropped",
+		"event_id", eventID, "team_id", ev.TeamID, "enterprise_id", ev.EnterpriseID, "want_team_id", h.Bot.workspace.TeamID)
 	return true
 }

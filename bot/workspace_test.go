@@ -85,12 +85,13 @@ func TestWorkspaceOwnsEvent(t *testing.T) {
 func TestEventsFromAnotherWorkspaceStartNoRun(t *testing.T) {
 	w := newEventsWorld(t)
 	logs, slackAPI, started, b, runs := w.logs, w.slack, w.started, w.bot, w.runs
+	events := w.events
 
 	deliver := func(t *testing.T, ev map[string]any) {
 		t.Helper()
 		r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/slack/events", strings.NewReader(string(mustJSON(ev))))
 		w := httptest.NewRecorder()
-		runs.HandleEvents().ServeHTTP(w, r)
+		events.HandleEvents().ServeHTTP(w, r)
 		if w.Code != http.StatusOK {
 			t.Fatalf("status %d, want 200: %s", w.Code, w.Body)
 		}
@@ -118,7 +119,7 @@ func TestSocketModeDropsEventsFromAnotherWorkspace(t *testing.T) {
 	w := newEventsWorld(t)
 	logs, slackAPI, started, b, runs := w.logs, w.slack, w.started, w.bot, w.runs
 	fake := newFakeSocketSlack(t, smAppToken)
-	startSocketMode(t, fake, &SocketMode{Bot: b, Runs: runs, Log: logs.logger()}, smAppToken)
+	startSocketMode(t, fake, &SocketMode{Bot: b, Events: w.events, Log: logs.logger()}, smAppToken)
 	conn := fake.next(t)
 
 	envelope := eventsEnvelope("env-foreign", "EvForeign", 0, outerEvent(nil)["event"].(map[string]any))

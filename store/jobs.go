@@ -23,7 +23,7 @@ type JobKind string
 const JobCardUpdate JobKind = "card.update"
 
 // JobThreadAnswer posts a run's answer in its thread, once: Job.Data is
-// the answer (bot.Answer as JSON), and BeginAnswer / AnswerPosted record
+// the answer (runs.Answer as JSON), and BeginAnswer / AnswerPosted record
 // whether it was posted.
 const JobThreadAnswer JobKind = "thread.answer"
 

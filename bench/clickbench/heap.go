@@ -22,8 +22,8 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
-	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/runs"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -93,7 +93,7 @@ func runHeapChild(args []string, stdout io.Writer) error {
 		return err
 	}
 	runOne := func(ctx context.Context) bool {
-		deps := &bot.RunDeps{Origin: approval.Origin{Team: teamID, Channel: general, User: carol}}
+		deps := &runs.Deps{Origin: approval.Origin{Team: teamID, Channel: general, User: carol}}
 		res, err := runner.Run(ctx, agentrunner.RunInput{Prompt: "delete it", Deps: deps})
 		return err == nil && res.Status == agentrunner.StatusSuspended
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/runs"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -160,7 +161,7 @@ func createSlackRuns(ctx context.Context, e *env, n int) error {
 			return err
 		}
 		go func() {
-			deps := &bot.RunDeps{Origin: approval.Origin{Team: team, Channel: general, ThreadTS: ts, User: requester}}
+			deps := &runs.Deps{Origin: approval.Origin{Team: team, Channel: general, ThreadTS: ts, User: requester}}
 			res, err := runner.Run(runCtx, agentrunner.RunInput{Prompt: "<@U0BOT> please clean up the superseded Q1 2025 reports", Deps: deps, RunID: runID})
 			if runCtx.Err() == nil {
 				events <- fmt.Errorf("run %d ended while it should wait: %v, %w", i, res, err)
@@ -177,7 +178,7 @@ func createSlackRuns(ctx context.Context, e *env, n int) error {
 	return nil
 }
 
-// botKeys writes what bot.Runs writes in Redis for a run started by an
+// botKeys writes what bot.Events and runs.Runs write in Redis for a run started by an
 // app_mention besides the ask path: the event's dedupe key and the
 // thread's lease, held until the run's deadline.
 func botKeys(ctx context.Context, st *store.Store, eventID, ts, runID string) error {
@@ -185,7 +186,7 @@ func botKeys(ctx context.Context, st *store.Store, eventID, ts, runID string) er
 		return err
 	}
 	th := store.Thread{Team: team, Channel: general, TS: ts}
-	if _, err := st.EnterThread(ctx, th, store.ThreadTurn{RunID: runID, Payload: []byte(`{}`)}, bot.DefaultThreadLease); err != nil {
+	if _, err := st.EnterThread(ctx, th, store.ThreadTurn{RunID: runID, Payload: []byte(`{}`)}, runs.DefaultThreadLease); err != nil {
 		return err
 	}
 	_, err := st.HoldThread(ctx, th, runID, time.Hour)

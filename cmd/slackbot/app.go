@@ -19,6 +19,7 @@ import (
 	"github.com/slackapprove/slackbot/mcpgateway"
 	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/runs"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -89,7 +90,8 @@ type app struct {
 	svc      *approval.Service
 	cards    *bot.Cards
 	bot      *bot.Bot
-	runs     *bot.Runs
+	runs     *runs.Runs
+	events   *bot.Events
 	runner   *agentrunner.Runner
 	metrics  *metrics
 	deps     appDeps
@@ -152,7 +154,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		// queue (consumeJobs), which the sweep fills atomically with the
 		// expiry, so they are updated even if this process dies. Its run
 		// continues here at once, with the timeout denial.
-		OnExpired: func(ctx context.Context, r *approval.Request) { a.expired(ctx, r) },
+		OnExpired: func(ctx context.Context, r *approval.Request) { a.runs.Expired(ctx, r) },
 	})
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
 	a.jobs = st.JobQueue(0)
@@ -170,7 +172,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		Store: st, Poster: a.cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
 		Scheduler: a.jobs, Grants: st, Now: d.StoreOptions.Now,
 		// A run whose request this process ends continues here at once.
-		Resumed: a.resumeDirect,
+		Resumed: func(ctx context.Context, token, runID string) error { return a.runs.ResumeDirect(ctx, token, runID) },
 		// Changes held while Redis's replicas did not confirm them
 		// (REDIS_WAIT_REPLICAS) are applied once they do (confirmChanges).
 		Confirmer: st,
@@ -185,15 +187,16 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	if a.runner, err = a.newRunner(d, box); err != nil {
 		return nil, err
 	}
-	a.runs = &bot.Runs{
-		Bot: a.bot, Runner: a.runner, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log,
+	a.runs = &runs.Runs{
+		Chat: a.bot, Approvals: a.svc, Runner: a.runner, BotUserID: d.BotUserID, Log: d.Log, Metrics: a.metrics,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
 		Threads:   threads{st},
-		Followups: followups{a},
-		Finished: func(result string) {
-			a.metrics.runs.WithLabelValues(result).Inc()
-		},
+		// What follows a run's end is queued as jobs, and its answer
+		// posted once, whichever replica does it.
+		Jobs: runJobs{a.jobs}, Answers: st, JobTimeout: store.DefaultJobTimeout,
+		State: runState{st, a.queue}, Owner: owner, Trace: a.traceResume,
 	}
+	a.events = &bot.Events{Bot: a.bot, Runs: a.runs, Dedupe: st, BotUserID: d.BotUserID, Log: d.Log}
 	return a, nil
 }
 
@@ -202,7 +205,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 // every tool journaled.
 func (a *app) newRunner(d appDeps, box *agentrunner.Toolbox) (*agentrunner.Runner, error) {
 	// A run whose calls were handed to people hibernates: it returns, and
-	// whoever ends its request resumes it (resume.go).
+	// whoever ends its request resumes it (package runs).
 	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(a.store), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),

@@ -10,6 +10,7 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/slackfake"
+	"github.com/slackapprove/slackbot/runs"
 )
 
 const deletedAnswer = `{"delete_customer":"deleted a"}`
@@ -109,7 +110,7 @@ func TestClickOnAnotherReplicaResumesThere(t *testing.T) {
 	if got := e.approveThrough(bURL, e.waitCards(1)[0], thread); got != deletedAnswer {
 		t.Fatalf("answer %q, want %q", got, deletedAnswer)
 	}
-	time.Sleep(directFirst + 500*time.Millisecond) // a queue resume would show by now
+	time.Sleep(runs.DirectFirst + 500*time.Millisecond) // a queue resume would show by now
 	if d := resumed(t, b, "direct"); d != 1 {
 		t.Errorf("B resumed %v runs directly, want 1", d)
 	}
@@ -143,7 +144,7 @@ func TestDecisionWithoutDirectResumeGoesThroughTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead.Close()
-	deadline := time.Now().Add(directFirst + 3*resumeReclaimIdle)
+	deadline := time.Now().Add(runs.DirectFirst + 3*runs.ResumeReclaimIdle)
 	for len(e.replies(general, thread)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the queue did not resume the run")
@@ -222,7 +223,7 @@ func TestRacingDecisionsOnTwoReplicasResumeOnce(t *testing.T) {
 	if got := e.waitReply(general, thread); got != deletedAnswer {
 		t.Errorf("answer %q, want %q", got, deletedAnswer)
 	}
-	time.Sleep(directFirst + 500*time.Millisecond) // a second resume would show by now
+	time.Sleep(runs.DirectFirst + 500*time.Millisecond) // a second resume would show by now
 	direct := resumed(t, e.app, "direct") + resumed(t, b, "direct")
 	queued := resumed(t, e.app, "queue") + resumed(t, b, "queue")
 	if direct != 1 || queued != 0 {

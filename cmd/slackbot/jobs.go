@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/runs"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -65,30 +63,16 @@ func (a *app) doJob(ctx context.Context, j store.Job) (err error) {
 
 // errAnswerBusy: another live replica is posting the answer; the job is
 // tried again after its backoff, without spending an attempt.
-var errAnswerBusy = fmt.Errorf("another replica is posting the answer: %w", store.ErrJobBusy)
+var errAnswerBusy = fmt.Errorf("%w: %w", runs.ErrAnswerBusy, store.ErrJobBusy)
 
-// postAnswer posts a run's answer once: after an attempt that may have
-// posted it (this job's earlier attempt, or a replica that died), the
-// thread is searched for it first.
-func (a *app) postAnswer(ctx context.Context, ans bot.Answer) error {
-	prev, err := a.store.BeginAnswer(ctx, ans.Key, a.owner+"/"+agentrunner.NewToken()[:8])
-	if err != nil {
-		return err
-	}
-	switch prev {
-	case "posted":
-		return nil
-	case "busy":
+// postAnswer posts an answer once (runs.Runs.PostAnswer), for the job
+// queue: an answer another replica is posting is retried later.
+func (a *app) postAnswer(ctx context.Context, ans runs.Answer) error {
+	err := a.runs.PostAnswer(ctx, ans)
+	if errors.Is(err, runs.ErrAnswerBusy) {
 		return errAnswerBusy
 	}
-	ts, err := a.bot.PostAnswer(ctx, ans, prev != "")
-	if err != nil {
-		if err := a.store.AnswerFailed(context.WithoutCancel(ctx), ans.Key); err != nil {
-			a.log.ErrorContext(ctx, "record a failed answer", "err", err)
-		}
-		return err
-	}
-	return a.store.AnswerPosted(ctx, ans.Key, ts)
+	return err
 }
 
 // attend does a reminder or an escalation that came due: if the call
@@ -116,78 +100,15 @@ func (a *app) attend(ctx context.Context, log *slog.Logger, j store.Job) error {
 	return a.svc.Attended(ctx, n)
 }
 
-// answerJob decodes and does a thread.answer job.
+// answerJob does a thread.answer job.
 func (a *app) answerJob(ctx context.Context, log *slog.Logger, j store.Job) error {
-	var ans bot.Answer
-	if err := json.Unmarshal([]byte(j.Data), &ans); err != nil || ans.Key == "" || ans.Channel == "" {
+	err := a.runs.AnswerJob(ctx, j.Data)
+	switch {
+	case errors.Is(err, runs.ErrMalformedJob):
 		log.ErrorContext(ctx, "malformed answer job: dropped", "err", err)
 		return nil
+	case errors.Is(err, runs.ErrAnswerBusy):
+		return errAnswerBusy
 	}
-	return a.postAnswer(ctx, ans)
-}
-
-// followups queues what follows a run's end on the job queue
-// (bot.Followups).
-type followups struct{ a *app }
-
-// Queue implements bot.Followups.
-func (f followups) Queue(ctx context.Context, ans *bot.Answer, cards []string) (bot.Queued, error) {
-	q := &queuedJobs{a: f.a, answer: ans, cards: cards}
-	if ans != nil {
-		b, err := json.Marshal(ans)
-		if err != nil {
-			return nil, err
-		}
-		if q.answerID, err = f.a.jobs.Add(ctx, store.JobThreadAnswer, "", string(b)); err != nil {
-			return nil, err
-		}
-	}
-	for _, token := range cards {
-		id, err := f.a.jobs.Add(ctx, store.JobCardUpdate, token, "")
-		if err != nil {
-			return nil, err
-		}
-		q.cardIDs = append(q.cardIDs, id)
-	}
-	return q, nil
-}
-
-// Done implements bot.Followups.
-func (f followups) Done(ctx context.Context, _ string, tokens []string) error {
-	var errs []error
-	for _, t := range tokens {
-		errs = append(errs, f.a.store.FinishResume(ctx, t))
-	}
-	return errors.Join(errs...)
-}
-
-// queuedJobs are one run's follow-up jobs, done at once by the process
-// that queued them: a job done is taken off the queue; one that fails is
-// left there for the job consumers, with their retries.
-type queuedJobs struct {
-	a        *app
-	answer   *bot.Answer
-	answerID string
-	cards    []string
-	cardIDs  []string
-}
-
-func (q *queuedJobs) Do(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, store.DefaultJobTimeout)
-	defer cancel()
-	done := func(id string, err error) {
-		if err != nil {
-			q.a.log.WarnContext(ctx, "follow-up failed; left to the job queue", "err", err)
-			return
-		}
-		if err := q.a.jobs.Ack(ctx, id); err != nil {
-			q.a.log.ErrorContext(ctx, "acknowledge job", "err", err)
-		}
-	}
-	if q.answer != nil {
-		done(q.answerID, q.a.postAnswer(ctx, *q.answer))
-	}
-	for i, token := range q.cards {
-		done(q.cardIDs[i], q.a.svc.UpdateCards(ctx, token))
-	}
+	return err
 }

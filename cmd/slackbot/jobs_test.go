@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/runs"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -60,7 +60,7 @@ func TestAnswerJobPostsOnce(t *testing.T) {
 	if err := rdb.Set(t.Context(), e.prefix+"proc:other", "1", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	ans := bot.Answer{Key: "run-x/tok/complete", Channel: general, ThreadTS: msg.TS, Text: "done"}
+	ans := runs.Answer{Key: "run-x/tok/complete", Channel: general, ThreadTS: msg.TS, Text: "done"}
 	if _, err := e.app.store.BeginAnswer(t.Context(), ans.Key, "other/1"); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestAnswerJobPostsWhenTheLookupIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A replica that died began posting it: the thread must be searched.
-	ans := bot.Answer{Key: "run-y/tok/complete", Channel: general, ThreadTS: msg.TS, Text: "done"}
+	ans := runs.Answer{Key: "run-y/tok/complete", Channel: general, ThreadTS: msg.TS, Text: "done"}
 	if _, err := e.app.store.BeginAnswer(t.Context(), ans.Key, "gone/1"); err != nil {
 		t.Fatal(err)
 	}

@@ -90,6 +90,12 @@ func (m *metrics) SlackError(method string) { m.slackErrs.WithLabelValues(method
 // AnswerUnchecked implements bot.Metrics.
 func (m *metrics) AnswerUnchecked(reason string) { m.unchecked.WithLabelValues(reason).Inc() }
 
+// RunEnded implements runs.Metrics.
+func (m *metrics) RunEnded(result string) { m.runs.WithLabelValues(result).Inc() }
+
+// RunResumed implements runs.Metrics.
+func (m *metrics) RunResumed(path string) { m.resumes.WithLabelValues(path).Inc() }
+
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }

@@ -21,7 +21,7 @@ func (a *app) handler() http.Handler {
 		mux.Handle("POST /slack/interactivity", a.metrics.timed("interactivity",
 			bot.VerifySlack(secret, a.log, a.bot.HandleInteraction())))
 		mux.Handle("POST /slack/events", a.metrics.timed("events",
-			bot.VerifySlack(secret, a.log, a.runs.HandleEvents())))
+			bot.VerifySlack(secret, a.log, a.events.HandleEvents())))
 	}
 	if a.api != nil {
 		mux.Handle("/v1/", a.metrics.timed("api", a.api))

@@ -130,7 +130,7 @@ func socketMode(cfg *Config, mode Mode, a *app, log *slog.Logger) *bot.SocketMod
 	log.Info("socket mode enabled: events and interactivity arrive over Slack's websocket")
 	return &bot.SocketMode{
 		Client: bot.NewSocketModeClient(cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackAPIURL, log),
-		Bot:    a.bot, Runs: a.runs, Log: log,
+		Bot:    a.bot, Events: a.events, Log: log,
 	}
 }
 

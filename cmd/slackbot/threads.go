@@ -8,43 +8,43 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
-	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/runs"
 	"github.com/slackapprove/slackbot/store"
 )
 
-// threads is bot.Threads over the store's thread history and lease: bot
+// threads is runs.Threads over the store's thread history and lease: runs
 // knows nothing of Redis, and a queued turn travels through the store as
 // JSON (its origin under the keys the previous version wrote).
 type threads struct{ s *store.Store }
 
-func threadOf(th bot.ThreadRef) store.Thread {
+func threadOf(th runs.ThreadRef) store.Thread {
 	return store.Thread{Team: th.Team, Channel: th.Channel, TS: th.TS}
 }
 
-// History implements bot.Threads.
-func (t threads) History(ctx context.Context, th bot.ThreadRef) ([]agentrunner.Message, error) {
+// History implements runs.Threads.
+func (t threads) History(ctx context.Context, th runs.ThreadRef) ([]agentrunner.Message, error) {
 	msgs, err := t.s.LoadThreadHistory(ctx, threadOf(th))
 	if errors.Is(err, store.ErrThreadNotFound) {
-		return nil, fmt.Errorf("%w: %w", bot.ErrNoThreadHistory, err)
+		return nil, fmt.Errorf("%w: %w", runs.ErrNoThreadHistory, err)
 	}
 	return msgs, err
 }
 
-// SaveHistory implements bot.Threads.
-func (t threads) SaveHistory(ctx context.Context, th bot.ThreadRef, msgs []agentrunner.Message) error {
+// SaveHistory implements runs.Threads.
+func (t threads) SaveHistory(ctx context.Context, th runs.ThreadRef, msgs []agentrunner.Message) error {
 	_, err := t.s.SaveThreadHistory(ctx, threadOf(th), msgs)
 	return err
 }
 
-// Enter implements bot.Threads.
-func (t threads) Enter(ctx context.Context, th bot.ThreadRef, turn bot.Turn, lease time.Duration) (*bot.Turn, error) {
+// Enter implements runs.Threads.
+func (t threads) Enter(ctx context.Context, th runs.ThreadRef, turn runs.Turn, lease time.Duration) (*runs.Turn, error) {
 	b, err := encodeTurn(turn)
 	if err != nil {
 		return nil, fmt.Errorf("enter thread: %w", err)
 	}
 	next, err := t.s.EnterThread(ctx, threadOf(th), store.ThreadTurn{RunID: turn.RunID, Payload: b}, lease)
 	if errors.Is(err, store.ErrThreadBusy) {
-		return nil, fmt.Errorf("%w: %w", bot.ErrThreadBusy, err)
+		return nil, fmt.Errorf("%w: %w", runs.ErrThreadBusy, err)
 	}
 	if err != nil || next == nil {
 		return nil, err
@@ -52,8 +52,8 @@ func (t threads) Enter(ctx context.Context, th bot.ThreadRef, turn bot.Turn, lea
 	return decodeTurn(next)
 }
 
-// Leave implements bot.Threads.
-func (t threads) Leave(ctx context.Context, th bot.ThreadRef, runID string, lease time.Duration) (*bot.Turn, error) {
+// Leave implements runs.Threads.
+func (t threads) Leave(ctx context.Context, th runs.ThreadRef, runID string, lease time.Duration) (*runs.Turn, error) {
 	next, err := t.s.LeaveThread(ctx, threadOf(th), runID, lease)
 	if err != nil || next == nil {
 		return nil, err
@@ -61,19 +61,19 @@ func (t threads) Leave(ctx context.Context, th bot.ThreadRef, runID string, leas
 	return decodeTurn(next)
 }
 
-// Hold implements bot.Threads.
-func (t threads) Hold(ctx context.Context, th bot.ThreadRef, runID string, ttl time.Duration) (bool, error) {
+// Hold implements runs.Threads.
+func (t threads) Hold(ctx context.Context, th runs.ThreadRef, runID string, ttl time.Duration) (bool, error) {
 	return t.s.HoldThread(ctx, threadOf(th), runID, ttl)
 }
 
 // queuedTurn is a turn as the thread queue keeps it: its origin encoded
 // as store.MarshalOrigin does (the outer Origin shadows the Turn's).
 type queuedTurn struct {
-	bot.Turn
+	runs.Turn
 	Origin json.RawMessage `json:"origin"`
 }
 
-func encodeTurn(turn bot.Turn) ([]byte, error) {
+func encodeTurn(turn runs.Turn) ([]byte, error) {
 	o, err := store.MarshalOrigin(turn.Origin)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func encodeTurn(turn bot.Turn) ([]byte, error) {
 	return json.Marshal(queuedTurn{Turn: turn, Origin: o})
 }
 
-func decodeTurn(tt *store.ThreadTurn) (*bot.Turn, error) {
+func decodeTurn(tt *store.ThreadTurn) (*runs.Turn, error) {
 	var q queuedTurn
 	if err := json.Unmarshal(tt.Payload, &q); err != nil {
 		return nil, fmt.Errorf("queued turn %s: %w", tt.RunID, err)

@@ -171,11 +171,12 @@ func continued(ctx context.Context, traceparent string) context.Context {
 	return w3c.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 }
 
-// resumeSpan starts the span of the resume of from's run, which its tool
+// traceResume starts the span of the resume of a run (runs.Runs.Trace),
+// in the trace of traceParent when it is not empty, which the run's tool
 // calls and Slack posts join.
-func (a *app) resumeSpan(ctx context.Context, from resumeFrom) (context.Context, func(error)) {
-	return a.startSpan(ctx, "resume run", attribute.String("slackbot.run_id", from.runID),
-		attribute.String("slackbot.resume.path", from.path), attribute.String("slackbot.instance", a.owner))
+func (a *app) traceResume(ctx context.Context, traceParent, runID, path string) (context.Context, func(error)) {
+	return a.startSpan(continued(ctx, traceParent), "resume run", attribute.String("slackbot.run_id", runID),
+		attribute.String("slackbot.resume.path", path), attribute.String("slackbot.instance", a.owner))
 }
 
 // observeTool starts a span per tool call (agentrunner.WithToolObserver).

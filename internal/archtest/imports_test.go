@@ -104,6 +104,10 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 				bad(rel, imp, "agentrunner knows nothing of slackbot but its receipts")
 			case rel == "client" && imp != "agentrunner":
 				bad(rel, imp, "client, a Go user's client of /v1, may import only agentrunner's wire types and receipt of ours")
+			case rel == "runs" && imp != "approval" && imp != "routing" && !under(imp, "agentrunner"):
+				bad(rel, imp, "runs, the agent-run workflow, may import only approval, agentrunner, routing and receipt of ours: it declares the ports it needs and never reaches store or a door")
+			case under(rel, "httpapi") && imp == "runs":
+				bad(rel, imp, "only bot starts agent runs (from Slack events); httpapi has none")
 			case under(rel, "mcpgateway") && imp != "approval" && imp != "routing" && !under(imp, "agentrunner") && !under(imp, "mcpgateway"):
 				bad(rel, imp, "mcpgateway may import only approval, routing, receipt and agentrunner of ours")
 			}
@@ -125,7 +129,7 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 			slack := strings.HasPrefix(dep, "github.com/slack-go/slack")
 			redis := strings.HasPrefix(dep, "github.com/redis/go-redis")
 			switch {
-			case (rel == "approval" || rel == "routing" || rel == "receipt" || rel == "client" || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
+			case (rel == "approval" || rel == "routing" || rel == "receipt" || rel == "client" || rel == "runs" || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
 				bad(rel, dep, "it must know neither Slack nor Redis")
 			case under(rel, "store") && slack:
 				bad(rel, dep, "store never speaks Slack")
@@ -185,6 +189,34 @@ func TestClientRules(t *testing.T) {
 	check(t, pkgs, func(rel, imp, why string) { got = append(got, imp) })
 	slices.Sort(got)
 	want := []string{"agentrunner/openai", "approval", "github.com/redis/go-redis/v9", "github.com/slack-go/slack", "httpapi", "store"}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %q; want %q", got, want)
+	}
+}
+
+// TestRunsRules checks the rules for runs on made-up imports: only
+// approval, agentrunner, routing and receipt of ours (no store, no door),
+// neither Slack nor Redis underneath; and only bot of the doors imports
+// it.
+func TestRunsRules(t *testing.T) {
+	pkgs := map[string]pkg{
+		"runs": {
+			Imports: []string{module + "/approval", module + "/agentrunner", module + "/routing", module + "/receipt",
+				module + "/store", module + "/bot", module + "/httpapi"},
+			Deps: []string{"github.com/redis/go-redis/v9", "github.com/slack-go/slack/slackevents"},
+		},
+		"bot":        {Imports: []string{module + "/runs", module + "/approval"}},
+		"httpapi":    {Imports: []string{module + "/runs"}},
+		"mcpgateway": {Imports: []string{module + "/runs"}},
+	}
+	var got []string
+	check(t, pkgs, func(rel, imp, why string) { got = append(got, rel+" imports "+imp) })
+	slices.Sort(got)
+	want := []string{
+		"httpapi imports runs", "mcpgateway imports runs",
+		"runs imports bot", "runs imports github.com/redis/go-redis/v9", "runs imports github.com/slack-go/slack/slackevents",
+		"runs imports httpapi", "runs imports store",
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations %q; want %q", got, want)
 	}

@@ -1,4 +1,4 @@
-package bot
+package runs
 
 import (
 	"context"
@@ -25,8 +25,8 @@ func TestRunsStopCancelsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var finished atomic.Int32
-	rs := &Runs{Runner: runner, Finished: func(string) { finished.Add(1) }}
+	m := &fakeMetrics{}
+	rs := &Runs{Runner: runner, Metrics: m}
 	rs.Start("first", approval.Origin{})
 	select {
 	case <-entered:
@@ -46,7 +46,7 @@ func TestRunsStopCancelsRuns(t *testing.T) {
 	if cancelled.Load() < 1 {
 		t.Error("the running model call did not see its context end")
 	}
-	if n := finished.Load(); n != 0 {
-		t.Errorf("%d stopped runs reported an end, want none (they resume elsewhere)", n)
+	if ended, _ := m.got(); len(ended) != 0 {
+		t.Errorf("stopped runs reported ends %q, want none (they resume elsewhere)", ended)
 	}
 }
