@@ -88,15 +88,5 @@ func mentions(users, usergroups []string) string {
 	return strings.Join(m, " ")
 }
 
-// formatWait writes a wait as people say it: "1 h", "90 min", "2 d".
-func formatWait(d time.Duration) string {
-	switch {
-	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
-		return strconv.Itoa(int(d/(24*time.Hour))) + " d"
-	case d >= time.Hour && d%time.Hour == 0:
-		return strconv.Itoa(int(d/time.Hour)) + " h"
-	case d >= time.Minute:
-		return strconv.Itoa(int(d/time.Minute)) + " min"
-	}
-	return d.String()
-}
+// formatWait writes a wait as people say it (approval.FormatWait).
+func formatWait(d time.Duration) string { return approval.FormatWait(d) }

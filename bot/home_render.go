@@ -6,7 +6,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 )
 
@@ -68,8 +67,8 @@ func HomeBlocks(h HomeContent) []slack.Block {
 	for i, it := range h.Waiting {
 		c := normalize(it.Card)
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(waitingText(c, it)), nil, nil))
-		if c.Kind != agentrunner.KindExternal && c.Kind != agentrunner.KindQuestion {
-			blocks = append(blocks, homeActions(c, i))
+		if actions := homeActions(c, i); actions != nil {
+			blocks = append(blocks, actions)
 		}
 	}
 	if h.MoreWaiting > 0 {
@@ -155,24 +154,21 @@ func cardWhere(ref approval.MessageRef) string {
 	return "card in <#" + ref.Channel + ">"
 }
 
-// homeActions are a waiting call's buttons: the card's Approve (with its
-// confirm dialog), Deny and grant buttons, with the card's action ids and
-// values, so a click decides as a click on the card does.
+// homeActions are a waiting call's buttons: the card's choices that need
+// no form (Approve with its confirm dialog, Deny, the grant buttons), with
+// the card's action ids and values, so a click decides as a click on the
+// card does; nil when the call has none (a question, an external result).
 func homeActions(c Card, i int) *slack.ActionBlock {
-	value := EncodeAction(c.Token, c.ToolCallID)
-	approve := slack.NewButtonBlockElement(ActionIDApprove, value, plain("Approve", true)).WithStyle(slack.StylePrimary)
-	if c.Confirm {
-		approve = approve.WithConfirm(confirmDialog(c))
-	}
-	elems := []slack.BlockElement{approve, slack.NewButtonBlockElement(ActionIDDeny, value, plain("Deny", true)).WithStyle(slack.StyleDanger)}
-	for _, d := range c.GrantChoices {
-		grant := slack.NewButtonBlockElement(GrantActionID(d), value, plain("Approve for "+formatWait(d), true))
-		if c.Confirm {
-			grant = grant.WithConfirm(confirmDialog(c))
+	var oneClick []approval.Choice
+	for _, ch := range c.Choices() {
+		if !ch.Form() {
+			oneClick = append(oneClick, ch)
 		}
-		elems = append(elems, grant)
 	}
-	return slack.NewActionBlock("home_call."+strconv.Itoa(i), elems...)
+	if len(oneClick) == 0 {
+		return nil
+	}
+	return slack.NewActionBlock("home_call."+strconv.Itoa(i), choiceButtons(c, oneClick)...)
 }
 
 // grantBlock is one grant with its Revoke button.

@@ -15,35 +15,19 @@ import (
 // ids of the grant buttons.
 
 // whyLine says why the call needs a person: the rule that deferred it,
-// and what the route's policy made of it.
+// and what the route's policy made of it (approval.WhyWords), within max
+// characters.
 func whyLine(c Card, max int) string {
-	var why string
-	switch c.Rule {
-	case approval.RuleTool:
-		why = literal(c.ToolLabel) + " always needs approval"
-	case approval.RuleArguments:
-		why = literal(c.ToolLabel) + " asked for approval of these arguments"
-	case approval.RuleMCP:
-		why = literal(c.ToolLabel) + " is an MCP tool its server does not list as read-only"
-	case approval.RuleClient:
-		why = "the API client " + literal(c.Requester) + " asked for it"
-	}
-	var policy string
-	switch {
-	case c.PolicyError != "":
-		policy = "the route's policy could not decide (" + inlineCode(oneLine(c.PolicyError), 300) + "), so a person must"
-	case strings.TrimSpace(c.AutoApprove) != "":
-		policy = "the route's auto_approve " + inlineCode(oneLine(c.AutoApprove), 200) + " did not approve it"
-	}
+	why, policy := approval.WhyWords(c, cardMarks{})
 	switch {
 	case why == "" && policy == "":
 		return ""
 	case why == "":
-		return fit("Why: "+policy+".", max, "…", func(r rune) string { return string(r) })
+		return fit(approval.WhyPrefix+policy+".", max, "…", func(r rune) string { return string(r) })
 	case policy == "":
-		return "Why: " + why + "."
+		return approval.WhyPrefix + why + "."
 	}
-	return fitJoin([]string{"Why: " + why, policy + "."}, " · ", max)
+	return fitJoin([]string{approval.WhyPrefix + why, policy + "."}, " · ", max)
 }
 
 // inlineCode is s as an inline code span of at most max characters.

@@ -164,18 +164,18 @@ func (e *env) postCard(t *testing.T, c bot.Card) string {
 
 func demoCard() bot.Card {
 	return bot.Card{
-		Token:                "tok_0123456789abcdef",
-		ToolCallID:           "call_1",
-		Kind:                 agentrunner.KindApproval,
-		ToolName:             "delete_customer",
-		Args:                 json.RawMessage(`{"customer_id":"a"}`),
-		Requester:            "U0CAROL",
-		RequesterIsSlackUser: true,
-		SourceChannel:        "C0GENERAL",
-		Route:                "deletions",
-		CreatedAt:            time.Date(2026, 3, 2, 15, 4, 0, 0, time.UTC),
-		ExpiresAt:            time.Date(2026, 3, 2, 16, 4, 0, 0, time.UTC),
-		AllowDenyReason:      true,
+		Token:           "tok_0123456789abcdef",
+		ToolCallID:      "call_1",
+		Kind:            agentrunner.KindApproval,
+		ToolName:        "delete_customer",
+		Args:            json.RawMessage(`{"customer_id":"a"}`),
+		Requester:       "U0CAROL",
+		RequesterIsUser: true,
+		SourceChannel:   "C0GENERAL",
+		Route:           "deletions",
+		CreatedAt:       time.Date(2026, 3, 2, 15, 4, 0, 0, time.UTC),
+		ExpiresAt:       time.Date(2026, 3, 2, 16, 4, 0, 0, time.UTC),
+		AllowDenyReason: true,
 	}
 }
 
