@@ -1,0 +1,186 @@
+package approval_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
+)
+
+// textMarks write the words of a view as plain text, the way a terminal,
+// an e-mail or a plain web page would: a second surface beside Slack's
+// Block Kit, built only from package approval.
+type textMarks struct{}
+
+func (textMarks) Strong(s string) string { return strings.ToUpper(s) }
+func (textMarks) Person(who string) string {
+	if strings.HasPrefix(who, "U") {
+		return "@" + who
+	}
+	return fmt.Sprintf("%q", who)
+}
+func (textMarks) Group(id string) string        { return "@@" + id }
+func (textMarks) Place(id string) string        { return "#" + id }
+func (textMarks) Name(s string) string          { return fmt.Sprintf("%q", s) }
+func (textMarks) Code(s string, max int) string { return "[" + s[:min(len(s), max)] + "]" }
+func (textMarks) Time(t time.Time) string       { return t.UTC().Format("2006-01-02 15:04") }
+
+// renderText lays a view out as plain text: the words approval gives,
+// one line each, and the choices as a numbered menu.
+func renderText(v approval.CallView) string {
+	m := textMarks{}
+	emoji, word, _ := approval.StateWords(v.Kind, v.State)
+	lines := []string{emoji + " " + word + ": " + v.ToolLabel}
+	if v.State != approval.CallPending {
+		lines = append(lines, approval.EndingLine(v, m))
+	}
+	lines = append(lines, v.Confirmation, approval.RequesterLine(v, m))
+	if why, policy := approval.WhyWords(v, m); why != "" || policy != "" {
+		lines = append(lines, approval.WhyPrefix+strings.Join([]string{why, policy}, "; ")+".")
+	}
+	status := []string{}
+	if v.State == approval.CallPending {
+		status = append(status, approval.ExpiresWords(v, m))
+	}
+	if v.RequiredApprovals > 1 {
+		status = append(status, approval.QuorumWords(v, m)...)
+	}
+	if len(status) > 0 {
+		lines = append(lines, strings.Join(status, " · "))
+	}
+	for i, c := range v.Choices() {
+		lines = append(lines, fmt.Sprintf("[%d] %s", i+1, approval.ChoiceLabel(c)))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestPlainTextSurface renders the views of a pending call and of its
+// approval as plain text: the same view that bot renders to Block Kit
+// (its golden files) reads whole on a surface that knows nothing of
+// Slack.
+func TestPlainTextSurface(t *testing.T) {
+	r, c := viewRequest(approval.Origin{User: "U0BOB", Channel: "C0SUPPORT"}, "refunds", "refund_order", `{"amount":250}`)
+	c.Required = 1
+	pending := newViewer(t, viewCreated.Add(time.Minute)).View(r, c)
+	want := strings.Join([]string{
+		`⏳ Approval needed: refund_order`,
+		`Run refund_order({"amount":250})?`,
+		`Requested by @U0BOB in #C0SUPPORT · 2026-03-02 15:04 · route "refunds"`,
+		`Why: "refund_order" asked for approval of these arguments; the route's auto_approve [args.amount <= 100] did not approve it.`,
+		`Expires 2026-03-02 17:04`,
+		`[1] Approve`,
+		`[2] Deny`,
+		`[3] Approve for 1 h`,
+		`[4] Approve for 8 h`,
+		`[5] Deny with reason…`,
+	}, "\n")
+	if diff := cmp.Diff(want, renderText(pending)); diff != "" {
+		t.Errorf("pending (-want +got):\n%s", diff)
+	}
+
+	approved := pending
+	approved.State, approved.DecidedBy, approved.DecidedAt = approval.CallApproved, "policy:refunds", viewCreated.Add(2*time.Minute)
+	approved.OverrideArgs = json.RawMessage(`{"amount":90}`)
+	want = strings.Join([]string{
+		`✅ Approved: refund_order`,
+		`✅ APPROVED by policy "refunds" · 2026-03-02 15:06 · with edited arguments`,
+		`Run refund_order({"amount":250})?`,
+		`Requested by @U0BOB in #C0SUPPORT · 2026-03-02 15:04 · route "refunds"`,
+		`Why: "refund_order" asked for approval of these arguments; the route's auto_approve [args.amount <= 100] did not approve it.`,
+	}, "\n")
+	if diff := cmp.Diff(want, renderText(approved)); diff != "" {
+		t.Errorf("approved (-want +got):\n%s", diff)
+	}
+}
+
+// TestEndingLine checks the ending of each state in words.
+func TestEndingLine(t *testing.T) {
+	at := viewCreated.Add(time.Minute)
+	tests := []struct {
+		v    approval.CallView
+		want string
+	}{
+		{approval.CallView{State: approval.CallDenied, DecidedBy: "U0AL", DecidedAt: at}, "❌ DENIED by @U0AL · 2026-03-02 15:05"},
+		{approval.CallView{State: approval.CallAnswered, Kind: agentrunner.KindExternal, DecidedBy: "batch"}, `📥 RESULT RECEIVED from "batch"`},
+		{approval.CallView{State: approval.CallAnswered, Kind: agentrunner.KindQuestion, DecidedBy: "U0AL"}, "💬 ANSWERED by @U0AL"},
+		{approval.CallView{State: approval.CallFailed, DecidedBy: "x", DecidedAt: at}, "⚠️ FAILED · 2026-03-02 15:05"},
+		{approval.CallView{State: approval.CallExpired, ExpiresAt: at}, "⌛ EXPIRED — no decision arrived by 2026-03-02 15:05"},
+		{approval.CallView{State: approval.CallCancelled}, "🚫 CANCELLED"},
+		{approval.CallView{State: "paused"}, `❔ UNKNOWN STATE "paused"`},
+	}
+	for _, tt := range tests {
+		if got := approval.EndingLine(tt.v, textMarks{}); got != tt.want {
+			t.Errorf("EndingLine(%s) = %q, want %q", tt.v.State, got, tt.want)
+		}
+	}
+}
+
+// TestQuorumWords checks that votes for different arguments are counted
+// apart, and that an approved call names who approved what runs.
+func TestQuorumWords(t *testing.T) {
+	vote := func(by, key string) approval.Vote { return approval.Vote{By: by, Key: key} }
+	tests := []struct {
+		name  string
+		state approval.CallStatus
+		votes []approval.Vote
+		want  []string
+	}{
+		{"none yet", approval.CallPending, nil, []string{"0 of 2 approvals"}},
+		{"own arguments", approval.CallPending, []approval.Vote{vote("U1", "")}, []string{"1 of 2 approvals: @U1"}},
+		{"own and edited", approval.CallPending, []approval.Vote{vote("U1", "-"), vote("U2", "k1")},
+			[]string{"1 of 2 approvals for these arguments: @U1", "1 of 2 for edited arguments: @U2"}},
+		{"two edits", approval.CallPending, []approval.Vote{vote("U1", "k1"), vote("U2", "k2")},
+			[]string{"1 of 2 approvals for edited arguments #1: @U1", "1 of 2 for edited arguments #2: @U2"}},
+		{"approved edited", approval.CallApproved, []approval.Vote{vote("U1", "-"), vote("U2", "k1"), vote("U3", "k1")},
+			[]string{"2 of 2 approvals: @U2, @U3"}},
+	}
+	for _, tt := range tests {
+		v := approval.CallView{RequiredApprovals: 2, State: tt.state, Votes: tt.votes}
+		if diff := cmp.Diff(tt.want, approval.QuorumWords(v, textMarks{})); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// TestExplainWords checks one sentence per code, whatever wraps the
+// error, and who may decide named through the surface's marks.
+func TestExplainWords(t *testing.T) {
+	route := &routing.Route{Users: []string{"U0ALICE"}, Usergroups: []string{"S0OPS"}}
+	decided := &approval.Call{Status: approval.CallDenied, DecidedBy: "U0BOB"}
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("decide: %w", approval.ErrDecided), "This call was already denied by @U0BOB. Nothing changed."},
+		{fmt.Errorf("decide: %w", approval.ErrExpired), "This request expired before a decision arrived. Nothing changed."},
+		{approval.Errorf(approval.ENOTAPPROVER, "You are not an approver of this route."), "You are not an approver of this route. Approvers: @U0ALICE, @@S0OPS. Nothing changed."},
+		{errors.New("dial tcp: refused"), "slackbot could not record your decision; nothing changed. Try again in a moment."},
+	}
+	for _, tt := range tests {
+		if got := approval.Explain(tt.err, decided, route, textMarks{}); got != tt.want {
+			t.Errorf("Explain(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+	if got := approval.WhoCanDecide(nil, textMarks{}); got != "Nobody is listed as an approver." {
+		t.Errorf("WhoCanDecide(nil) = %q", got)
+	}
+}
+
+// TestFormatWait checks waits in the words people use.
+func TestFormatWait(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		48 * time.Hour: "2 d", 8 * time.Hour: "8 h", 90 * time.Minute: "90 min", 30 * time.Second: "30s",
+	} {
+		if got := approval.FormatWait(d); got != want {
+			t.Errorf("FormatWait(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
