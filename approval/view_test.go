@@ -149,3 +149,27 @@ func TestChoices(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageRefJSON checks that a call's message keeps the JSON names
+// the stored records and the replicas of a rolling deploy read.
+func TestMessageRefJSON(t *testing.T) {
+	b, err := json.Marshal(approval.Call{ID: "c1", Message: approval.MessageRef{Channel: "C0APPROVALS", ID: "1700000000.000100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"channel": "C0APPROVALS", "ts": "1700000000.000100"}
+	if diff := cmp.Diff(want, got["message"]); diff != "" {
+		t.Errorf("message JSON (-want +got):\n%s", diff)
+	}
+	var old approval.Call
+	if err := json.Unmarshal([]byte(`{"id":"c1","message":{"channel":"C1","ts":"1.2"}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Message != (approval.MessageRef{Channel: "C1", ID: "1.2"}) {
+		t.Errorf("old record's message = %+v, want C1, 1.2", old.Message)
+	}
+}

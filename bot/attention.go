@@ -32,7 +32,7 @@ func (cs *Cards) Notice(ctx context.Context, n *approval.Notice) ([]Answer, erro
 		text := fmt.Sprintf("⏰ Reminder %d of %d: %s, %s is still waiting for a decision. It expires %s.",
 			n.N, len(n.Route.Reminders(n.Request.CreatedAt, n.Request.ExpiresAt)),
 			mentions(n.Route.Users, n.Route.Usergroups), tool, slackDate(n.Request.ExpiresAt))
-		return []Answer{{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.TS, Text: text}}, nil
+		return []Answer{{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.ID, Text: text}}, nil
 	}
 	e := n.Route.Escalate
 	link, err := cs.permalink(ctx, n.Call.Message)
@@ -46,7 +46,7 @@ func (cs *Cards) Notice(ctx context.Context, n *approval.Notice) ([]Answer, erro
 		waited, mentions(e.Users, e.Usergroups), e.Channel)
 	return []Answer{
 		{Key: noticeKey(n, "escalation"), Channel: e.Channel, Text: text},
-		{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.TS, Text: thread},
+		{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.ID, Text: thread},
 	}, nil
 }
 
@@ -55,7 +55,7 @@ func (cs *Cards) permalink(ctx context.Context, ref approval.MessageRef) (string
 	var link string
 	err := cs.retry.Do(ctx, func(ctx context.Context) error {
 		var err error
-		link, err = cs.slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: ref.Channel, Ts: ref.TS})
+		link, err = cs.slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: ref.Channel, Ts: ref.ID})
 		if err != nil {
 			cs.metrics.SlackError("chat.getPermalink")
 		}

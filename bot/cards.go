@@ -80,7 +80,7 @@ func (cs *Cards) Post(ctx context.Context, r *approval.Request, c *approval.Call
 // first finding it by its marker when its message was never recorded.
 func (cs *Cards) Update(ctx context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
 	ref := c.Message
-	if ref.TS == "" {
+	if ref.ID == "" {
 		ref = cs.locate(ctx, r, c)
 	}
 	if err := cs.updateRendered(ctx, ref, cs.card(r, c)); err != nil {
@@ -126,7 +126,7 @@ func (cs *Cards) locate(ctx context.Context, a *approval.Request, c *approval.Ca
 
 // updateRendered replaces the message at ref with card.
 func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, card Card) error {
-	if ref.Channel == "" || ref.TS == "" {
+	if ref.Channel == "" || ref.ID == "" {
 		return nil // never posted (or the post failed): nothing to update
 	}
 	text := ApprovalText(card)
@@ -134,9 +134,9 @@ func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, ca
 	update := func(blocks []slack.Block) error {
 		return cs.retry.Do(ctx, func(ctx context.Context) error {
 			if lean != nil {
-				return lean.UpdateMessageLean(ctx, ref.Channel, ref.TS, text, blocks)
+				return lean.UpdateMessageLean(ctx, ref.Channel, ref.ID, text, blocks)
 			}
-			_, _, _, err := cs.slack.UpdateMessageContext(ctx, ref.Channel, ref.TS,
+			_, _, _, err := cs.slack.UpdateMessageContext(ctx, ref.Channel, ref.ID,
 				slack.MsgOptionText(text, false),
 				slack.MsgOptionBlocks(blocks...))
 			return err
@@ -147,12 +147,12 @@ func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, ca
 		// Never leave a decided card with live buttons: say where the call
 		// stands in as little as Slack accepts.
 		cs.metrics.SlackError("chat.update")
-		cs.log.WarnContext(ctx, "Slack refused a card; updating it with a minimal one", "channel", ref.Channel, "ts", ref.TS, "err", err)
+		cs.log.WarnContext(ctx, "Slack refused a card; updating it with a minimal one", "channel", ref.Channel, "ts", ref.ID, "err", err)
 		err = update(MinimalApprovalBlocks(card))
 	}
 	if err != nil {
 		cs.metrics.SlackError("chat.update")
-		return fmt.Errorf("update card %s/%s: %w", ref.Channel, ref.TS, err)
+		return fmt.Errorf("update card %s/%s: %w", ref.Channel, ref.ID, err)
 	}
 	return nil
 }
@@ -184,7 +184,7 @@ func (cs *Cards) post(ctx context.Context, channel string, card Card) (approval.
 			if err != nil {
 				return err
 			}
-			if found.TS != "" {
+			if found.ID != "" {
 				ref = found
 				return nil
 			}
@@ -206,7 +206,7 @@ func (cs *Cards) post(ctx context.Context, channel string, card Card) (approval.
 			}
 			return err
 		}
-		ref = approval.MessageRef{Channel: ch, TS: ts}
+		ref = approval.MessageRef{Channel: ch, ID: ts}
 		return nil
 	})
 	if err != nil {
@@ -237,7 +237,7 @@ func (cs *Cards) findCard(ctx context.Context, channel, marker string, since tim
 	}
 	for _, m := range resp.Messages {
 		if m.Metadata.EventType == cardEventType && m.Metadata.EventPayload["card"] == marker {
-			return approval.MessageRef{Channel: channel, TS: m.Timestamp}, nil
+			return approval.MessageRef{Channel: channel, ID: m.Timestamp}, nil
 		}
 	}
 	return approval.MessageRef{}, nil

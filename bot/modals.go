@@ -234,7 +234,7 @@ func encodeModalMetadata(c Card, ref approval.MessageRef) string {
 	if c.Token == "" || len(c.Token) > MaxTokenLen {
 		return ""
 	}
-	m := metadataJSON{V: metadataVersion, Token: c.Token, CallID: callRef(c.ToolCallID, maxMetadata), Channel: ref.Channel, TS: ref.TS}
+	m := metadataJSON{V: metadataVersion, Token: c.Token, CallID: callRef(c.ToolCallID, maxMetadata), Channel: ref.Channel, TS: ref.ID}
 	b, err := json.Marshal(m)
 	if err != nil || textLen(string(b)) > maxMetadata {
 		m.CallID = callRef(c.ToolCallID, 0)
@@ -274,5 +274,5 @@ func DecodeModalMetadata(s string) (ModalMetadata, error) {
 	if m.Token == "" || len(m.Token) > MaxTokenLen {
 		return fail("bad token")
 	}
-	return ModalMetadata{Token: m.Token, CallID: m.CallID, Message: approval.MessageRef{Channel: m.Channel, TS: m.TS}}, nil
+	return ModalMetadata{Token: m.Token, CallID: m.CallID, Message: approval.MessageRef{Channel: m.Channel, ID: m.TS}}, nil
 }

@@ -55,7 +55,7 @@ func postSlots(ctx context.Context, api *slack.Client) (slots, error) {
 		if err != nil {
 			return nil, fmt.Errorf("post card: %w", err)
 		}
-		out[i] = approval.MessageRef{Channel: ch, TS: ts}
+		out[i] = approval.MessageRef{Channel: ch, ID: ts}
 	}
 	return out, nil
 }
@@ -114,7 +114,7 @@ func prepareClick(ctx context.Context, stores []*store.Store, name string, msg a
 	if err != nil {
 		return nil, err
 	}
-	return clickBody(alice, msg.Channel, msg.TS, bot.ApprovalText(card), blocksJSON, bot.EncodeAction(token, callID), bot.ActionIDApprove), nil
+	return clickBody(alice, msg.Channel, msg.ID, bot.ApprovalText(card), blocksJSON, bot.EncodeAction(token, callID), bot.ActionIDApprove), nil
 }
 
 // createClick creates the pending approval of one click in st.

@@ -390,7 +390,7 @@ func TestClickDeliversBlockActions(t *testing.T) {
 		t.Error("container.is_ephemeral = true, want false")
 	}
 	// The trigger_id is one the workspace issued: a modal opens with it.
-	if _, err := e.api.OpenViewContext(t.Context(), cb.TriggerID, bot.DenyReasonModal(card, approval.MessageRef{Channel: "C0APPROVALS", TS: ts})); err != nil {
+	if _, err := e.api.OpenViewContext(t.Context(), cb.TriggerID, bot.DenyReasonModal(card, approval.MessageRef{Channel: "C0APPROVALS", ID: ts})); err != nil {
 		t.Errorf("views.open with the payload's trigger_id %q: %v", cb.TriggerID, err)
 	}
 }
