@@ -353,3 +353,29 @@ func WhoCanDecide(route *routing.Route, m Marks) string {
 	}
 	return "Approvers: " + strings.Join(who, ", ") + "."
 }
+
+// The labels of what a view shows of a call besides its sentences.
+const (
+	ContextLabel       = "Context: "
+	ArgsLabel          = "Arguments"
+	ArgsRequestedLabel = "Arguments as requested"
+	ArgsApprovedLabel  = "Arguments as approved (edited)"
+)
+
+// ReasonLabel leads a call's reason (CallView.Reason): why it was denied
+// or cancelled, or its error when it failed.
+func ReasonLabel(status CallStatus) string {
+	if status == CallFailed {
+		return "Error: "
+	}
+	return "Reason: "
+}
+
+// AnswerLabel names what answered a call of kind: a person's answer, or
+// an external result.
+func AnswerLabel(kind agentrunner.CallKind) string {
+	if kind == agentrunner.KindExternal {
+		return "Result"
+	}
+	return "Answer"
+}

@@ -184,3 +184,49 @@ func TestFormatWait(t *testing.T) {
 		}
 	}
 }
+
+// TestHomeWords checks the words of a Home's entries and notices.
+func TestHomeWords(t *testing.T) {
+	m := textMarks{}
+	v := approval.CallView{ToolLabel: "refund_order", Requester: "U0BOB", RequiredApprovals: 2, Votes: []approval.Vote{{By: "U1"}}, State: approval.CallPending}
+	until := viewCreated.Add(8 * time.Hour)
+	tests := []struct{ name, got, want string }{
+		{"title", approval.HomeTitle(v, m), `⏳ APPROVAL NEEDED: "refund_order"`},
+		{"count", approval.ApprovalCount(v), "1 of 2 approvals"},
+		{"no card", approval.CardWhere(approval.MessageRef{}, m), "no card yet"},
+		{"card", approval.CardWhere(approval.MessageRef{Channel: "C1", ID: "1.2"}, m), "card in #C1"},
+		{"grant of a person", approval.GrantLine(approval.Grant{Tool: "t", Requester: "U0BOB", Route: "r", Until: until}, "", m),
+			`"t" for @U0BOB · route "r" · until 2026-03-02 23:04`},
+		{"grant of a client's claim", approval.GrantLine(approval.Grant{Tool: "t", Requester: "api:bench", Name: "carol", Route: "r", Until: until}, "fs.t", m),
+			`"fs.t" for "carol", says "bench" · route "r" · until 2026-03-02 23:04`},
+		{"approved for", approval.HomeDecided(v, approval.Decision{Action: approval.ActionApprove, Grant: 8 * time.Hour}, m),
+			`✅ You approved for 8 h "refund_order" (requested by @U0BOB); its card says so too.`},
+		{"denied", approval.HomeDecided(v, approval.Decision{Action: approval.ActionDeny}, m),
+			`❌ You denied "refund_order" (requested by @U0BOB); its card says so too.`},
+		{"granted", approval.GrantedLine(v, &approval.Grant{By: "U0AL", Until: until}, m),
+			`✅ "refund_order" was approved without a card: @U0AL granted this call until 2026-03-02 23:04.`},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+	if one := (approval.CallView{RequiredApprovals: 1}); approval.ApprovalCount(one) != "" {
+		t.Errorf("ApprovalCount of a call that needs one = %q, want none", approval.ApprovalCount(one))
+	}
+}
+
+// TestForms checks that every choice that needs a form has its words,
+// and no other does.
+func TestForms(t *testing.T) {
+	v := approval.CallView{ToolLabel: "refund_order", Confirmation: "Refund 250?"}
+	for _, k := range []approval.ChoiceKind{approval.ChooseApprove, approval.ChooseDeny, approval.ChooseApproveFor, approval.ChooseDenyWithReason, approval.ChooseEdit, approval.ChooseAnswer} {
+		f := approval.Form(k, v)
+		if (approval.Choice{Kind: k}).Form() != (f.Title != "" && f.Submit != "" && f.Label != "") {
+			t.Errorf("%s: Form() = %v but its words are %+v", k, (approval.Choice{Kind: k}).Form(), f)
+		}
+	}
+	if got := approval.Form(approval.ChooseDenyWithReason, v).Intro; got != "Deny refund_order: Refund 250?" {
+		t.Errorf("deny intro = %q", got)
+	}
+}

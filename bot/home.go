@@ -134,17 +134,10 @@ func (b *Bot) homeAction(ctx context.Context, cb *slack.InteractionCallback) {
 	}
 }
 
-// homeDecided is the notice of a decision recorded from Home.
+// homeDecided is the notice of a decision recorded from Home
+// (approval.HomeDecided, naming the requester as a refusal does).
 func homeDecided(c Card, d approval.Decision) string {
-	c = normalize(c)
-	verb := "✅ You approved "
-	switch {
-	case d.Action == approval.ActionDeny:
-		verb = "❌ You denied "
-	case d.Grant > 0:
-		verb = "✅ You approved for " + formatWait(d.Grant) + " "
-	}
-	return verb + literal(c.ToolLabel) + " (requested by " + mentionOf(c.Requester) + "); its card says so too."
+	return approval.HomeDecided(normalize(c), d, refusalMarks{})
 }
 
 // revoke ends grant id from its approver's Home and says what happened.

@@ -98,13 +98,13 @@ func (l *cardLayout) blocks() []slack.Block {
 		blocks = append(blocks, slack.NewContextBlock(l.blockID(blockIDWhy), mrkdwn(line)))
 	}
 	if strings.TrimSpace(c.Context) != "" {
-		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain("Context: "+c.Context, l.caps.context), false), nil, nil))
+		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain(approval.ContextLabel+c.Context, l.caps.context), false), nil, nil))
 	}
 	if l.edited() {
-		blocks = append(blocks, l.argsBlocks("*Arguments as requested*", l.args, "", false)...)
-		blocks = append(blocks, l.argsBlocks("*Arguments as approved (edited)*", l.override, "", false)...)
+		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsRequestedLabel), l.args, "", false)...)
+		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsApprovedLabel), l.override, "", false)...)
 	} else {
-		blocks = append(blocks, l.argsBlocks("*Arguments*", l.args, l.blockID(BlockIDArgs), pending)...)
+		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsLabel), l.args, l.blockID(BlockIDArgs), pending)...)
 	}
 	if line := statusLine(c, l.caps.status); line != "" {
 		blocks = append(blocks, slack.NewContextBlock(l.blockID(blockIDStatus), mrkdwn(line)))
@@ -185,18 +185,11 @@ func (l *cardLayout) outcomeBlocks() []slack.Block {
 	c := l.c
 	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(outcomeLine(c)), nil, nil)}
 	if strings.TrimSpace(c.Reason) != "" {
-		label := "Reason: "
-		if c.State == approval.CallFailed {
-			label = "Error: "
-		}
+		label := approval.ReasonLabel(c.State)
 		blocks = append(blocks, slack.NewSectionBlock(plain(label+"“"+fitPlain(c.Reason, l.caps.reason-textLen(label)-2)+"”", false), nil, nil))
 	}
 	if len(bytes.TrimSpace(c.Answer)) > 0 {
-		label := "Answer"
-		if c.Kind == agentrunner.KindExternal {
-			label = "Result"
-		}
-		blocks = append(blocks, l.answerBlocks(label)...)
+		blocks = append(blocks, l.answerBlocks(approval.AnswerLabel(c.Kind))...)
 	}
 	if c.Outcome != nil {
 		blocks = append(blocks, slack.NewSectionBlock(plain(outcomeText(*c.Outcome, l.caps.summary), false), nil, nil))
