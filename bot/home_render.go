@@ -90,7 +90,7 @@ func HomeBlocks(h HomeContent) []slack.Block {
 	}
 	for i, g := range h.Grants {
 		if i == maxHomeGrants {
-			blocks = append(blocks, homeNote(approval.HomeMoreGrants(len(h.Grants) - maxHomeGrants)))
+			blocks = append(blocks, homeNote(approval.HomeMoreGrants(len(h.Grants)-maxHomeGrants)))
 			break
 		}
 		blocks = append(blocks, grantBlock(g))
