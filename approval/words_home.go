@@ -1,8 +1,10 @@
 package approval
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The words of a person's Home (HomeView) and of the forms a choice opens:
@@ -141,3 +143,25 @@ func Form(kind ChoiceKind, v CallView) FormWords {
 func GrantedLine(v CallView, g *Grant, m Marks) string {
 	return "✅ " + m.Name(v.ToolLabel) + " was approved without a card: " + m.Person(g.By) + " granted this call until " + m.Time(g.Until) + "."
 }
+
+// ReminderLine is the n-th of a pending call's reminders to who (its
+// approvers, as the surface notifies them).
+func ReminderLine(v CallView, n, of int, who string, m Marks) string {
+	return fmt.Sprintf("⏰ Reminder %d of %d: %s, %s is still waiting for a decision. It expires %s.",
+		n, of, who, m.Name(v.ToolLabel), m.Time(v.ExpiresAt))
+}
+
+// EscalationLines are the notices of a call that escalated after having
+// waited after: text, to who (the escalation approvers, as the surface
+// notifies them) in the escalation channel with open, the surface's link
+// to the card; thread, in the card's thread, saying it went where.
+func EscalationLines(v CallView, after time.Duration, who, open, where string, m Marks) (text, thread string) {
+	waited := FormatWait(after)
+	text = fmt.Sprintf("🚨 Escalated: %s has waited %s with no decision. %s, you may decide it now: %s. It expires %s.",
+		m.Name(v.ToolLabel), waited, who, open, m.Time(v.ExpiresAt))
+	thread = fmt.Sprintf("🚨 No decision after %s: escalated to %s in %s; they may decide it too.", waited, who, where)
+	return text, thread
+}
+
+// OpenRequest is the words of a link to a call's card.
+const OpenRequest = "open the request"

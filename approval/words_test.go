@@ -230,3 +230,20 @@ func TestForms(t *testing.T) {
 		t.Errorf("deny intro = %q", got)
 	}
 }
+
+// TestNoticeWords checks a reminder's and an escalation's words, with
+// who is notified and the link as the surface writes them.
+func TestNoticeWords(t *testing.T) {
+	v := approval.CallView{ToolLabel: "refund_order", ExpiresAt: viewExpires}
+	if got, want := approval.ReminderLine(v, 1, 3, "@U1", textMarks{}),
+		`⏰ Reminder 1 of 3: @U1, "refund_order" is still waiting for a decision. It expires 2026-03-02 17:04.`; got != want {
+		t.Errorf("ReminderLine = %q, want %q", got, want)
+	}
+	text, thread := approval.EscalationLines(v, time.Hour, "@U2", "[open]", "#C2", textMarks{})
+	if want := `🚨 Escalated: "refund_order" has waited 1 h with no decision. @U2, you may decide it now: [open]. It expires 2026-03-02 17:04.`; text != want {
+		t.Errorf("escalation = %q, want %q", text, want)
+	}
+	if want := "🚨 No decision after 1 h: escalated to @U2 in #C2; they may decide it too."; thread != want {
+		t.Errorf("escalation's thread = %q, want %q", thread, want)
+	}
+}

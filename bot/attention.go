@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/slack-go/slack"
 
@@ -27,11 +26,10 @@ import (
 // Slack ids; nothing the agent wrote can mention anyone.
 func (cs *Cards) Notice(ctx context.Context, n *approval.Notice) ([]Answer, error) {
 	card := cs.card(n.Request, n.Call)
-	tool := literal(card.ToolLabel)
+	m := cardMarks{}
 	if n.Kind == approval.Remind {
-		text := fmt.Sprintf("⏰ Reminder %d of %d: %s, %s is still waiting for a decision. It expires %s.",
-			n.N, len(n.Route.Reminders(n.Request.CreatedAt, n.Request.ExpiresAt)),
-			mentions(n.Route.Users, n.Route.Usergroups), tool, slackDate(n.Request.ExpiresAt))
+		text := approval.ReminderLine(card, n.N, len(n.Route.Reminders(n.Request.CreatedAt, n.Request.ExpiresAt)),
+			mentions(n.Route.Users, n.Route.Usergroups), m)
 		return []Answer{{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.ID, Text: text}}, nil
 	}
 	e := n.Route.Escalate
@@ -39,11 +37,8 @@ func (cs *Cards) Notice(ctx context.Context, n *approval.Notice) ([]Answer, erro
 	if err != nil {
 		return nil, err
 	}
-	waited := formatWait(e.After)
-	text := fmt.Sprintf("🚨 Escalated: %s has waited %s with no decision. %s, you may decide it now: <%s|open the request>. It expires %s.",
-		tool, waited, mentions(e.Users, e.Usergroups), link, slackDate(n.Request.ExpiresAt))
-	thread := fmt.Sprintf("🚨 No decision after %s: escalated to %s in <#%s>; they may decide it too.",
-		waited, mentions(e.Users, e.Usergroups), e.Channel)
+	text, thread := approval.EscalationLines(card, e.After, mentions(e.Users, e.Usergroups),
+		"<"+link+"|"+approval.OpenRequest+">", "<#"+e.Channel+">", m)
 	return []Answer{
 		{Key: noticeKey(n, "escalation"), Channel: e.Channel, Text: text},
 		{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.ID, Text: thread},
@@ -87,6 +82,3 @@ func mentions(users, usergroups []string) string {
 	}
 	return strings.Join(m, " ")
 }
-
-// formatWait writes a wait as people say it (approval.FormatWait).
-func formatWait(d time.Duration) string { return approval.FormatWait(d) }
