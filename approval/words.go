@@ -379,3 +379,11 @@ func AnswerLabel(kind agentrunner.CallKind) string {
 	}
 	return "Answer"
 }
+
+// ConfirmWords are the "are you sure?" of a choice that asks to be
+// confirmed (Choice.Confirm) on the call of tool (as labelled, on one
+// line): its title, and its answers; the question's body is the call's
+// confirmation text.
+func ConfirmWords(tool string) (title, yes, no string) {
+	return "Approve " + tool + "?", "Approve", "Cancel"
+}

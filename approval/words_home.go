@@ -165,3 +165,15 @@ func EscalationLines(v CallView, after time.Duration, who, open, where string, m
 
 // OpenRequest is the words of a link to a call's card.
 const OpenRequest = "open the request"
+
+// What revoking a grant from a Home says: it ended already, it could not
+// be revoked, or it was (RevokedLine).
+const (
+	RevokeGone   = "This grant has ended already (it expired or was revoked). Nothing changed."
+	RevokeFailed = "slackbot could not revoke this grant just now. Nothing changed; try again in a moment."
+)
+
+// RevokedLine says a grant on tool (as labelled) was revoked.
+func RevokedLine(toolLabel string, m Marks) string {
+	return "🔒 Grant revoked: later calls of " + m.Name(toolLabel) + " with those arguments need an approval again."
+}

@@ -205,11 +205,15 @@ func TestHomeWords(t *testing.T) {
 			`❌ You denied "refund_order" (requested by @U0BOB); its card says so too.`},
 		{"granted", approval.GrantedLine(v, &approval.Grant{By: "U0AL", Until: until}, m),
 			`✅ "refund_order" was approved without a card: @U0AL granted this call until 2026-03-02 23:04.`},
+		{"revoked", approval.RevokedLine("fs.t", m), `🔒 Grant revoked: later calls of "fs.t" with those arguments need an approval again.`},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
 		}
+	}
+	if title, yes, no := approval.ConfirmWords("refund_order"); title != "Approve refund_order?" || yes != "Approve" || no != "Cancel" {
+		t.Errorf("ConfirmWords = %q, %q, %q", title, yes, no)
 	}
 	if one := (approval.CallView{RequiredApprovals: 1}); approval.ApprovalCount(one) != "" {
 		t.Errorf("ApprovalCount of a call that needs one = %q, want none", approval.ApprovalCount(one))

@@ -148,10 +148,10 @@ func (b *Bot) revoke(ctx context.Context, cb *slack.InteractionCallback, id stri
 	g, err := b.svc.Revoke(ctx, id, cb.User.ID)
 	switch {
 	case approval.ErrorCode(err) == approval.ENOTFOUND:
-		return "This grant has ended already (it expired or was revoked). Nothing changed."
+		return approval.RevokeGone
 	case err != nil:
 		b.log.ErrorContext(ctx, "revoke a grant", "err", err)
-		return "slackbot could not revoke this grant just now. Nothing changed; try again in a moment."
+		return approval.RevokeFailed
 	}
-	return "🔒 Grant revoked: later calls of " + literal(b.cards.toolLabel(g.Tool)) + " with those arguments need an approval again."
+	return approval.RevokedLine(b.cards.toolLabel(g.Tool), cardMarks{})
 }

@@ -53,13 +53,15 @@ const (
 	maxConfirmText  = 300
 )
 
-// confirmDialog is the "Are you sure?" of an Approve button: the tool in
-// the title, the confirmation text (the tool and its arguments on one
-// line) as the body, and "Approve" / "Cancel".
+// confirmDialog is the "Are you sure?" of an Approve button
+// (approval.ConfirmWords): the tool in the title, the confirmation text
+// (the tool and its arguments on one line) as the body, and "Approve" /
+// "Cancel".
 func confirmDialog(c Card) *slack.ConfirmationBlockObject {
-	title := fitPlain("Approve "+oneLine(c.ToolLabel)+"?", maxConfirmTitle)
+	title, yes, no := approval.ConfirmWords(oneLine(c.ToolLabel))
+	title = fitPlain(title, maxConfirmTitle)
 	text := fitEnds(c.Confirmation, maxConfirmText, linePiece(escapeRune))
-	d := slack.NewConfirmationBlockObject(plain(title, false), plain(text, false), plain("Approve", false), plain("Cancel", false))
+	d := slack.NewConfirmationBlockObject(plain(title, false), plain(text, false), plain(yes, false), plain(no, false))
 	d.Style = slack.StylePrimary
 	return d
 }
