@@ -31,9 +31,17 @@ func TestCardsRenderTheView(t *testing.T) {
 					t.Errorf("ending line %q, want %q", got, want)
 				}
 			}
+			actionID := map[approval.ChoiceKind]string{
+				approval.ChooseApprove: ActionIDApprove, approval.ChooseDeny: ActionIDDeny,
+				approval.ChooseDenyWithReason: ActionIDDenyReason, approval.ChooseEdit: ActionIDEdit, approval.ChooseAnswer: ActionIDAnswer,
+			}
 			var want, got []string
 			for _, ch := range n.Choices() {
-				want = append(want, choiceActionID(ch)+" "+approval.ChoiceLabel(ch))
+				id := actionID[ch.Kind]
+				if ch.Kind == approval.ChooseApproveFor {
+					id = GrantActionID(ch.Grant)
+				}
+				want = append(want, id+" "+approval.ChoiceLabel(ch))
 			}
 			for _, a := range find(v, "actions") {
 				for _, e := range a["elements"].([]any) {
