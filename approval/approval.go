@@ -133,10 +133,13 @@ func OriginFrom(rc *agentrunner.RunContext) *Origin {
 	return &Origin{}
 }
 
-// MessageRef locates the Slack message (the card) that shows a call.
+// MessageRef locates the message that shows a call (its card) on the
+// surface that posted it: the conversation it is in, and its id there
+// (Slack's message timestamp). The JSON names are those of the stored
+// records, read by every replica of a rolling deploy.
 type MessageRef struct {
 	Channel string `json:"channel,omitempty"`
-	TS      string `json:"ts,omitempty"`
+	ID      string `json:"ts,omitempty"`
 }
 
 // Vote is one approver's approval of a call that needs several.

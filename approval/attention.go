@@ -84,7 +84,7 @@ func (s *Service) Attend(ctx context.Context, token string, w Scheduled) (*Notic
 		return nil, fmt.Errorf("attend %s: %w", w.Kind, err)
 	}
 	c := r.Call(w.CallID)
-	if c == nil || r.State != StatePending || c.Status != CallPending || !s.now().Before(r.ExpiresAt) || c.Message.TS == "" {
+	if c == nil || r.State != StatePending || c.Status != CallPending || !s.now().Before(r.ExpiresAt) || c.Message.ID == "" {
 		return nil, nil
 	}
 	route := s.Route(c.Route)

@@ -89,7 +89,7 @@ func TestAttendWhilePending(t *testing.T) {
 
 	clock.Add(20 * time.Minute)
 	n, err := f.Svc.Attend(t.Context(), r.Token, approval.Scheduled{Kind: approval.Remind, CallID: "c1", N: 1})
-	if err != nil || n == nil || n.Route.Name != "deletions" || n.Call.ID != "c1" || n.Call.Message.TS == "" {
+	if err != nil || n == nil || n.Route.Name != "deletions" || n.Call.ID != "c1" || n.Call.Message.ID == "" {
 		t.Fatalf("Attend while pending = %+v, %v; want a notice with the route and the card", n, err)
 	}
 	for _, w := range []approval.Scheduled{

@@ -56,7 +56,7 @@ func (s *Service) update(ctx context.Context, r *Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	if c.Message.TS == "" && ref.TS != "" {
+	if c.Message.ID == "" && ref.ID != "" {
 		if err := s.store.SetMessage(ctx, r.Token, c.ID, ref); err != nil {
 			s.log.WarnContext(ctx, "record a located card", "err", err)
 		}

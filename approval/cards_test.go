@@ -103,7 +103,7 @@ func TestClickCardUpdateIsDurable(t *testing.T) {
 	a, b, clock, _, _ := newReplicas(t, postA, postB)
 	req, card := askRefund(t, a, postA.poster)
 
-	d, err := a.Svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},
+	d, err := a.Svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Message: card},
 		approval.Decision{CallID: "c1", By: "UALICE", Action: approval.ActionApprove})
 	if err != nil || !d.Changed {
 		t.Fatalf("decide: %+v, %v", d, err)
@@ -143,7 +143,7 @@ func TestClickCardUpdateDropsItsJob(t *testing.T) {
 	postA := &seenPoster{poster: newPoster(), seen: map[string][]approval.CallStatus{}}
 	a, _, clock, rdb, prefix := newReplicas(t, postA, newPoster())
 	req, card := askRefund(t, a, postA.poster)
-	if _, err := a.Svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},
+	if _, err := a.Svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Message: card},
 		approval.Decision{CallID: "c1", By: "UALICE", Action: approval.ActionApprove}); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestLostDecideReplyFreesTheCardLease(t *testing.T) {
 	svc := approval.New(approval.Config{Store: lostReply{a.Store}, Poster: p, Directory: directory{}, Routes: routes, Metrics: &metrics{}})
 	t.Cleanup(svc.Close)
 	req, card := askRefund(t, a, p)
-	if _, err := svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Card: card},
+	if _, err := svc.Decide(t.Context(), req.Token, approval.Decider{User: "UALICE", Message: card},
 		approval.Decision{CallID: "c1", By: "UALICE", Action: approval.ActionApprove}); err == nil {
 		t.Fatal("the lost reply was not an error")
 	}

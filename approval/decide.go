@@ -15,12 +15,12 @@ import (
 type Decider struct {
 	// User is the Slack user who clicked a button or submitted a form.
 	User string
-	// Card is the message the click came from: it must be the call's card,
-	// unless Home is set.
-	Card MessageRef
-	// Home: the click came from User's own App Home (Slack's payload said
-	// its view is a Home tab), which lists the calls they may decide;
-	// such a click has no card.
+	// Message is the message the click came from: it must be the call's
+	// card, unless Home is set.
+	Message MessageRef
+	// Home: the click came from User's own list of what waits for them
+	// (Slack's App Home), which lists the calls they may decide; such a
+	// click has no card.
 	Home bool
 	// Client is the authenticated API client (an API key) answering for
 	// its own request. It answers the request's calls (external results,
@@ -186,7 +186,7 @@ func (s *Service) authorize(ctx context.Context, r *Request, c *Call, by Decider
 		}
 		return nil
 	}
-	if c.Message.Channel != "" && !by.Home && by.Card != c.Message {
+	if c.Message.Channel != "" && !by.Home && by.Message != c.Message {
 		return Errorf(EWRONGMESSAGE, "This button does not belong to the message of this request.")
 	}
 	route := s.Route(c.Route)

@@ -70,7 +70,7 @@ func TestDecideOnUsesTheCurrentState(t *testing.T) {
 	if _, err := f.Click(t, r, "UALICE", "c1", approval.ActionDeny); err != nil {
 		t.Fatal(err)
 	}
-	by := approval.Decider{User: "UDAVE", Card: f.Poster.Posted["c1"]}
+	by := approval.Decider{User: "UDAVE", Message: f.Poster.Posted["c1"]}
 	res, err := f.Svc.DecideOn(t.Context(), stale, by, approval.Decision{CallID: "c1", By: "UDAVE", Action: approval.ActionApprove})
 	if code := approval.ErrorCode(err); code != approval.EDECIDED && code != approval.ERESOLVED {
 		t.Fatalf("approve on a stale copy after a denial: %+v, %v; want decided or resolved", res, err)

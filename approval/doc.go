@@ -10,9 +10,14 @@
 // it can also expire, be cancelled or fail, and then every undecided call
 // gets "no decision".
 //
+// What a person is shown of a call is decided here too, once for every
+// surface: a CallView (view.go: what to see, which Choices they have) and
+// its words (words.go, words_home.go, explain.go), written through a
+// surface's Marks; a surface (package bot's Block Kit) only lays them out.
+//
 // The package has one model of an approval and one error vocabulary
-// (Error, with a Code that the HTTP API maps to a status, the Slack side to
-// a sentence and the metrics to a label), and the interfaces it consumes:
+// (Error, with a Code that the HTTP API maps to a status, Explain to a
+// sentence and the metrics to a label), and the interfaces it consumes:
 // Store (implemented by package store over Redis), Poster and Directory
 // (implemented by package bot over Slack). It imports no Slack and no
 // Redis code.

@@ -107,7 +107,7 @@ func (s *Service) grantHolds(ctx context.Context, r *Request, c *Call, route *ro
 	if !s.now().Before(g.CreatedAt.Add(route.Grants)) {
 		return false
 	}
-	err := s.authorize(ctx, r, c, Decider{User: g.By, Card: c.Message}, ActionApprove)
+	err := s.authorize(ctx, r, c, Decider{User: g.By, Message: c.Message}, ActionApprove)
 	if ErrorCode(err) == EUNAVAILABLE {
 		s.log.WarnContext(ctx, "look up a grant's approver; asking a person", "err", err, "call", c.ID)
 	}

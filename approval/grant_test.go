@@ -194,7 +194,7 @@ func TestGrantRefusesWhatTheRouteDoesNotOffer(t *testing.T) {
 		if d.Action == "" {
 			d.Action = approval.ActionApprove
 		}
-		_, err := f.Svc.Decide(t.Context(), tt.r.Token, approval.Decider{User: tt.user, Card: f.Poster.Posted[d.CallID]}, d)
+		_, err := f.Svc.Decide(t.Context(), tt.r.Token, approval.Decider{User: tt.user, Message: f.Poster.Posted[d.CallID]}, d)
 		if approval.ErrorCode(err) != tt.code {
 			t.Errorf("%s: %v, want %s", tt.name, err, tt.code)
 		}

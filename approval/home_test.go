@@ -144,9 +144,9 @@ func TestHomeIsBounded(t *testing.T) {
 func TestDecideFromHome(t *testing.T) {
 	f := newHomeFixture(t)
 	r := f.Open(t, "UCAROL", call("d1", "delete", `{"path":"/tmp/x"}`))
-	other := approval.MessageRef{Channel: "CDELETE", TS: "1.000001"}
+	other := approval.MessageRef{Channel: "CDELETE", ID: "1.000001"}
 	approve := approval.Decision{CallID: "d1", By: "UALICE", Action: approval.ActionApprove}
-	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: other}, approve); approval.ErrorCode(err) != approval.EWRONGMESSAGE {
+	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Message: other}, approve); approval.ErrorCode(err) != approval.EWRONGMESSAGE {
 		t.Errorf("a click from another message: %v, want EWRONGMESSAGE", err)
 	}
 	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE"}, approve); approval.ErrorCode(err) != approval.EWRONGMESSAGE {

@@ -102,9 +102,9 @@ func TestDecideRefusalsAreCodedAuditedAndChangeNothing(t *testing.T) {
 		act  approval.Action
 		code string
 	}{
-		{"not an approver", approval.Decider{User: "UMALLORY", Card: f.Poster.Posted["c1"]}, approval.ActionApprove, approval.ENOTAPPROVER},
-		{"self-approval", approval.Decider{User: "UALICE", Card: f.Poster.Posted["c1"]}, approval.ActionApprove, approval.ESELFAPPROVAL},
-		{"another message", approval.Decider{User: "UDAVE", Card: approval.MessageRef{Channel: "CREFUND", TS: "1.2"}}, approval.ActionApprove, approval.EWRONGMESSAGE},
+		{"not an approver", approval.Decider{User: "UMALLORY", Message: f.Poster.Posted["c1"]}, approval.ActionApprove, approval.ENOTAPPROVER},
+		{"self-approval", approval.Decider{User: "UALICE", Message: f.Poster.Posted["c1"]}, approval.ActionApprove, approval.ESELFAPPROVAL},
+		{"another message", approval.Decider{User: "UDAVE", Message: approval.MessageRef{Channel: "CREFUND", ID: "1.2"}}, approval.ActionApprove, approval.EWRONGMESSAGE},
 	} {
 		_, err := f.Svc.Decide(t.Context(), r.Token, tc.by, approval.Decision{CallID: "c1", By: tc.by.User, Action: tc.act})
 		if got := approval.ErrorCode(err); got != tc.code {
@@ -150,20 +150,20 @@ func TestEditsAreCheckedByEveryDoor(t *testing.T) {
 	f := newFixture(t)
 	r := f.Open(t, "UERIN", call("c1", "deploy", `{"env":"staging"}`))
 	edit := approval.Decision{CallID: "c1", By: "UALICE", Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"env":"prod-eu"}`)}
-	_, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.Poster.Posted["c1"]}, edit)
+	_, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Message: f.Poster.Posted["c1"]}, edit)
 	if approval.ErrorCode(err) != approval.EPOLICY {
 		t.Errorf("an edit auto_deny matches, from a button: code %q (%v), want policy", approval.ErrorCode(err), err)
 	}
 	for _, bad := range []string{`[1]`, `{"env":`, `"x"`} {
 		edit.OverrideArgs = json.RawMessage(bad)
-		_, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.Poster.Posted["c1"]}, edit)
+		_, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Message: f.Poster.Posted["c1"]}, edit)
 		if approval.ErrorCode(err) != approval.EINVALID {
 			t.Errorf("edit %s: code %q, want invalid", bad, approval.ErrorCode(err))
 		}
 	}
 	// An edit's vote never counts toward the quorum of other arguments.
 	edit.OverrideArgs = json.RawMessage(`{"env":"dev"}`)
-	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Card: f.Poster.Posted["c1"]}, edit); err != nil {
+	if _, err := f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: "UALICE", Message: f.Poster.Posted["c1"]}, edit); err != nil {
 		t.Fatal(err)
 	}
 	d, err := f.Click(t, r, "UBOB", "c1", approval.ActionApprove)

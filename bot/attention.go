@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/slack-go/slack"
 
@@ -28,26 +27,22 @@ import (
 // Slack ids; nothing the agent wrote can mention anyone.
 func (cs *Cards) Notice(ctx context.Context, n *approval.Notice) ([]runs.Answer, error) {
 	card := cs.card(n.Request, n.Call)
-	tool := literal(card.ToolLabel)
+	m := cardMarks{}
 	if n.Kind == approval.Remind {
-		text := fmt.Sprintf("⏰ Reminder %d of %d: %s, %s is still waiting for a decision. It expires %s.",
-			n.N, len(n.Route.Reminders(n.Request.CreatedAt, n.Request.ExpiresAt)),
-			mentions(n.Route.Users, n.Route.Usergroups), tool, slackDate(n.Request.ExpiresAt))
-		return []runs.Answer{{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.TS, Text: text}}, nil
+		text := approval.ReminderLine(card, n.N, len(n.Route.Reminders(n.Request.CreatedAt, n.Request.ExpiresAt)),
+			mentions(n.Route.Users, n.Route.Usergroups), m)
+		return []runs.Answer{{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.ID, Text: text}}, nil
 	}
 	e := n.Route.Escalate
 	link, err := cs.permalink(ctx, n.Call.Message)
 	if err != nil {
 		return nil, err
 	}
-	waited := formatWait(e.After)
-	text := fmt.Sprintf("🚨 Escalated: %s has waited %s with no decision. %s, you may decide it now: <%s|open the request>. It expires %s.",
-		tool, waited, mentions(e.Users, e.Usergroups), link, slackDate(n.Request.ExpiresAt))
-	thread := fmt.Sprintf("🚨 No decision after %s: escalated to %s in <#%s>; they may decide it too.",
-		waited, mentions(e.Users, e.Usergroups), e.Channel)
+	text, thread := approval.EscalationLines(card, e.After, mentions(e.Users, e.Usergroups),
+		"<"+link+"|"+approval.OpenRequest+">", "<#"+e.Channel+">", m)
 	return []runs.Answer{
 		{Key: noticeKey(n, "escalation"), Channel: e.Channel, Text: text},
-		{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.TS, Text: thread},
+		{Key: noticeKey(n, "thread"), Channel: n.Call.Message.Channel, ThreadTS: n.Call.Message.ID, Text: thread},
 	}, nil
 }
 
@@ -56,7 +51,7 @@ func (cs *Cards) permalink(ctx context.Context, ref approval.MessageRef) (string
 	var link string
 	err := cs.retry.Do(ctx, func(ctx context.Context) error {
 		var err error
-		link, err = cs.slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: ref.Channel, Ts: ref.TS})
+		link, err = cs.slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: ref.Channel, Ts: ref.ID})
 		if err != nil {
 			cs.metrics.SlackError("chat.getPermalink")
 		}
@@ -87,17 +82,4 @@ func mentions(users, usergroups []string) string {
 		return "approvers"
 	}
 	return strings.Join(m, " ")
-}
-
-// formatWait writes a wait as people say it: "1 h", "90 min", "2 d".
-func formatWait(d time.Duration) string {
-	switch {
-	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
-		return strconv.Itoa(int(d/(24*time.Hour))) + " d"
-	case d >= time.Hour && d%time.Hour == 0:
-		return strconv.Itoa(int(d/time.Hour)) + " h"
-	case d >= time.Minute:
-		return strconv.Itoa(int(d/time.Minute)) + " min"
-	}
-	return d.String()
 }

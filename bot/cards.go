@@ -1,19 +1,16 @@
 package bot
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/slack-go/slack"
 
-	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/routing"
 )
@@ -83,7 +80,7 @@ func (cs *Cards) Post(ctx context.Context, r *approval.Request, c *approval.Call
 // first finding it by its marker when its message was never recorded.
 func (cs *Cards) Update(ctx context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
 	ref := c.Message
-	if ref.TS == "" {
+	if ref.ID == "" {
 		ref = cs.locate(ctx, r, c)
 	}
 	if err := cs.updateRendered(ctx, ref, cs.card(r, c)); err != nil {
@@ -92,89 +89,23 @@ func (cs *Cards) Update(ctx context.Context, r *approval.Request, c *approval.Ca
 	return ref, nil
 }
 
-// toolLabel is how people see a tool: "<server>.<tool>" for a tool of one
-// of the routing file's MCP servers (which the model calls
-// "<server>__<tool>"), as the tool's confirmation names it; else its name.
-func (cs *Cards) toolLabel(name string) string {
-	if server, tool, ok := cs.routes.MCPTool(name); ok {
-		return server + "." + tool
-	}
-	return name
-}
+// toolLabel is how people see a tool (approval.Viewer.ToolLabel).
+func (cs *Cards) toolLabel(name string) string { return cs.viewer().ToolLabel(name) }
 
-// editableCall reports whether call id of a can be edited on its card:
-// slackbot knows the tool's schema, or the API client sent it
-// (approval.ArgsSchemaKey), so an approver sees its problems before the
-// call runs; or it is a coding agent's permission prompt, whose input
-// (Bash's command) is the agent's to check, as when a person edits it in
-// the agent's own prompt.
+// editableCall reports whether call id of a can be edited on its card
+// (approval.Viewer.Editable).
 func (cs *Cards) editableCall(a *approval.Request, id string) bool {
-	return approval.Editable(cs.tools, a, id) || promptAgent(a, id) != ""
-}
-
-// promptAgent names the coding agent of a permission prompt, or "".
-func promptAgent(a *approval.Request, id string) string {
-	agent, _ := a.Requests.Metadata[id][approval.MetaPermissionPrompt].(string)
-	return agent
+	return cs.viewer().Editable(a, id)
 }
 
 // card builds the view of one call for rendering.
 func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
-	call, _ := a.Requests.Call(c.ID)
-	args, err := call.ArgsObject()
-	if err != nil {
-		args = call.Args
-	}
-	card := Card{
-		Token: a.Token, ToolCallID: c.ID, Kind: c.Kind, ToolName: call.ToolName, ToolLabel: cs.toolLabel(call.ToolName), Args: args,
-		Requester: cmp.Or(a.Origin.User, a.Origin.Client), RequesterIsSlackUser: a.Origin.User != "", RequesterClaim: a.Origin.Claim(),
-		SourceChannel: a.Origin.Channel, Context: a.Context, Route: c.Route,
-		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
-		Votes: c.Votes, State: c.Status, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
-		Reason: c.Why(), OverrideArgs: c.OverrideArgs(), Answer: c.Answer(), Outcome: c.Outcome,
-		Rule: c.Rule, PolicyError: c.PolicyError,
-		AllowDenyReason: c.Kind == agentrunner.KindApproval,
-		AllowEdit:       c.Kind == agentrunner.KindApproval && cs.editableCall(a, c.ID),
-	}
-	if r := cs.routes.Named(c.Route); r != nil {
-		card.Mentions = r.Usergroups
-		card.Confirm = r.Confirm
-		card.AutoApprove = r.AutoApprove
-		if c.Kind == agentrunner.KindApproval && c.Required <= 1 {
-			card.GrantChoices = r.GrantChoices()
-		}
-		if r.Escalated(a.CreatedAt, a.ExpiresAt, cs.now()) {
-			card.EscalatedTo = append(slices.Clone(r.Escalate.Users), r.Escalate.Usergroups...)
-		}
-	}
-	if agent := promptAgent(a, c.ID); agent != "" {
-		// The agent's own tool (Bash, Edit): slackbot has no confirmation
-		// text of its own for it.
-		card.PromptAgent = agent
-		return card
-	}
-	for _, p := range cs.pendingViews(a.Requests) {
-		if p.Call.ToolCallID == c.ID {
-			card.Confirmation = p.Message
-			if p.Message == agentrunner.DefaultConfirmation(p.Call) {
-				p.Call.ToolName = card.ToolLabel
-				card.Confirmation = agentrunner.DefaultConfirmation(p.Call)
-			}
-		}
-	}
-	return card
+	return cs.viewer().View(a, c)
 }
 
-func (cs *Cards) pendingViews(req agentrunner.DeferredToolRequests) []agentrunner.PendingToolCall {
-	if cs.tools != nil {
-		return cs.tools.PendingCalls(req)
-	}
-	var out []agentrunner.PendingToolCall
-	for _, id := range req.IDs() {
-		c, _ := req.Call(id)
-		out = append(out, agentrunner.PendingToolCall{Call: c, Kind: req.Kind(id), Message: agentrunner.DefaultConfirmation(c)})
-	}
-	return out
+// viewer builds the neutral views that cards render.
+func (cs *Cards) viewer() approval.Viewer {
+	return approval.Viewer{Routes: cs.routes, Tools: cs.tools, Now: cs.now}
 }
 
 // locate finds a card whose message reference was never recorded — the
@@ -195,7 +126,7 @@ func (cs *Cards) locate(ctx context.Context, a *approval.Request, c *approval.Ca
 
 // updateRendered replaces the message at ref with card.
 func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, card Card) error {
-	if ref.Channel == "" || ref.TS == "" {
+	if ref.Channel == "" || ref.ID == "" {
 		return nil // never posted (or the post failed): nothing to update
 	}
 	text := ApprovalText(card)
@@ -203,9 +134,9 @@ func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, ca
 	update := func(blocks []slack.Block) error {
 		return cs.retry.Do(ctx, func(ctx context.Context) error {
 			if lean != nil {
-				return lean.UpdateMessageLean(ctx, ref.Channel, ref.TS, text, blocks)
+				return lean.UpdateMessageLean(ctx, ref.Channel, ref.ID, text, blocks)
 			}
-			_, _, _, err := cs.slack.UpdateMessageContext(ctx, ref.Channel, ref.TS,
+			_, _, _, err := cs.slack.UpdateMessageContext(ctx, ref.Channel, ref.ID,
 				slack.MsgOptionText(text, false),
 				slack.MsgOptionBlocks(blocks...))
 			return err
@@ -216,12 +147,12 @@ func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, ca
 		// Never leave a decided card with live buttons: say where the call
 		// stands in as little as Slack accepts.
 		cs.metrics.SlackError("chat.update")
-		cs.log.WarnContext(ctx, "Slack refused a card; updating it with a minimal one", "channel", ref.Channel, "ts", ref.TS, "err", err)
+		cs.log.WarnContext(ctx, "Slack refused a card; updating it with a minimal one", "channel", ref.Channel, "ts", ref.ID, "err", err)
 		err = update(MinimalApprovalBlocks(card))
 	}
 	if err != nil {
 		cs.metrics.SlackError("chat.update")
-		return fmt.Errorf("update card %s/%s: %w", ref.Channel, ref.TS, err)
+		return fmt.Errorf("update card %s/%s: %w", ref.Channel, ref.ID, err)
 	}
 	return nil
 }
@@ -253,7 +184,7 @@ func (cs *Cards) post(ctx context.Context, channel string, card Card) (approval.
 			if err != nil {
 				return err
 			}
-			if found.TS != "" {
+			if found.ID != "" {
 				ref = found
 				return nil
 			}
@@ -275,7 +206,7 @@ func (cs *Cards) post(ctx context.Context, channel string, card Card) (approval.
 			}
 			return err
 		}
-		ref = approval.MessageRef{Channel: ch, TS: ts}
+		ref = approval.MessageRef{Channel: ch, ID: ts}
 		return nil
 	})
 	if err != nil {
@@ -306,7 +237,7 @@ func (cs *Cards) findCard(ctx context.Context, channel, marker string, since tim
 	}
 	for _, m := range resp.Messages {
 		if m.Metadata.EventType == cardEventType && m.Metadata.EventPayload["card"] == marker {
-			return approval.MessageRef{Channel: channel, TS: m.Timestamp}, nil
+			return approval.MessageRef{Channel: channel, ID: m.Timestamp}, nil
 		}
 	}
 	return approval.MessageRef{}, nil

@@ -199,7 +199,7 @@ func TestOpenThroughCards(t *testing.T) {
 				t.Errorf("cards per channel (-want +got):\n%s", diff)
 			}
 			for _, c := range a.Calls {
-				if (c.Status == approval.CallPending) != (c.Message.TS != "") {
+				if (c.Status == approval.CallPending) != (c.Message.ID != "") {
 					t.Errorf("call %s (%s): card %+v; want a card exactly for pending calls", c.ID, c.Status, c.Message)
 				}
 			}
@@ -303,7 +303,7 @@ func TestOpenCardNotPosted(t *testing.T) {
 	if d1.Status != approval.CallDenied || d1.DecidedBy != "slackbot" || !strings.HasPrefix(d1.Why(), agentrunner.NoDecisionPrefix) {
 		t.Errorf("d1: got %s by %q (%q); want denied by slackbot with no decision", d1.Status, d1.DecidedBy, d1.Why())
 	}
-	if d2.Status != approval.CallPending || d2.Message.TS == "" {
+	if d2.Status != approval.CallPending || d2.Message.ID == "" {
 		t.Errorf("d2: got %s, card %+v; want pending with a card", d2.Status, d2.Message)
 	}
 }
@@ -328,7 +328,7 @@ func cardRefusedIsSentMinimal(t *testing.T, e *openEnv, code string) {
 		t.Fatal(err)
 	}
 	a, _ := e.store.Get(t.Context(), token)
-	if c := a.Call("d1"); c.Status != approval.CallPending || c.Message.TS == "" {
+	if c := a.Call("d1"); c.Status != approval.CallPending || c.Message.ID == "" {
 		t.Fatalf("d1: %s, card %+v; want pending with a card", c.Status, c.Message)
 	}
 	msgs := e.slack.Messages("C0APPROVALS")
@@ -373,7 +373,7 @@ func TestUpdateLocatesAnUnrecordedCard(t *testing.T) {
 	}
 	c := r.Call("d1")
 	posted := c.Message
-	if posted.TS == "" {
+	if posted.ID == "" {
 		t.Fatal("no card recorded")
 	}
 	c.Message = approval.MessageRef{} // as if never recorded

@@ -13,14 +13,17 @@
 //     and the workspace check) → decide → approval.Service.DecideOn (one
 //     authorization, one audit of a refusal, the store's script), all
 //     within the acknowledgement budget (ackbudget.go); Explain
-//     (explain.go) words every error code once.
+//     (explain.go) leads approval.Explain's sentence with Slack's emoji.
 //   - Events hands Slack messages to package runs (which runs the agent
 //     and posts its answer through the Bot: the runs.Chat port).
 //
 // Rendering is pure and separate from transport: ApprovalBlocks,
-// ApprovalText and the modal builders turn a Card into slack-go values
-// without I/O or clocks, so the same Card always renders the same JSON
-// (tested against golden files in testdata/golden). Everything a user or a
+// ApprovalText, HomeBlocks and the modal builders lay a Card — package
+// approval's CallView of a call, with its Choices and words — out as
+// slack-go values without I/O or clocks, so the same Card always renders
+// the same JSON (tested against golden files in testdata/golden). What a
+// card shows and says is approval's; bot adds only Slack's syntax
+// (cardMarks), Slack's limits and Slack's ids. Everything a user or a
 // model controls is escaped so it can never mention anyone or inject
 // formatting; only the Slack user, channel and usergroup ids the Card names
 // on purpose become mentions.

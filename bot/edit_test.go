@@ -121,10 +121,10 @@ func TestEditModalAppliesAutoDeny(t *testing.T) {
 				Requests: agentrunner.DeferredToolRequests{Metadata: tt.metadata, Approvals: []agentrunner.ToolCallPart{
 					{ToolName: tt.tool, Args: json.RawMessage(`{"amount":500}`), ToolCallID: "c1"}}},
 				Calls: []approval.Call{{ID: "c1", Kind: agentrunner.KindApproval, Status: approval.CallPending, Route: tt.route, Required: 1,
-					Message: approval.MessageRef{Channel: "C1", TS: "1.1"}}},
+					Message: approval.MessageRef{Channel: "C1", ID: "1.1"}}},
 			}}
 			b := newEditBot(t, store)
-			meta := encodeModalMetadata(Card{Token: tok, ToolCallID: "c1"}, approval.MessageRef{Channel: "C1", TS: "1.1"})
+			meta := encodeModalMetadata(Card{Token: tok, ToolCallID: "c1"}, approval.MessageRef{Channel: "C1", ID: "1.1"})
 			payload, _ := json.Marshal(map[string]any{
 				"type": "view_submission", "team": map[string]any{"id": "T1"}, "user": map[string]any{"id": "U0ALICE"},
 				"view": map[string]any{"callback_id": CallbackEditArgs, "private_metadata": meta, "state": map[string]any{

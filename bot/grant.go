@@ -20,8 +20,7 @@ func (cs *Cards) Granted(ctx context.Context, r *approval.Request, c *approval.C
 		return nil
 	}
 	card := cs.card(r, c)
-	text := fmt.Sprintf("✅ %s was approved without a card: %s granted this call until %s.",
-		literal(card.ToolLabel), voter(g.By), slackDate(g.Until))
+	text := approval.GrantedLine(card, g, cardMarks{})
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if r.Origin.ThreadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(r.Origin.ThreadTS))

@@ -134,17 +134,10 @@ func (b *Bot) homeAction(ctx context.Context, cb *slack.InteractionCallback) {
 	}
 }
 
-// homeDecided is the notice of a decision recorded from Home.
+// homeDecided is the notice of a decision recorded from Home
+// (approval.HomeDecided, naming the requester as a refusal does).
 func homeDecided(c Card, d approval.Decision) string {
-	c = normalize(c)
-	verb := "✅ You approved "
-	switch {
-	case d.Action == approval.ActionDeny:
-		verb = "❌ You denied "
-	case d.Grant > 0:
-		verb = "✅ You approved for " + formatWait(d.Grant) + " "
-	}
-	return verb + literal(c.ToolLabel) + " (requested by " + mentionOf(c.Requester) + "); its card says so too."
+	return approval.HomeDecided(normalize(c), d, refusalMarks{})
 }
 
 // revoke ends grant id from its approver's Home and says what happened.
@@ -155,10 +148,10 @@ func (b *Bot) revoke(ctx context.Context, cb *slack.InteractionCallback, id stri
 	g, err := b.svc.Revoke(ctx, id, cb.User.ID)
 	switch {
 	case approval.ErrorCode(err) == approval.ENOTFOUND:
-		return "This grant has ended already (it expired or was revoked). Nothing changed."
+		return approval.RevokeGone
 	case err != nil:
 		b.log.ErrorContext(ctx, "revoke a grant", "err", err)
-		return "slackbot could not revoke this grant just now. Nothing changed; try again in a moment."
+		return approval.RevokeFailed
 	}
-	return "🔒 Grant revoked: later calls of " + literal(b.cards.toolLabel(g.Tool)) + " with those arguments need an approval again."
+	return approval.RevokedLine(b.cards.toolLabel(g.Tool), cardMarks{})
 }

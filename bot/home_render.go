@@ -6,7 +6,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 )
 
@@ -61,43 +60,43 @@ func HomeBlocks(h HomeContent) []slack.Block {
 	if h.Notice != "" {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(fit(h.Notice, maxSectionText, "…", func(r rune) string { return string(r) })), nil, nil), slack.NewDividerBlock())
 	}
-	blocks = append(blocks, slack.NewHeaderBlock(plain("⏳ Waiting for you", true)))
+	blocks = append(blocks, slack.NewHeaderBlock(plain(approval.HomeWaitingTitle, true)))
 	if len(h.Waiting) == 0 {
-		blocks = append(blocks, homeNote("Nothing waits for your decision. Calls of the routes you approve show up here, oldest first, as they do in their channels."))
+		blocks = append(blocks, homeNote(approval.HomeWaitingEmpty))
 	}
 	for i, it := range h.Waiting {
 		c := normalize(it.Card)
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(waitingText(c, it)), nil, nil))
-		if c.Kind != agentrunner.KindExternal && c.Kind != agentrunner.KindQuestion {
-			blocks = append(blocks, homeActions(c, i))
+		if actions := homeActions(c, i); actions != nil {
+			blocks = append(blocks, actions)
 		}
 	}
 	if h.MoreWaiting > 0 {
-		blocks = append(blocks, homeNote("…and "+strconv.Itoa(h.MoreWaiting)+" more waiting for you, oldest first: decide these to see them."))
+		blocks = append(blocks, homeNote(approval.HomeMoreWaiting(h.MoreWaiting)))
 	}
-	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain("📤 Your requests", true)))
+	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain(approval.HomeRequestsTitle, true)))
 	if len(h.Requests) == 0 {
-		blocks = append(blocks, homeNote("None of your requests waits for a decision."))
+		blocks = append(blocks, homeNote(approval.HomeRequestsEmpty))
 	}
 	for _, it := range h.Requests {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(requestText(normalize(it.Card), it)), nil, nil))
 	}
 	if h.MoreRequests > 0 {
-		blocks = append(blocks, homeNote("…and "+strconv.Itoa(h.MoreRequests)+" more of your requests waiting."))
+		blocks = append(blocks, homeNote(approval.HomeMoreRequests(h.MoreRequests)))
 	}
-	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain("🔓 Your grants", true)))
+	blocks = append(blocks, slack.NewDividerBlock(), slack.NewHeaderBlock(plain(approval.HomeGrantsTitle, true)))
 	if len(h.Grants) == 0 {
-		blocks = append(blocks, homeNote("You have no grant in force. “Approve for …” on a card approves that call and its repeats by the same requester for a while; they are listed here, with Revoke."))
+		blocks = append(blocks, homeNote(approval.HomeGrantsEmpty))
 	}
 	for i, g := range h.Grants {
 		if i == maxHomeGrants {
-			blocks = append(blocks, homeNote("…and "+strconv.Itoa(len(h.Grants)-maxHomeGrants)+" more grants; revoke these to see them."))
+			blocks = append(blocks, homeNote(approval.HomeMoreGrants(len(h.Grants)-maxHomeGrants)))
 			break
 		}
 		blocks = append(blocks, grantBlock(g))
 	}
 	if h.Partial {
-		blocks = append(blocks, homeNote("⚠️ Some pending requests could not be read or their approvers looked up; this list may be incomplete."))
+		blocks = append(blocks, homeNote(approval.HomePartial))
 	}
 	return blocks[:min(len(blocks), maxViewBlocks)]
 }
@@ -114,18 +113,18 @@ func homeNote(text string) slack.Block {
 // waitingText is a waiting call: the tool, what it does, who asked and
 // where, the expiry and the card, why it needs a person.
 func waitingText(c Card, it HomeItem) string {
-	emoji, word := stateLabel(c)
+	m := cardMarks{}
 	lines := []string{
-		emoji + " *" + word + ":* " + literal(c.ToolLabel),
+		approval.HomeTitle(c, m),
 		inlineCodeEnds(c.Confirmation, maxHomeConfirmation),
 		requesterLine(c),
 	}
-	status := []string{"Expires " + slackDate(c.ExpiresAt)}
-	if c.RequiredApprovals > 1 {
-		status = append(status, strconv.Itoa(len(c.Votes))+" of "+strconv.Itoa(c.RequiredApprovals)+" approvals")
+	status := []string{approval.ExpiresWords(c, m)}
+	if n := approval.ApprovalCount(c); n != "" {
+		status = append(status, n)
 	}
 	if it.Escalated {
-		status = append(status, "🚨 escalated to you")
+		status = append(status, approval.HomeEscalated)
 	}
 	status = append(status, cardWhere(it.Message))
 	lines = append(lines, strings.Join(status, " · "))
@@ -138,41 +137,39 @@ func waitingText(c Card, it HomeItem) string {
 // requestText is one of the viewer's own requests: where it stands and
 // where its card is.
 func requestText(c Card, it HomeItem) string {
-	emoji, word := stateLabel(c)
-	line := emoji + " *" + word + ":* " + literal(c.ToolLabel) + " · route " + literal(c.Route)
-	status := "Expires " + slackDate(c.ExpiresAt) + " · " + cardWhere(it.Message)
-	if c.RequiredApprovals > 1 {
-		status = strconv.Itoa(len(c.Votes)) + " of " + strconv.Itoa(c.RequiredApprovals) + " approvals · " + status
+	m := cardMarks{}
+	line := approval.HomeTitle(c, m) + " · route " + m.Name(c.Route)
+	status := approval.ExpiresWords(c, m) + " · " + cardWhere(it.Message)
+	if n := approval.ApprovalCount(c); n != "" {
+		status = n + " · " + status
 	}
 	return line + "\n" + inlineCodeEnds(c.Confirmation, maxHomeConfirmation) + "\n" + status
 }
 
-// cardWhere says where a call's card is.
+// cardWhere says where a call's card is; a reference that is no Slack
+// channel's is no card.
 func cardWhere(ref approval.MessageRef) string {
 	if !isChannelID(ref.Channel) {
-		return "no card yet"
+		ref = approval.MessageRef{}
 	}
-	return "card in <#" + ref.Channel + ">"
+	return approval.CardWhere(ref, cardMarks{})
 }
 
-// homeActions are a waiting call's buttons: the card's Approve (with its
-// confirm dialog), Deny and grant buttons, with the card's action ids and
-// values, so a click decides as a click on the card does.
+// homeActions are a waiting call's buttons: the card's choices that need
+// no form (Approve with its confirm dialog, Deny, the grant buttons), with
+// the card's action ids and values, so a click decides as a click on the
+// card does; nil when the call has none (a question, an external result).
 func homeActions(c Card, i int) *slack.ActionBlock {
-	value := EncodeAction(c.Token, c.ToolCallID)
-	approve := slack.NewButtonBlockElement(ActionIDApprove, value, plain("Approve", true)).WithStyle(slack.StylePrimary)
-	if c.Confirm {
-		approve = approve.WithConfirm(confirmDialog(c))
-	}
-	elems := []slack.BlockElement{approve, slack.NewButtonBlockElement(ActionIDDeny, value, plain("Deny", true)).WithStyle(slack.StyleDanger)}
-	for _, d := range c.GrantChoices {
-		grant := slack.NewButtonBlockElement(GrantActionID(d), value, plain("Approve for "+formatWait(d), true))
-		if c.Confirm {
-			grant = grant.WithConfirm(confirmDialog(c))
+	var oneClick []approval.Choice
+	for _, ch := range c.Choices() {
+		if !ch.Form() {
+			oneClick = append(oneClick, ch)
 		}
-		elems = append(elems, grant)
 	}
-	return slack.NewActionBlock("home_call."+strconv.Itoa(i), elems...)
+	if len(oneClick) == 0 {
+		return nil
+	}
+	return slack.NewActionBlock("home_call."+strconv.Itoa(i), choiceButtons(c, oneClick)...)
 }
 
 // grantBlock is one grant with its Revoke button.
@@ -182,19 +179,11 @@ func grantBlock(hg HomeGrant) slack.Block {
 	if strings.TrimSpace(label) == "" {
 		label = g.Tool
 	}
-	who := literal(g.Requester)
-	switch {
-	case isUserID(g.Requester):
-		who = "<@" + g.Requester + ">"
-	case g.Name != "":
-		// As the card said: the API client's claim, then its key.
-		who = literal(g.Name) + ", says " + literal(strings.TrimPrefix(g.Requester, approval.APIClientPrefix))
-	}
 	args, _ := compactStart(g.Args, maxHomeConfirmation)
-	text := literal(label) + " for " + who + " · route " + literal(g.Route) + " · until " + slackDate(g.Until) +
-		"\n" + inlineCode(args, maxHomeConfirmation)
-	confirm := slack.NewConfirmationBlockObject(plain("Revoke this grant?", false),
-		plain(fitPlain("Later calls of "+oneLine(label)+" with these arguments will need an approval again.", maxConfirmText), false),
+	text := approval.GrantLine(g, label, cardMarks{}) + "\n" + inlineCode(args, maxHomeConfirmation)
+	title, question := approval.RevokeWords(oneLine(label))
+	confirm := slack.NewConfirmationBlockObject(plain(title, false),
+		plain(fitPlain(question, maxConfirmText), false),
 		plain("Revoke", false), plain("Cancel", false))
 	confirm.Style = slack.StyleDanger
 	revoke := slack.NewButtonBlockElement(ActionIDRevokeGrant, g.ID, plain("Revoke", true)).WithStyle(slack.StyleDanger).WithConfirm(confirm)

@@ -28,7 +28,7 @@ func homeGoldenContent() map[string]HomeContent {
 	question.Kind = agentrunner.KindQuestion
 	question.ToolName = "ask_human"
 	question.Confirmation = "Which region should the backup go to?"
-	card := approval.MessageRef{Channel: "C0APPROVALS", TS: "1772463845.000100"}
+	card := approval.MessageRef{Channel: "C0APPROVALS", ID: "1772463845.000100"}
 	full := HomeContent{
 		Notice: "✅ You approved `delete_file` (requested by <@U0ALICE>); its card says so too.",
 		Waiting: []HomeItem{

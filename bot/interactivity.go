@@ -188,7 +188,7 @@ func (b *Bot) target(ctx context.Context, cb *slack.InteractionCallback, token, 
 		return nil, approval.ErrNotFound
 	}
 	t := &clickTarget{approval: a, call: c, route: b.svc.Route(c.Route),
-		by: approval.Decider{User: cb.User.ID, Card: card}, channel: card.Channel}
+		by: approval.Decider{User: cb.User.ID, Message: card}, channel: card.Channel}
 	if !b.workspace.accepts(cb.Team.ID, cb.Enterprise.ID) {
 		refused := approval.Errorf(approval.EWRONGTEAM, "This button comes from another Slack workspace.")
 		b.svc.Refuse(ctx, a, c, t.by, refused)
@@ -209,9 +209,9 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 		return
 	}
 	act := cb.ActionCallback.BlockActions[0]
-	msg := approval.MessageRef{Channel: cb.Channel.ID, TS: cb.Message.Timestamp}
+	msg := approval.MessageRef{Channel: cb.Channel.ID, ID: cb.Message.Timestamp}
 	if cb.Container.ChannelID != "" {
-		msg = approval.MessageRef{Channel: cb.Container.ChannelID, TS: cb.Container.MessageTs}
+		msg = approval.MessageRef{Channel: cb.Container.ChannelID, ID: cb.Container.MessageTs}
 	}
 	user := cb.User.ID
 	token, callID, err := DecodeAction(act.Value)
@@ -253,7 +253,7 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 // openForm opens the form of a button, for a person who may decide the
 // call, while it is pending.
 func (b *Bot) openForm(ctx context.Context, triggerID, actionID string, t *clickTarget) {
-	user, msg := t.by.User, t.by.Card
+	user, msg := t.by.User, t.by.Message
 	if err := b.svc.Authorize(ctx, t.approval, t.call, t.by, formActions[actionID]); err != nil {
 		b.tell(ctx, msg.Channel, user, explainLate(ctx, err, t.call, t.route))
 		return

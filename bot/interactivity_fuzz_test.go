@@ -91,7 +91,7 @@ func FuzzInteraction(f *testing.F) {
 		Slack: nopSlack{},
 		Approvals: oneApproval{a: &approval.Request{
 			Token: tok, State: approval.StatePending,
-			Calls: []approval.Call{{ID: "call_1", Status: approval.CallPending, Route: "r", Message: approval.MessageRef{Channel: "C1", TS: "1.1"}}},
+			Calls: []approval.Call{{ID: "call_1", Status: approval.CallPending, Route: "r", Message: approval.MessageRef{Channel: "C1", ID: "1.1"}}},
 		}},
 		Routes: &routing.Routes{Routes: []*routing.Route{{Name: "r", Channel: "C1", Users: []string{"U1"}, RequiredApprovals: 1}}},
 	})

@@ -19,7 +19,7 @@ func cardClickPayload(tb testing.TB) string {
 	card := Card{
 		Token: agentrunner.NewToken(), ToolCallID: "call_1", Kind: agentrunner.KindApproval, ToolName: "delete_file",
 		Args: json.RawMessage(`{"path":"/srv/data/customers.csv","recursive":false}`), Requester: "U0CAROL",
-		RequesterIsSlackUser: true, SourceChannel: "C0GENERAL", Route: "deletions", CreatedAt: time.Unix(1700000000, 0),
+		RequesterIsUser: true, SourceChannel: "C0GENERAL", Route: "deletions", CreatedAt: time.Unix(1700000000, 0),
 		ExpiresAt: time.Unix(1700003600, 0), RequiredApprovals: 1, State: approval.CallPending, AllowDenyReason: true, AllowEdit: true,
 	}
 	blocks, err := json.Marshal(ApprovalBlocks(card))

@@ -123,21 +123,19 @@ func ArgsModal(c Card) slack.ModalViewRequest {
 // the reason. Its input is BlockIDDenyReason / ActionIDDenyReasonInput.
 func DenyReasonModal(c Card, ref approval.MessageRef) slack.ModalViewRequest {
 	c = normalize(c)
-	input := slack.NewPlainTextInputBlockElement(plain("Why may this call not run?", false), ActionIDDenyReasonInput).
+	w := approval.Form(approval.ChooseDenyWithReason, c)
+	input := slack.NewPlainTextInputBlockElement(plain(w.Placeholder, false), ActionIDDenyReasonInput).
 		WithMultiline(true).
 		WithMaxLength(maxDenyReasonLen)
 	return slack.ModalViewRequest{
 		Type:       slack.VTModal,
 		CallbackID: CallbackDenyReason,
-		Title:      plain("Deny with reason", true),
-		Submit:     plain("Deny", true),
-		Close:      plain("Cancel", true),
+		Title:      plain(w.Title, true),
+		Submit:     plain(w.Submit, true),
+		Close:      plain(w.Cancel, true),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(plain(fitPlain("Deny "+c.ToolLabel+": "+c.Confirmation, maxSectionText), false), nil, nil),
-			slack.NewInputBlock(BlockIDDenyReason,
-				plain("Reason", true),
-				plain("The agent sees this reason and can tell the requester.", true),
-				input),
+			slack.NewSectionBlock(plain(fitPlain(w.Intro, maxSectionText), false), nil, nil),
+			slack.NewInputBlock(BlockIDDenyReason, plain(w.Label, true), plain(w.Hint, true), input),
 		}},
 		PrivateMetadata: encodeModalMetadata(c, ref),
 	}
@@ -153,14 +151,15 @@ func EditArgsModal(c Card, ref approval.MessageRef, current json.RawMessage) sla
 	if len(bytes.TrimSpace(current)) == 0 {
 		current = c.Args
 	}
+	w := approval.Form(approval.ChooseEdit, c)
 	view := slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      CallbackEditArgs,
-		Title:           plain("Edit arguments", true),
-		Close:           plain("Cancel", true),
+		Title:           plain(w.Title, true),
+		Close:           plain(w.Cancel, true),
 		PrivateMetadata: encodeModalMetadata(c, ref),
 	}
-	intro := slack.NewSectionBlock(plain(fitPlain("Approve "+c.ToolLabel+" with these arguments:", maxSectionText), false), nil, nil)
+	intro := slack.NewSectionBlock(plain(fitPlain(w.Intro, maxSectionText), false), nil, nil)
 	initial, length, ok := editableJSON(current)
 	if !ok {
 		view.Blocks = slack.Blocks{BlockSet: []slack.Block{
@@ -175,13 +174,10 @@ func EditArgsModal(c Card, ref approval.MessageRef, current json.RawMessage) sla
 		WithMultiline(true).
 		WithMaxLength(maxInputValue).
 		WithInitialValue(initial)
-	view.Submit = plain("Approve", true)
+	view.Submit = plain(w.Submit, true)
 	view.Blocks = slack.Blocks{BlockSet: []slack.Block{
 		intro,
-		slack.NewInputBlock(BlockIDEditArgs,
-			plain("Arguments (a JSON object)", true),
-			plain("Checked against the tool's schema before the call runs. You are recorded as the approver, with the original and the edited arguments.", true),
-			input),
+		slack.NewInputBlock(BlockIDEditArgs, plain(w.Label, true), plain(w.Hint, true), input),
 	}}
 	return view
 }
@@ -206,22 +202,20 @@ func editableJSON(args json.RawMessage) (text string, length int, ok bool) {
 // BlockIDAnswer / ActionIDAnswerInput.
 func AnswerModal(c Card, ref approval.MessageRef) slack.ModalViewRequest {
 	c = normalize(c)
+	w := approval.Form(approval.ChooseAnswer, c)
 	input := slack.NewPlainTextInputBlockElement(nil, ActionIDAnswerInput).
 		WithMultiline(true).
 		WithMaxLength(maxInputValue)
 	return slack.ModalViewRequest{
 		Type:       slack.VTModal,
 		CallbackID: CallbackAnswer,
-		Title:      plain("Answer question", true),
-		Submit:     plain("Send", true),
-		Close:      plain("Cancel", true),
+		Title:      plain(w.Title, true),
+		Submit:     plain(w.Submit, true),
+		Close:      plain(w.Cancel, true),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
 			slack.NewSectionBlock(plain(fitPlain(c.Confirmation, maxSectionText), false), nil, nil),
 			slack.NewContextBlock("", mrkdwn(requesterLine(c))),
-			slack.NewInputBlock(BlockIDAnswer,
-				plain("Your answer", true),
-				plain("The agent receives your answer and continues.", true),
-				input),
+			slack.NewInputBlock(BlockIDAnswer, plain(w.Label, true), plain(w.Hint, true), input),
 		}},
 		PrivateMetadata: encodeModalMetadata(c, ref),
 	}
@@ -234,7 +228,7 @@ func encodeModalMetadata(c Card, ref approval.MessageRef) string {
 	if c.Token == "" || len(c.Token) > MaxTokenLen {
 		return ""
 	}
-	m := metadataJSON{V: metadataVersion, Token: c.Token, CallID: callRef(c.ToolCallID, maxMetadata), Channel: ref.Channel, TS: ref.TS}
+	m := metadataJSON{V: metadataVersion, Token: c.Token, CallID: callRef(c.ToolCallID, maxMetadata), Channel: ref.Channel, TS: ref.ID}
 	b, err := json.Marshal(m)
 	if err != nil || textLen(string(b)) > maxMetadata {
 		m.CallID = callRef(c.ToolCallID, 0)
@@ -274,5 +268,5 @@ func DecodeModalMetadata(s string) (ModalMetadata, error) {
 	if m.Token == "" || len(m.Token) > MaxTokenLen {
 		return fail("bad token")
 	}
-	return ModalMetadata{Token: m.Token, CallID: m.CallID, Message: approval.MessageRef{Channel: m.Channel, TS: m.TS}}, nil
+	return ModalMetadata{Token: m.Token, CallID: m.CallID, Message: approval.MessageRef{Channel: m.Channel, ID: m.TS}}, nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 )
 
-var testRef = approval.MessageRef{Channel: "C0APPROVALS", TS: "1772463845.000100"}
+var testRef = approval.MessageRef{Channel: "C0APPROVALS", ID: "1772463845.000100"}
 
 func goldenModals() map[string]slack.ModalViewRequest {
 	c := pendingCard()

@@ -15,35 +15,19 @@ import (
 // ids of the grant buttons.
 
 // whyLine says why the call needs a person: the rule that deferred it,
-// and what the route's policy made of it.
+// and what the route's policy made of it (approval.WhyWords), within max
+// characters.
 func whyLine(c Card, max int) string {
-	var why string
-	switch c.Rule {
-	case approval.RuleTool:
-		why = literal(c.ToolLabel) + " always needs approval"
-	case approval.RuleArguments:
-		why = literal(c.ToolLabel) + " asked for approval of these arguments"
-	case approval.RuleMCP:
-		why = literal(c.ToolLabel) + " is an MCP tool its server does not list as read-only"
-	case approval.RuleClient:
-		why = "the API client " + literal(c.Requester) + " asked for it"
-	}
-	var policy string
-	switch {
-	case c.PolicyError != "":
-		policy = "the route's policy could not decide (" + inlineCode(oneLine(c.PolicyError), 300) + "), so a person must"
-	case strings.TrimSpace(c.AutoApprove) != "":
-		policy = "the route's auto_approve " + inlineCode(oneLine(c.AutoApprove), 200) + " did not approve it"
-	}
+	why, policy := approval.WhyWords(c, cardMarks{})
 	switch {
 	case why == "" && policy == "":
 		return ""
 	case why == "":
-		return fit("Why: "+policy+".", max, "…", func(r rune) string { return string(r) })
+		return fit(approval.WhyPrefix+policy+".", max, "…", func(r rune) string { return string(r) })
 	case policy == "":
-		return "Why: " + why + "."
+		return approval.WhyPrefix + why + "."
 	}
-	return fitJoin([]string{"Why: " + why, policy + "."}, " · ", max)
+	return fitJoin([]string{approval.WhyPrefix + why, policy + "."}, " · ", max)
 }
 
 // inlineCode is s as an inline code span of at most max characters.
@@ -69,13 +53,15 @@ const (
 	maxConfirmText  = 300
 )
 
-// confirmDialog is the "Are you sure?" of an Approve button: the tool in
-// the title, the confirmation text (the tool and its arguments on one
-// line) as the body, and "Approve" / "Cancel".
+// confirmDialog is the "Are you sure?" of an Approve button
+// (approval.ConfirmWords): the tool in the title, the confirmation text
+// (the tool and its arguments on one line) as the body, and "Approve" /
+// "Cancel".
 func confirmDialog(c Card) *slack.ConfirmationBlockObject {
-	title := fitPlain("Approve "+oneLine(c.ToolLabel)+"?", maxConfirmTitle)
+	title, yes, no := approval.ConfirmWords(oneLine(c.ToolLabel))
+	title = fitPlain(title, maxConfirmTitle)
 	text := fitEnds(c.Confirmation, maxConfirmText, linePiece(escapeRune))
-	d := slack.NewConfirmationBlockObject(plain(title, false), plain(text, false), plain("Approve", false), plain("Cancel", false))
+	d := slack.NewConfirmationBlockObject(plain(title, false), plain(text, false), plain(yes, false), plain(no, false))
 	d.Style = slack.StylePrimary
 	return d
 }

@@ -41,13 +41,13 @@ func longestCard(t testing.TB) Card {
 	c.Context = long
 	c.Route = strings.Repeat("r", 200)
 	c.Requester = strings.Repeat("client", 50)
-	c.RequesterIsSlackUser = false
+	c.RequesterIsUser = false
 	for i := range 200 {
 		c.Mentions = append(c.Mentions, fmt.Sprintf("S%08d", i))
 	}
 	c.RequiredApprovals = 60
 	for i := range 50 {
-		key := originalArgs
+		key := approval.OwnArgsKey
 		if i%2 == 1 {
 			key = fmt.Sprintf("edit%d", i%5)
 		}

@@ -31,7 +31,7 @@ func checkMessage(t *testing.T, c Card, blocks []slack.Block) {
 // allowedMentions are the <…> sequences a card may render on purpose.
 func allowedMentions(c Card) map[string]bool {
 	ok := map[string]bool{}
-	if c.RequesterIsSlackUser && isUserID(c.Requester) {
+	if c.RequesterIsUser && isUserID(c.Requester) {
 		ok["<@"+c.Requester+">"] = true
 	}
 	if isUserID(c.DecidedBy) {

@@ -31,21 +31,21 @@ const testToken = "q2Xm5b0Yc1iJzv9p1W3kL8a7sD4fG6hJ2kL0zX9cV8b" // 43 base64url 
 // pendingCard is an ordinary approval waiting for a decision.
 func pendingCard() Card {
 	return Card{
-		Token:                testToken,
-		ToolCallID:           "call_1",
-		Kind:                 agentrunner.KindApproval,
-		ToolName:             "delete_file",
-		Args:                 json.RawMessage(`{"path":"temp.txt","force":true}`),
-		Confirmation:         `Run delete_file({"path":"temp.txt","force":true})?`,
-		Requester:            "U0ALICE",
-		RequesterIsSlackUser: true,
-		SourceChannel:        "C0SUPPORT",
-		Route:                "files",
-		Mentions:             []string{"S0OPS"},
-		CreatedAt:            created,
-		ExpiresAt:            expires,
-		RequiredApprovals:    1,
-		State:                approval.CallPending,
+		Token:             testToken,
+		ToolCallID:        "call_1",
+		Kind:              agentrunner.KindApproval,
+		ToolName:          "delete_file",
+		Args:              json.RawMessage(`{"path":"temp.txt","force":true}`),
+		Confirmation:      `Run delete_file({"path":"temp.txt","force":true})?`,
+		Requester:         "U0ALICE",
+		RequesterIsUser:   true,
+		SourceChannel:     "C0SUPPORT",
+		Route:             "files",
+		Mentions:          []string{"S0OPS"},
+		CreatedAt:         created,
+		ExpiresAt:         expires,
+		RequiredApprovals: 1,
+		State:             approval.CallPending,
 	}
 }
 
@@ -75,19 +75,19 @@ func goldenCards() map[string]Card {
 		c.PolicyError = "route refunds: no such key: amount"
 	})
 	add("pending_api_client", func(c *Card) {
-		c.Requester, c.RequesterIsSlackUser, c.SourceChannel = "billing-agent", false, ""
+		c.Requester, c.RequesterIsUser, c.SourceChannel = "billing-agent", false, ""
 		c.Context = "Customer #4411 asked to remove their export."
 		c.Mentions = nil
 	})
 	add("pending_api_client_claim", func(c *Card) {
-		c.Requester, c.RequesterIsSlackUser, c.SourceChannel = "bench", false, ""
+		c.Requester, c.RequesterIsUser, c.SourceChannel = "bench", false, ""
 		c.RequesterClaim, c.Rule = "carol", approval.RuleClient
 		c.Mentions = nil
 	})
 	add("pending_permission_prompt", func(c *Card) {
 		c.ToolName, c.PromptAgent, c.Confirmation = "Bash", "Claude Code", ""
 		c.Args = json.RawMessage(`{"command":"rm -rf build/","description":"Remove the build directory","timeout":60000}`)
-		c.Requester, c.RequesterIsSlackUser, c.SourceChannel = "laptop via claude-code 2.1.3", false, ""
+		c.Requester, c.RequesterIsUser, c.SourceChannel = "laptop via claude-code 2.1.3", false, ""
 		c.Mentions = nil
 	})
 	add("question", func(c *Card) {
@@ -281,34 +281,34 @@ func hostileArgs(t testing.TB, size int) json.RawMessage {
 func hostileCards(t testing.TB) map[string]Card {
 	t.Helper()
 	base := Card{
-		Token:                testToken,
-		ToolCallID:           strings.Repeat("call-🙂-<!here>-", 400), // 6,000 characters
-		Kind:                 agentrunner.KindApproval,
-		ToolName:             strings.Repeat(hostile, 10_000/len(hostile)+1)[:10_000], // cut inside a character: invalid UTF-8
-		Args:                 hostileArgs(t, 10_000),
-		Confirmation:         strings.Repeat(hostile, 30),
-		Requester:            "U0ALICE",
-		RequesterIsSlackUser: true,
-		SourceChannel:        "C0SUPPORT",
-		Context:              hostile,
-		Route:                "route " + hostile,
-		Mentions:             []string{"S0OPS", "<!channel>", "here", "S0OPS"},
-		CreatedAt:            created,
-		ExpiresAt:            expires,
-		RequiredApprovals:    3,
-		Votes:                []approval.Vote{{By: "U0BOB", At: decided}, {By: "<!everyone>", At: decided}},
-		AllowDenyReason:      true,
-		AllowEdit:            true,
-		Confirm:              true,
-		Rule:                 approval.RuleClient,
-		PolicyError:          strings.Repeat(hostile, 40),
-		AutoApprove:          strings.Repeat(hostile, 40),
-		DecidedBy:            "U0CAROL",
-		DecidedAt:            decided,
-		Reason:               strings.Repeat(hostile, 40),
-		OverrideArgs:         hostileArgs(t, 12_000),
-		Answer:               mustMarshal(t, strings.Repeat(hostile, 40)),
-		Outcome:              &approval.Outcome{Status: OutcomeRan, Summary: strings.Repeat(hostile, 10)},
+		Token:             testToken,
+		ToolCallID:        strings.Repeat("call-🙂-<!here>-", 400), // 6,000 characters
+		Kind:              agentrunner.KindApproval,
+		ToolName:          strings.Repeat(hostile, 10_000/len(hostile)+1)[:10_000], // cut inside a character: invalid UTF-8
+		Args:              hostileArgs(t, 10_000),
+		Confirmation:      strings.Repeat(hostile, 30),
+		Requester:         "U0ALICE",
+		RequesterIsUser:   true,
+		SourceChannel:     "C0SUPPORT",
+		Context:           hostile,
+		Route:             "route " + hostile,
+		Mentions:          []string{"S0OPS", "<!channel>", "here", "S0OPS"},
+		CreatedAt:         created,
+		ExpiresAt:         expires,
+		RequiredApprovals: 3,
+		Votes:             []approval.Vote{{By: "U0BOB", At: decided}, {By: "<!everyone>", At: decided}},
+		AllowDenyReason:   true,
+		AllowEdit:         true,
+		Confirm:           true,
+		Rule:              approval.RuleClient,
+		PolicyError:       strings.Repeat(hostile, 40),
+		AutoApprove:       strings.Repeat(hostile, 40),
+		DecidedBy:         "U0CAROL",
+		DecidedAt:         decided,
+		Reason:            strings.Repeat(hostile, 40),
+		OverrideArgs:      hostileArgs(t, 12_000),
+		Answer:            mustMarshal(t, strings.Repeat(hostile, 40)),
+		Outcome:           &approval.Outcome{Status: OutcomeRan, Summary: strings.Repeat(hostile, 10)},
 	}
 	cards := map[string]Card{}
 	kinds := []agentrunner.CallKind{agentrunner.KindApproval, agentrunner.KindQuestion, agentrunner.KindExternal}
@@ -321,7 +321,7 @@ func hostileCards(t testing.TB) map[string]Card {
 		}
 	}
 	api := base
-	api.Requester, api.RequesterIsSlackUser, api.SourceChannel = hostile, false, "<!here>"
+	api.Requester, api.RequesterIsUser, api.SourceChannel = hostile, false, "<!here>"
 	api.DecidedBy, api.State = "policy:"+hostile, approval.CallDenied
 	cards["api-client"] = api
 	fake := base

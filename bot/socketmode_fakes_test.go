@@ -201,7 +201,7 @@ func clickPayload(user, actionID, value string) json.RawMessage {
 // callbackID, opened from the approval card of token, with input typed
 // into its blockID/actionID.
 func submitPayload(token, user, callbackID, blockID, actionID, input string) json.RawMessage {
-	metadata := encodeModalMetadata(Card{Token: token, ToolCallID: smCallID}, approval.MessageRef{Channel: smCardChan, TS: smCardTS})
+	metadata := encodeModalMetadata(Card{Token: token, ToolCallID: smCallID}, approval.MessageRef{Channel: smCardChan, ID: smCardTS})
 	return mustJSON(map[string]any{
 		"type": "view_submission", "user": map[string]any{"id": user}, "team": map[string]any{"id": smTeam},
 		"view": map[string]any{
@@ -421,7 +421,7 @@ func newRecordingApprovals() *recordingApprovals {
 		State:     approval.StatePending,
 		Calls: []approval.Call{{
 			ID: smCallID, Kind: agentrunner.KindApproval, Route: smRoute, Required: 1, Status: approval.CallPending,
-			Message: approval.MessageRef{Channel: smCardChan, TS: smCardTS},
+			Message: approval.MessageRef{Channel: smCardChan, ID: smCardTS},
 		}},
 	}}
 }

@@ -184,7 +184,7 @@ func (p *poster) Post(_ context.Context, r *approval.Request, c *approval.Call) 
 		}
 	}
 	p.n++
-	ref := approval.MessageRef{Channel: channel, TS: fmt.Sprintf("1700000000.%06d", p.n)}
+	ref := approval.MessageRef{Channel: channel, ID: fmt.Sprintf("1700000000.%06d", p.n)}
 	p.posted[channel] = append(p.posted[channel], r.Token+"/"+c.ID)
 	p.refs[r.Token+"/"+c.ID] = ref
 	return ref, nil
@@ -235,7 +235,7 @@ func (e *env) card(token, callID string) card {
 			return false
 		}
 		c := rec.Call(callID)
-		if c == nil || c.Message.TS == "" {
+		if c == nil || c.Message.ID == "" {
 			return false
 		}
 		found = card{token: token, callID: callID, ref: c.Message}
@@ -280,7 +280,7 @@ func (e *env) deny(user string, c card, reason string) {
 
 func (e *env) decide(user string, c card, d approval.Decision) {
 	e.t.Helper()
-	_, err := e.svc.Decide(e.t.Context(), c.token, approval.Decider{User: user, Card: c.ref}, d)
+	_, err := e.svc.Decide(e.t.Context(), c.token, approval.Decider{User: user, Message: c.ref}, d)
 	if err != nil && approval.ErrorCode(err) != approval.ERESOLVED && approval.ErrorCode(err) != approval.EDECIDED {
 		e.t.Fatalf("%s decides %s: %v", user, c.callID, err)
 	}

@@ -93,7 +93,7 @@ func (e *env) approveLate(token, callID string) {
 		e.t.Fatal(err)
 	}
 	d := approval.Decision{CallID: callID, By: alice, Action: approval.ActionApprove}
-	if _, err := e.svc.Decide(e.t.Context(), token, approval.Decider{User: alice, Card: r.Call(callID).Message}, d); err == nil {
+	if _, err := e.svc.Decide(e.t.Context(), token, approval.Decider{User: alice, Message: r.Call(callID).Message}, d); err == nil {
 		e.t.Errorf("Approve after the cancel was accepted; want it refused")
 	}
 }

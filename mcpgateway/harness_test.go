@@ -438,13 +438,13 @@ func (e *env) decide(token, callID string, d approval.Decision) {
 		if r, err = e.svc.Get(e.t.Context(), token); err != nil {
 			e.t.Fatal(err)
 		}
-		if r.Call(callID).Message.TS != "" || time.Now().After(deadline) {
+		if r.Call(callID).Message.ID != "" || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	d.CallID, d.By = callID, alice
-	if _, err := e.svc.Decide(e.t.Context(), token, approval.Decider{User: alice, Card: r.Call(callID).Message}, d); err != nil {
+	if _, err := e.svc.Decide(e.t.Context(), token, approval.Decider{User: alice, Message: r.Call(callID).Message}, d); err != nil {
 		e.t.Fatalf("decide: %v", err)
 	}
 }
@@ -528,14 +528,14 @@ func (e *env) decideAsync(ctx context.Context, token, callID string, decide func
 			return
 		}
 		c := r.Call(callID)
-		if c.Message.TS == "" {
+		if c.Message.ID == "" {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		call, _ := r.Requests.Call(callID)
 		d := decide(call.ToolName, call.Args)
 		d.CallID, d.By = callID, alice
-		if _, err := e.svc.Decide(ctx, token, approval.Decider{User: alice, Card: c.Message}, d); err != nil && ctx.Err() == nil {
+		if _, err := e.svc.Decide(ctx, token, approval.Decider{User: alice, Message: c.Message}, d); err != nil && ctx.Err() == nil {
 			e.t.Errorf("decide %s: %v", callID, err)
 		}
 		return

@@ -177,8 +177,8 @@ func callFields(n int, cs *approval.Call, call agentrunner.ToolCallPart, metadat
 		}
 		fields = append(fields, p+"rq", string(b))
 	}
-	if cs.Message.Channel != "" || cs.Message.TS != "" {
-		fields = append(fields, p+"ch", cs.Message.Channel, p+"ts", cs.Message.TS)
+	if cs.Message.Channel != "" || cs.Message.ID != "" {
+		fields = append(fields, p+"ch", cs.Message.Channel, p+"ts", cs.Message.ID)
 	}
 	return fields, nil
 }
@@ -211,7 +211,7 @@ func (s *Store) SetMessage(ctx context.Context, token, callID string, ref approv
 	if !validToken(token) {
 		return fmt.Errorf("set message %s: %w", short(token), approval.ErrNotFound)
 	}
-	code, err := messageScript.Run(ctx, s.rdb, []string{s.recKey(token)}, callID, ref.Channel, ref.TS).Text()
+	code, err := messageScript.Run(ctx, s.rdb, []string{s.recKey(token)}, callID, ref.Channel, ref.ID).Text()
 	if err != nil {
 		return fmt.Errorf("set message %s: %w", short(token), err)
 	}
@@ -361,7 +361,7 @@ func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, 
 		// The answer script records act "answer": the request's own API
 		// client answered, not a person or a rule.
 		ByClient: m[p+"act"] == "answer",
-		Message:  approval.MessageRef{Channel: m[p+"ch"], TS: m[p+"ts"]},
+		Message:  approval.MessageRef{Channel: m[p+"ch"], ID: m[p+"ts"]},
 
 		Rule: m[p+"rule"], PolicyError: m[p+"perr"],
 	}

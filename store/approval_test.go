@@ -33,7 +33,7 @@ func TestCreateGetRoundTrip(t *testing.T) {
 		Origin:   approval.Origin{Team: "T1", Channel: "C1", ThreadTS: "171.1", User: "U0ALICE"},
 		Requests: reqs,
 		Calls: []approval.Call{
-			{ID: "a1", Route: "refunds", Required: 2, Message: approval.MessageRef{Channel: "C0APPROVALS", TS: "1.1"}},
+			{ID: "a1", Route: "refunds", Required: 2, Message: approval.MessageRef{Channel: "C0APPROVALS", ID: "1.1"}},
 			{ID: "q1", Route: "questions"},
 		},
 		ExpiresAt: e.clock.Now().Add(30 * time.Minute),
@@ -59,7 +59,7 @@ func TestCreateGetRoundTrip(t *testing.T) {
 		ExpiresAt: a.ExpiresAt,
 		State:     approval.StatePending,
 		Calls: []approval.Call{
-			{ID: "a1", Tool: "issue_refund", Kind: agentrunner.KindApproval, Route: "refunds", Required: 2, Status: approval.CallPending, Message: approval.MessageRef{Channel: "C0APPROVALS", TS: "1.1"}},
+			{ID: "a1", Tool: "issue_refund", Kind: agentrunner.KindApproval, Route: "refunds", Required: 2, Status: approval.CallPending, Message: approval.MessageRef{Channel: "C0APPROVALS", ID: "1.1"}},
 			{ID: "a2", Tool: "noop", Kind: agentrunner.KindApproval, Required: 1, Status: approval.CallPending},
 			{ID: "q1", Tool: "ask_user", Kind: agentrunner.KindQuestion, Route: "questions", Required: 1, Status: approval.CallPending},
 			{ID: "x1", Tool: "fetch", Kind: agentrunner.KindExternal, Required: 1, Status: approval.CallPending},
@@ -72,14 +72,14 @@ func TestCreateGetRoundTrip(t *testing.T) {
 		t.Errorf("create fills in calls (-want +got):\n%s", diff)
 	}
 
-	if err := s.SetMessage(t.Context(), a.Token, "x1", approval.MessageRef{Channel: "C2", TS: "2.2"}); err != nil {
+	if err := s.SetMessage(t.Context(), a.Token, "x1", approval.MessageRef{Channel: "C2", ID: "2.2"}); err != nil {
 		t.Fatalf("set message: %v", err)
 	}
 	got, err = s.Get(t.Context(), a.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := got.Call("x1"); c.Message != (approval.MessageRef{Channel: "C2", TS: "2.2"}) {
+	if c := got.Call("x1"); c.Message != (approval.MessageRef{Channel: "C2", ID: "2.2"}) {
 		t.Errorf("message of x1: got %+v, want C2/2.2", c.Message)
 	}
 }
@@ -107,8 +107,8 @@ func TestCreateErrors(t *testing.T) {
 	}
 	_, err := s.Get(t.Context(), agentrunner.NewToken())
 	wantErr(t, "get unknown token", err, approval.ErrNotFound)
-	wantErr(t, "set message of unknown call", s.SetMessage(t.Context(), existing.Token, "nope", approval.MessageRef{Channel: "C", TS: "1"}), approval.ErrNotPending)
-	wantErr(t, "set message of unknown token", s.SetMessage(t.Context(), agentrunner.NewToken(), "c1", approval.MessageRef{Channel: "C", TS: "1"}), approval.ErrNotFound)
+	wantErr(t, "set message of unknown call", s.SetMessage(t.Context(), existing.Token, "nope", approval.MessageRef{Channel: "C", ID: "1"}), approval.ErrNotPending)
+	wantErr(t, "set message of unknown token", s.SetMessage(t.Context(), agentrunner.NewToken(), "c1", approval.MessageRef{Channel: "C", ID: "1"}), approval.ErrNotFound)
 }
 
 // Open (agentrunner.AskHandler, before ask) and Create (inside ask)

@@ -164,7 +164,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		if err := sA.SaveRun(ctx, store.RunState{RunID: runID, Token: token, Messages: benchHistory, Pending: a.Requests, ExpiresAt: a.ExpiresAt}); err != nil {
 			b.Fatal(err)
 		}
-		if err := sA.SetMessage(ctx, token, "c1", approval.MessageRef{Channel: "C0APPROVALS", TS: "1700000001.000200"}); err != nil {
+		if err := sA.SetMessage(ctx, token, "c1", approval.MessageRef{Channel: "C0APPROVALS", ID: "1700000001.000200"}); err != nil {
 			b.Fatal(err)
 		}
 		waited := parkWaiter(ctx, ev, token)
@@ -204,7 +204,7 @@ func BenchmarkRecordMemory(b *testing.B) {
 	for b.Loop() {
 		a := &approval.Request{Token: agentrunner.NewToken(), RunID: "run-1",
 			Origin: approval.Origin{Team: "T0", Channel: "C0SUPPORT", ThreadTS: "1700000000.000100", User: "U0ALICE"}, Requests: requests("c1"),
-			Calls: []approval.Call{{ID: "c1", Route: "files", Message: approval.MessageRef{Channel: "C0APPROVALS", TS: "1700000001.000200"}}}}
+			Calls: []approval.Call{{ID: "c1", Route: "files", Message: approval.MessageRef{Channel: "C0APPROVALS", ID: "1700000001.000200"}}}}
 		if err := s.Create(ctx, a); err != nil {
 			b.Fatal(err)
 		}

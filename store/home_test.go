@@ -76,7 +76,7 @@ func TestPendingReadsWhatAHomeShows(t *testing.T) {
 	if err := s.Create(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetMessage(t.Context(), a.Token, "big", approval.MessageRef{Channel: "C0NOTES", TS: "1.000001"}); err != nil {
+	if err := s.SetMessage(t.Context(), a.Token, "big", approval.MessageRef{Channel: "C0NOTES", ID: "1.000001"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Decide(t.Context(), a.Token, approve("small", "U0ALICE")); err != nil {
@@ -90,7 +90,7 @@ func TestPendingReadsWhatAHomeShows(t *testing.T) {
 	if got.Origin != a.Origin || got.State != approval.StatePending || !got.ExpiresAt.Equal(a.ExpiresAt.Truncate(time.Millisecond)) {
 		t.Errorf("the request as a Home reads it: %+v", got)
 	}
-	if c := got.Call("big"); c == nil || c.Message.TS != "1.000001" || c.Route != "notes" || c.Tool != "note" {
+	if c := got.Call("big"); c == nil || c.Message.ID != "1.000001" || c.Route != "notes" || c.Tool != "note" {
 		t.Errorf("the big call: %+v", c)
 	}
 	if c := got.Call("small"); c == nil || len(c.Votes) != 1 || c.Votes[0].By != "U0ALICE" || c.Required != 2 {

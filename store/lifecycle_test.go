@@ -58,7 +58,7 @@ func lifecycle(t *testing.T, rdbA, rdbB redis.UniversalClient, prefix string) {
 	if err := sA.SaveRun(ctx, store.RunState{RunID: "run-1", Token: token}); err != nil {
 		t.Fatalf("save run: %v", err)
 	}
-	if err := sA.SetMessage(ctx, token, "c1", approval.MessageRef{Channel: "C1", TS: "1.1"}); err != nil {
+	if err := sA.SetMessage(ctx, token, "c1", approval.MessageRef{Channel: "C1", ID: "1.1"}); err != nil {
 		t.Fatalf("set message: %v", err)
 	}
 	waited := waitAsync(ctx, evA, token)

@@ -177,7 +177,7 @@ func TestAskPathKeysHaveTTL(t *testing.T) {
 	if err := s.SaveWaitingRun(ctx, rc, token, rs.Pending, a.Origin, a.ExpiresAt); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetMessage(ctx, token, "toolu_01B7wRt5yN2dH8", approval.MessageRef{Channel: "C0APPROVALS", TS: "1764600001.000200"}); err != nil {
+	if err := s.SetMessage(ctx, token, "toolu_01B7wRt5yN2dH8", approval.MessageRef{Channel: "C0APPROVALS", ID: "1764600001.000200"}); err != nil {
 		t.Fatal(err)
 	}
 	if !zstdFrame(e.rdb.Get(ctx, e.prefix+"run:run-slack").Val()) {

@@ -47,7 +47,7 @@ func postSlots(ctx context.Context, api *slack.Client) (slots, error) {
 		now := time.Now()
 		card := bot.Card{
 			Token: agentrunner.NewToken(), ToolCallID: callID, Kind: agentrunner.KindApproval, ToolName: benchTool,
-			Args: json.RawMessage(`{"path":"slot"}`), Requester: carol, RequesterIsSlackUser: true, SourceChannel: general,
+			Args: json.RawMessage(`{"path":"slot"}`), Requester: carol, RequesterIsUser: true, SourceChannel: general,
 			Route: "bench", CreatedAt: now, ExpiresAt: now.Add(time.Hour), RequiredApprovals: 1, State: approval.CallPending,
 		}
 		ch, ts, err := api.PostMessageContext(ctx, fmt.Sprintf("C0BENCH%03d", i%64),
@@ -55,7 +55,7 @@ func postSlots(ctx context.Context, api *slack.Client) (slots, error) {
 		if err != nil {
 			return nil, fmt.Errorf("post card: %w", err)
 		}
-		out[i] = approval.MessageRef{Channel: ch, TS: ts}
+		out[i] = approval.MessageRef{Channel: ch, ID: ts}
 	}
 	return out, nil
 }
@@ -101,7 +101,7 @@ func prepareClick(ctx context.Context, stores []*store.Store, name string, msg a
 	now := time.Now()
 	card := bot.Card{
 		Token: token, ToolCallID: callID, Kind: agentrunner.KindApproval, ToolName: benchTool, Args: args,
-		Requester: carol, RequesterIsSlackUser: true, SourceChannel: general, Route: "bench",
+		Requester: carol, RequesterIsUser: true, SourceChannel: general, Route: "bench",
 		CreatedAt: now, ExpiresAt: now.Add(time.Hour), RequiredApprovals: 1, State: approval.CallPending,
 		AllowDenyReason: true, AllowEdit: true,
 	}
@@ -114,7 +114,7 @@ func prepareClick(ctx context.Context, stores []*store.Store, name string, msg a
 	if err != nil {
 		return nil, err
 	}
-	return clickBody(alice, msg.Channel, msg.TS, bot.ApprovalText(card), blocksJSON, bot.EncodeAction(token, callID), bot.ActionIDApprove), nil
+	return clickBody(alice, msg.Channel, msg.ID, bot.ApprovalText(card), blocksJSON, bot.EncodeAction(token, callID), bot.ActionIDApprove), nil
 }
 
 // createClick creates the pending approval of one click in st.

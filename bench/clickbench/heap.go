@@ -159,7 +159,7 @@ func heapRunner(st *store.Store) (*agentrunner.Runner, error) {
 type numberedPoster struct{ n atomic.Int64 }
 
 func (p *numberedPoster) Post(_ context.Context, _ *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	return approval.MessageRef{Channel: "C0HEAP", TS: fmt.Sprintf("1700000000.%06d", p.n.Add(1))}, nil
+	return approval.MessageRef{Channel: "C0HEAP", ID: fmt.Sprintf("1700000000.%06d", p.n.Add(1))}, nil
 }
 
 func (p *numberedPoster) Update(_ context.Context, _ *approval.Request, c *approval.Call) (approval.MessageRef, error) {

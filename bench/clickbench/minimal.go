@@ -148,7 +148,7 @@ func (m *minimal) update(ctx context.Context, token, callID, by string, at time.
 	ms := func(s string) time.Time { n, _ := strconv.ParseInt(s, 10, 64); return time.UnixMilli(n) }
 	card := bot.Card{
 		Token: token, ToolCallID: callID, Kind: agentrunner.KindApproval, ToolName: f[0], Args: json.RawMessage(f[1]),
-		Requester: f[2], RequesterIsSlackUser: true, SourceChannel: f[3], Route: f[6],
+		Requester: f[2], RequesterIsUser: true, SourceChannel: f[3], Route: f[6],
 		CreatedAt: ms(f[4]), ExpiresAt: ms(f[5]), RequiredApprovals: 1,
 		State: approval.CallApproved, DecidedBy: by, DecidedAt: at,
 	}

@@ -34,7 +34,7 @@ func TestMinimalClickPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	slot := sl[0]
-	before := findMessage(t, fake, slot.Channel, slot.TS).Text
+	before := findMessage(t, fake, slot.Channel, slot.ID).Text
 	body, err := prepareClick(ctx, []*store.Store{st}, "t-1", slot)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestMinimalClickPath(t *testing.T) {
 	if r, ok := a.Results.Approvals[a.Calls[0].ID]; !ok || !r.Approved || a.Calls[0].Kind != agentrunner.KindApproval {
 		t.Errorf("the store reads the record as %+v, results %+v; want the call approved", a.Calls[0], a.Results)
 	}
-	if after := findMessage(t, fake, slot.Channel, slot.TS).Text; after == before {
+	if after := findMessage(t, fake, slot.Channel, slot.ID).Text; after == before {
 		t.Errorf("the card was not updated: still %q", after)
 	}
 }

@@ -324,10 +324,10 @@ func (e *env) waitCard(ctx context.Context, token, callID string) (slackfake.Mes
 			return slackfake.Message{}, false
 		}
 		c := rec.Call(callID)
-		if c == nil || c.Message.TS == "" {
+		if c == nil || c.Message.ID == "" {
 			return slackfake.Message{}, false
 		}
-		return e.slack.Message(c.Message.Channel, c.Message.TS)
+		return e.slack.Message(c.Message.Channel, c.Message.ID)
 	})
 }
 

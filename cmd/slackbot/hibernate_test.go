@@ -138,7 +138,7 @@ func TestDecisionWithoutDirectResumeGoesThroughTheQueue(t *testing.T) {
 	r := e.pendingRequest()
 	dead := approval.New(approval.Config{Store: e.app.store, Poster: nopPoster{}, Routes: e.app.deps.Routes})
 	c := r.Calls[0]
-	_, err := dead.Decide(t.Context(), r.Token, approval.Decider{User: alice, Card: c.Message},
+	_, err := dead.Decide(t.Context(), r.Token, approval.Decider{User: alice, Message: c.Message},
 		approval.Decision{CallID: c.ID, By: alice, Action: approval.ActionApprove})
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ func (e *env) waitCardRecorded() {
 		}
 		for _, r := range pending {
 			for _, c := range r.Calls {
-				if c.Message.TS == "" {
+				if c.Message.ID == "" {
 					return false
 				}
 			}

@@ -203,7 +203,7 @@ func (e *env) requestOfCard(t *testing.T, card slackfake.Message) (token, callID
 		}
 		for _, r := range pending {
 			for _, c := range r.Calls {
-				if c.Message.TS == card.TS {
+				if c.Message.ID == card.TS {
 					token, callID = r.Token, c.ID
 				}
 			}
@@ -222,7 +222,7 @@ func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) 
 	t.Helper()
 	token, callID := e.requestOfCard(t, card)
 	d := approval.Decision{CallID: callID, By: alice, Action: approval.ActionApprove, OverrideArgs: json.RawMessage(args)}
-	if _, err := e.app.svc.Decide(t.Context(), token, approval.Decider{User: alice, Card: approval.MessageRef{Channel: card.Channel, TS: card.TS}}, d); err != nil {
+	if _, err := e.app.svc.Decide(t.Context(), token, approval.Decider{User: alice, Message: approval.MessageRef{Channel: card.Channel, ID: card.TS}}, d); err != nil {
 		t.Fatalf("approve with edited arguments: %v", err)
 	}
 }

@@ -393,14 +393,14 @@ func TestUnrecordedCardIsFoundAgain(t *testing.T) {
 	// the record, or deleting it first would race with its writing.
 	e.waitFor("the card's reference to be recorded", func() bool {
 		ap, err := e.app.store.Get(t.Context(), token)
-		return err == nil && ap.Calls[0].Message.TS != ""
+		return err == nil && ap.Calls[0].Message.ID != ""
 	})
 	// Forget the card's reference, as a crash right after posting would.
 	rdb := e.app.store.Client()
 	if err := rdb.HDel(t.Context(), e.prefix+"a:"+token, "c1.ch", "c1.ts").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if ap, _ := e.app.store.Get(t.Context(), token); ap.Calls[0].Message.TS != "" {
+	if ap, _ := e.app.store.Get(t.Context(), token); ap.Calls[0].Message.ID != "" {
 		t.Fatalf("the reference is still recorded: %+v", ap.Calls[0].Message)
 	}
 	e.clock.Add(31 * time.Minute)
@@ -410,9 +410,9 @@ func TestUnrecordedCardIsFoundAgain(t *testing.T) {
 	// returns, under the card's lease: wait for it, then check it.
 	e.waitFor("the located card to be recorded", func() bool {
 		ap, err := e.app.store.Get(t.Context(), token)
-		return err == nil && ap.Calls[0].Message.TS != ""
+		return err == nil && ap.Calls[0].Message.ID != ""
 	})
-	if ap, _ := e.app.store.Get(t.Context(), token); ap.Calls[0].Message.TS != card.TS {
+	if ap, _ := e.app.store.Get(t.Context(), token); ap.Calls[0].Message.ID != card.TS {
 		t.Errorf("the located card was not recorded: %+v", ap.Calls[0].Message)
 	}
 }

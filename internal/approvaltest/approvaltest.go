@@ -41,7 +41,7 @@ func (p *Poster) Post(_ context.Context, _ *approval.Request, c *approval.Call) 
 		return approval.MessageRef{}, errors.New("channel_not_found")
 	}
 	p.n++
-	ref := approval.MessageRef{Channel: "C" + c.Route, TS: time.Now().Format("150405.000000") + string(rune('a'+p.n))}
+	ref := approval.MessageRef{Channel: "C" + c.Route, ID: time.Now().Format("150405.000000") + string(rune('a'+p.n))}
 	p.Posted[c.ID] = ref
 	return ref, nil
 }
@@ -115,14 +115,14 @@ func (f *Fixture) Open(t *testing.T, requester string, calls ...agentrunner.Tool
 // Click is user's click of a on the card of call callID of r.
 func (f *Fixture) Click(t *testing.T, r *approval.Request, user, callID string, a approval.Action) (*approval.Decided, error) {
 	t.Helper()
-	return f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Card: f.Poster.card(callID)},
+	return f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Message: f.Poster.card(callID)},
 		approval.Decision{CallID: callID, By: user, Action: a})
 }
 
 // GrantClick is user's "Approve for d" click on the card of call id of r.
 func (f *Fixture) GrantClick(t *testing.T, r *approval.Request, user, id string, d time.Duration) (*approval.Decided, error) {
 	t.Helper()
-	return f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Card: f.Poster.card(id)},
+	return f.Svc.Decide(t.Context(), r.Token, approval.Decider{User: user, Message: f.Poster.card(id)},
 		approval.Decision{CallID: id, By: user, Action: approval.ActionApprove, Grant: d})
 }
 

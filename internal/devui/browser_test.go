@@ -63,20 +63,20 @@ func (s *standIn) handleEvents(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	now := time.Now()
 	card := bot.Card{
-		Token:                fmt.Sprintf("tok_standin_%04d_0123456789", n),
-		ToolCallID:           fmt.Sprintf("call_%d", n),
-		Kind:                 agentrunner.KindApproval,
-		ToolName:             "delete_customer",
-		Args:                 json.RawMessage(`{"customer_id":"a","reason":"customer asked to close the account"}`),
-		Confirmation:         `Delete customer "a" and all their orders?`,
-		Requester:            mention.User,
-		RequesterIsSlackUser: true,
-		SourceChannel:        mention.Channel,
-		Route:                "deletions",
-		Mentions:             []string{"S0APPROVERS"},
-		CreatedAt:            now,
-		ExpiresAt:            now.Add(time.Hour),
-		AllowDenyReason:      true,
+		Token:           fmt.Sprintf("tok_standin_%04d_0123456789", n),
+		ToolCallID:      fmt.Sprintf("call_%d", n),
+		Kind:            agentrunner.KindApproval,
+		ToolName:        "delete_customer",
+		Args:            json.RawMessage(`{"customer_id":"a","reason":"customer asked to close the account"}`),
+		Confirmation:    `Delete customer "a" and all their orders?`,
+		Requester:       mention.User,
+		RequesterIsUser: true,
+		SourceChannel:   mention.Channel,
+		Route:           "deletions",
+		Mentions:        []string{"S0APPROVERS"},
+		CreatedAt:       now,
+		ExpiresAt:       now.Add(time.Hour),
+		AllowDenyReason: true,
 	}
 	ch, ts, err := s.api.PostMessageContext(r.Context(), "C0APPROVALS",
 		slack.MsgOptionText(bot.ApprovalText(card), false), slack.MsgOptionBlocks(bot.ApprovalBlocks(card)...))
@@ -85,7 +85,7 @@ func (s *standIn) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.runs[card.Token] = &standInRun{card: card, origin: approval.MessageRef{Channel: mention.Channel, TS: mention.TimeStamp}, message: approval.MessageRef{Channel: ch, TS: ts}}
+	s.runs[card.Token] = &standInRun{card: card, origin: approval.MessageRef{Channel: mention.Channel, ID: mention.TimeStamp}, message: approval.MessageRef{Channel: ch, ID: ts}}
 	s.mu.Unlock()
 }
 
@@ -152,12 +152,12 @@ func (s *standIn) finish(ctx context.Context, run *standInRun, by string, state 
 	if state == approval.CallApproved {
 		c.Outcome = &approval.Outcome{Status: bot.OutcomeRan, Summary: "deleted customer a and 3 orders"}
 	}
-	if _, _, _, err := s.api.UpdateMessageContext(ctx, run.message.Channel, run.message.TS,
+	if _, _, _, err := s.api.UpdateMessageContext(ctx, run.message.Channel, run.message.ID,
 		slack.MsgOptionText(bot.ApprovalText(c), false), slack.MsgOptionBlocks(bot.ApprovalBlocks(c)...)); err != nil {
 		s.log.Error("chat.update", "err", err)
 	}
 	if _, _, err := s.api.PostMessageContext(ctx, run.origin.Channel,
-		slack.MsgOptionText(answer, false), slack.MsgOptionTS(run.origin.TS)); err != nil {
+		slack.MsgOptionText(answer, false), slack.MsgOptionTS(run.origin.ID)); err != nil {
 		s.log.Error("chat.postMessage", "err", err)
 	}
 }

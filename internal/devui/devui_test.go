@@ -164,18 +164,18 @@ func (e *env) postCard(t *testing.T, c bot.Card) string {
 
 func demoCard() bot.Card {
 	return bot.Card{
-		Token:                "tok_0123456789abcdef",
-		ToolCallID:           "call_1",
-		Kind:                 agentrunner.KindApproval,
-		ToolName:             "delete_customer",
-		Args:                 json.RawMessage(`{"customer_id":"a"}`),
-		Requester:            "U0CAROL",
-		RequesterIsSlackUser: true,
-		SourceChannel:        "C0GENERAL",
-		Route:                "deletions",
-		CreatedAt:            time.Date(2026, 3, 2, 15, 4, 0, 0, time.UTC),
-		ExpiresAt:            time.Date(2026, 3, 2, 16, 4, 0, 0, time.UTC),
-		AllowDenyReason:      true,
+		Token:           "tok_0123456789abcdef",
+		ToolCallID:      "call_1",
+		Kind:            agentrunner.KindApproval,
+		ToolName:        "delete_customer",
+		Args:            json.RawMessage(`{"customer_id":"a"}`),
+		Requester:       "U0CAROL",
+		RequesterIsUser: true,
+		SourceChannel:   "C0GENERAL",
+		Route:           "deletions",
+		CreatedAt:       time.Date(2026, 3, 2, 15, 4, 0, 0, time.UTC),
+		ExpiresAt:       time.Date(2026, 3, 2, 16, 4, 0, 0, time.UTC),
+		AllowDenyReason: true,
 	}
 }
 
@@ -390,7 +390,7 @@ func TestClickDeliversBlockActions(t *testing.T) {
 		t.Error("container.is_ephemeral = true, want false")
 	}
 	// The trigger_id is one the workspace issued: a modal opens with it.
-	if _, err := e.api.OpenViewContext(t.Context(), cb.TriggerID, bot.DenyReasonModal(card, approval.MessageRef{Channel: "C0APPROVALS", TS: ts})); err != nil {
+	if _, err := e.api.OpenViewContext(t.Context(), cb.TriggerID, bot.DenyReasonModal(card, approval.MessageRef{Channel: "C0APPROVALS", ID: ts})); err != nil {
 		t.Errorf("views.open with the payload's trigger_id %q: %v", cb.TriggerID, err)
 	}
 }

@@ -26,7 +26,7 @@ func openModal(t *testing.T, e *env, v slack.ModalViewRequest) string {
 func TestSubmitDeliversViewSubmission(t *testing.T) {
 	e := newEnv(t)
 	card := demoCard()
-	ref := approval.MessageRef{Channel: "C0APPROVALS", TS: e.postCard(t, card)}
+	ref := approval.MessageRef{Channel: "C0APPROVALS", ID: e.postCard(t, card)}
 	id := openModal(t, e, bot.DenyReasonModal(card, ref))
 
 	status, res := e.call(t, "submit", map[string]any{
@@ -56,7 +56,7 @@ func TestSubmitDeliversViewSubmission(t *testing.T) {
 		"value":       cb.View.State.Values[bot.BlockIDDenyReason][bot.ActionIDDenyReasonInput].Value,
 		"input.type":  string(cb.View.State.Values[bot.BlockIDDenyReason][bot.ActionIDDenyReasonInput].Type),
 		"token":       meta.Token,
-		"message":     meta.Message.TS,
+		"message":     meta.Message.ID,
 	}
 	want := map[string]string{
 		"type":        "view_submission",
@@ -68,7 +68,7 @@ func TestSubmitDeliversViewSubmission(t *testing.T) {
 		"value":       "customer a is a test account",
 		"input.type":  "plain_text_input",
 		"token":       card.Token,
-		"message":     ref.TS,
+		"message":     ref.ID,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("view_submission payload (-want +got):\n%s", diff)
@@ -84,7 +84,7 @@ func TestSubmitDeliversViewSubmission(t *testing.T) {
 func TestSubmitShowsErrors(t *testing.T) {
 	e := newEnv(t)
 	card := demoCard()
-	id := openModal(t, e, bot.DenyReasonModal(card, approval.MessageRef{Channel: "C0APPROVALS", TS: e.postCard(t, card)}))
+	id := openModal(t, e, bot.DenyReasonModal(card, approval.MessageRef{Channel: "C0APPROVALS", ID: e.postCard(t, card)}))
 	e.hook.setReply(func(w http.ResponseWriter, d delivery) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"response_action":"errors","errors":{"deny_reason":"Say more than that."}}`)
