@@ -32,10 +32,11 @@ type TokensOptions struct {
 	HeartbeatEvery time.Duration
 	// ClaimTTL is how long a resume claim holds; default the store's Grace.
 	ClaimTTL time.Duration
-	// OnExpired, when set, is called by Run with each token it expired, so
-	// the bot can update the Slack messages. Every expiry reaches exactly
-	// one OnExpired across all processes.
-	OnExpired func(ctx context.Context, a *approval.Request)
+	// Sweep, when set, is what Run calls every SweepEvery to expire the
+	// tokens past their deadline: approval.Service.Sweep, the only writer
+	// of requests, which does what follows each expiry. nil: this process
+	// expires nothing (another replica must sweep).
+	Sweep func(ctx context.Context) error
 	// Logger logs errors of Run's background work; default slog.Default().
 	Logger *slog.Logger
 }
@@ -409,7 +410,7 @@ func (e *Tokens) maintain(ctx context.Context) {
 	hb := time.NewTicker(e.opts.HeartbeatEvery)
 	defer hb.Stop()
 	var sweep <-chan time.Time
-	if e.opts.SweepEvery > 0 {
+	if e.opts.SweepEvery > 0 && e.opts.Sweep != nil {
 		t := time.NewTicker(e.opts.SweepEvery)
 		defer t.Stop()
 		sweep = t.C
@@ -425,14 +426,8 @@ func (e *Tokens) maintain(ctx context.Context) {
 		case <-hb.C:
 			e.heartbeat(ctx)
 		case <-sweep:
-			expired, err := e.s.Sweep(ctx)
-			if err != nil && ctx.Err() == nil {
+			if err := e.opts.Sweep(ctx); err != nil && ctx.Err() == nil {
 				e.log.ErrorContext(ctx, "sweep expired tokens", "err", err)
-			}
-			if e.opts.OnExpired != nil {
-				for _, a := range expired {
-					e.opts.OnExpired(ctx, a)
-				}
 			}
 		}
 	}

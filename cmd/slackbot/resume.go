@@ -102,17 +102,6 @@ func (a *app) resumeDirect(ctx context.Context, token, runID string) error {
 	return nil
 }
 
-// expired resumes the run of a token the expiry sweep of this process
-// expired, with the timeout denial (TokensOptions.OnExpired).
-func (a *app) expired(ctx context.Context, r *approval.Request) {
-	if r.RunID == "" {
-		return
-	}
-	if err := a.resumeDirect(ctx, r.Token, r.RunID); err != nil {
-		a.log.ErrorContext(ctx, "resume expired run", "err", err)
-	}
-}
-
 // continueRun resumes the run of from, whose claim from.claimer holds.
 func (a *app) continueRun(ctx context.Context, from resumeFrom) {
 	log := a.log.With("run", from.runID, "path", from.path)
