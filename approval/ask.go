@@ -56,6 +56,38 @@ func (s *Service) Ask(saver RunSaver) agentrunner.AskFunc {
 	}
 }
 
+// Asker returns the agentrunner.Asker of runs in this process: its Ask
+// is Open for a run, as Ask's, with the run saved by saver (when set)
+// once its request is recorded; its Fail ends the request through Fail,
+// as every end without a person. Through it the runner writes nothing of
+// a request itself.
+func (s *Service) Asker(saver RunSaver) agentrunner.Asker { return runAsker{s: s, saver: saver} }
+
+type runAsker struct {
+	s     *Service
+	saver RunSaver
+}
+
+func (a runAsker) Ask(ctx context.Context, rc *agentrunner.RunContext, ask agentrunner.Asking) error {
+	o := a.s.runOpening(a.saver, rc, ask.Requests, ask.Token, ask.Deadline)
+	if ask.Recorded != nil {
+		save := o.Recorded
+		o.Recorded = func(ctx context.Context, r *Request) error {
+			if err := ask.Recorded(ctx); err != nil {
+				return err
+			}
+			return save(ctx, r)
+		}
+	}
+	_, err := a.s.Open(ctx, o)
+	return err
+}
+
+func (a runAsker) Fail(ctx context.Context, token string, nd *agentrunner.NoDecisionError) error {
+	_, err := a.s.Fail(ctx, token, nd.Reason)
+	return err
+}
+
 // runOpening is the Opening of a run's ask: its calls under token until
 // deadline, from the run's origin, saved by saver once recorded.
 func (s *Service) runOpening(saver RunSaver, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string, deadline time.Time) Opening {

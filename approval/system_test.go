@@ -2,7 +2,9 @@ package approval_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +140,98 @@ func TestSystemDecisionsDoWhatAPersonsDecisionDoes(t *testing.T) {
 		// there is no token, nothing to resume and no card.
 		f.check(t, "", "", "c1", store.AuditDecided, approval.ByPolicyPrefix+"refunds", "approved")
 	})
+}
+
+// cardlessStore fails to record where the card of call failOn went, as a
+// Redis that drops the connection mid-ask does.
+type cardlessStore struct {
+	*store.Store
+	failOn string
+}
+
+func (s cardlessStore) SetMessage(ctx context.Context, token, callID string, ref approval.MessageRef) error {
+	if callID == s.failOn {
+		return errors.New("record the card: connection reset")
+	}
+	return s.Store.SetMessage(ctx, token, callID, ref)
+}
+
+// A run's ask that fails after one of its cards was posted ends its
+// request through the Service, as every end without a person: the card
+// already posted is updated (no live buttons for a request nobody waits
+// on), the end is counted, and the runner wrote nothing itself.
+func TestFailedAskLeavesNoLiveButtons(t *testing.T) {
+	f := newSystemFixture(t)
+	f.Svc = approval.New(approval.Config{
+		Store: cardlessStore{f.Store, "c2"}, Poster: f.Poster, Routes: f.Svc.Routes(), Metrics: f.Metrics, Now: f.clock.Now,
+	})
+	tokens := store.NewTokens(f.Store, store.TokensOptions{Owner: "A", SweepEvery: -1})
+	h := &agentrunner.AskHandler{Asker: f.Svc.Asker(nil), Waiter: tokens, Deadline: f.Svc.Deadline, Suspend: true}
+	rc := &agentrunner.RunContext{RunID: "run-1", Deps: &approval.Origin{Team: "T1", Channel: "CGENERAL", User: "UERIN"}}
+	_, err := h.HandleDeferred(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
+		call("c1", "note", `{"n":1}`), call("c2", "note", `{"n":2}`)}})
+	if err == nil {
+		t.Fatal("the ask succeeded; want its error")
+	}
+	f.Svc.Close()
+	if _, ok := f.Poster.Card("c1"); !ok {
+		t.Fatal("c1's card was never posted")
+	}
+	if n := f.Poster.UpdateCount("c1"); n == 0 {
+		t.Error("c1's card was not updated after the ask failed: its buttons stay live")
+	}
+	if got := f.Metrics.Counted(); !slices.Equal(got, []string{"failed", "failed"}) {
+		t.Errorf("metric: counted %q, want both calls failed", got)
+	}
+}
+
+// Which calls a person may approve with edited arguments is the Service's
+// rule, in DecideOn, whatever door the edit came through: slackbot knows
+// the tool's schema, or the request carries one, or the call is a coding
+// agent's permission prompt. Any other edit is refused before it is
+// recorded.
+func TestDecideOnRefusesEditsItCannotCheck(t *testing.T) {
+	f := newSystemFixture(t)
+	noop := func(context.Context, *agentrunner.ToolContext, struct{ N int }) (any, error) { return nil, nil }
+	box, err := agentrunner.NewToolbox([]*agentrunner.Tool{agentrunner.NewTool("note", "Notes.", noop, agentrunner.RequiresApproval())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Svc = approval.New(approval.Config{Store: f.Store, Poster: f.Poster, Routes: f.Svc.Routes(), Tools: box, Now: f.clock.Now})
+	open := func(tool string, md map[string]any) *approval.Request {
+		token := agentrunner.NewToken()
+		o := approval.Opening{Token: token, Origin: approval.Origin{Client: "ci"},
+			Requests: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{call("c1", tool, `{"amount":500}`)}}}
+		if md != nil {
+			o.Requests.Metadata = map[string]map[string]any{"c1": md}
+		}
+		r, err := f.Svc.Open(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err = f.Svc.Get(t.Context(), token); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	edit := func(r *approval.Request, by string) error {
+		_, err := f.Svc.DecideOn(t.Context(), r, approval.Decider{User: by, Card: f.Poster.Posted["c1"]},
+			approval.Decision{CallID: "c1", By: by, Action: approval.ActionApprove, OverrideArgs: []byte(`{"amount":5}`)})
+		return err
+	}
+	unknown := open("refund", nil)
+	if err := edit(unknown, "UALICE"); approval.ErrorCode(err) != approval.EINVALID || !strings.Contains(approval.ErrorMessage(err), "cannot be edited") {
+		t.Errorf("edit of a tool slackbot does not know: %v; want EINVALID, cannot be edited", err)
+	}
+	if got, _ := f.Svc.Get(t.Context(), unknown.Token); got.Calls[0].Status != approval.CallPending {
+		t.Errorf("after the refused edit: c1 is %s, want pending", got.Calls[0].Status)
+	}
+	prompt := open("refund", map[string]any{approval.MetaPermissionPrompt: "claude-code"})
+	if err := edit(prompt, "UALICE"); err != nil {
+		t.Errorf("edit of a permission prompt: %v; want it recorded", err)
+	}
+	known := open("note", nil)
+	if err := edit(known, "UALICE"); approval.ErrorCode(err) == approval.EINVALID && strings.Contains(approval.ErrorMessage(err), "cannot be edited") {
+		t.Errorf("edit of a known tool: %v; want it past the rule", err)
+	}
 }

@@ -55,10 +55,10 @@ func TestEventsAcrossProcesses(t *testing.T) {
 
 	t.Run("decision in B wakes A", func(t *testing.T) {
 		token := agentrunner.NewToken()
-		if err := evA.Open(t.Context(), token, e.clock.Now().Add(time.Hour)); err != nil {
+		if err := sA.Create(t.Context(), &approval.Request{Token: token, RunID: "r1", Requests: requests("c1")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := sA.Create(t.Context(), &approval.Request{Token: token, RunID: "r1", Requests: requests("c1")}); err != nil {
+		if err := evA.Watch(t.Context(), token); err != nil {
 			t.Fatal(err)
 		}
 		got := waitAsync(t.Context(), evA, token)
@@ -84,7 +84,7 @@ func TestEventsAcrossProcesses(t *testing.T) {
 		untilWaiting(t, evA, 1)
 		res := agentrunner.NewDeferredToolResults()
 		res.Approvals["c1"] = agentrunner.Deny("nope")
-		if err := evB.Resolve(t.Context(), token, res); err != nil {
+		if _, err := sB.Resolve(t.Context(), token, "", res); err != nil {
 			t.Fatal(err)
 		}
 		r := <-got

@@ -204,7 +204,9 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 func (a *app) newRunner(d appDeps, box *agentrunner.Toolbox) (*agentrunner.Runner, error) {
 	// A run whose calls were handed to people hibernates: it returns, and
 	// whoever ends its request resumes it (resume.go).
-	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(a.store), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
+	// The Service records and ends the ask; the runner only waits (on a
+	// token whose run could not suspend) through a.tokens.
+	ask := &agentrunner.AskHandler{Asker: a.svc.Asker(a.store), Waiter: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
 		agentrunner.WithHandlers(a.svc.Policy(a.receipts.signer), ask),
