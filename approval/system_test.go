@@ -205,11 +205,11 @@ func TestDecideOnRefusesEditsItCannotCheck(t *testing.T) {
 		if md != nil {
 			o.Requests.Metadata = map[string]map[string]any{"c1": md}
 		}
-		r, err := f.Svc.Open(t.Context(), o)
-		if err != nil {
+		if _, err := f.Svc.Open(t.Context(), o); err != nil {
 			t.Fatal(err)
 		}
-		if r, err = f.Svc.Get(t.Context(), token); err != nil {
+		r, err := f.Svc.Get(t.Context(), token) // with its card
+		if err != nil {
 			t.Fatal(err)
 		}
 		return r
