@@ -158,7 +158,7 @@ func (s *Service) applyGrants(ctx context.Context, r *Request, skip func(id stri
 		// Counted, and the run resumed if it decided the last pending
 		// call, as every decision without a person is.
 		d := Decision{CallID: c.ID, By: ByGrantPrefix + g.By, Action: ActionApprove}
-		_, err = s.decideBySystem(ctx, r, d, false)
+		_, err = s.decideBySystem(ctx, r, d)
 		if notInEffect(err) {
 			continue // not in effect yet: the call gets its card
 		}

@@ -104,7 +104,7 @@ func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
 		if !ok {
 			continue
 		}
-		if _, err := s.decideBySystem(ctx, r, d, false); err != nil && ErrorCode(err) != EDECIDED {
+		if _, err := s.decideBySystem(ctx, r, d); err != nil && ErrorCode(err) != EDECIDED {
 			if !notInEffect(err) {
 				return r, fmt.Errorf("record policy decision on %s: %w", c.ID, err)
 			}
@@ -260,7 +260,7 @@ func (s *Service) post(ctx context.Context, r *Request, c *Call) error {
 		s.log.ErrorContext(ctx, "post approval card", "err", err, "route", c.Route, "call", c.ID)
 		d := Decision{CallID: c.ID, By: BySlackbot, Action: endAction(c.Kind),
 			Reason: agentrunner.NoDecisionPrefix + "the approval message could not be posted to Slack"}
-		if _, derr := s.decideBySystem(ctx, r, d, false); derr != nil {
+		if _, derr := s.decideBySystem(ctx, r, d); derr != nil {
 			return fmt.Errorf("post card for %s: %w (and recording the failure: %w)", c.ID, err, derr)
 		}
 		return nil

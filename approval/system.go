@@ -3,8 +3,6 @@ package approval
 import (
 	"context"
 	"fmt"
-
-	"github.com/slackapprove/slackbot/agentrunner"
 )
 
 // Decisions made without a person (a route's policy, a grant, no route, a
@@ -16,19 +14,16 @@ import (
 // ended the request (docs/ARCHITECTURE.md, "Ways in").
 
 // decideBySystem records d, made without a person, on call d.CallID of r,
-// and then does what follows a person's decision (afterDecide). shown
-// says whether a card may show the call: a call decided before its card
-// was posted (at opening, or because posting failed) has none to update.
-// Its errors are the store's Decide's.
-func (s *Service) decideBySystem(ctx context.Context, r *Request, d Decision, shown bool) (*Decided, error) {
+// and then does what follows a person's decision (afterDecide): the
+// metric, and the run's resumption if d resolved r. Such a decision comes
+// before any card showed the call (at opening, or because posting it
+// failed), so there is no card to update; the ends of a whole request,
+// which cards may show, go through endBySystem. Its errors are the store's
+// Decide's.
+func (s *Service) decideBySystem(ctx context.Context, r *Request, d Decision) (*Decided, error) {
 	c := r.Call(d.CallID)
 	if c == nil {
 		return nil, fmt.Errorf("decide %s: %w", d.CallID, ErrNotFound)
-	}
-	if shown {
-		// As for a person's decision: the card's update is scheduled
-		// durably with it, and its lease taken, in the same step.
-		d.CardJob = agentrunner.NewToken()
 	}
 	res, err := s.store.Decide(ctx, r.Token, d)
 	if err != nil {
