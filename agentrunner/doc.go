@@ -17,6 +17,9 @@
 // and the reason, and the run goes on so the model can tell the user. A wait
 // cut short by the run's context returns the context's error and denies
 // nothing, so the run can be resumed elsewhere when the answer arrives.
+// With AskHandler.Asker another component (slackbot's approval.Service)
+// records the ask and alone ends it early; the handler then writes nothing
+// and only waits on its Waiter.
 // With AskHandler.Suspend the run does not wait at all: it returns at once
 // with StatusSuspended, the token (RunResult.Suspended) and the calls
 // handed out (RunResult.Pending), holding nothing while people decide;

@@ -62,6 +62,10 @@ type AskFunc func(ctx context.Context, rc *RunContext, requests DeferredToolRequ
 type AskHandler struct {
 	Ask    AskFunc
 	Tokens Tokens
+	// Asker, when set, replaces Ask and every write on Tokens: it records
+	// and ends the ask, and the run waits on Waiter (see Asker).
+	Asker  Asker
+	Waiter TokenWaiter
 	// Timeout bounds each wait; 0 means one hour. Deadline, when set,
 	// overrides it per request (e.g. from a routing table).
 	Timeout  time.Duration
@@ -124,6 +128,9 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 	}
 	token := newToken()
 	suspend := h.suspends(rc)
+	if h.Asker != nil {
+		return h.askThrough(ctx, rc, requests, token, deadline, suspend)
+	}
 	if err := h.open(ctx, token, deadline, suspend); err != nil {
 		return nil, fmt.Errorf("ask: %w", err)
 	}

@@ -40,30 +40,63 @@ func (s *Service) Deadline(rc *agentrunner.RunContext, req agentrunner.DeferredT
 	return s.now().Add(cmp.Or(timeout, DefaultTimeout))
 }
 
-// Ask is the pipeline's way in for runs in this process (an
-// agentrunner.AskFunc): it records the pending calls under token, saves
-// the run (saver, when set) before any card can be clicked, and posts one
-// card per call to its route's channel, in order. It returns nil results:
-// the run waits until a decision resolves the token. The routes' policies
-// are not applied here: the run's Policy handler applied them before the
-// ask. A call no route matches is denied at once (Policy normally does
-// that first); a call whose card cannot be posted ends with the reason, so
-// the model can tell the user.
+// Ask is Open for runs in this process (an agentrunner.AskFunc): the
+// pending calls are opened under token, until the run's Deadline, with the
+// routes' policies left out (the run's Policy handler applied them before
+// the ask), and the run is saved (saver, when set) once the request is
+// recorded and before any card can be clicked. It returns nil results:
+// the run waits until a decision resolves the token. A call no route
+// matches is denied at once (Policy normally does that first); a call
+// whose card cannot be posted ends with the reason, so the model can tell
+// the user.
 func (s *Service) Ask(saver RunSaver) agentrunner.AskFunc {
 	return func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-		origin := OriginFrom(rc)
-		o := Opening{Token: token, Requests: req, Origin: *origin}
-		r, err := s.plan(ctx, o, s.routes)
-		if err != nil {
-			return nil, err
+		_, err := s.Open(ctx, s.runOpening(saver, rc, req, token, s.Deadline(rc, req)))
+		return nil, err
+	}
+}
+
+// Asker returns the agentrunner.Asker of runs in this process: its Ask
+// is Open for a run, as Ask's, with the run saved by saver (when set)
+// once its request is recorded; its Fail ends the request through Fail,
+// as every end without a person. Through it the runner writes nothing of
+// a request itself.
+func (s *Service) Asker(saver RunSaver) agentrunner.Asker { return runAsker{s: s, saver: saver} }
+
+type runAsker struct {
+	s     *Service
+	saver RunSaver
+}
+
+func (a runAsker) Ask(ctx context.Context, rc *agentrunner.RunContext, ask agentrunner.Asking) error {
+	o := a.s.runOpening(a.saver, rc, ask.Requests, ask.Token, ask.Deadline)
+	if ask.Recorded != nil {
+		save := o.Recorded
+		o.Recorded = func(ctx context.Context, r *Request) error {
+			if err := ask.Recorded(ctx); err != nil {
+				return err
+			}
+			return save(ctx, r)
 		}
-		r.ExpiresAt = s.Deadline(rc, req)
-		if rc != nil {
-			r.RunID = rc.RunID
-		}
-		if err := s.store.Create(ctx, r); err != nil {
-			return nil, fmt.Errorf("record request: %w", err)
-		}
+	}
+	_, err := a.s.Open(ctx, o)
+	return err
+}
+
+func (a runAsker) Fail(ctx context.Context, token string, nd *agentrunner.NoDecisionError) error {
+	_, err := a.s.Fail(ctx, token, nd.Reason)
+	return err
+}
+
+// runOpening is the Opening of a run's ask: its calls under token until
+// deadline, from the run's origin, saved by saver once recorded.
+func (s *Service) runOpening(saver RunSaver, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string, deadline time.Time) Opening {
+	origin := OriginFrom(rc)
+	o := Opening{Token: token, Requests: req, Origin: *origin, ExpiresAt: deadline, PolicyApplied: true}
+	if rc != nil {
+		o.RunID = rc.RunID
+	}
+	o.Recorded = func(ctx context.Context, r *Request) error {
 		if hooks, ok := deps(rc).(AskHooks); ok {
 			hooks.Asked(token, r.ExpiresAt)
 		}
@@ -71,42 +104,12 @@ func (s *Service) Ask(saver RunSaver) agentrunner.AskFunc {
 		// always finds the run to resume, even if this process is gone.
 		if saver != nil && r.RunID != "" {
 			if err := saver.SaveWaitingRun(ctx, rc, token, req, *origin, r.ExpiresAt); err != nil {
-				return nil, fmt.Errorf("save run state: %w", err)
+				return fmt.Errorf("save run state: %w", err)
 			}
 		}
-		for i := range r.Calls {
-			c := &r.Calls[i]
-			if c.Route != "" {
-				continue
-			}
-			d := Decision{CallID: c.ID, By: ByNoRoute, Action: endAction(c.Kind), Reason: NoRouteMessage(c.Tool, origin)}
-			res, err := s.store.Decide(ctx, token, d)
-			if notInEffect(err) {
-				// Not in effect yet, and no card can show the call: it
-				// waits, denied once the replicas confirm it, else at
-				// its deadline.
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("deny unrouted call %s: %w", c.ID, err)
-			}
-			if res.Resolved {
-				s.resumeRun(ctx, r)
-			}
-		}
-		granted, err := s.applyGrants(ctx, r, nil)
-		if err != nil {
-			return nil, err
-		}
-		for i := range r.Calls {
-			if c := &r.Calls[i]; c.Route != "" && !granted[c.ID] {
-				if err := s.post(ctx, r, c); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return nil, nil
+		return nil
 	}
+	return o
 }
 
 func deps(rc *agentrunner.RunContext) any {

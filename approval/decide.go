@@ -79,6 +79,9 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	if c == nil {
 		return nil, fmt.Errorf("decide %s: %w", d.CallID, ErrNotFound)
 	}
+	if len(d.OverrideArgs) > 0 && !s.editable(r, c) {
+		return nil, Errorf(EINVALID, "slackbot does not know this tool's arguments, so they cannot be edited here.")
+	}
 	if d.Grant != 0 {
 		if err := s.checkGrant(r, c, d); err != nil {
 			return nil, err
@@ -134,6 +137,9 @@ func (s *Service) afterDecide(ctx context.Context, r *Request, c *Call, by Decid
 	}
 	s.noteEscalation(ctx, r, c, by, d.Action)
 	s.metrics.Decision(string(res.Call.Status))
+	if d.CardJob == "" {
+		return // decided before any card showed it (decideBySystem)
+	}
 	var held *Request
 	if res.CardLeased {
 		held = res.Request
@@ -370,31 +376,21 @@ func (s *Service) Cancel(ctx context.Context, token string, by Decider) (*Reques
 	if err := s.authorize(ctx, r, nil, by, ""); err != nil {
 		return nil, err
 	}
-	var after *Request
-	if err := s.changeCards(ctx, token, func() (err error) {
-		after, err = s.store.Cancel(ctx, token, by.Client)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	s.resumeRun(ctx, r)
-	return after, nil
+	return s.endBySystem(ctx, token, func() (*Request, error) {
+		return s.store.Cancel(ctx, token, by.Client)
+	})
 }
 
 // Fail ends a pending request that could not be asked for (its opening
-// failed after it was recorded) with reason, by BySlackbot: the waiter is
-// told "no decision", and the cards already posted say it. It returns
+// or its run's ask failed after it was recorded) with reason, by
+// BySlackbot, as every end without a person (endBySystem): the waiter is
+// told "no decision", the cards already posted say it and lose their
+// buttons, the calls are counted, and the run resumes. It returns
 // ENOTFOUND or the request's end.
 func (s *Service) Fail(ctx context.Context, token, reason string) (*Request, error) {
-	var after *Request
-	if err := s.changeCards(ctx, token, func() (err error) {
-		after, err = s.store.Fail(ctx, token, BySlackbot, reason)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	s.resumeRun(ctx, after)
-	return after, nil
+	return s.endBySystem(ctx, token, func() (*Request, error) {
+		return s.store.Fail(ctx, token, BySlackbot, reason)
+	})
 }
 
 // approversUnavailable is the error of a decision whose approvers could

@@ -11,6 +11,21 @@ import (
 	"github.com/slackapprove/slackbot/routing"
 )
 
+// editable reports whether a person may approve call c of r with edited
+// arguments: slackbot knows the tool's schema, or the API client sent it
+// (ArgsSchemaKey), so the approver sees its problems before the call runs;
+// or the call is a coding agent's permission prompt, whose input (Bash's
+// command) is the agent's to check, as when a person edits it in the
+// agent's own prompt. A Service that knows no tools (Config.Tools nil)
+// leaves every call to CheckEdit alone.
+func (s *Service) editable(r *Request, c *Call) bool {
+	if s.tools == nil {
+		return true
+	}
+	agent, _ := r.Requests.Metadata[c.ID][MetaPermissionPrompt].(string)
+	return Editable(s.tools, r, c.ID) || agent != ""
+}
+
 // CheckEdit checks edited arguments before call c of r may run with them,
 // for every door an edit comes through (the Slack edit form, override_args
 // of the HTTP API): they must be a JSON object nested no deeper than

@@ -155,23 +155,20 @@ func (s *Service) applyGrants(ctx context.Context, r *Request, skip func(id stri
 		if g == nil || !s.grantHolds(ctx, r, c, route, g) {
 			continue
 		}
+		// Counted, and the run resumed if it decided the last pending
+		// call, as every decision without a person is.
 		d := Decision{CallID: c.ID, By: ByGrantPrefix + g.By, Action: ActionApprove}
-		res, err := s.store.Decide(ctx, r.Token, d)
+		_, err = s.decideBySystem(ctx, r, d)
 		if notInEffect(err) {
 			continue // not in effect yet: the call gets its card
 		}
 		if err != nil && ErrorCode(err) != EDECIDED {
 			return decided, fmt.Errorf("record the grant's approval of %s: %w", c.ID, err)
 		}
-		if err == nil && res.Resolved {
-			// The grant decided the last pending call: the run goes on here.
-			s.resumeRun(ctx, r)
-		}
 		if decided == nil {
 			decided = map[string]bool{}
 		}
 		decided[c.ID] = true
-		s.metrics.Decision(string(CallApproved))
 		if n, ok := s.poster.(GrantNotifier); ok {
 			if err := n.Granted(ctx, r, c, g); err != nil {
 				s.log.WarnContext(ctx, "tell the requester a grant approved their call", "err", err)

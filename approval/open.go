@@ -51,6 +51,13 @@ type Opening struct {
 	// Timeout is how long the request waits, at most MaxTimeout; zero
 	// means the earliest timeout of the routes its calls go to.
 	Timeout time.Duration
+	// ExpiresAt, when set, is the request's deadline instead: a run's,
+	// which its token waits until (Deadline).
+	ExpiresAt time.Time
+	// PolicyApplied says that the routes' policies were applied already,
+	// by the run's Policy handler: only the calls no route matches are
+	// decided here (denied, by ByNoRoute).
+	PolicyApplied bool
 	// Admit, when set, is called once the request is routed and its
 	// deadline set, right before it is recorded: an error refuses the
 	// request with nothing recorded (the HTTP API takes the client's
@@ -62,13 +69,14 @@ type Opening struct {
 	Recorded func(ctx context.Context, r *Request) error
 }
 
-// Open is the pipeline's way in for requests that do not come from a run
-// in this process (the HTTP API, the MCP gateway): it routes each call,
-// applies the routes' policies exactly as Policy does for runs, records the
-// request, records the policies' decisions (a call no route matches is
-// denied at once, by ByNoRoute), and posts a card for every call left to
-// people. It returns the request as recorded before the policies' decisions
-// and the cards: read the store for its current state.
+// Open is the pipeline's one way in, for runs (Ask) and API clients (the
+// HTTP API, the MCP gateway) alike: it routes each call, decides by the
+// routes' policies (unless o.PolicyApplied), records the request, records
+// those decisions (a call no route matches is denied at once, by
+// ByNoRoute) and the grants' as every decision without a person is
+// (decideBySystem), and posts a card for every call left to people. It
+// returns the request as recorded before the policies' decisions and the
+// cards: read the store for its current state.
 //
 // It returns EINVALID, with nothing recorded, for a call whose arguments
 // agentrunner.CheckArgs refuses (wrapping its error); ENOROUTE for a route the routing file does not have and
@@ -86,19 +94,17 @@ func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol := &Policy{Routes: routes, Now: s.now, Log: s.log}
-	// Policies judge the authenticated client, never the free-text name.
-	decided := pol.decide(ctx, o.RunID, &Origin{Client: o.Origin.Client}, o.Requests)
+	decided := s.prejudge(ctx, o, routes)
 	if err := s.record(ctx, r, o); err != nil {
 		return nil, err
 	}
-	notInForce := map[string]bool{} // policy decisions held or not made (REDIS_WAIT_REPLICAS)
+	notInForce := map[string]bool{} // decisions held or not made (REDIS_WAIT_REPLICAS)
 	for _, c := range r.Calls {
 		d, ok := policyDecision(decided, c.ID)
 		if !ok {
 			continue
 		}
-		if _, err := s.store.Decide(ctx, r.Token, d); err != nil && ErrorCode(err) != EDECIDED {
+		if _, err := s.decideBySystem(ctx, r, d); err != nil && ErrorCode(err) != EDECIDED {
 			if !notInEffect(err) {
 				return r, fmt.Errorf("record policy decision on %s: %w", c.ID, err)
 			}
@@ -122,6 +128,18 @@ func (s *Service) Open(ctx context.Context, o Opening) (*Request, error) {
 		}
 	}
 	return r, nil
+}
+
+// prejudge is what the routes decide about o's calls before anyone is
+// asked: their policies' decisions, or, when a run's Policy handler
+// applied them already, only the denials of the calls no route matches.
+func (s *Service) prejudge(ctx context.Context, o Opening, routes *routing.Routes) *agentrunner.DeferredToolResults {
+	pol := &Policy{Routes: routes, Now: s.now, Log: s.log}
+	if o.PolicyApplied {
+		return pol.unrouted(&o.Origin, o.Requests)
+	}
+	// Policies judge the authenticated client, never the free-text name.
+	return pol.decide(ctx, o.RunID, &Origin{Client: o.Origin.Client}, o.Requests)
 }
 
 // notInEffect reports whether err says a decision Open or Ask records
@@ -193,6 +211,9 @@ func (s *Service) plan(ctx context.Context, o Opening, routes *routing.Routes) (
 		timeout = o.Timeout
 	}
 	r.ExpiresAt = now.Add(min(cmp.Or(timeout, DefaultTimeout), MaxTimeout))
+	if !o.ExpiresAt.IsZero() {
+		r.ExpiresAt = o.ExpiresAt
+	}
 	return r, nil
 }
 
@@ -205,9 +226,11 @@ func (s *Service) record(ctx context.Context, r *Request, o Opening) error {
 		}
 	}
 	if err := s.store.Create(ctx, r); err != nil {
-		if ErrorCode(err) == EUNCONFIRMED && o.Recorded != nil {
+		if ErrorCode(err) == EUNCONFIRMED && o.Recorded != nil && o.RunID == "" {
 			// On the Redis primary, not on enough replicas: recorded,
 			// so the caller undoes it as a request it could not ask for.
+			// (A run's ask fails its token instead; nothing of the run
+			// is saved for it.)
 			_ = o.Recorded(ctx, r)
 		}
 		return fmt.Errorf("record request: %w", err)
@@ -237,7 +260,7 @@ func (s *Service) post(ctx context.Context, r *Request, c *Call) error {
 		s.log.ErrorContext(ctx, "post approval card", "err", err, "route", c.Route, "call", c.ID)
 		d := Decision{CallID: c.ID, By: BySlackbot, Action: endAction(c.Kind),
 			Reason: agentrunner.NoDecisionPrefix + "the approval message could not be posted to Slack"}
-		if _, derr := s.store.Decide(ctx, r.Token, d); derr != nil {
+		if _, derr := s.decideBySystem(ctx, r, d); derr != nil {
 			return fmt.Errorf("post card for %s: %w (and recording the failure: %w)", c.ID, err, derr)
 		}
 		return nil

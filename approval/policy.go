@@ -51,14 +51,12 @@ func (p *Policy) HandleDeferred(ctx context.Context, rc *agentrunner.RunContext,
 
 // decide applies the routes to requests from origin.
 func (p *Policy) decide(ctx context.Context, runID string, origin *Origin, requests agentrunner.DeferredToolRequests) *agentrunner.DeferredToolResults {
-	res := agentrunner.NewDeferredToolResults()
+	res := p.unrouted(origin, requests)
 	for _, call := range requests.Approvals {
 		id := call.ToolCallID
 		route := p.Routes.Match(call.ToolName, origin.Channel)
 		if route == nil {
-			res.Approvals[id] = agentrunner.Deny(NoRouteMessage(call.ToolName, origin))
-			res.AnsweredBy[id] = ByNoRoute
-			continue
+			continue // denied by unrouted
 		}
 		verdict, err := p.evaluate(ctx, route, call, origin, requests.Metadata[id])
 		if err != nil {
@@ -80,14 +78,27 @@ func (p *Policy) decide(ctx context.Context, runID string, origin *Origin, reque
 			}
 		}
 	}
+	if p.Record != nil {
+		p.record(ctx, runID, origin, requests, res)
+	}
+	return res
+}
+
+// unrouted answers the calls of requests that no route matches: an
+// approval is denied, a question or external call failed, by ByNoRoute.
+func (p *Policy) unrouted(origin *Origin, requests agentrunner.DeferredToolRequests) *agentrunner.DeferredToolResults {
+	res := agentrunner.NewDeferredToolResults()
+	for _, call := range requests.Approvals {
+		if p.Routes.Match(call.ToolName, origin.Channel) == nil {
+			res.Approvals[call.ToolCallID] = agentrunner.Deny(NoRouteMessage(call.ToolName, origin))
+			res.AnsweredBy[call.ToolCallID] = ByNoRoute
+		}
+	}
 	for _, call := range requests.Calls {
 		if p.Routes.Match(call.ToolName, origin.Channel) == nil {
 			res.Calls[call.ToolCallID] = agentrunner.Fail(NoRouteMessage(call.ToolName, origin))
 			res.AnsweredBy[call.ToolCallID] = ByNoRoute
 		}
-	}
-	if p.Record != nil {
-		p.record(ctx, runID, origin, requests, res)
 	}
 	return res
 }

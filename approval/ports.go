@@ -70,6 +70,13 @@ type Store interface {
 	// and drops the durable card update job (empty: none) scheduled with
 	// a decision on callID (Decision.CardJob), in one step.
 	ReleaseCard(ctx context.Context, token, callID, holder, job string) error
+	// Sweep expires every pending request past its deadline, each once
+	// across all processes, with its card update queued durably in the
+	// same step, and returns the requests it expired.
+	Sweep(ctx context.Context) ([]*Request, error)
+	// AuditPolicy records in the audit stream a decision a policy made on
+	// a run's call before any request held it.
+	AuditPolicy(ctx context.Context, d PolicyDecision) error
 	// ScheduleCards schedules, under the name job, the durable update of
 	// every card of a request, due after a delay, for a change of the
 	// whole request the caller makes next; ReleaseCard with callID empty

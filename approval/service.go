@@ -65,10 +65,12 @@ type Config struct {
 	Confirmer Confirmer
 }
 
-// Service is the one approval pipeline: every way in (a run started in
-// Slack, the HTTP API, the MCP gateway) opens requests with Open or Ask,
-// and every way of deciding (a button, a form, an API answer) decides
-// through Decide.
+// Service is the one approval pipeline and the only writer of requests:
+// every way in (a run started in Slack, through Asker; the HTTP API, the
+// MCP gateway) opens requests with Open, every way of deciding (a button,
+// a form, an API answer) decides through Decide, and every decision or end
+// without a person (policies, grants, failures, expiry) goes through the
+// same path after recording (system.go).
 type Service struct {
 	store     Store
 	poster    Poster

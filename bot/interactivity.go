@@ -408,12 +408,8 @@ func (b *Bot) formDecision(cb *slack.InteractionCallback, t *clickTarget) (d app
 		d.Action = approval.ActionDeny
 		d.Reason = strings.TrimSpace(values[BlockIDDenyReason][ActionIDDenyReasonInput].Value)
 	case CallbackEditArgs:
-		// Only calls whose schema slackbot knows can be edited (the card
-		// shows Edit for them only), and permission prompts: an approver
-		// must see the schema's problems first.
-		if b.cards.tools != nil && !b.cards.editableCall(t.approval, t.call.ID) {
-			return d, "slackbot does not know this tool's arguments, so they cannot be edited here."
-		}
+		// Which calls may be edited is the Service's rule (DecideOn); the
+		// card shows Edit for them only.
 		d.Action = approval.ActionApprove
 		d.OverrideArgs = json.RawMessage(values[BlockIDEditArgs][ActionIDEditArgsInput].Value)
 		if len(strings.TrimSpace(string(d.OverrideArgs))) == 0 {

@@ -44,6 +44,8 @@ func (stubStore) LockCard(context.Context, string, string, string) (*approval.Re
 }
 func (stubStore) ReleaseCard(context.Context, string, string, string, string) error { return nil }
 func (stubStore) ScheduleCards(context.Context, string, string) error               { return nil }
+func (stubStore) Sweep(context.Context) ([]*approval.Request, error)                { return nil, nil }
+func (stubStore) AuditPolicy(context.Context, approval.PolicyDecision) error        { return nil }
 
 // applyDecision records d on c as the store does for a first decision: its
 // status, who decided, and the result in the wire format.

@@ -98,10 +98,16 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	svc := approval.New(approval.Config{Store: st, Poster: p, Routes: routes, Log: log, Now: clock.Now})
 	ev := store.NewTokens(st, store.TokensOptions{
 		SweepEvery: 20 * time.Millisecond, Logger: log,
-		OnExpired: func(ctx context.Context, a *approval.Request) {
-			if err := svc.Expire(ctx, a.Token); err != nil {
-				log.ErrorContext(ctx, "update expired cards", "err", err)
+		// No job consumer runs here: the expired requests' cards are
+		// updated at once, as the job the sweep queued would.
+		Sweep: func(ctx context.Context) error {
+			expired, err := svc.Sweep(ctx)
+			for _, a := range expired {
+				if err := svc.Expire(ctx, a.Token); err != nil {
+					log.ErrorContext(ctx, "update expired cards", "err", err)
+				}
 			}
+			return err
 		},
 	})
 	keys, err := httpapi.ParseKeys(testKeys)

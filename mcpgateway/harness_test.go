@@ -278,7 +278,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.svc = approval.New(approval.Config{Store: e.store, Poster: cards, Directory: &bot.Usergroups{Slack: sc}, Routes: routes, Tools: box, Log: log})
 	e.tokens = store.NewTokens(e.store, store.TokensOptions{
 		SweepEvery: 20 * time.Millisecond, Logger: log,
-		OnExpired: func(ctx context.Context, a *approval.Request) { _ = e.svc.Expire(ctx, a.Token) },
+		// No job consumer runs here: the expired requests' cards are
+		// updated at once, as the job the sweep queued would.
+		Sweep: func(ctx context.Context) error {
+			expired, err := e.svc.Sweep(ctx)
+			for _, a := range expired {
+				_ = e.svc.Expire(ctx, a.Token)
+			}
+			return err
+		},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -103,17 +103,6 @@ func (rs *Runs) ResumeDirect(ctx context.Context, token, runID string) error {
 	return nil
 }
 
-// Expired resumes the run of a request the expiry sweep of this process
-// expired, with the timeout denial its results hold.
-func (rs *Runs) Expired(ctx context.Context, r *approval.Request) {
-	if r.RunID == "" {
-		return
-	}
-	if err := rs.ResumeDirect(ctx, r.Token, r.RunID); err != nil {
-		rs.log().ErrorContext(ctx, "resume expired run", "err", err)
-	}
-}
-
 func (rs *Runs) span(ctx context.Context, traceParent string, from resumeFrom) (context.Context, func(error)) {
 	if rs.Trace == nil {
 		return ctx, func(error) {}

@@ -128,8 +128,8 @@ func TestResumeQueued(t *testing.T) {
 
 // TestResumeGivesTheClaimBack: when the saved run cannot be read for a
 // passing reason, nothing runs, the claim is given back and the job stays
-// on the queue for a retry; the expiry resumes through the same claim,
-// and a request with no run resumes nothing.
+// on the queue for a retry; a direct resume (after a click or the expiry,
+// through approval's Resumed port) gives it back the same way.
 func TestResumeGivesTheClaimBack(t *testing.T) {
 	w, ran := resumeWorld(t)
 	w.state.loadErr = errDown
@@ -139,17 +139,12 @@ func TestResumeGivesTheClaimBack(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 	w.trail.reset()
-	w.rs.Expired(t.Context(), w.request)
+	if err := w.rs.ResumeDirect(t.Context(), testToken, "run_1"); err != nil {
+		t.Fatal(err)
+	}
 	w.rs.Wait()
 	if got, want := w.trail.String(), "claim "+testToken+" for proc1/direct, release "+testToken; got != want {
-		t.Errorf("expired: got %s, want %s", got, want)
-	}
-	w.trail.reset()
-	api := *w.request
-	api.RunID = ""
-	w.rs.Expired(t.Context(), &api)
-	if got := w.trail.String(); got != "" {
-		t.Errorf("an API request's expiry: %s, want nothing", got)
+		t.Errorf("direct: got %s, want %s", got, want)
 	}
 	if len(ran) != 0 {
 		t.Errorf("the tool ran")

@@ -33,10 +33,10 @@ const (
 // showing the token to anyone (posting Slack messages), so that no click
 // can arrive before it.
 //
-// Open and Create compose: when Tokens.Open announced the token first (as
-// agentrunner.AskHandler does before calling ask), Create fills in that
-// record and keeps its waiter; a zero ExpiresAt then keeps Open's deadline.
-// Without Open, a zero ExpiresAt means DefaultTimeout from now. On Create
+// A zero ExpiresAt means DefaultTimeout from now. (A replica of an older
+// version announced a run's token with a minimal record first; Create
+// still fills such a record in, keeping its waiter and, for a zero
+// ExpiresAt, its deadline.) On Create
 // only ID, Route, Required, Message, Rule and PolicyError of a.Calls are
 // read; on success a.CreatedAt, a.ExpiresAt, a.State and a.Calls are
 // filled in.

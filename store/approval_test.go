@@ -2,11 +2,13 @@ package store_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -111,39 +113,52 @@ func TestCreateErrors(t *testing.T) {
 	wantErr(t, "set message of unknown token", s.SetMessage(t.Context(), agentrunner.NewToken(), "c1", approval.MessageRef{Channel: "C", ID: "1"}), approval.ErrNotFound)
 }
 
-// Open (agentrunner.AskHandler, before ask) and Create (inside ask)
-// compose: Create fills in the record Open left and keeps its deadline.
-func TestOpenThenCreate(t *testing.T) {
+// announce writes the minimal record of token that a replica of the
+// previous version wrote before its ask (its Tokens.Open, since removed):
+// a rolling deploy may leave one for a newer replica to read.
+func announce(t *testing.T, e *env, token string, deadline time.Time, waiter string) {
+	t.Helper()
+	rec, exp := e.prefix+"a:"+token, strconv.FormatInt(deadline.UnixMilli(), 10)
+	now := strconv.FormatInt(e.clock.Now().UnixMilli(), 10)
+	if err := e.rdb.HSet(t.Context(), rec, "v", "1", "state", "open", "exp", exp, "opened", now, "waiter", waiter, "n", "0", "left", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.ZAdd(t.Context(), e.prefix+"deadlines", redis.Z{Score: float64(deadline.UnixMilli()), Member: token}).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Create fills in a record an older replica announced (rolling deploy):
+// it keeps its deadline and its waiter, and refuses a token that ended
+// since.
+func TestCreateFillsInAnnouncedRecord(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
-	ev := store.NewTokens(s, store.TokensOptions{})
 	deadline := e.clock.Now().Add(10 * time.Minute)
 
 	token := agentrunner.NewToken()
-	if err := ev.Open(t.Context(), token, deadline); err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	wantErr(t, "open twice", ev.Open(t.Context(), token, deadline), approval.ErrConflict)
+	announce(t, e, token, deadline, "A")
 	a := &approval.Request{Token: token, RunID: "run-x", Requests: requests("c1")}
 	if err := s.Create(t.Context(), a); err != nil {
-		t.Fatalf("create after open: %v", err)
+		t.Fatalf("create after announcement: %v", err)
 	}
 	if !a.ExpiresAt.Equal(deadline) {
-		t.Errorf("create after open: got deadline %v, want Open's %v", a.ExpiresAt, deadline)
+		t.Errorf("create after announcement: got deadline %v, want the announced %v", a.ExpiresAt, deadline)
+	}
+	if w, err := e.rdb.HGet(t.Context(), e.prefix+"a:"+token, "waiter").Result(); err != nil || w != "A" {
+		t.Errorf("waiter after create: got %q, %v; want the announced A", w, err)
 	}
 	wantErr(t, "create twice", s.Create(t.Context(), &approval.Request{Token: token, Requests: requests("c1")}), approval.ErrConflict)
 
-	// A token that failed between Open and Create cannot be created.
+	// A token that failed between announcement and Create cannot be created.
 	failed := agentrunner.NewToken()
-	if err := ev.Open(t.Context(), failed, deadline); err != nil {
-		t.Fatal(err)
-	}
-	if err := ev.Fail(t.Context(), failed, &agentrunner.NoDecisionError{Reason: "asking failed", Cause: agentrunner.ErrTokenFailed}); err != nil {
+	announce(t, e, failed, deadline, "A")
+	if _, err := s.Fail(t.Context(), failed, "", "asking failed"); err != nil {
 		t.Fatalf("fail: %v", err)
 	}
 	wantErr(t, "create after fail", s.Create(t.Context(), &approval.Request{Token: failed, Requests: requests("c1")}), approval.ErrFailed)
 
-	// Without Open, a zero deadline means DefaultTimeout.
+	// Otherwise a zero deadline means DefaultTimeout.
 	b := &approval.Request{Token: agentrunner.NewToken(), Requests: requests("c1")}
 	if err := s.Create(t.Context(), b); err != nil {
 		t.Fatal(err)

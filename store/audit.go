@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // AuditType says what an audit event records.
@@ -176,4 +178,14 @@ func (s *Store) ReadAudit(ctx context.Context, after string, count int64) ([]Aud
 		out[i].ArgsSHA256 = str("args_sha256")
 	}
 	return out, nil
+}
+
+// AuditPolicy implements approval.Store: a decision a routing policy made
+// on a run's call, written to the audit stream like a person's.
+func (s *Store) AuditPolicy(ctx context.Context, d approval.PolicyDecision) error {
+	args, _ := d.Call.ArgsObject()
+	return s.Audit(ctx, AuditEvent{
+		Type: AuditDecided, RunID: d.RunID, CallID: d.Call.ToolCallID, Tool: d.Call.ToolName,
+		By: d.By, Decision: d.Decision, Args: string(args), Reason: d.Reason,
+	})
 }

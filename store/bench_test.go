@@ -152,13 +152,13 @@ func BenchmarkLifecycle(b *testing.B) {
 	one := func() string {
 		token := agentrunner.NewToken()
 		runID := "run-" + token[:8]
-		if err := ev.Open(ctx, token, time.Now().Add(time.Hour)); err != nil {
-			b.Fatal(err)
-		}
 		a := &approval.Request{Token: token, RunID: runID,
 			Origin: approval.Origin{Team: "T0", Channel: "C0SUPPORT", ThreadTS: "1700000000.000100", User: "U0ALICE"}, Requests: requests("c1"),
 			Calls: []approval.Call{{ID: "c1", Route: "files"}}}
 		if err := sA.Create(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+		if err := ev.Watch(ctx, token); err != nil {
 			b.Fatal(err)
 		}
 		if err := sA.SaveRun(ctx, store.RunState{RunID: runID, Token: token, Messages: benchHistory, Pending: a.Requests, ExpiresAt: a.ExpiresAt}); err != nil {

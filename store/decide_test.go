@@ -367,10 +367,6 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	if _, err := s.Cancel(ctx, a.Token, "UREQ"); err != nil {
 		t.Fatal(err)
 	}
-	opened := agentrunner.NewToken()
-	if err := ev.Open(ctx, opened, e.clock.Now().Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
 	expiring := e.create(t, s, requests("c1"), 1)
 	_ = expiring
 	e.clock.Advance(2 * time.Hour)

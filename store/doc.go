@@ -7,8 +7,9 @@
 //
 // # Guarantees
 //
-//   - Every change of a token (Open, Create, Decide, Resolve, Cancel,
-//     Fail, expiry) is one Lua script: one round trip, atomic. The first
+//   - Every change of a token (Create, Decide, Answer, Resolve, Cancel,
+//     Fail, Sweep) is one Lua script: one round trip, atomic, and only
+//     package approval calls them (Tokens only waits). The first
 //     valid decision wins, a repeated click returns the decision already
 //     made, and a token is resolved, expired, cancelled or failed exactly
 //     once.

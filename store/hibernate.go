@@ -3,32 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/slackapprove/slackbot/agentrunner"
 )
-
-var _ agentrunner.TokenSuspender = (*Tokens)(nil)
-
-// OpenSuspended implements agentrunner.TokenSuspender: Open, with no
-// process registered as the token's waiter, since its run suspends once
-// the token is handed out (agentrunner.AskHandler.Suspend). Whoever
-// records the decision resumes the run (ClaimDirect), or the resume
-// queue does. Until Forget, a Resolve or Fail here (an answer in place)
-// claims the run for this process, as after Open.
-func (e *Tokens) OpenSuspended(ctx context.Context, token string, deadline time.Time) error {
-	return e.open(ctx, token, deadline, "")
-}
-
-// Forget implements agentrunner.TokenSuspender: the run of token
-// suspended, so this process keeps nothing of the token.
-func (e *Tokens) Forget(token string) {
-	e.mu.Lock()
-	delete(e.opened, token)
-	e.mu.Unlock()
-}
 
 // ClaimDirect claims the resumption of the run waiting on token for owner,
 // as ClaimResume does, for the process that recorded the decision ending

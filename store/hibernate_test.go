@@ -2,14 +2,13 @@ package store_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/store"
 )
 
-// A token opened for a suspending run has no waiter: the process that
+// A token of a suspending run has no waiter: the process that
 // records its decision claims the run directly, exactly once, while the
 // job stays on the queue until the run finished.
 func TestSuspendedTokenIsClaimedDirectly(t *testing.T) {
@@ -21,10 +20,10 @@ func TestSuspendedTokenIsClaimedDirectly(t *testing.T) {
 	// While A waits on a token in place, the direct claim leaves the run
 	// to it.
 	waited := agentrunner.NewToken()
-	if err := a.Open(ctx, waited, e.clock.Now().Add(time.Hour)); err != nil {
+	if err := s.Create(ctx, &approval.Request{Token: waited, RunID: "run-0", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, &approval.Request{Token: waited, RunID: "run-0", Requests: requests("c1")}); err != nil {
+	if err := a.Watch(ctx, waited); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Decide(ctx, waited, approve("c1", "UA")); err != nil {
@@ -35,13 +34,9 @@ func TestSuspendedTokenIsClaimedDirectly(t *testing.T) {
 	}
 
 	token := agentrunner.NewToken()
-	if err := a.OpenSuspended(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
-	a.Forget(token)
 	b := e.otherProcess(t)
 	bt := store.NewTokens(b, store.TokensOptions{Owner: "B"})
 	runTokens(t, bt)

@@ -49,11 +49,11 @@ func lifecycle(t *testing.T, rdbA, rdbB redis.UniversalClient, prefix string) {
 
 	// 1. Open, create, wait in A; a blocked queue read in B; approve from B.
 	token := agentrunner.NewToken()
-	if err := evA.Open(ctx, token, c.Now().Add(time.Hour)); err != nil {
-		t.Fatalf("open: %v", err)
-	}
 	if err := sA.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1", "c2")}); err != nil {
 		t.Fatalf("create: %v", err)
+	}
+	if err := evA.Watch(ctx, token); err != nil {
+		t.Fatal(err)
 	}
 	if err := sA.SaveRun(ctx, store.RunState{RunID: "run-1", Token: token}); err != nil {
 		t.Fatalf("save run: %v", err)

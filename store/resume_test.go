@@ -25,11 +25,11 @@ func TestResumeQueueDeadWaiter(t *testing.T) {
 	// no heartbeat, and its waiter registration is stale.
 	dead := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	token := agentrunner.NewToken()
-	if err := dead.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
 	a := &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}
 	if err := s.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Watch(ctx, token); err != nil {
 		t.Fatal(err)
 	}
 	rs := store.RunState{RunID: "run-1", Token: token, Pending: requests("c1"), Origin: []byte(`{"channel":"C1","thread_ts":"1.2"}`),
@@ -122,10 +122,10 @@ func TestResumeQueueDefersToLiveWaiter(t *testing.T) {
 	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	runTokens(t, ev)
 	token := agentrunner.NewToken()
-	if err := ev.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
+	if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
+	if err := ev.Watch(ctx, token); err != nil {
 		t.Fatal(err)
 	}
 	q := e.otherProcess(t).ResumeQueue(store.ResumeQueueOptions{})
@@ -182,8 +182,37 @@ func TestWaitLosesClaim(t *testing.T) {
 	wantErr(t, "wait after another claimed", err, store.ErrClaimed)
 }
 
-// The whole path with agentrunner: a run asks through AskHandler and
-// Tokens, the approval comes from another process, and the tool runs once.
+// storeAsker is the agentrunner.Asker of TestAskHandlerEndToEnd: what
+// approval.Service does for a run, reduced to the store's part.
+type storeAsker struct {
+	s      *store.Store
+	tokens chan<- string
+}
+
+func (a storeAsker) Ask(ctx context.Context, rc *agentrunner.RunContext, ask agentrunner.Asking) error {
+	r := &approval.Request{Token: ask.Token, RunID: rc.RunID, Origin: approval.Origin{User: "U0REQ"}, Requests: ask.Requests, ExpiresAt: ask.Deadline}
+	if err := a.s.Create(ctx, r); err != nil {
+		return err
+	}
+	if ask.Recorded != nil {
+		if err := ask.Recorded(ctx); err != nil {
+			return err
+		}
+	}
+	if err := a.s.SaveRun(ctx, store.RunState{RunID: rc.RunID, Token: ask.Token, Messages: rc.Messages, Pending: ask.Requests}); err != nil {
+		return err
+	}
+	a.tokens <- ask.Token
+	return nil
+}
+
+func (a storeAsker) Fail(ctx context.Context, token string, nd *agentrunner.NoDecisionError) error {
+	_, err := a.s.Fail(ctx, token, "", nd.Reason)
+	return err
+}
+
+// The whole path with agentrunner: a run asks through AskHandler, its
+// Asker and Tokens, the approval comes from another process, and the tool runs once.
 // Then the durable path: the process dies while waiting, and a resume
 // consumer elsewhere continues the run from Redis, running the tool once.
 func TestAskHandlerEndToEnd(t *testing.T) {
@@ -197,21 +226,11 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 			return "deleted " + a.CustomerID, nil
 		}, agentrunner.RequiresApproval())
 
-	// newRunner builds a process: its store, Tokens and runner. Its ask
+	// newRunner builds a process: its store, Tokens and runner. Its Asker
 	// stores the record and run state and reports each token.
 	newRunner := func(t *testing.T, s *store.Store, ev *store.Tokens, tokens chan<- string) *agentrunner.Runner {
-		ask := func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-			if err := s.Create(ctx, &approval.Request{Token: token, RunID: rc.RunID, Origin: approval.Origin{User: "U0REQ"}, Requests: req}); err != nil {
-				return nil, err
-			}
-			if err := s.SaveRun(ctx, store.RunState{RunID: rc.RunID, Token: token, Messages: rc.Messages, Pending: req}); err != nil {
-				return nil, err
-			}
-			tokens <- token
-			return nil, nil
-		}
 		r, err := agentrunner.NewRunner(agentrunner.TestModel{}, []*agentrunner.Tool{tool},
-			agentrunner.WithHandlers(&agentrunner.AskHandler{Ask: ask, Tokens: ev}))
+			agentrunner.WithHandlers(&agentrunner.AskHandler{Asker: storeAsker{s, tokens}, Waiter: ev}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,43 +333,45 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 	})
 }
 
-// agentrunner.AskHandler's in-place answer: ask answers at once, the
-// handler resolves the token through Tokens, and the run continues in this
-// process, so nothing is left on the resume queue for anyone else.
-func TestInPlaceAnswerClaims(t *testing.T) {
+// failingAsker records the ask and then fails, as an ask whose card
+// could not be recorded does.
+type failingAsker struct{ storeAsker }
+
+func (a failingAsker) Ask(ctx context.Context, rc *agentrunner.RunContext, ask agentrunner.Asking) error {
+	if err := a.storeAsker.Ask(ctx, rc, ask); err != nil {
+		return err
+	}
+	return errors.New("record the card: connection reset")
+}
+
+// An ask that fails after its request was recorded: the handler keeps the
+// run in this process (it ends here with the error) and the Asker fails
+// the token, so nothing is left on the resume queue for anyone else, and
+// no direct resume takes the run either.
+func TestFailedAskKeepsRunHere(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
 	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	runTokens(t, ev)
-	h := &agentrunner.AskHandler{Tokens: ev, Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-		if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: req}); err != nil {
-			return nil, err
-		}
-		res := agentrunner.NewDeferredToolResults()
-		res.Approvals["c1"] = agentrunner.Approve()
-		return res, nil
-	}}
-	res, err := h.HandleDeferred(t.Context(), &agentrunner.RunContext{RunID: "run-1"}, requests("c1"))
-	if err != nil || !res.Approvals["c1"].Approved {
-		t.Fatalf("handle: got %+v, %v", res, err)
+	tokens := make(chan string, 1)
+	h := &agentrunner.AskHandler{Asker: failingAsker{storeAsker{s, tokens}}, Waiter: ev}
+	_, err := h.HandleDeferred(t.Context(), &agentrunner.RunContext{RunID: "run-1"}, requests("c1"))
+	if err == nil {
+		t.Fatal("handle: the failed ask returned no error")
 	}
-	evs, err := s.ReadAudit(t.Context(), "", 0)
-	if err != nil {
-		t.Fatal(err)
+	token := <-tokens
+	if a, err := s.Get(t.Context(), token); err != nil || a.State != approval.StateFailed {
+		t.Fatalf("token after the failed ask: %+v, %v; want failed", a, err)
 	}
-	token := evs[0].Token
 	q := e.otherProcess(t).ResumeQueue(store.ResumeQueueOptions{})
 	if got, err := q.Read(t.Context(), "B", 0); err != nil || len(got) != 0 {
 		t.Errorf("read while A runs: got %v, %v; want nothing", got, err)
 	}
-	if err := s.FinishResume(t.Context(), token); err != nil {
-		t.Fatal(err)
-	}
-	if n := e.rdb.XLen(t.Context(), e.prefix+"resume").Val(); n != 0 {
-		t.Errorf("resume stream: %d entries, want 0", n)
-	}
 	if ok, _ := s.ClaimResume(t.Context(), token, "B", 0); ok {
-		t.Error("another process claimed a run answered in place")
+		t.Error("another process claimed a run whose ask failed here")
+	}
+	if ok, _ := s.ClaimDirect(t.Context(), token, "A/direct"); ok {
+		t.Error("a direct resume claimed a run whose ask failed here")
 	}
 }
 
@@ -362,10 +383,10 @@ func TestCancelledWaitLeavesRunToQueue(t *testing.T) {
 	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	runTokens(t, ev)
 	token := agentrunner.NewToken()
-	if err := ev.Open(t.Context(), token, e.clock.Now().Add(time.Hour)); err != nil {
+	if err := s.Create(t.Context(), &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(t.Context(), &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
+	if err := ev.Watch(t.Context(), token); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -376,7 +397,7 @@ func TestCancelledWaitLeavesRunToQueue(t *testing.T) {
 
 	res := agentrunner.NewDeferredToolResults()
 	res.Approvals["c1"] = agentrunner.Approve()
-	if err := ev.Resolve(t.Context(), token, res); err != nil {
+	if _, err := s.Resolve(t.Context(), token, "", res); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := e.otherProcess(t).ResumeQueue(store.ResumeQueueOptions{}).Read(t.Context(), "B", 0)

@@ -163,14 +163,14 @@ func TestAskPathKeysHaveTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := agentrunner.NewToken()
-	if err := ev.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
 	rs := realisticRun("run-slack", token, e.clock.Now())
 	a := &approval.Request{Token: token, RunID: rs.RunID, Requests: rs.Pending,
 		Origin: approval.Origin{Team: "T0", Channel: "C0GENERAL", ThreadTS: th.TS, User: "U0CAROL"},
 		Calls:  []approval.Call{{ID: "toolu_01B7wRt5yN2dH8", Route: "files"}}}
 	if err := s.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Watch(ctx, token); err != nil {
 		t.Fatal(err)
 	}
 	rc := &agentrunner.RunContext{RunID: rs.RunID, Messages: rs.Messages}

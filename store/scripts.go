@@ -198,18 +198,11 @@ local function takeOver(rec, owner)
 end
 `
 
-// openScript creates a minimal record for a token that Tokens.Open
-// announces before the ask function Creates the full record.
-// ARGV 7: deadline (ms), 8: owner of the local waiter.
-var openScript = redis.NewScript(scriptPrelude + `
-if redis.call('EXISTS', rec) == 1 then return {'e:duplicate'} end
-redis.call('HSET', rec, 'v', '1', 'state', 'open', 'exp', ARGV[7], 'opened', now, 'waiter', ARGV[8], 'n', '0', 'left', '0')
-settle(ARGV[7])
-return {'ok'}
-`)
-
-// createScript writes the full record, filling in a record left by Open.
-// ARGV 7: deadline (ms), empty to keep Open's, 8: default deadline (ms),
+// createScript writes the full record. It fills in a record a replica of
+// an older version announced first (its Tokens.Open wrote a minimal record
+// with the deadline and the waiter; none does now), so that records of
+// both versions stay readable during a rolling deploy.
+// ARGV 7: deadline (ms), empty to keep the announced one, 8: default deadline (ms),
 // 9: number of field/value strings that follow, then the fields.
 var createScript = redis.NewScript(scriptPrelude + `
 local st = redis.call('HGET', rec, 'state')

@@ -97,10 +97,10 @@ func TestLocalResumeTakenOverAfterDeath(t *testing.T) {
 	go func() { _ = ev.Run(runCtx); close(stop) }()
 	<-ev.Ready()
 	token := agentrunner.NewToken()
-	if err := ev.Open(ctx, token, e.clock.Now().Add(time.Hour)); err != nil {
+	if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: requests("c1")}); err != nil {
+	if err := ev.Watch(ctx, token); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.otherProcess(t).Decide(ctx, token, approve("c1", "UA")); err != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -32,10 +31,11 @@ type TokensOptions struct {
 	HeartbeatEvery time.Duration
 	// ClaimTTL is how long a resume claim holds; default the store's Grace.
 	ClaimTTL time.Duration
-	// OnExpired, when set, is called by Run with each token it expired, so
-	// the bot can update the Slack messages. Every expiry reaches exactly
-	// one OnExpired across all processes.
-	OnExpired func(ctx context.Context, a *approval.Request)
+	// Sweep, when set, is what Run calls every SweepEvery to expire the
+	// tokens past their deadline: approval.Service.Sweep, the only writer
+	// of requests, which does what follows each expiry. nil: this process
+	// expires nothing (another replica must sweep).
+	Sweep func(ctx context.Context) error
 	// Logger logs errors of Run's background work; default slog.Default().
 	Logger *slog.Logger
 }
@@ -51,18 +51,17 @@ type TokensOptions struct {
 // every waited token after each (re)subscription and periodically, so a
 // notification lost to a reconnect delays a wake-up but never loses it.
 //
-// Order of calls with agentrunner.AskHandler: Open (creates a minimal
-// record and registers this process as the waiter), then the ask function
-// Creates the full record (Store.Create fills in Open's record), saves the
-// run state (Store.SaveRun) and posts the messages, then Wait. A token may
-// also be Created without Open (HTTP API) and waited on with Wait or Await.
+// Tokens writes no request: approval.Service creates and ends them (it is
+// agentrunner.AskHandler's Asker). With an AskHandler, Tokens is the
+// Waiter: for a run that waits in place, Watch registers this process as
+// the token's waiter once the request is recorded and before its cards
+// are posted, then Wait waits; Keep claims the run of an ask that failed.
+// Any token may be waited on with Wait or Await (the HTTP API's long poll).
 //
 // A run is resumed at most once: it continues in the process that waited
 // for it if that process is alive, otherwise from the resume queue
 // (see ResumeQueue). Wait claims the resumption (Store.ClaimResume) before
-// returning an answer and returns ErrClaimed if another process took it;
-// Resolve and Fail on a token opened by this process claim it too, since
-// the run then continues here (agentrunner.AskHandler's in-place answer).
+// returning an answer and returns ErrClaimed if another process took it.
 type Tokens struct {
 	s    *Store
 	opts TokensOptions
@@ -70,13 +69,15 @@ type Tokens struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[*waiter]struct{}
-	opened  map[string]time.Time // tokens opened here, with their deadline
 
 	ready     chan struct{}
 	readyOnce sync.Once
 }
 
-var _ agentrunner.Tokens = (*Tokens)(nil)
+var (
+	_ agentrunner.TokenWaiter  = (*Tokens)(nil)
+	_ agentrunner.TokenWatcher = (*Tokens)(nil)
+)
 
 type waiter struct{ wake chan struct{} }
 
@@ -107,7 +108,6 @@ func NewTokens(s *Store, opts TokensOptions) *Tokens {
 		opts:    opts,
 		log:     log,
 		waiters: map[string]map[*waiter]struct{}{},
-		opened:  map[string]time.Time{},
 		ready:   make(chan struct{}),
 	}
 }
@@ -118,38 +118,38 @@ func (e *Tokens) Owner() string { return e.opts.Owner }
 // Ready is closed once Run has subscribed to notifications.
 func (e *Tokens) Ready() <-chan struct{} { return e.ready }
 
-// Open implements agentrunner.Tokens: it creates a minimal record
-// for token with the given deadline (zero means the store's Grace from
-// now) and registers this process as its waiter. Store.Create then fills
-// the record in. Open returns approval.ErrInvalid for a malformed token and
-// errDuplicate if the token exists.
-func (e *Tokens) Open(ctx context.Context, token string, deadline time.Time) error {
-	return e.open(ctx, token, deadline, e.opts.Owner)
-}
-
-// open is Open with waiter as the token's registered waiter (none if
-// empty).
-func (e *Tokens) open(ctx context.Context, token string, deadline time.Time, waiter string) error {
-	if !validToken(token) {
-		return fmt.Errorf("open: %w: malformed token", approval.ErrInvalid)
+// Watch implements agentrunner.TokenWatcher: it registers this process
+// as the waiter of token, whose run waits on it in place, so that no other
+// process resumes the run while this one lives (ClaimDirect, the resume
+// queue). It writes only the registration, and only on an open request.
+func (e *Tokens) Watch(ctx context.Context, token string) error {
+	if err := watchScript.Run(ctx, e.s.rdb, []string{e.s.recKey(token)}, e.opts.Owner).Err(); err != nil {
+		return fmt.Errorf("watch %s: %w", short(token), err)
 	}
-	now := e.s.now()
-	if deadline.IsZero() {
-		deadline = now.Add(e.s.opts.Grace)
-	}
-	args := e.s.tokenArgs(token, now, ms(deadline), waiter)
-	res, err := openScript.Run(ctx, e.s.rdb, e.s.tokenKeys(token), withTrace(ctx, args)...).StringSlice()
-	if err != nil {
-		return fmt.Errorf("open %s: %w", short(token), err)
-	}
-	if err := codeErr(res[0]); err != nil {
-		return fmt.Errorf("open %s: %w", short(token), err)
-	}
-	e.mu.Lock()
-	e.opened[token] = deadline
-	e.mu.Unlock()
 	return nil
 }
+
+// Keep implements agentrunner.TokenWatcher: it claims the resumption of
+// token's run for this process, whose ask failed: the run ends here with
+// the error, so neither a direct resume nor the resume queue takes it.
+func (e *Tokens) Keep(ctx context.Context, token string) error {
+	ok, err := e.s.claim(ctx, token, e.opts.Owner, e.opts.ClaimTTL, true)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("claim %s: %w", short(token), ErrClaimed)
+	}
+	return nil
+}
+
+// watchScript registers a token's waiter (Watch).
+// KEYS: rec. ARGV: owner.
+var watchScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'state') ~= 'open' then return 0 end
+redis.call('HSET', KEYS[1], 'waiter', ARGV[1])
+return 1
+`)
 
 // Wait implements agentrunner.Tokens. It blocks until token ends,
 // then claims the resumption of its run for this process and returns the
@@ -186,15 +186,6 @@ func (e *Tokens) wait(ctx context.Context, token string, claim bool) (*approval.
 	defer e.remove(token, w)
 	// Registering locally before looking at the token means a
 	// notification sent in between is not lost: it finds the waiter.
-	if claim {
-		// However the wait ends, the run no longer continues here unless
-		// this wait returns it, so a later Resolve here must not claim it.
-		defer func() {
-			e.mu.Lock()
-			delete(e.opened, token)
-			e.mu.Unlock()
-		}()
-	}
 	register := claim
 	for {
 		a, err := e.look(ctx, token, register, claim)
@@ -245,67 +236,6 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
-}
-
-// claimLocal claims the resumption of token's run for this process and
-// takes its job off the resume queue.
-func (e *Tokens) claimLocal(ctx context.Context, token string) error {
-	ok, err := e.s.claim(ctx, token, e.opts.Owner, e.opts.ClaimTTL, true)
-	e.mu.Lock()
-	delete(e.opened, token)
-	e.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("claim %s: %w", short(token), ErrClaimed)
-	}
-	return nil
-}
-
-// Resolve implements agentrunner.Tokens with Store.Resolve; who
-// answered comes from results.AnsweredBy. It returns the errors of
-// Store.Resolve. On a token this process opened, the run continues here,
-// so Resolve claims its resumption.
-func (e *Tokens) Resolve(ctx context.Context, token string, results *agentrunner.DeferredToolResults) error {
-	if _, err := e.s.Resolve(ctx, token, "", results); err != nil {
-		return err
-	}
-	return e.claimOpened(ctx, token)
-}
-
-// Fail implements agentrunner.Tokens: a NoDecisionError whose
-// Cause is ErrTokenCancelled cancels the token (Store.Cancel), any other
-// fails it (Store.Fail) with nd.Reason. It returns the errors of those. On
-// a token this process opened, Fail claims the resumption of its run,
-// which ends here.
-func (e *Tokens) Fail(ctx context.Context, token string, nd *agentrunner.NoDecisionError) error {
-	if nd == nil {
-		nd = &agentrunner.NoDecisionError{Reason: "failed", Cause: agentrunner.ErrTokenFailed}
-	}
-	var err error
-	if errors.Is(nd.Cause, agentrunner.ErrTokenCancelled) {
-		_, err = e.s.end(ctx, "cancel", token, approval.StateCancelled, "", nd.Reason)
-	} else {
-		_, err = e.s.Fail(ctx, token, "", nd.Reason)
-	}
-	if err != nil {
-		return err
-	}
-	return e.claimOpened(ctx, token)
-}
-
-func (e *Tokens) claimOpened(ctx context.Context, token string) error {
-	e.mu.Lock()
-	_, mine := e.opened[token]
-	e.mu.Unlock()
-	if !mine {
-		return nil
-	}
-	if err := e.claimLocal(ctx, token); err != nil && !errors.Is(err, ErrClaimed) {
-		return err
-	}
-	return nil
 }
 
 func (e *Tokens) add(token string, w *waiter) {
@@ -409,7 +339,7 @@ func (e *Tokens) maintain(ctx context.Context) {
 	hb := time.NewTicker(e.opts.HeartbeatEvery)
 	defer hb.Stop()
 	var sweep <-chan time.Time
-	if e.opts.SweepEvery > 0 {
+	if e.opts.SweepEvery > 0 && e.opts.Sweep != nil {
 		t := time.NewTicker(e.opts.SweepEvery)
 		defer t.Stop()
 		sweep = t.C
@@ -425,14 +355,8 @@ func (e *Tokens) maintain(ctx context.Context) {
 		case <-hb.C:
 			e.heartbeat(ctx)
 		case <-sweep:
-			expired, err := e.s.Sweep(ctx)
-			if err != nil && ctx.Err() == nil {
+			if err := e.opts.Sweep(ctx); err != nil && ctx.Err() == nil {
 				e.log.ErrorContext(ctx, "sweep expired tokens", "err", err)
-			}
-			if e.opts.OnExpired != nil {
-				for _, a := range expired {
-					e.opts.OnExpired(ctx, a)
-				}
 			}
 		}
 	}
@@ -449,19 +373,12 @@ func (e *Tokens) heartbeat(ctx context.Context) {
 const recheckBatch = 1000
 
 // recheck reads the state of every token waited on here and wakes the
-// waiters of those that ended or vanished. It also forgets opened tokens
-// long past their deadline.
+// waiters of those that ended or vanished.
 func (e *Tokens) recheck(ctx context.Context) {
 	e.mu.Lock()
 	tokens := make([]string, 0, len(e.waiters))
 	for t := range e.waiters {
 		tokens = append(tokens, t)
-	}
-	cutoff := e.s.now().Add(-e.s.opts.Grace)
-	for t, deadline := range e.opened {
-		if deadline.Before(cutoff) {
-			delete(e.opened, t)
-		}
 	}
 	e.mu.Unlock()
 	for len(tokens) > 0 {

@@ -55,10 +55,10 @@ func TestEventsAcrossProcesses(t *testing.T) {
 
 	t.Run("decision in B wakes A", func(t *testing.T) {
 		token := agentrunner.NewToken()
-		if err := evA.Open(t.Context(), token, e.clock.Now().Add(time.Hour)); err != nil {
+		if err := sA.Create(t.Context(), &approval.Request{Token: token, RunID: "r1", Requests: requests("c1")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := sA.Create(t.Context(), &approval.Request{Token: token, RunID: "r1", Requests: requests("c1")}); err != nil {
+		if err := evA.Watch(t.Context(), token); err != nil {
 			t.Fatal(err)
 		}
 		got := waitAsync(t.Context(), evA, token)
@@ -84,7 +84,7 @@ func TestEventsAcrossProcesses(t *testing.T) {
 		untilWaiting(t, evA, 1)
 		res := agentrunner.NewDeferredToolResults()
 		res.Approvals["c1"] = agentrunner.Deny("nope")
-		if err := evB.Resolve(t.Context(), token, res); err != nil {
+		if _, err := sB.Resolve(t.Context(), token, "", res); err != nil {
 			t.Fatal(err)
 		}
 		r := <-got
@@ -219,20 +219,27 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
-// Tokens.Run sweeps by itself and reports each expiry to OnExpired.
+// Tokens.Run sweeps by itself, through its Sweep (the Service's, in the
+// program).
 func TestRunSweeps(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
 	expired := make(chan *approval.Request, 1)
 	ev := store.NewTokens(s, store.TokensOptions{
 		SweepEvery: time.Millisecond,
-		OnExpired:  func(_ context.Context, a *approval.Request) { expired <- a },
+		Sweep: func(ctx context.Context) error {
+			got, err := s.Sweep(ctx)
+			for _, a := range got {
+				expired <- a
+			}
+			return err
+		},
 	})
 	a := e.create(t, s, requests("c1"), 1)
 	e.clock.Advance(2 * time.Hour)
 	runTokens(t, ev)
 	if got := <-expired; got.Token != a.Token || got.State != approval.StateExpired {
-		t.Errorf("OnExpired: got %s %s, want %s expired", got.Token, got.State, a.Token)
+		t.Errorf("Sweep: got %s %s, want %s expired", got.Token, got.State, a.Token)
 	}
 }
 

@@ -127,15 +127,7 @@ func createSlackRuns(ctx context.Context, e *env, n int) error {
 	}
 	// events gets nil for each run parked, an error for a run that ended.
 	events := make(chan error, 2*n)
-	askRun := e.svc.Ask(e.st)
-	ask := &agentrunner.AskHandler{
-		Tokens: e.tokens, Deadline: e.svc.Deadline,
-		Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
-			res, err := askRun(ctx, rc, req, token)
-			events <- err
-			return res, err
-		},
-	}
+	ask := &agentrunner.AskHandler{Waiter: e.tokens, Deadline: e.svc.Deadline, Asker: toldAsker{e.svc.Asker(e.st), events}}
 	runner, err := agentrunner.NewRunner(historyModel, tools, agentrunner.WithHandlers(ask))
 	if err != nil {
 		return err
@@ -235,4 +227,16 @@ func openAPI(ctx context.Context, e *env, i int) error {
 		return fmt.Errorf("open %d: %w", i, err)
 	}
 	return e.st.KeepIdempotency(ctx, "ci", key, token)
+}
+
+// toldAsker is an Asker that sends the outcome of each ask to events.
+type toldAsker struct {
+	agentrunner.Asker
+	events chan<- error
+}
+
+func (a toldAsker) Ask(ctx context.Context, rc *agentrunner.RunContext, ask agentrunner.Asking) error {
+	err := a.Asker.Ask(ctx, rc, ask)
+	a.events <- err
+	return err
 }

@@ -150,11 +150,12 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		// then do other replicas take over the runs it waited on.
 		HeartbeatEvery: 2 * time.Second,
 		Logger:         d.Log,
-		// The cards of an expired token are updated through the job
-		// queue (consumeJobs), which the sweep fills atomically with the
-		// expiry, so they are updated even if this process dies. Its run
-		// continues here at once, with the timeout denial.
-		OnExpired: func(ctx context.Context, r *approval.Request) { a.runs.Expired(ctx, r) },
+		// The Service expires requests: the cards of an expired token are
+		// updated through the job queue (consumeJobs), which the sweep
+		// fills atomically with the expiry, so they are updated even if
+		// this process dies; its run continues here at once (the Service's
+		// Resumed), with the timeout denial.
+		Sweep: func(ctx context.Context) error { _, err := a.svc.Sweep(ctx); return err },
 	})
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
 	a.jobs = st.JobQueue(0)
@@ -206,10 +207,12 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 func (a *app) newRunner(d appDeps, box *agentrunner.Toolbox) (*agentrunner.Runner, error) {
 	// A run whose calls were handed to people hibernates: it returns, and
 	// whoever ends its request resumes it (package runs).
-	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(a.store), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
+	// The Service records and ends the ask; the runner only waits (on a
+	// token whose run could not suspend) through a.tokens.
+	ask := &agentrunner.AskHandler{Asker: a.svc.Asker(a.store), Waiter: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
-		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Now: d.StoreOptions.Now, Log: d.Log, Record: a.auditPolicy, Signer: a.receipts.signer}, ask),
+		agentrunner.WithHandlers(a.svc.Policy(a.receipts.signer), ask),
 		// An approved call runs only if its receipt verifies, by the
 		// clock its decision was stamped with.
 		agentrunner.WithReceiptKeys(a.receipts.keys),
@@ -290,20 +293,6 @@ func (a *app) pendingApprovals() float64 {
 		return -1
 	}
 	return float64(n)
-}
-
-// auditPolicy writes a decision made by a routing policy to the audit
-// stream, like a person's.
-func (a *app) auditPolicy(ctx context.Context, d approval.PolicyDecision) {
-	args, _ := d.Call.ArgsObject()
-	err := a.store.Audit(ctx, store.AuditEvent{
-		Type: store.AuditDecided, RunID: d.RunID, CallID: d.Call.ToolCallID, Tool: d.Call.ToolName,
-		By: d.By, Decision: d.Decision, Args: string(args), Reason: d.Reason,
-	})
-	if err != nil {
-		a.log.ErrorContext(ctx, "audit policy decision", "err", err)
-	}
-	a.metrics.Decision(d.Decision)
 }
 
 // errHandedOff ends a wait at shutdown: the token stays open and the run

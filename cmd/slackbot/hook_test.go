@@ -213,16 +213,22 @@ func (e *env) requestOfCard(t *testing.T, card slackfake.Message) (token, callID
 	return token, callID
 }
 
-// answerWithEdit approves the call of card with args as alice, an
-// approver. The cards of tools slackbot has no schema for (an agent's
-// Bash or Edit) offer no "Edit arguments…" form, and the key that asked
-// may not approve its own call, so the approver's edit is recorded
-// through the Service, as that form's submission records it.
+// answerWithEdit records alice's approval of the call of card with args,
+// to check what the hook makes of an approval with edited arguments. The
+// cards of tools slackbot has no schema for (an agent's Bash or Edit)
+// offer no "Edit arguments…" form, and the Service refuses such an edit
+// from a person whatever door it comes through (checked here first); the
+// key that asked may not approve its own call. So the edited approval is
+// recorded in the store directly, as the test's setup.
 func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) {
 	t.Helper()
 	token, callID := e.requestOfCard(t, card)
 	d := approval.Decision{CallID: callID, By: alice, Action: approval.ActionApprove, OverrideArgs: json.RawMessage(args)}
-	if _, err := e.app.svc.Decide(t.Context(), token, approval.Decider{User: alice, Message: approval.MessageRef{Channel: card.Channel, ID: card.TS}}, d); err != nil {
+	_, err := e.app.svc.Decide(t.Context(), token, approval.Decider{User: alice, Message: approval.MessageRef{Channel: card.Channel, ID: card.TS}}, d)
+	if approval.ErrorCode(err) != approval.EINVALID {
+		t.Fatalf("a person's edit of a call slackbot cannot check: %v; want EINVALID", err)
+	}
+	if _, err := e.app.store.Decide(t.Context(), token, d); err != nil {
 		t.Fatalf("approve with edited arguments: %v", err)
 	}
 }

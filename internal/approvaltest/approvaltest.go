@@ -77,6 +77,13 @@ func (m *Metrics) Decision(s string) {
 	m.mu.Unlock()
 }
 
+// Counted returns the decisions counted so far, in order.
+func (m *Metrics) Counted() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.Decisions...)
+}
+
 // Refused implements approval.Metrics.
 func (m *Metrics) Refused(c string) {
 	m.mu.Lock()
