@@ -21,13 +21,13 @@ func TestLoadConfigReadsGetenvOnly(t *testing.T) {
 }
 
 // Every variable that does not parse is named in one message, with the
-// problems of the others (envconfig.Process stops at the first).
+// problems of the others.
 func TestLoadConfigNamesEveryUnparsableVariable(t *testing.T) {
 	_, err := loadConfig(getenvOf(map[string]string{"API_MAX_OPEN": "many", "API_RATE": "fast", "LOG_FORMAT": "xml"}), ModeDev)
 	if err == nil {
 		t.Fatal("loadConfig accepted API_MAX_OPEN=many")
 	}
-	for _, want := range []string{"API_MAX_OPEN", "'many'", "API_RATE", "'fast'", "LOG_FORMAT"} {
+	for _, want := range []string{"API_MAX_OPEN: converting 'many' to type int", "API_RATE", "'fast'", "LOG_FORMAT"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %s:\n%v", want, err)
 		}

@@ -43,16 +43,16 @@ var runtimeEnv = map[string]bool{
 }
 
 // configVars returns every environment variable Config reads, from its
-// envconfig tags, with the default each declares ("" when none).
+// env tags, with the default each declares ("" when none).
 func configVars(t *testing.T) map[string]string {
 	t.Helper()
 	vars := map[string]string{}
 	typ := reflect.TypeFor[Config]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
-		name := f.Tag.Get("envconfig")
+		name := f.Tag.Get("env")
 		if name == "" {
-			t.Fatalf("Config.%s has no envconfig tag", f.Name)
+			t.Fatalf("Config.%s has no env tag", f.Name)
 		}
 		vars[name] = f.Tag.Get("default")
 	}

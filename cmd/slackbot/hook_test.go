@@ -1,9 +1,9 @@
 package main
 
 // `slackbot hook claude-code|codex` against the whole app: recorded hook
-// inputs (testdata/hooks/<agent>/*.json) go in on stdin, people decide on
+// inputs (hook/testdata/<agent>/*.json) go in on stdin, people decide on
 // the cards in the fake Slack with signed clicks and modals, and the hook
-// prints exactly the JSON in testdata/hooks/golden.
+// prints exactly the JSON in hook/testdata/golden.
 
 import (
 	"bytes"
@@ -22,7 +22,11 @@ import (
 	"github.com/slackapprove/slackbot/internal/slacktest"
 )
 
-var updateHooks = flag.Bool("update-hooks", false, "rewrite the golden files in testdata/hooks/golden")
+var updateHooks = flag.Bool("update-hooks", false, "rewrite the golden files in hook/testdata/golden")
+
+// hookTestdata holds the recorded hook inputs and the golden outputs,
+// package hook's and these tests' alike.
+var hookTestdata = filepath.Join("..", "..", "hook", "testdata")
 
 // hookRoutes auto-approves the agents' read-only tools and sends the rest
 // to #approvals, where alice or bob decides.
@@ -86,10 +90,10 @@ func waitHook(t *testing.T, done <-chan hookResult) hookResult {
 	return hookResult{}
 }
 
-// hookInput reads a recorded hook input from testdata/hooks.
+// hookInput reads a recorded hook input from hook/testdata.
 func hookInput(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "hooks", name))
+	b, err := os.ReadFile(filepath.Join(hookTestdata, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +101,7 @@ func hookInput(t *testing.T, name string) []byte {
 }
 
 // checkHookGolden compares the hook's stdout with
-// testdata/hooks/golden/<name>.json byte for byte, after replacing in got
+// hook/testdata/golden/<name>.json byte for byte, after replacing in got
 // each value of the name, value pairs vars (a URL, an address), in order,
 // with its {{NAME}}; -update-hooks rewrites the file.
 func checkHookGolden(t *testing.T, name, got string, vars ...string) {
@@ -105,7 +109,7 @@ func checkHookGolden(t *testing.T, name, got string, vars ...string) {
 	for i := 0; i+1 < len(vars); i += 2 {
 		got = strings.ReplaceAll(got, vars[i+1], "{{"+vars[i]+"}}")
 	}
-	path := filepath.Join("testdata", "hooks", "golden", name+".json")
+	path := filepath.Join(hookTestdata, "golden", name+".json")
 	if *updateHooks {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
