@@ -5,10 +5,10 @@
 // fails closed: when no decision can be had, for whatever reason, it
 // prints a denial.
 //
-// It always ends well once it knows the agent, because both agents read
-// the hook's JSON only on exit 0 and treat most other exit codes as a
-// "non-blocking error" that lets the normal permission flow go on (Claude
-// Code, https://code.claude.com/docs/en/hooks "Other exit codes"; Codex,
+// Once it knows the agent, Run always prints a decision and returns nil
+// (the command exits 0), because both agents read the hook's JSON only on
+// exit 0 and treat most other exit codes as a "non-blocking error" that
+// lets the normal permission flow go on (Claude Code, https://code.claude.com/docs/en/hooks "Other exit codes"; Codex,
 // https://developers.openai.com/codex/hooks: a failed PermissionRequest
 // hook falls back to Codex's own approval prompt). When it has no JSON to
 // give (no agent it knows, or stdout cannot be written) Run returns an

@@ -8,6 +8,7 @@ import (
 // loadConfig reads getenv, never the process environment: a variable set
 // in the process but not in getenv is not seen.
 func TestLoadConfigReadsGetenvOnly(t *testing.T) {
+	// Not parallel: it sets the process environment (t.Setenv).
 	t.Setenv("ADDR", "nonsense")
 	t.Setenv("LOG_LEVEL", "loud")
 	cfg, err := loadConfig(getenvOf(map[string]string{"API_MAX_OPEN": "7", "API_KEYS": "a=0123456789abcdef0123,b=fedcba9876543210fedc"}), ModeDev)
@@ -23,6 +24,7 @@ func TestLoadConfigReadsGetenvOnly(t *testing.T) {
 // Every variable that does not parse is named in one message, with the
 // problems of the others.
 func TestLoadConfigNamesEveryUnparsableVariable(t *testing.T) {
+	t.Parallel()
 	_, err := loadConfig(getenvOf(map[string]string{"API_MAX_OPEN": "many", "API_RATE": "fast", "LOG_FORMAT": "xml"}), ModeDev)
 	if err == nil {
 		t.Fatal("loadConfig accepted API_MAX_OPEN=many")
@@ -42,6 +44,7 @@ func TestLoadConfigNamesEveryUnparsableVariable(t *testing.T) {
 // A bad receipt key is named, never quoted; a previous key needs a
 // current one.
 func TestLoadConfigReceiptKeys(t *testing.T) {
+	t.Parallel()
 	secretish := "c2VjcmV0LXNlZWQtdGhhdC1pcy10b28tc2hvcnQ"
 	_, err := loadConfig(getenvOf(map[string]string{"RECEIPT_KEY": secretish, "RECEIPT_KEY_PREVIOUS": "%%%"}), ModeDev)
 	if err == nil {
@@ -75,6 +78,7 @@ func TestLoadConfigReceiptKeys(t *testing.T) {
 // REDIS_URL takes one server or Sentinels; a bad one is named with its
 // problem, never with its password.
 func TestLoadConfigRedisURL(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{
 		"redis://localhost:6379/0",
 		"rediss://:pw@redis.example:6380/0",
@@ -97,6 +101,7 @@ func TestLoadConfigRedisURL(t *testing.T) {
 // REDIS_WAIT_REPLICAS is a count of replicas: not negative, and not
 // without a Redis that can have replicas.
 func TestLoadConfigRedisWaitReplicas(t *testing.T) {
+	t.Parallel()
 	cfg, err := loadConfig(getenvOf(map[string]string{"REDIS_URL": "redis://r:6379/0", "REDIS_WAIT_REPLICAS": "1"}), ModeDev)
 	if err != nil || cfg.RedisWaitReplicas != 1 {
 		t.Fatalf("REDIS_WAIT_REPLICAS=1: %v, %+v", err, cfg)

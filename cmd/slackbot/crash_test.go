@@ -239,6 +239,7 @@ const closedAnswer = `{"tickets__close_ticket":"closed"}`
 // the click lands on B, then killed; B resumes the run once A's heartbeat
 // is gone.
 func TestCrashAfterDecisionBeforeResume(t *testing.T) {
+	t.Parallel()
 	c, tool, _, a, b := crashCluster(t)
 	thread, card, e := c.mentionTicket(a)
 	if err := a.freeze(); err != nil {
@@ -254,6 +255,7 @@ func TestCrashAfterDecisionBeforeResume(t *testing.T) {
 // run the tool again; the model, the answer and the card say its outcome
 // was lost.
 func TestCrashWhileToolRuns(t *testing.T) {
+	t.Parallel()
 	c, tool, _, a, _ := crashCluster(t)
 	tool.held.Store(true)
 	thread, card, e := c.mentionTicket(a)
@@ -286,6 +288,7 @@ func (c *cluster) auditsLostOutcome() {
 // thread of A stopped), so A never has the return to record; then A is
 // killed. B does not run the tool again and says its outcome was lost.
 func TestCrashAfterToolBeforeOutcome(t *testing.T) {
+	t.Parallel()
 	c, tool, _, a, _ := crashCluster(t)
 	stop := func() {
 		if err := a.freeze(); err != nil {
@@ -304,6 +307,7 @@ func TestCrashAfterToolBeforeOutcome(t *testing.T) {
 // Killed while posting the answer (the post is held on its way to Slack):
 // B posts it, once.
 func TestCrashWhilePostingAnswer(t *testing.T) {
+	t.Parallel()
 	c, tool, hold, a, _ := crashCluster(t)
 	thread, card, e := c.mentionTicket(a)
 	hold.arm("chat.postMessage")
@@ -321,6 +325,7 @@ func TestCrashWhilePostingAnswer(t *testing.T) {
 
 // Killed while the card's update is retried after a 429: B updates it.
 func TestCrashWhileCardUpdateRateLimited(t *testing.T) {
+	t.Parallel()
 	c, tool, _, a, _ := crashCluster(t)
 	thread, card, e := c.mentionTicket(a)
 	// The decision's update passes; the outcome's gets 429 and waits.
@@ -347,6 +352,7 @@ func TestCrashWhileCardUpdateRateLimited(t *testing.T) {
 // logged and the case runs again with a fresh cluster, a bounded number
 // of times.
 func TestCrashAfterClaimBeforeTool(t *testing.T) {
+	t.Parallel()
 	const attempts = 5
 	for i := 1; i <= attempts; i++ {
 		var frozen bool

@@ -234,6 +234,7 @@ routes:
 // A run waits on A; A is killed; the click lands on B; B resumes the run
 // from Redis: the tool runs once and the answer appears once.
 func TestDurableResumeOnAnotherProcess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -253,6 +254,7 @@ func TestDurableResumeOnAnotherProcess(t *testing.T) {
 
 // The same with A restarted instead of another process.
 func TestDurableResumeAfterRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -267,6 +269,7 @@ func TestDurableResumeAfterRestart(t *testing.T) {
 // token once, resumes the run with the timeout denial, and the card says
 // expired. The tool never runs.
 func TestDurableExpiryWhileNoProcessHoldsTheRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -289,6 +292,7 @@ func TestDurableExpiryWhileNoProcessHoldsTheRun(t *testing.T) {
 // SIGTERM (a rolling deploy) leaves the waiting run in Redis, not
 // cancelled: the click lands on another replica, which resumes it.
 func TestGracefulShutdownLeavesRunsToOtherReplicas(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

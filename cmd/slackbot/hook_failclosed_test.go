@@ -58,6 +58,7 @@ func closedPort(t *testing.T) string {
 // hook's TestHookFailsClosedWithoutAnswer, against a server in slackbot's
 // place).
 func TestHookFailsClosedOnUnknownKey(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t)
 	const key = "not-a-key-0123456789"
 	r := waitHook(t, startHook(t.Context(), hookInput(t, "claude-code/bash.json"), map[string]string{"SLACKBOT_URL": e.srv.URL, "SLACKBOT_API_KEY": key}, "claude-code"))
@@ -73,6 +74,7 @@ func TestHookFailsClosedOnUnknownKey(t *testing.T) {
 // as "block this call", with the reason on stderr; never 1, which lets
 // the call go on. Run as the built program, for the real exit status.
 func TestHookWithoutAgentExits2(t *testing.T) {
+	t.Parallel()
 	bin := slackbotBinary(t)
 	api, hits := fakeAPI(t, http.StatusCreated, `{"token":"tok","status":"pending"}`)
 	bash := hookInput(t, "claude-code/bash.json")
@@ -113,6 +115,7 @@ func TestHookWithoutAgentExits2(t *testing.T) {
 // TestHookExits2WhenItCannotAnswer: a hook whose decision cannot be
 // written (stdout is a full disk) exits 2 with the reason on stderr.
 func TestHookExits2WhenItCannotAnswer(t *testing.T) {
+	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skipf("no /dev/full: %v", err)
@@ -136,6 +139,7 @@ func TestHookExits2WhenItCannotAnswer(t *testing.T) {
 // decision arrived, and the card no longer asks anyone (the hook cancels
 // a request it stops waiting for).
 func TestHookEndsWithoutDecision(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t)
 	vars := e.hookVars(keyBilling)
 	input := hookInput(t, "claude-code/bash.json")

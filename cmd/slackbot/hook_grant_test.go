@@ -25,6 +25,7 @@ routes:
 // the same command from another session in that directory runs without
 // a card, and from another directory under the same key gets a card.
 func TestHookGrantCoversItsDirectory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: hookGrantRoutes, apiKeys: "laptop=" + keyBilling, wallClock: true})
 	vars := e.hookVars(keyBilling)
 	n := 0

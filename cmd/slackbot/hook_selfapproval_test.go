@@ -29,6 +29,7 @@ const notebookEdit = `{"session_id":"8f3b2c1a-5d4e-4f6a-9b7c-2e1d0a9f8c7b","cwd"
 // it, the key's approval is recorded, but the hook answers deny: it runs
 // only what a person, a policy or a grant approved.
 func TestHookRunsNothingItsKeyApproved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: hookSelfRoutes, apiKeys: "billing=" + keyBilling, wallClock: true})
 	vars := e.hookVars(keyBilling)
 	doc := apitest.Load(t)

@@ -237,6 +237,7 @@ func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) 
 // (the whole input in updatedInput), a denial with the approver's reason,
 // a plain denial, and a read-only tool the routes approve with no card.
 func TestHookClaudeCode(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t)
 	vars := e.hookVars(keyBilling)
 
@@ -285,6 +286,7 @@ func TestHookClaudeCode(t *testing.T) {
 // JSON. Codex refuses updatedInput, so an approval with edited arguments
 // is a denial that tells the model which arguments were approved.
 func TestHookCodex(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t)
 	vars := e.hookVars(keyBilling)
 	input := hookInput(t, "codex/bash.json")

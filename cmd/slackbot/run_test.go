@@ -134,6 +134,7 @@ func receiptKeyID(t *testing.T, letter string) string {
 // the approval card appears, an authorized approver clicks Approve, and the
 // tool's result is answered in the thread.
 func TestServeEndToEnd(t *testing.T) {
+	t.Parallel()
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	routes := filepath.Join(t.TempDir(), "routes.yaml")
@@ -228,6 +229,7 @@ func postSigned(t *testing.T, url, contentType string, body []byte) {
 
 // TestServeRefusesBadConfiguration: one start-up names every problem.
 func TestServeRefusesBadConfiguration(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{
 		"SLACK_BOT_TOKEN": "", "SLACK_SIGNING_SECRET": "", "SLACK_APP_TOKEN": "",
 		"SLACK_API_URL": "ftp://nowhere", "REDIS_URL": "http://localhost", "ADDR": "nonsense",
@@ -247,6 +249,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 }
 
 func TestRoutesCheck(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
@@ -272,6 +275,7 @@ func TestRoutesCheck(t *testing.T) {
 }
 
 func TestVersionAndUsage(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"version"}, getenvOf(nil), nil, &out, &bytes.Buffer{}); err != nil || !strings.HasPrefix(out.String(), "slackbot ") {
 		t.Errorf("version: got %q, %v", out.String(), err)
