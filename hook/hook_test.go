@@ -11,119 +11,33 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/slackapprove/slackbot/internal/apitest"
+	"github.com/slackapprove/slackbot/internal/hooktest"
 )
-
-var updateHooks = flag.Bool("update-hooks", false, "rewrite the golden files in testdata/golden")
 
 const keyBilling = apitest.KeyBilling
 
-// hookResult is how one run of the hook command ended.
-type hookResult struct {
-	stdout, stderr string
-	err            error
-}
-
 // startHook runs the hook command with args in the background, with input
 // on stdin and vars as its environment.
-func startHook(ctx context.Context, input []byte, vars map[string]string, args ...string) <-chan hookResult {
-	done := make(chan hookResult, 1)
-	go func() {
-		var stdout, stderr bytes.Buffer
-		err := Run(ctx, args, func(k string) string { return vars[k] }, bytes.NewReader(input), &stdout, &stderr)
-		done <- hookResult{stdout.String(), stderr.String(), err}
-	}()
-	return done
+func startHook(ctx context.Context, input []byte, vars map[string]string, args ...string) <-chan hooktest.Result {
+	return hooktest.Start(ctx, Run, input, vars, args...)
 }
 
-// waitHook waits for a hook run to end, failing t if it returned an error
-// (the hook reports everything as a decision and exits 0).
-func waitHook(t *testing.T, done <-chan hookResult) hookResult {
-	t.Helper()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Fatalf("slackbot hook returned %v (stderr %s), want exit 0 with a decision", r.err, r.stderr)
-		}
-		return r
-	case <-time.After(60 * time.Second):
-		t.Fatal("slackbot hook did not end")
-	}
-	return hookResult{}
-}
-
-// hookInput reads a recorded hook input from testdata.
-func hookInput(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// checkHookGolden compares the hook's stdout with
-// testdata/golden/<name>.json byte for byte, after replacing in got
-// each value of the name, value pairs vars (a URL, an address), in order,
-// with its {{NAME}}; -update-hooks rewrites the file.
-func checkHookGolden(t *testing.T, name, got string, vars ...string) {
-	t.Helper()
-	for i := 0; i+1 < len(vars); i += 2 {
-		got = strings.ReplaceAll(got, vars[i+1], "{{"+vars[i]+"}}")
-	}
-	path := filepath.Join("testdata", "golden", name+".json")
-	if *updateHooks {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update-hooks to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("slackbot hook printed\n%s\nwant (%s)\n%s", got, path, want)
-	}
-}
-
-// fakeAPI is a server in slackbot's place that answers every request with
-// status and body, and counts the requests.
-func fakeAPI(t *testing.T, status int, body string) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &hits
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
+var (
+	files           = hooktest.Files("testdata")
+	hookInput       = files.Input
+	checkHookGolden = files.CheckGolden
+	waitHook        = hooktest.Wait
+	fakeAPI         = hooktest.FakeAPI
+	closedPort      = hooktest.ClosedPort
+)
 
 // TestHookFailsClosedWithoutAnswer: slackbot down, a server error, and
 // answers the hook cannot read all deny, saying why (a key slackbot
@@ -151,9 +65,9 @@ func TestHookFailsClosedWithoutAnswer(t *testing.T) {
 				input = hookInput(t, "codex/bash.json")
 			}
 			r := waitHook(t, startHook(t.Context(), input, map[string]string{"SLACKBOT_URL": tt.url, "SLACKBOT_API_KEY": tt.key}, tt.agent))
-			checkHookGolden(t, tt.golden, r.stdout, "URL", tt.url, "ADDR", down)
-			if strings.Contains(r.stdout+r.stderr, tt.key) {
-				t.Errorf("the hook's output shows the API key: %s %s", r.stdout, r.stderr)
+			checkHookGolden(t, tt.golden, r.Stdout, "URL", tt.url, "ADDR", down)
+			if strings.Contains(r.Stdout+r.Stderr, tt.key) {
+				t.Errorf("the hook's output shows the API key: %s %s", r.Stdout, r.Stderr)
 			}
 		})
 	}
@@ -186,7 +100,7 @@ func TestHookRefusesBadInput(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := waitHook(t, startHook(t.Context(), tt.input, tt.vars, append([]string{"claude-code"}, tt.args...)...))
-			checkHookGolden(t, tt.golden, r.stdout, "URL", api.URL)
+			checkHookGolden(t, tt.golden, r.Stdout, "URL", api.URL)
 		})
 	}
 	if n := hits.Load(); n != 0 {
@@ -197,8 +111,8 @@ func TestHookRefusesBadInput(t *testing.T) {
 	// the usage, and an error, for exit status 2 (cmd/slackbot's
 	// TestHookWithoutAgentExits2).
 	r := <-startHook(t.Context(), bash, vars, "cursor")
-	if r.err == nil || r.stdout != "" || !strings.Contains(r.err.Error(), "claude-code or codex") {
-		t.Errorf("hook cursor: got %v, stdout %q; want the usage and no output", r.err, r.stdout)
+	if r.Err == nil || r.Stdout != "" || !strings.Contains(r.Err.Error(), "claude-code or codex") {
+		t.Errorf("hook cursor: got %v, stdout %q; want the usage and no output", r.Err, r.Stdout)
 	}
 }
 
@@ -250,14 +164,14 @@ func TestHookRidesOutPollFailures(t *testing.T) {
 
 	api, cancels := scriptedAPI(t, pending, unavailable, unavailable, pending, unavailable, approved)
 	r := waitHook(t, startHook(t.Context(), input, map[string]string{"SLACKBOT_URL": api.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code"))
-	checkHookGolden(t, "claude-code-bash-allow", r.stdout)
+	checkHookGolden(t, "claude-code-bash-allow", r.Stdout)
 	if n := cancels.Load(); n != 0 {
 		t.Errorf("%d cancellations of a request that was approved", n)
 	}
 
 	api, cancels = scriptedAPI(t, unavailable, unavailable, unavailable, unavailable)
 	r = waitHook(t, startHook(t.Context(), input, map[string]string{"SLACKBOT_URL": api.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code"))
-	checkHookGolden(t, "fail-polls", r.stdout, "URL", api.URL)
+	checkHookGolden(t, "fail-polls", r.Stdout, "URL", api.URL)
 	if n := cancels.Load(); n != 1 {
 		t.Errorf("%d cancellations after the polls failed, want 1", n)
 	}
@@ -280,7 +194,7 @@ func TestHookInterruptedWhileSlackbotHangs(t *testing.T) {
 	done := startHook(ctx, hookInput(t, "claude-code/bash.json"), map[string]string{"SLACKBOT_URL": srv.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code")
 	<-got
 	interrupt()
-	checkHookGolden(t, "fail-interrupted", waitHook(t, done).stdout)
+	checkHookGolden(t, "fail-interrupted", waitHook(t, done).Stdout)
 }
 
 // TestHookRefusesToolInputReadTwoWays: a tool_input that two parsers
@@ -302,9 +216,9 @@ func TestHookRefusesToolInputReadTwoWays(t *testing.T) {
 		var out struct {
 			HookSpecificOutput struct{ PermissionDecision, PermissionDecisionReason string }
 		}
-		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.HookSpecificOutput.PermissionDecision != "deny" ||
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || out.HookSpecificOutput.PermissionDecision != "deny" ||
 			!strings.Contains(out.HookSpecificOutput.PermissionDecisionReason, tt.want) {
-			t.Errorf("tool_input %.40s…: got %s; want a deny saying %q", tt.input, r.stdout, tt.want)
+			t.Errorf("tool_input %.40s…: got %s; want a deny saying %q", tt.input, r.Stdout, tt.want)
 		}
 	}
 	if n := hits.Load(); n != 0 {

@@ -92,8 +92,14 @@ func TestRedisCrashLosesNoAcknowledgedDecision(t *testing.T) {
 	// Let the cards' updates finish first: an update cut off by the crash
 	// would keep its card's lease until it expires (30s), and the run's
 	// answer, posted after the cards show the outcomes, would wait for it.
+	// An update ends when it frees the lease, just after Slack has the
+	// new card: on a loaded host the crash could fall in between.
 	for i, c := range cards[:5] {
-		e.waitFor(fmt.Sprintf("card %d to show the approval", i), func() bool { return strings.Contains(cardText(e.latest(c)), "Approved") })
+		_, id := cardCall(t, c)
+		lease := e.prefix + "lock:card:" + token + ":" + id
+		e.waitFor(fmt.Sprintf("card %d to show the approval and its update to end", i), func() bool {
+			return strings.Contains(cardText(e.latest(c)), "Approved") && rdb.Exists(t.Context(), lease).Val() == 0
+		})
 	}
 	rs.Kill(t)
 

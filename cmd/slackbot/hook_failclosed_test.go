@@ -11,47 +11,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/hooktest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 )
-
-// fakeAPI is a server in slackbot's place that answers every request with
-// status and body, and counts the requests.
-func fakeAPI(t *testing.T, status int, body string) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &hits
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // TestHookFailsClosedOnUnknownKey: a key slackbot refuses denies, saying
 // why, and never shows the key (the other ways the hook gets no answer are
@@ -62,9 +33,9 @@ func TestHookFailsClosedOnUnknownKey(t *testing.T) {
 	e := newHookEnv(t)
 	const key = "not-a-key-0123456789"
 	r := waitHook(t, startHook(t.Context(), hookInput(t, "claude-code/bash.json"), map[string]string{"SLACKBOT_URL": e.srv.URL, "SLACKBOT_API_KEY": key}, "claude-code"))
-	checkHookGolden(t, "fail-unauthorized", r.stdout, "URL", e.srv.URL)
-	if strings.Contains(r.stdout+r.stderr, key) {
-		t.Errorf("the hook's output shows the API key: %s %s", r.stdout, r.stderr)
+	checkHookGolden(t, "fail-unauthorized", r.Stdout, "URL", e.srv.URL)
+	if strings.Contains(r.Stdout+r.Stderr, key) {
+		t.Errorf("the hook's output shows the API key: %s %s", r.Stdout, r.Stderr)
 	}
 }
 
@@ -76,7 +47,7 @@ func TestHookFailsClosedOnUnknownKey(t *testing.T) {
 func TestHookWithoutAgentExits2(t *testing.T) {
 	t.Parallel()
 	bin := slackbotBinary(t)
-	api, hits := fakeAPI(t, http.StatusCreated, `{"token":"tok","status":"pending"}`)
+	api, hits := hooktest.FakeAPI(t, http.StatusCreated, `{"token":"tok","status":"pending"}`)
 	bash := hookInput(t, "claude-code/bash.json")
 	for _, tt := range []struct {
 		name string
@@ -123,7 +94,7 @@ func TestHookExits2WhenItCannotAnswer(t *testing.T) {
 	defer full.Close()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), slackbotBinary(t), "hook", "claude-code")
-	cmd.Env = []string{"SLACKBOT_URL=http://" + closedPort(t), "SLACKBOT_API_KEY=" + keyBilling}
+	cmd.Env = []string{"SLACKBOT_URL=http://" + hooktest.ClosedPort(t), "SLACKBOT_API_KEY=" + keyBilling}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(hookInput(t, "claude-code/bash.json")), full, &stderr
 	err = cmd.Run()
 	if exit, ok := errors.AsType[*exec.ExitError](err); !ok || exit.ExitCode() != 2 {
@@ -148,7 +119,7 @@ func TestHookEndsWithoutDecision(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), input, vars, "claude-code", "--timeout", "2s")
 		card := e.waitLiveCard(t, before, "rm -rf build/")
-		checkHookGolden(t, "fail-timeout", waitHook(t, done).stdout)
+		checkHookGolden(t, "fail-timeout", waitHook(t, done).Stdout)
 		e.waitCardSays(t, card, "Cancelled")
 	})
 	t.Run("interrupted", func(t *testing.T) {
@@ -158,7 +129,7 @@ func TestHookEndsWithoutDecision(t *testing.T) {
 		done := startHook(ctx, input, vars, "claude-code")
 		card := e.waitLiveCard(t, before, "rm -rf build/")
 		interrupt()
-		checkHookGolden(t, "fail-interrupted", waitHook(t, done).stdout)
+		checkHookGolden(t, "fail-interrupted", waitHook(t, done).Stdout)
 		e.waitCardSays(t, card, "Cancelled")
 	})
 	t.Run("the request expires", func(t *testing.T) {
@@ -166,7 +137,7 @@ func TestHookEndsWithoutDecision(t *testing.T) {
 		done := startHook(t.Context(), input, vars, "claude-code")
 		card := e.waitLiveCard(t, before, "rm -rf build/")
 		e.clock.Add(2 * time.Hour)
-		checkHookGolden(t, "fail-expired", waitHook(t, done).stdout)
+		checkHookGolden(t, "fail-expired", waitHook(t, done).Stdout)
 		e.waitCardSays(t, card, "Expired")
 	})
 }
