@@ -374,8 +374,13 @@ func crashAfterClaim(t *testing.T) bool {
 	rdb := c.redis.Client(t)
 	frozen := c.freezeAt(a, resumeClaimBy(ownerA))
 	// The click lands on A: a hibernated run resumes on the replica that
-	// records the decision, which claims it directly.
-	postSigned(t, a.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	// records the decision, which claims it directly. A may freeze at a
+	// waiter's poll while it handles the click, so the click is answered
+	// only once the loop below thaws it.
+	clicked := make(chan error, 1)
+	go func() {
+		clicked <- postSignedErr(t.Context(), a.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	}()
 	var claimKey, holder string
 	// A bound on the whole attempt, not only on each freeze: on a loaded
 	// host A may be frozen and thawed at its polls many times.
@@ -400,6 +405,18 @@ func crashAfterClaim(t *testing.T) bool {
 	}
 	if !strings.HasPrefix(strings.TrimPrefix(holder, "@"), ownerA) {
 		t.Fatalf("A froze at its claim, but the claim %s is held by %q", claimKey, holder)
+	}
+	// A claims the run after it answered the click; a click still
+	// unanswered means A froze before its answer left (a bound, for a
+	// loaded host, not a measure): this attempt proves nothing.
+	select {
+	case err := <-clicked:
+		if err != nil {
+			t.Fatalf("the click on A: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Logf("A froze at its claim before its answer to the click left")
+		return false
 	}
 	token := strings.TrimPrefix(claimKey, "slackbot:claim:")
 	runID := rdb.HGet(t.Context(), "slackbot:a:"+token, "run").Val()

@@ -211,20 +211,29 @@ func TestServeEndToEnd(t *testing.T) {
 
 func postSigned(t *testing.T, url, contentType string, body []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
+	if err := postSignedErr(t.Context(), url, contentType, body); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// postSignedErr is postSigned for any goroutine: it returns what went
+// wrong, an answer other than 200 included.
+func postSignedErr(ctx context.Context, url, contentType string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
 	}
 	req.Header.Set("Content-Type", contentType)
 	bot.SignSlackRequest(req.Header, testSecret, time.Now(), body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: got %d", url, resp.StatusCode)
+		return fmt.Errorf("POST %s: got %d", url, resp.StatusCode)
 	}
+	return nil
 }
 
 // TestServeRefusesBadConfiguration: one start-up names every problem.
