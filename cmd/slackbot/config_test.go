@@ -116,3 +116,35 @@ func TestLoadConfigRedisWaitReplicas(t *testing.T) {
 		}
 	}
 }
+
+// The README's Configuration table names every variable Config reads,
+// with its default, and no variable Config does not read (but OTEL_*,
+// which loadTracing reads).
+func TestReadmeConfigurationTable(t *testing.T) {
+	t.Parallel()
+	section := docSection(t, readDoc(t, "../../README.md"), "## Configuration")
+	vars := configVars(t)
+	documented := map[string]string{} // variable → its row's default column
+	for line := range strings.Lines(section) {
+		cols := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| `") || len(cols) < 3 {
+			continue
+		}
+		for _, name := range strings.Split(strings.TrimPrefix(cols[0], "| "), ", ") {
+			name = strings.Trim(name, "`")
+			if _, ok := vars[name]; !ok && !strings.HasPrefix(name, "OTEL_") {
+				t.Errorf("the README's Configuration table documents %s, which Config does not read", name)
+			}
+			documented[name] = strings.Trim(cols[len(cols)-1], " |\n")
+		}
+	}
+	for name, def := range vars {
+		row, ok := documented[name]
+		switch {
+		case !ok:
+			t.Errorf("the README's Configuration table does not document %s", name)
+		case def != "" && !strings.Contains(row, "`"+def+"`"):
+			t.Errorf("the README's Configuration table gives %s the default %q, want `%s`", name, row, def)
+		}
+	}
+}
