@@ -33,6 +33,16 @@ var (
 // slackbotBinary builds the program once per test binary.
 func slackbotBinary(t *testing.T) string {
 	t.Helper()
+	buildSlackbot()
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// buildSlackbot builds the program, once: TestMain starts it early for a
+// whole run, so that the build overlaps the first tests.
+func buildSlackbot() {
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "slackbot-bin-")
 		if err != nil {
@@ -45,10 +55,6 @@ func slackbotBinary(t *testing.T) string {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
 }
 
 // proc is one slackbot process.

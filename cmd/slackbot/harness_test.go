@@ -35,10 +35,16 @@ import (
 // TestMain runs up to minParallel tests at once (or GOMAXPROCS, if more)
 // unless -parallel says otherwise: most of these tests wait, on processes
 // they started, a takeover, a timeout or a shutdown, rather than compute.
+// A whole run (no -run, not -short) builds the program for the tests that
+// start it as processes while the first tests run.
 func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.parallel"); f != nil {
-		// The command line, parsed in m.Run, still overrides this.
+		// The command line, parsed next, still overrides this.
 		_ = f.Value.Set(strconv.Itoa(max(minParallel, runtime.GOMAXPROCS(0))))
+	}
+	flag.Parse()
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" && !testing.Short() {
+		go buildSlackbot()
 	}
 	redistest.Main(m)
 }
