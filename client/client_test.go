@@ -24,8 +24,8 @@ import (
 // The client is tested against a server that answers with /v1's
 // recorded JSON, each answer checked against slackbot's OpenAPI document
 // (apitest.Doc), so the fake cannot drift from the API. The hook
-// commands (cmd/slackbot, TestHook*) use this client against a real
-// slackbot end to end.
+// command (package hook) uses this client against a real slackbot end to
+// end (cmd/slackbot, TestHook*).
 
 const key = "billing-key-0123456789abcdef"
 

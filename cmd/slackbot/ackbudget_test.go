@@ -18,6 +18,7 @@ import (
 // answers again (the held commands arrive late) nothing was decided: the
 // card keeps its buttons and the tool did not run.
 func TestClickWithFrozenRedisDecidesNothing(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	proxy := redistest.NewProxy(t, srv.Addr())
 	// Socket timeouts far beyond the budget: only the click's deadline can

@@ -12,6 +12,7 @@ import (
 // whose requester line and "Why" line name the key; carol shows only as
 // what the key says.
 func TestAPICardNamesTheKey(t *testing.T) {
+	t.Parallel()
 	x := apiE2E{env: newAPIEnv(t), doc: apitest.Load(t)}
 	a := x.create(t, deletion("call_1", "/tmp/report.csv", `,"requester":"carol"`))
 	text := string(x.apiCard(a.Token, "call_1").BlocksJSON)

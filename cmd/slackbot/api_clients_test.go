@@ -42,6 +42,7 @@ func newAPIEnv(t *testing.T) *env {
 // PATH): without it the test fails when python3 is required (scripts/test
 // and CI=true require it, see internal/testbin) and is skipped otherwise.
 func TestPythonExample(t *testing.T) {
+	t.Parallel()
 	py := testbin.Find(t, "python3")
 	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "python"))
 	if err != nil {
@@ -151,7 +152,9 @@ func (e *env) approveEverything(ctx context.Context, user string) int {
 // npm too when node_modules is missing): without it the test fails when
 // node is required (scripts/test, CI=true) and is skipped otherwise.
 func TestTypeScriptClients(t *testing.T) {
+	t.Parallel()
 	node := testbin.Find(t, "node")
+	cpuTurn(t)
 	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "typescript"))
 	if err != nil {
 		t.Fatal(err)

@@ -119,6 +119,7 @@ func sandboxDeletion(id, path, extra string) string {
 // Slack answers the agent's long poll, and every end (an API answer,
 // expiry, cancellation) shows on the cards.
 func TestAPIEndToEnd(t *testing.T) {
+	t.Parallel()
 	x := apiE2E{env: newAPIEnv(t), doc: apitest.Load(t)}
 	t.Run("approve by click, answered by long poll", x.approveByClick)
 	t.Run("deny with reason", x.denyWithReason)

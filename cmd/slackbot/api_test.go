@@ -21,6 +21,7 @@ import (
 // approver clicks in Slack, and the long poll returns the
 // DeferredToolResults. Without the key: 401.
 func TestServeHTTPAPI(t *testing.T) {
+	t.Parallel()
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	routes := filepath.Join(t.TempDir(), "routes.yaml")

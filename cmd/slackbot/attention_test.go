@@ -70,6 +70,7 @@ func (e *env) audited(typ string) int {
 // replicas; once decided, the reminders stop. The clock is the test's: no
 // sleeping for ten minutes.
 func TestRemindersUntilDecided(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: attentionRoutes})
 	e.replica("replica-b") // consumes the same job queue
 	e.mention(carol, general, "delete customer C-1")
@@ -115,6 +116,7 @@ func TestRemindersUntilDecided(t *testing.T) {
 // link to the card, the card's thread and the card say so, and now Dave's
 // approval counts, audited as a decision after escalation.
 func TestEscalation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: attentionRoutes})
 	e.replica("replica-b")
 	e.mention(carol, general, "delete customer C-2")

@@ -14,6 +14,7 @@ import (
 // again; Alice approves for 1 h; when Carol asks a third time, Alice's
 // grant approves it without a card, and Carol's thread says so.
 func TestDevBrowserRemindEscalateGrant(t *testing.T) {
+	t.Parallel()
 	p := devBrowser(t)
 	p.Send("@slackbot refund order A-1002 120")
 

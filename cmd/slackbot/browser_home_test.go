@@ -12,6 +12,7 @@ import (
 // tells her so, lists the grant with Revoke and keeps the second waiting;
 // the card in #approvals says approved by Alice too.
 func TestDevBrowserHome(t *testing.T) {
+	t.Parallel()
 	p := devBrowser(t)
 	p.Send("@slackbot refund order A-1003 250")
 	p.WaitFor("a toast about the first approval request",

@@ -24,6 +24,7 @@ const docsDir = "../../docs"
 // message only he sees, and Alice's approval is one of the two the route
 // needs.
 func TestDevBrowserEndToEnd(t *testing.T) {
+	t.Parallel()
 	// Carol asks in #general.
 	p := devBrowser(t)
 	p.Send("@slackbot refund order A-1002 150")
@@ -146,6 +147,7 @@ func devBrowser(t *testing.T) *browsertest.Page {
 		t.Skip("browser test skipped in -short mode")
 	}
 	chromium := browsertest.ChromiumPath(t)
+	cpuTurn(t)
 	shots := "" // a temporary directory
 	if *screenshots {
 		shots = docsDir

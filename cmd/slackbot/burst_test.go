@@ -34,6 +34,7 @@ func burstModel(n int) agentrunner.FunctionModel {
 // one message a second through and answers 429 with Retry-After, is posted
 // completely, in order, with no duplicates.
 func TestBurstOf200UnderRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{model: burstModel(200), sleepOnClock: true})
 	e.slack.RateLimit("chat.postMessage", 1, time.Second)
 	e.mention(carol, general, "delete them all")
@@ -62,6 +63,7 @@ func TestBurstOf200UnderRateLimit(t *testing.T) {
 // Slack answering 500, rate-limiting, and acting on a post whose response
 // is then lost: every card is posted exactly once, in order.
 func TestPostingSurvivesSlackFaults(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{model: burstModel(30), sleepOnClock: true})
 	e.slack.RateLimit("chat.postMessage", 5, time.Second)
 	e.slack.FailNext("chat.postMessage", http.StatusInternalServerError, 3)

@@ -199,9 +199,11 @@ func replicaInSync(n *redistest.Server) bool {
 }
 
 func TestChaosSoak(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Redis, Sentinels and slackbot processes")
 	}
+	cpuTurn(t)
 	began := time.Now()
 	s := startSoak(t)
 	threads := s.mentions()

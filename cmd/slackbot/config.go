@@ -12,39 +12,39 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kelseyhightower/envconfig"
-
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/store"
 )
 
 // Config is slackbot's configuration, read from the environment variables
-// the README's Configuration section and .env.example name. Every field's tag is the variable's exact name.
+// the README's Configuration section and .env.example name. Every field's
+// env tag is the variable's exact name, its default tag the value an unset
+// (or empty) variable takes.
 type Config struct {
-	SlackBotToken      string   `envconfig:"SLACK_BOT_TOKEN"`
-	SlackSigningSecret string   `envconfig:"SLACK_SIGNING_SECRET"`
-	SlackAppToken      string   `envconfig:"SLACK_APP_TOKEN"`
-	SlackAPIURL        string   `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
-	RedisURL           string   `envconfig:"REDIS_URL"`
-	RedisWaitReplicas  int      `envconfig:"REDIS_WAIT_REPLICAS" default:"0"`
-	RoutesFile         string   `envconfig:"ROUTES_FILE"`
-	Addr               string   `envconfig:"ADDR" default:":8080"`
-	TLSCertFile        string   `envconfig:"TLS_CERT_FILE"`
-	TLSKeyFile         string   `envconfig:"TLS_KEY_FILE"`
-	Model              string   `envconfig:"MODEL" default:"test"`
-	OpenAIAPIKey       string   `envconfig:"OPENAI_API_KEY"`
-	OpenAIBaseURL      string   `envconfig:"OPENAI_BASE_URL"`
-	AnthropicAPIKey    string   `envconfig:"ANTHROPIC_API_KEY"`
-	Tools              string   `envconfig:"TOOLS"`
-	APIKeys            []string `envconfig:"API_KEYS"`
-	APIMaxOpen         int      `envconfig:"API_MAX_OPEN" default:"1000"`
-	APIRate            float64  `envconfig:"API_RATE" default:"20"`
-	PublicURL          string   `envconfig:"PUBLIC_URL"`
-	ReceiptKey         string   `envconfig:"RECEIPT_KEY"`
-	ReceiptKeyPrevious string   `envconfig:"RECEIPT_KEY_PREVIOUS"`
-	LogLevel           string   `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat          string   `envconfig:"LOG_FORMAT" default:"json"`
+	SlackBotToken      string   `env:"SLACK_BOT_TOKEN"`
+	SlackSigningSecret string   `env:"SLACK_SIGNING_SECRET"`
+	SlackAppToken      string   `env:"SLACK_APP_TOKEN"`
+	SlackAPIURL        string   `env:"SLACK_API_URL" default:"https://slack.com/api/"`
+	RedisURL           string   `env:"REDIS_URL"`
+	RedisWaitReplicas  int      `env:"REDIS_WAIT_REPLICAS" default:"0"`
+	RoutesFile         string   `env:"ROUTES_FILE"`
+	Addr               string   `env:"ADDR" default:":8080"`
+	TLSCertFile        string   `env:"TLS_CERT_FILE"`
+	TLSKeyFile         string   `env:"TLS_KEY_FILE"`
+	Model              string   `env:"MODEL" default:"test"`
+	OpenAIAPIKey       string   `env:"OPENAI_API_KEY"`
+	OpenAIBaseURL      string   `env:"OPENAI_BASE_URL"`
+	AnthropicAPIKey    string   `env:"ANTHROPIC_API_KEY"`
+	Tools              string   `env:"TOOLS"`
+	APIKeys            []string `env:"API_KEYS"`
+	APIMaxOpen         int      `env:"API_MAX_OPEN" default:"1000"`
+	APIRate            float64  `env:"API_RATE" default:"20"`
+	PublicURL          string   `env:"PUBLIC_URL"`
+	ReceiptKey         string   `env:"RECEIPT_KEY"`
+	ReceiptKeyPrevious string   `env:"RECEIPT_KEY_PREVIOUS"`
+	LogLevel           string   `env:"LOG_LEVEL" default:"info"`
+	LogFormat          string   `env:"LOG_FORMAT" default:"json"`
 }
 
 // Mode is the subcommand a configuration is checked for.
@@ -71,7 +71,7 @@ func (e *ConfigError) Error() string {
 // reads the process environment.
 func loadConfig(getenv func(string) string, mode Mode) (*Config, error) {
 	var cfg Config
-	problems, err := processEnv(getenv, &cfg)
+	problems, err := readEnv(getenv, &cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -90,28 +90,25 @@ func loadConfig(getenv func(string) string, mode Mode) (*Config, error) {
 	return &cfg, nil
 }
 
-// processEnv fills cfg from getenv as envconfig.Process fills it from the
-// process environment, and returns a problem for every variable that does
-// not parse (envconfig.Process stops at the first).
+// readEnv fills cfg from getenv, field by field, by its env and default
+// tags, and returns a problem for every variable that does not parse, so
+// one start-up names them all. getenv cannot tell an empty variable from
+// an unset one, so an empty variable takes the default.
 //
-// envconfig reads only the process environment (it has no lookup hook), so
-// the fields are read here by envconfig's own conventions — the variable
-// is the `envconfig` tag, the default the `default` tag, a bad value an
-// envconfig.ParseError — for the kinds Config has (string, []string, int,
-// float64). The tags are read with reflect, not with envconfig.Usagef:
-// its text/template calls methods by name, which makes the linker keep
-// every exported method of every type (8 MB more code in the binary). One
-// difference: getenv cannot tell an empty variable from an unset one, so
-// an empty variable takes the default.
-func processEnv(getenv func(string) string, cfg *Config) ([]string, error) {
+// It is this small reader rather than a library such as envconfig, which
+// reads only the process environment: run is given getenv, and nothing
+// below it reads the process environment. The tags are read with reflect
+// alone; a text/template over them would make the linker keep every
+// exported method of every type (8 MB more code in the binary).
+func readEnv(getenv func(string) string, cfg *Config) ([]string, error) {
 	v := reflect.ValueOf(cfg).Elem()
 	t := v.Type()
 	var problems []string
 	for i := range t.NumField() {
 		f := t.Field(i)
-		key, def := f.Tag.Get("envconfig"), f.Tag.Get("default")
+		key, def := f.Tag.Get("env"), f.Tag.Get("default")
 		if key == "" {
-			return nil, fmt.Errorf("configuration field %s has no envconfig tag", f.Name)
+			return nil, fmt.Errorf("configuration field %s has no env tag", f.Name)
 		}
 		value := getenv(key)
 		if value == "" {
@@ -122,9 +119,7 @@ func processEnv(getenv func(string) string, cfg *Config) ([]string, error) {
 		}
 		field := v.Field(i)
 		if err := setField(field, value); err != nil {
-			problems = append(problems, (&envconfig.ParseError{
-				KeyName: key, FieldName: f.Name, TypeName: field.Type().String(), Value: value, Err: err,
-			}).Error())
+			problems = append(problems, fmt.Sprintf("%s: converting '%s' to type %s: %v", key, value, field.Type(), err))
 			// The default stands in, so validate names only other problems.
 			_ = setField(field, def)
 		}
@@ -132,7 +127,8 @@ func processEnv(getenv func(string) string, cfg *Config) ([]string, error) {
 	return problems, nil
 }
 
-// setField parses value into field as envconfig does.
+// setField parses value into field: a number in Go syntax, a list split
+// at commas.
 func setField(field reflect.Value, value string) error {
 	switch field.Kind() {
 	case reflect.String:

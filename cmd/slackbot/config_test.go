@@ -8,6 +8,7 @@ import (
 // loadConfig reads getenv, never the process environment: a variable set
 // in the process but not in getenv is not seen.
 func TestLoadConfigReadsGetenvOnly(t *testing.T) {
+	// Not parallel: it sets the process environment (t.Setenv).
 	t.Setenv("ADDR", "nonsense")
 	t.Setenv("LOG_LEVEL", "loud")
 	cfg, err := loadConfig(getenvOf(map[string]string{"API_MAX_OPEN": "7", "API_KEYS": "a=0123456789abcdef0123,b=fedcba9876543210fedc"}), ModeDev)
@@ -21,13 +22,14 @@ func TestLoadConfigReadsGetenvOnly(t *testing.T) {
 }
 
 // Every variable that does not parse is named in one message, with the
-// problems of the others (envconfig.Process stops at the first).
+// problems of the others.
 func TestLoadConfigNamesEveryUnparsableVariable(t *testing.T) {
+	t.Parallel()
 	_, err := loadConfig(getenvOf(map[string]string{"API_MAX_OPEN": "many", "API_RATE": "fast", "LOG_FORMAT": "xml"}), ModeDev)
 	if err == nil {
 		t.Fatal("loadConfig accepted API_MAX_OPEN=many")
 	}
-	for _, want := range []string{"API_MAX_OPEN", "'many'", "API_RATE", "'fast'", "LOG_FORMAT"} {
+	for _, want := range []string{"API_MAX_OPEN: converting 'many' to type int", "API_RATE", "'fast'", "LOG_FORMAT"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %s:\n%v", want, err)
 		}
@@ -42,6 +44,7 @@ func TestLoadConfigNamesEveryUnparsableVariable(t *testing.T) {
 // A bad receipt key is named, never quoted; a previous key needs a
 // current one.
 func TestLoadConfigReceiptKeys(t *testing.T) {
+	t.Parallel()
 	secretish := "c2VjcmV0LXNlZWQtdGhhdC1pcy10b28tc2hvcnQ"
 	_, err := loadConfig(getenvOf(map[string]string{"RECEIPT_KEY": secretish, "RECEIPT_KEY_PREVIOUS": "%%%"}), ModeDev)
 	if err == nil {
@@ -75,6 +78,7 @@ func TestLoadConfigReceiptKeys(t *testing.T) {
 // REDIS_URL takes one server or Sentinels; a bad one is named with its
 // problem, never with its password.
 func TestLoadConfigRedisURL(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{
 		"redis://localhost:6379/0",
 		"rediss://:pw@redis.example:6380/0",
@@ -97,6 +101,7 @@ func TestLoadConfigRedisURL(t *testing.T) {
 // REDIS_WAIT_REPLICAS is a count of replicas: not negative, and not
 // without a Redis that can have replicas.
 func TestLoadConfigRedisWaitReplicas(t *testing.T) {
+	t.Parallel()
 	cfg, err := loadConfig(getenvOf(map[string]string{"REDIS_URL": "redis://r:6379/0", "REDIS_WAIT_REPLICAS": "1"}), ModeDev)
 	if err != nil || cfg.RedisWaitReplicas != 1 {
 		t.Fatalf("REDIS_WAIT_REPLICAS=1: %v, %+v", err, cfg)
@@ -108,6 +113,38 @@ func TestLoadConfigRedisWaitReplicas(t *testing.T) {
 		}
 		if _, err := loadConfig(getenvOf(vars), ModeDev); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("REDIS_WAIT_REPLICAS=%s: %v, want %q", env, err, want)
+		}
+	}
+}
+
+// The README's Configuration table names every variable Config reads,
+// with its default, and no variable Config does not read (but OTEL_*,
+// which loadTracing reads).
+func TestReadmeConfigurationTable(t *testing.T) {
+	t.Parallel()
+	section := docSection(t, readDoc(t, "../../README.md"), "## Configuration")
+	vars := configVars(t)
+	documented := map[string]string{} // variable → its row's default column
+	for line := range strings.Lines(section) {
+		cols := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| `") || len(cols) < 3 {
+			continue
+		}
+		for _, name := range strings.Split(strings.TrimPrefix(cols[0], "| "), ", ") {
+			name = strings.Trim(name, "`")
+			if _, ok := vars[name]; !ok && !strings.HasPrefix(name, "OTEL_") {
+				t.Errorf("the README's Configuration table documents %s, which Config does not read", name)
+			}
+			documented[name] = strings.Trim(cols[len(cols)-1], " |\n")
+		}
+	}
+	for name, def := range vars {
+		row, ok := documented[name]
+		switch {
+		case !ok:
+			t.Errorf("the README's Configuration table does not document %s", name)
+		case def != "" && !strings.Contains(row, "`"+def+"`"):
+			t.Errorf("the README's Configuration table gives %s the default %q, want `%s`", name, row, def)
 		}
 	}
 }

@@ -46,6 +46,7 @@ func (c *cluster) createOn(p *proc) string {
 // consumer within the bound (store.CardJobDelay, then a job consumer's
 // poll) and ends without buttons, showing the decision.
 func TestCrashBeforeClickCardUpdate(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

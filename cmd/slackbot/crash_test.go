@@ -239,6 +239,7 @@ const closedAnswer = `{"tickets__close_ticket":"closed"}`
 // the click lands on B, then killed; B resumes the run once A's heartbeat
 // is gone.
 func TestCrashAfterDecisionBeforeResume(t *testing.T) {
+	t.Parallel()
 	c, tool, _, a, b := crashCluster(t)
 	thread, card, e := c.mentionTicket(a)
 	if err := a.freeze(); err != nil {
@@ -254,6 +255,7 @@ func TestCrashAfterDecisionBeforeResume(t *testing.T) {
 // run the tool again; the model, the answer and the card say its outcome
 // was lost.
 func TestCrashWhileToolRuns(t *testing.T) {
+	t.Parallel()
 	c, tool, _, a, _ := crashCluster(t)
 	tool.held.Store(true)
 	thread, card, e := c.mentionTicket(a)
@@ -286,6 +288,7 @@ func (c *cluster) auditsLostOutcome() {
 // thread of A stopped), so A never has the return to record; then A is
 // killed. B does not run the tool again and says its outcome was lost.
 func TestCrashAfterToolBeforeOutcome(t *testing.T) {
+	t.Parallel()
 	c, tool, _, a, _ := crashCluster(t)
 	stop := func() {
 		if err := a.freeze(); err != nil {
@@ -304,6 +307,7 @@ func TestCrashAfterToolBeforeOutcome(t *testing.T) {
 // Killed while posting the answer (the post is held on its way to Slack):
 // B posts it, once.
 func TestCrashWhilePostingAnswer(t *testing.T) {
+	t.Parallel()
 	c, tool, hold, a, _ := crashCluster(t)
 	thread, card, e := c.mentionTicket(a)
 	hold.arm("chat.postMessage")
@@ -321,6 +325,7 @@ func TestCrashWhilePostingAnswer(t *testing.T) {
 
 // Killed while the card's update is retried after a 429: B updates it.
 func TestCrashWhileCardUpdateRateLimited(t *testing.T) {
+	t.Parallel()
 	c, tool, _, a, _ := crashCluster(t)
 	thread, card, e := c.mentionTicket(a)
 	// The decision's update passes; the outcome's gets 429 and waits.
@@ -347,6 +352,7 @@ func TestCrashWhileCardUpdateRateLimited(t *testing.T) {
 // logged and the case runs again with a fresh cluster, a bounded number
 // of times.
 func TestCrashAfterClaimBeforeTool(t *testing.T) {
+	t.Parallel()
 	const attempts = 5
 	for i := 1; i <= attempts; i++ {
 		var frozen bool
@@ -368,8 +374,13 @@ func crashAfterClaim(t *testing.T) bool {
 	rdb := c.redis.Client(t)
 	frozen := c.freezeAt(a, resumeClaimBy(ownerA))
 	// The click lands on A: a hibernated run resumes on the replica that
-	// records the decision, which claims it directly.
-	postSigned(t, a.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	// records the decision, which claims it directly. A may freeze at a
+	// waiter's poll while it handles the click, so the click is answered
+	// only once the loop below thaws it.
+	clicked := make(chan error, 1)
+	go func() {
+		clicked <- postSignedErr(t.Context(), a.base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
+	}()
 	var claimKey, holder string
 	// A bound on the whole attempt, not only on each freeze: on a loaded
 	// host A may be frozen and thawed at its polls many times.
@@ -394,6 +405,18 @@ func crashAfterClaim(t *testing.T) bool {
 	}
 	if !strings.HasPrefix(strings.TrimPrefix(holder, "@"), ownerA) {
 		t.Fatalf("A froze at its claim, but the claim %s is held by %q", claimKey, holder)
+	}
+	// A claims the run after it answered the click; a click still
+	// unanswered means A froze before its answer left (a bound, for a
+	// loaded host, not a measure): this attempt proves nothing.
+	select {
+	case err := <-clicked:
+		if err != nil {
+			t.Fatalf("the click on A: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Logf("A froze at its claim before its answer to the click left")
+		return false
 	}
 	token := strings.TrimPrefix(claimKey, "slackbot:claim:")
 	runID := rdb.HGet(t.Context(), "slackbot:a:"+token, "run").Val()

@@ -80,6 +80,7 @@ func stepsCluster(t *testing.T) (c *cluster, tool *crashTool, a, b *proc, ownerA
 // one ran): B goes on from A's checkpoint, runs neither tool again, and
 // tells the model the note's outcome was lost.
 func TestCrashWhileUnapprovedToolRuns(t *testing.T) {
+	t.Parallel()
 	c, tool, a, _, _ := stepsCluster(t)
 	tool.noteHeld.Store(true)
 	thread, card, e := c.mentionTicket(a)
@@ -100,6 +101,7 @@ func TestCrashWhileUnapprovedToolRuns(t *testing.T) {
 // was recorded (A is frozen as Redis records it): B reuses the recorded
 // return and runs neither tool again.
 func TestCrashAfterUnapprovedToolReturned(t *testing.T) {
+	t.Parallel()
 	c, tool, a, _, _ := stepsCluster(t)
 	thread, card, e := c.mentionTicket(a)
 	frozen := c.freezeAt(a, func(args string) bool {

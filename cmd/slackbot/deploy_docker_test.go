@@ -60,6 +60,7 @@ func parseDockerfile(t *testing.T, file string) []dockerInstruction {
 }
 
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(deployDir, "Dockerfile")
 	ins := parseDockerfile(t, file)
 
@@ -197,6 +198,7 @@ type composeService struct {
 }
 
 func TestComposeFile(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(deployDir, "docker-compose.yml")
 	docs := yamlDocs(t, file)
 	var c composeFile

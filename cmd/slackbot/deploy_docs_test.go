@@ -45,6 +45,7 @@ var (
 )
 
 func TestDeployDocsAgreeWithTheCode(t *testing.T) {
+	t.Parallel()
 	readme := readDoc(t, filepath.Join(deployDir, "README.md"))
 	envExample := readDoc(t, "../../.env.example")
 

@@ -15,6 +15,7 @@ import (
 // app_home_opened, and keeps the Messages tab that direct messages start
 // runs in.
 func TestManifestEnablesAppHome(t *testing.T) {
+	t.Parallel()
 	called := calledSlackMethods(t, "../..")
 	if _, ok := called["PublishView"]; !ok {
 		t.Fatal("the scan of the code found no views.publish: App Home is not published, or the scan misses it")

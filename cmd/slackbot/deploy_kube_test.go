@@ -66,6 +66,7 @@ func strictKube(t *testing.T, o *kubeObject) any {
 // Every object in deploy/kubernetes decodes strictly into its API type,
 // and none carries a controller's annotations.
 func TestKubeManifestsDecodeStrictly(t *testing.T) {
+	t.Parallel()
 	objs, _ := kubeObjects(t)
 	for key, o := range objs {
 		t.Run(key, func(t *testing.T) {
@@ -87,6 +88,7 @@ func TestKubeManifestsDecodeStrictly(t *testing.T) {
 // Service's port, plain HTTP only redirects, and the host is PUBLIC_URL's
 // and the Slack app manifest's.
 func TestKubeGatewayRoutes(t *testing.T) {
+	t.Parallel()
 	objs, kust := kubeObjects(t)
 	gw := strictKube(t, objs["Gateway/slackbot"]).(*gatewayv1.Gateway)
 	route := strictKube(t, objs["HTTPRoute/slackbot"]).(*gatewayv1.HTTPRoute)

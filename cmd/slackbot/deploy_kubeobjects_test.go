@@ -261,6 +261,7 @@ func selects(selector, labels map[string]string) bool {
 }
 
 func TestKubeManifests(t *testing.T) {
+	t.Parallel()
 	objs, kust := kubeObjects(t)
 
 	// The kustomization lists every manifest but the Secret, whose

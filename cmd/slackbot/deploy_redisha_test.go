@@ -40,6 +40,7 @@ type redisChartValues struct {
 // from the Secret secret.yaml defines, and a REDIS_URL that names the
 // chart's Sentinel Service and master set, which store.Open accepts.
 func TestKubeRedisSentinelValues(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(deployDir, "kubernetes", "redis-sentinel", "values.yaml")
 	var v redisChartValues
 	decodeYAML(t, file, yamlDocs(t, file)[0], &v)

@@ -146,6 +146,7 @@ func calledSlackMethods(t *testing.T, root string) map[string]string {
 }
 
 func TestManifestScopesAreTheUsedOnes(t *testing.T) {
+	t.Parallel()
 	called := calledSlackMethods(t, "../..")
 	want := map[string][]string{} // scope → why
 	for _, name := range slices.Sorted(maps.Keys(called)) {

@@ -25,6 +25,7 @@ func composeDefault(v string) string {
 // file tells to set names those Sentinels and the monitored primary, and
 // store.Open accepts it.
 func TestComposeSentinelProfile(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(deployDir, "docker-compose.yml")
 	var c composeFile
 	decodeYAML(t, file, yamlDocs(t, file)[0], &c)

@@ -43,16 +43,16 @@ var runtimeEnv = map[string]bool{
 }
 
 // configVars returns every environment variable Config reads, from its
-// envconfig tags, with the default each declares ("" when none).
+// env tags, with the default each declares ("" when none).
 func configVars(t *testing.T) map[string]string {
 	t.Helper()
 	vars := map[string]string{}
 	typ := reflect.TypeFor[Config]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
-		name := f.Tag.Get("envconfig")
+		name := f.Tag.Get("env")
 		if name == "" {
-			t.Fatalf("Config.%s has no envconfig tag", f.Name)
+			t.Fatalf("Config.%s has no env tag", f.Name)
 		}
 		vars[name] = f.Tag.Get("default")
 	}
@@ -101,6 +101,7 @@ func decodeYAML(t *testing.T, where string, doc ast.Node, v any, opts ...yaml.De
 }
 
 func TestDeployYAMLParses(t *testing.T) {
+	t.Parallel()
 	var files []string
 	err := filepath.WalkDir(deployDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -141,6 +142,7 @@ func TestDeployYAMLParses(t *testing.T) {
 }
 
 func TestDeployRoutesLoad(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"routes.example.yaml", "kubernetes/routes.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			rs, err := routing.LoadRoutes(filepath.Join(deployDir, file))
@@ -215,6 +217,7 @@ func readEnvExample(t *testing.T) []envExample {
 }
 
 func TestEnvExampleDocumentsConfig(t *testing.T) {
+	t.Parallel()
 	vars := readEnvExample(t)
 	seen := map[string]int{}
 	var names []string
@@ -234,6 +237,7 @@ func TestEnvExampleDocumentsConfig(t *testing.T) {
 }
 
 func TestEnvExampleValuesAreValid(t *testing.T) {
+	// Not parallel: a subtest changes the working directory (t.Chdir).
 	vars := readEnvExample(t)
 	tlsFile := filepath.Join(t.TempDir(), "tls.pem")
 	if err := os.WriteFile(tlsFile, nil, 0o600); err != nil {
@@ -277,6 +281,7 @@ func TestEnvExampleValuesAreValid(t *testing.T) {
 }
 
 func TestSlackAppManifest(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(deployDir, "slack-app-manifest.yaml")
 	var m slack.Manifest
 	// Unknown fields are typos Slack would reject when the app is created.

@@ -13,6 +13,7 @@ import (
 // Origin) gets 403 and reaches nothing: neither a click nor the clock,
 // which moves slackbot's deadlines, reminders and grants.
 func TestDevAnswersOnlyItsOwnHostAndOrigin(t *testing.T) {
+	t.Parallel()
 	base, _ := startRun(t, map[string]string{"ADDR": "127.0.0.1:0"}, "dev")
 	host := strings.TrimPrefix(base, "http://")
 

@@ -33,6 +33,16 @@ var (
 // slackbotBinary builds the program once per test binary.
 func slackbotBinary(t *testing.T) string {
 	t.Helper()
+	buildSlackbot()
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// buildSlackbot builds the program, once: TestMain starts it early for a
+// whole run, so that the build overlaps the first tests.
+func buildSlackbot() {
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "slackbot-bin-")
 		if err != nil {
@@ -45,10 +55,6 @@ func slackbotBinary(t *testing.T) string {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
 }
 
 // proc is one slackbot process.
@@ -234,6 +240,7 @@ routes:
 // A run waits on A; A is killed; the click lands on B; B resumes the run
 // from Redis: the tool runs once and the answer appears once.
 func TestDurableResumeOnAnotherProcess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -253,6 +260,7 @@ func TestDurableResumeOnAnotherProcess(t *testing.T) {
 
 // The same with A restarted instead of another process.
 func TestDurableResumeAfterRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -267,6 +275,7 @@ func TestDurableResumeAfterRestart(t *testing.T) {
 // token once, resumes the run with the timeout denial, and the card says
 // expired. The tool never runs.
 func TestDurableExpiryWhileNoProcessHoldsTheRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -289,6 +298,7 @@ func TestDurableExpiryWhileNoProcessHoldsTheRun(t *testing.T) {
 // SIGTERM (a rolling deploy) leaves the waiting run in Redis, not
 // cancelled: the click lands on another replica, which resumes it.
 func TestGracefulShutdownLeavesRunsToOtherReplicas(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -67,6 +67,7 @@ func updateBlocks(contentType string, body []byte) string {
 // takes the card update over from the job queue: the card says expired
 // and has no buttons left.
 func TestExpiredCardIsUpdatedAfterTheClaimerDies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

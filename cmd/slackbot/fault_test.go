@@ -73,6 +73,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // recorded (and is not), and the run finishes once the rest are decided,
 // each approved tool running once.
 func TestRedisCrashLosesNoAcknowledgedDecision(t *testing.T) {
+	t.Parallel()
 	rs := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
 	// While Redis is down a command fails after a short dial timeout and a
 	// few quick retries, rather than go-redis' defaults.
@@ -91,8 +92,14 @@ func TestRedisCrashLosesNoAcknowledgedDecision(t *testing.T) {
 	// Let the cards' updates finish first: an update cut off by the crash
 	// would keep its card's lease until it expires (30s), and the run's
 	// answer, posted after the cards show the outcomes, would wait for it.
+	// An update ends when it frees the lease, just after Slack has the
+	// new card: on a loaded host the crash could fall in between.
 	for i, c := range cards[:5] {
-		e.waitFor(fmt.Sprintf("card %d to show the approval", i), func() bool { return strings.Contains(cardText(e.latest(c)), "Approved") })
+		_, id := cardCall(t, c)
+		lease := e.prefix + "lock:card:" + token + ":" + id
+		e.waitFor(fmt.Sprintf("card %d to show the approval and its update to end", i), func() bool {
+			return strings.Contains(cardText(e.latest(c)), "Approved") && rdb.Exists(t.Context(), lease).Val() == 0
+		})
 	}
 	rs.Kill(t)
 
@@ -171,6 +178,7 @@ func assertEachDeletedOnce(t *testing.T, e *env, n int) {
 // each run answers once, each approved file is deleted (once: a second
 // deletion would fail and answer again) and no denied one is.
 func TestSIGKILLWithHundredPendingApprovals(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -321,6 +329,7 @@ func (c *chain) set(h http.Handler) {
 // timeouts of chat.postMessage, and cards updated after clicks through
 // timeouts, 500s and 429s of chat.update.
 func TestSlackTimeoutsLoseNothingAndDuplicateNothing(t *testing.T) {
+	t.Parallel()
 	t.Run("chat.postMessage", func(t *testing.T) {
 		var ch chain
 		e := newEnv(t, envOptions{
@@ -421,6 +430,7 @@ func (e *env) replica(owner string) (*app, string) {
 // once: one decision counted across the replicas, the approved tools run
 // once, the denied ones never, one answer.
 func TestClicksRacingOnTwoReplicasDecideOnce(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	e := newEnv(t, envOptions{model: burstModel(n)})
 	other, otherURL := e.replica("replica-b")
@@ -504,6 +514,7 @@ func TestClicksRacingOnTwoReplicasDecideOnce(t *testing.T) {
 // twice; every request gets an HTTP answer (a panic would drop the
 // connection instead).
 func TestHostileRequestsGetClearAnswers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]

@@ -50,6 +50,7 @@ func deleteNamedModel() agentrunner.FunctionModel {
 // other arguments, another requester, an ended or revoked grant each get
 // a card. The requester cannot grant her own call.
 func TestGrantApprovesRepeatsOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: grantRoutes, model: deleteNamedModel()})
 	ask := func(user, customer string) string {
 		return e.mention(user, general, "delete customer "+customer)

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +32,41 @@ import (
 	"github.com/slackapprove/slackbot/store/redistest"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+// TestMain runs up to minParallel tests at once (or GOMAXPROCS, if more)
+// unless -parallel says otherwise: most of these tests wait, on processes
+// they started, a takeover, a timeout or a shutdown, rather than compute.
+// A whole run (no -run, not -short) builds the program for the tests that
+// start it as processes while the first tests run.
+func TestMain(m *testing.M) {
+	if f := flag.Lookup("test.parallel"); f != nil {
+		// The command line, parsed next, still overrides this.
+		_ = f.Value.Set(strconv.Itoa(max(minParallel, runtime.GOMAXPROCS(0))))
+	}
+	flag.Parse()
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" && !testing.Short() {
+		go buildSlackbot()
+	}
+	redistest.Main(m)
+}
+
+// minParallel is how many tests run at once on a small machine.
+const minParallel = 4
+
+// cpuTurns lets one test at a time of those that keep every core busy
+// (headless Chromium, tsc, the chaos soak's 200 runs on two processes)
+// run, so that they do not slow each other past their own bounds; the
+// tests that mostly wait run beside them.
+var cpuTurns = make(chan struct{}, 1)
+
+// cpuTurn waits for t's turn among the tests that keep every core busy,
+// and gives it back when t ends.
+func cpuTurn(t *testing.T) {
+	t.Helper()
+	asked := time.Now()
+	cpuTurns <- struct{}{}
+	t.Logf("cpuTurn: waited %s for a turn", time.Since(asked).Round(time.Millisecond))
+	t.Cleanup(func() { <-cpuTurns })
+}
 
 const (
 	testSecret  = "test-signing-secret-0123456789"

@@ -33,6 +33,7 @@ func (e *env) approveThrough(base string, card slackfake.Message, thread string)
 // running: once its cards are posted, the goroutines are back to what
 // they were before it (polled to a bound), and Runs holds nothing.
 func TestSlackRunHibernatesWhileItWaits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	// A first run, to the end, opens the connections later runs reuse.
 	thread := e.mention(carol, general, "delete customer a")
@@ -88,6 +89,7 @@ func TestSlackRunHibernatesWhileItWaits(t *testing.T) {
 // The click on the replica that started the run resumes it there, at
 // once, without the resume queue.
 func TestClickResumesTheRunDirectly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	if got := e.approveThrough(e.srv.URL, e.waitCards(1)[0], thread); got != deletedAnswer {
@@ -104,6 +106,7 @@ func TestClickResumesTheRunDirectly(t *testing.T) {
 // A click on replica B, for a run A started, resumes the run on B; A does
 // nothing.
 func TestClickOnAnotherReplicaResumesThere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	b, bURL := e.replica("replica-b")
 	thread := e.mention(carol, general, "delete customer a")
@@ -131,6 +134,7 @@ func TestClickOnAnotherReplicaResumesThere(t *testing.T) {
 // (here: a Service without the Resumed port, as that process was) leaves
 // the run to the resume queue, which resumes it once.
 func TestDecisionWithoutDirectResumeGoesThroughTheQueue(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	e.waitCards(1)
@@ -162,6 +166,7 @@ func TestDecisionWithoutDirectResumeGoesThroughTheQueue(t *testing.T) {
 // The expiry sweep of this process resumes the run at once with the
 // timeout denial; the tool never runs.
 func TestExpiryResumesTheRunWithTheDenial(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	e.waitCards(1)
@@ -207,6 +212,7 @@ func (nopPoster) Update(_ context.Context, _ *approval.Request, c *approval.Call
 // Approvals racing on two replicas for a call that needs one: one of them
 // resolves the request, and its replica alone resumes the run, once.
 func TestRacingDecisionsOnTwoReplicasResumeOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	b, bURL := e.replica("replica-b")
 	thread := e.mention(carol, general, "delete customer a")

@@ -112,6 +112,7 @@ func (e *env) homeRefreshScheduled(user string) bool {
 // Bob's stale Home click gets "already approved", and Dave's forged click
 // is refused and audited.
 func TestHomeListsAndDecides(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: homeRoutes, model: deleteNamedModel()})
 	e.mention(carol, general, "delete customer C-1")
 	card := e.waitCards(1)[0]
@@ -178,6 +179,7 @@ func TestHomeListsAndDecides(t *testing.T) {
 // lists the call as escalated to him; Alice's "Approve for 8 h" on her
 // Home grants, her grants list it with Revoke, and Revoke ends it.
 func TestHomeEscalationGrantAndRevoke(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: homeRoutes, model: deleteNamedModel()})
 	e.mention(carol, general, "delete customer C-7")
 	e.waitCards(1)
@@ -211,6 +213,7 @@ func TestHomeEscalationGrantAndRevoke(t *testing.T) {
 // after Retry-After (waited on the test clock), and the Home is published
 // once.
 func TestHomePublishRetries429(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: homeRoutes, model: deleteNamedModel(), sleepOnClock: true})
 	e.slack.RateLimit("views.publish", 1, time.Minute)
 	e.openHome(bob) // uses the minute's one call
@@ -235,6 +238,7 @@ func TestHomePublishRetries429(t *testing.T) {
 // TestHomeOtherTabsPublishNothing: app_home_opened for the Messages tab
 // publishes no Home.
 func TestHomeOtherTabsPublishNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: homeRoutes, model: deleteNamedModel()})
 	body := slacktest.HomeOpened{Team: testTeam, User: alice, Tab: "messages"}.Body()
 	if resp := e.post("/slack/events", slacktest.JSONContentType, body, time.Now(), testSecret); resp.StatusCode != http.StatusOK {

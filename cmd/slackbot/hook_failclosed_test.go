@@ -3,127 +3,39 @@ package main
 // `slackbot hook` fails closed: whatever keeps a decision from arriving,
 // the agent gets a denial it shows, with the reason, and exit 0 (the
 // agents read the JSON only on exit 0; other codes let the tool run or
-// fall back to the agent's own prompt).
+// fall back to the agent's own prompt). Package hook's tests cover the
+// failures a server in slackbot's place can stage; these need the whole
+// program or the built binary's exit status.
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/hooktest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 )
 
-// fakeAPI is a server in slackbot's place that answers every request with
-// status and body, and counts the requests.
-func fakeAPI(t *testing.T, status int, body string) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &hits
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-// TestHookFailsClosedWithoutAnswer: slackbot down, a refused key, a
-// server error, and answers the hook cannot read all deny, saying why.
-func TestHookFailsClosedWithoutAnswer(t *testing.T) {
-	bash := hookInput(t, "claude-code/bash.json")
-	down := closedPort(t)
-	internal, _ := fakeAPI(t, http.StatusInternalServerError,
-		`{"error":{"code":"internal","message":"slackbot failed to handle the request; try again later"}}`)
-	html, _ := fakeAPI(t, http.StatusCreated, `<html><body>Sign in to continue</body></html>`)
-	unknown, _ := fakeAPI(t, http.StatusCreated, `{"token":"tok","status":"approved"}`)
+// TestHookFailsClosedOnUnknownKey: a key slackbot refuses denies, saying
+// why, and never shows the key (the other ways the hook gets no answer are
+// hook's TestHookFailsClosedWithoutAnswer, against a server in slackbot's
+// place).
+func TestHookFailsClosedOnUnknownKey(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t)
-	for _, tt := range []struct {
-		name, golden, agent, url, key string
-	}{
-		{"slackbot down", "fail-down", "claude-code", "http://" + down, keyBilling},
-		{"slackbot down, Codex", "codex-fail-down", "codex", "http://" + down, keyBilling},
-		{"a key slackbot does not know", "fail-unauthorized", "claude-code", e.srv.URL, "not-a-key-0123456789"},
-		{"a server error", "fail-internal", "claude-code", internal.URL, keyBilling},
-		{"an answer that is not JSON", "fail-not-json", "claude-code", html.URL, keyBilling},
-		{"an answer with an unknown status", "fail-unknown-status", "claude-code", unknown.URL, keyBilling},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			input := bash
-			if tt.agent == "codex" {
-				input = hookInput(t, "codex/bash.json")
-			}
-			r := waitHook(t, startHook(t.Context(), input, map[string]string{"SLACKBOT_URL": tt.url, "SLACKBOT_API_KEY": tt.key}, tt.agent))
-			checkHookGolden(t, tt.golden, r.stdout, "URL", tt.url, "ADDR", down)
-			if strings.Contains(r.stdout+r.stderr, tt.key) {
-				t.Errorf("the hook's output shows the API key: %s %s", r.stdout, r.stderr)
-			}
-		})
-	}
-}
-
-// TestHookRefusesBadInput: input the hook cannot act on is denied before
-// anything is sent to slackbot.
-func TestHookRefusesBadInput(t *testing.T) {
-	api, hits := fakeAPI(t, http.StatusCreated, `{"token":"tok","status":"pending"}`)
-	vars := map[string]string{"SLACKBOT_URL": api.URL, "SLACKBOT_API_KEY": keyBilling}
-	bash := hookInput(t, "claude-code/bash.json")
-	deep := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"a":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}}`
-	oversize := append(bytes.Repeat([]byte(" "), maxHookInput-len(bash)+1), bash...)
-	for _, tt := range []struct {
-		name, golden string
-		input        []byte
-		vars         map[string]string
-		args         []string
-	}{
-		{"stdin over 1 MiB", "fail-oversize", oversize, vars, nil},
-		{"stdin not JSON", "fail-stdin-not-json", []byte("rm -rf build/\n"), vars, nil},
-		{"another event", "fail-wrong-event", bytes.Replace(bash, []byte(`"PreToolUse"`), []byte(`"PostToolUse"`), 1), vars, nil},
-		{"no tool_input", "fail-no-tool-input", []byte(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":"ls"}`), vars, nil},
-		{"tool_input too deep", "fail-too-deep", []byte(deep), vars, nil},
-		{"no SLACKBOT_URL", "fail-no-url", bash, map[string]string{"SLACKBOT_API_KEY": keyBilling}, nil},
-		{"no SLACKBOT_API_KEY", "fail-no-key", bash, map[string]string{"SLACKBOT_URL": api.URL}, nil},
-		{"a bad flag", "fail-bad-flag", bash, vars, []string{"--timout", "1m"}},
-		{"a bad timeout", "fail-bad-timeout", bash, vars, []string{"--timeout", "100ms"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			r := waitHook(t, startHook(t.Context(), tt.input, tt.vars, append([]string{"claude-code"}, tt.args...)...))
-			checkHookGolden(t, tt.golden, r.stdout, "URL", api.URL)
-		})
-	}
-	if n := hits.Load(); n != 0 {
-		t.Errorf("slackbot got %d requests for input the hook refuses, want none", n)
-	}
-
-	// An agent the hook does not know gets no JSON it might misread:
-	// the usage, and a non-zero exit (TestHookWithoutAgentExits2).
-	r := <-startHook(t.Context(), bash, vars, "cursor")
-	if r.err == nil || r.stdout != "" || !strings.Contains(r.err.Error(), "claude-code or codex") {
-		t.Errorf("hook cursor: got %v, stdout %q; want the usage and no output", r.err, r.stdout)
+	const key = "not-a-key-0123456789"
+	r := waitHook(t, startHook(t.Context(), hookInput(t, "claude-code/bash.json"), map[string]string{"SLACKBOT_URL": e.srv.URL, "SLACKBOT_API_KEY": key}, "claude-code"))
+	checkHookGolden(t, "fail-unauthorized", r.Stdout, "URL", e.srv.URL)
+	if strings.Contains(r.Stdout+r.Stderr, key) {
+		t.Errorf("the hook's output shows the API key: %s %s", r.Stdout, r.Stderr)
 	}
 }
 
@@ -133,8 +45,9 @@ func TestHookRefusesBadInput(t *testing.T) {
 // as "block this call", with the reason on stderr; never 1, which lets
 // the call go on. Run as the built program, for the real exit status.
 func TestHookWithoutAgentExits2(t *testing.T) {
+	t.Parallel()
 	bin := slackbotBinary(t)
-	api, hits := fakeAPI(t, http.StatusCreated, `{"token":"tok","status":"pending"}`)
+	api, hits := hooktest.FakeAPI(t, http.StatusCreated, `{"token":"tok","status":"pending"}`)
 	bash := hookInput(t, "claude-code/bash.json")
 	for _, tt := range []struct {
 		name string
@@ -173,6 +86,7 @@ func TestHookWithoutAgentExits2(t *testing.T) {
 // TestHookExits2WhenItCannotAnswer: a hook whose decision cannot be
 // written (stdout is a full disk) exits 2 with the reason on stderr.
 func TestHookExits2WhenItCannotAnswer(t *testing.T) {
+	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skipf("no /dev/full: %v", err)
@@ -180,7 +94,7 @@ func TestHookExits2WhenItCannotAnswer(t *testing.T) {
 	defer full.Close()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), slackbotBinary(t), "hook", "claude-code")
-	cmd.Env = []string{"SLACKBOT_URL=http://" + closedPort(t), "SLACKBOT_API_KEY=" + keyBilling}
+	cmd.Env = []string{"SLACKBOT_URL=http://" + hooktest.ClosedPort(t), "SLACKBOT_API_KEY=" + keyBilling}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(hookInput(t, "claude-code/bash.json")), full, &stderr
 	err = cmd.Run()
 	if exit, ok := errors.AsType[*exec.ExitError](err); !ok || exit.ExitCode() != 2 {
@@ -196,6 +110,7 @@ func TestHookExits2WhenItCannotAnswer(t *testing.T) {
 // decision arrived, and the card no longer asks anyone (the hook cancels
 // a request it stops waiting for).
 func TestHookEndsWithoutDecision(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t)
 	vars := e.hookVars(keyBilling)
 	input := hookInput(t, "claude-code/bash.json")
@@ -204,7 +119,7 @@ func TestHookEndsWithoutDecision(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), input, vars, "claude-code", "--timeout", "2s")
 		card := e.waitLiveCard(t, before, "rm -rf build/")
-		checkHookGolden(t, "fail-timeout", waitHook(t, done).stdout)
+		checkHookGolden(t, "fail-timeout", waitHook(t, done).Stdout)
 		e.waitCardSays(t, card, "Cancelled")
 	})
 	t.Run("interrupted", func(t *testing.T) {
@@ -214,7 +129,7 @@ func TestHookEndsWithoutDecision(t *testing.T) {
 		done := startHook(ctx, input, vars, "claude-code")
 		card := e.waitLiveCard(t, before, "rm -rf build/")
 		interrupt()
-		checkHookGolden(t, "fail-interrupted", waitHook(t, done).stdout)
+		checkHookGolden(t, "fail-interrupted", waitHook(t, done).Stdout)
 		e.waitCardSays(t, card, "Cancelled")
 	})
 	t.Run("the request expires", func(t *testing.T) {
@@ -222,7 +137,7 @@ func TestHookEndsWithoutDecision(t *testing.T) {
 		done := startHook(t.Context(), input, vars, "claude-code")
 		card := e.waitLiveCard(t, before, "rm -rf build/")
 		e.clock.Add(2 * time.Hour)
-		checkHookGolden(t, "fail-expired", waitHook(t, done).stdout)
+		checkHookGolden(t, "fail-expired", waitHook(t, done).Stdout)
 		e.waitCardSays(t, card, "Expired")
 	})
 }
@@ -235,83 +150,4 @@ func (e *env) waitCardSays(t *testing.T, card slackfake.Message, what string) {
 		_, live := slacktest.Button(cur, bot.ActionIDApprove)
 		return ok && !live && strings.Contains(cardText(cur), what)
 	})
-}
-
-// scriptedAPI is a server in slackbot's place that answers the create
-// with a pending request and each long poll with the next of polls (a
-// status and a body), counting the cancellations.
-func scriptedAPI(t *testing.T, polls ...[2]string) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var next, cancels atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case r.Method == http.MethodPost && r.URL.Path == "/v1/approvals":
-			w.WriteHeader(http.StatusCreated)
-			_, _ = w.Write([]byte(`{"token":"tok","status":"pending"}`))
-		case r.Method == http.MethodGet && r.URL.Path == "/v1/approvals/tok" && r.URL.Query().Get("wait") != "":
-			i := int(next.Add(1)) - 1
-			if i >= len(polls) {
-				t.Errorf("poll %d: the script has %d", i+1, len(polls))
-				i = len(polls) - 1
-			}
-			status := http.StatusOK
-			if polls[i][0] != "200" {
-				status = http.StatusServiceUnavailable
-			}
-			w.WriteHeader(status)
-			_, _ = w.Write([]byte(polls[i][1]))
-		case r.Method == http.MethodDelete && r.URL.Path == "/v1/approvals/tok":
-			cancels.Add(1)
-			_, _ = w.Write([]byte(`{"token":"tok","status":"cancelled"}`))
-		default:
-			t.Errorf("unexpected %s %s", r.Method, r.URL)
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &cancels
-}
-
-// TestHookRidesOutPollFailures: a long wait outlives a few failed polls
-// (a replica restarting behind the load balancer); more in a row deny,
-// and the request is cancelled.
-func TestHookRidesOutPollFailures(t *testing.T) {
-	input := hookInput(t, "claude-code/bash.json")
-	unavailable := [2]string{"503", `{"error":{"code":"internal","message":"restarting"}}`}
-	pending := [2]string{"200", `{"token":"tok","status":"pending"}`}
-	approved := [2]string{"200", `{"token":"tok","status":"resolved","results":{"approvals":{"toolu_01HcWq7sYh3cVbY5Zp3kK2Xa":true},"answered_by":{"toolu_01HcWq7sYh3cVbY5Zp3kK2Xa":"U0ALICE"}}}`}
-
-	api, cancels := scriptedAPI(t, pending, unavailable, unavailable, pending, unavailable, approved)
-	r := waitHook(t, startHook(t.Context(), input, map[string]string{"SLACKBOT_URL": api.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code"))
-	checkHookGolden(t, "claude-code-bash-allow", r.stdout)
-	if n := cancels.Load(); n != 0 {
-		t.Errorf("%d cancellations of a request that was approved", n)
-	}
-
-	api, cancels = scriptedAPI(t, unavailable, unavailable, unavailable, unavailable)
-	r = waitHook(t, startHook(t.Context(), input, map[string]string{"SLACKBOT_URL": api.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code"))
-	checkHookGolden(t, "fail-polls", r.stdout, "URL", api.URL)
-	if n := cancels.Load(); n != 1 {
-		t.Errorf("%d cancellations after the polls failed, want 1", n)
-	}
-}
-
-// TestHookInterruptedWhileSlackbotHangs: an interruption while slackbot
-// has not answered the create ends the hook after a short grace with the
-// interruption's denial, not after the create's own timeout.
-func TestHookInterruptedWhileSlackbotHangs(t *testing.T) {
-	got := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body) // then the server sees the hook hang up
-		got <- struct{}{}
-		<-r.Context().Done() // until the hook gives up
-	}))
-	t.Cleanup(srv.Close)
-	ctx, interrupt := context.WithCancel(t.Context())
-	defer interrupt()
-	done := startHook(ctx, hookInput(t, "claude-code/bash.json"), map[string]string{"SLACKBOT_URL": srv.URL, "SLACKBOT_API_KEY": keyBilling}, "claude-code")
-	<-got
-	interrupt()
-	checkHookGolden(t, "fail-interrupted", waitHook(t, done).stdout)
 }

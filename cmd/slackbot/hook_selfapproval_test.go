@@ -29,6 +29,7 @@ const notebookEdit = `{"session_id":"8f3b2c1a-5d4e-4f6a-9b7c-2e1d0a9f8c7b","cwd"
 // it, the key's approval is recorded, but the hook answers deny: it runs
 // only what a person, a policy or a grant approved.
 func TestHookRunsNothingItsKeyApproved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{routes: hookSelfRoutes, apiKeys: "billing=" + keyBilling, wallClock: true})
 	vars := e.hookVars(keyBilling)
 	doc := apitest.Load(t)
@@ -43,11 +44,11 @@ func TestHookRunsNothingItsKeyApproved(t *testing.T) {
 	}
 	select {
 	case r := <-done:
-		t.Fatalf("the hook answered before a person decided: %s", r.stdout)
+		t.Fatalf("the hook answered before a person decided: %s", r.Stdout)
 	default:
 	}
 	e.clickCard(t, alice, e.waitLiveCard(t, 0, "rm -rf build/"), bot.ActionIDApprove)
-	checkHookGolden(t, "claude-code-bash-allow", waitHook(t, done).stdout)
+	checkHookGolden(t, "claude-code-bash-allow", waitHook(t, done).Stdout)
 
 	done = startHook(t.Context(), []byte(notebookEdit), vars, "claude-code")
 	if status, b := approve("NotebookEdit"); status != http.StatusOK {
@@ -60,10 +61,10 @@ func TestHookRunsNothingItsKeyApproved(t *testing.T) {
 		} `json:"hookSpecificOutput"`
 	}
 	r := waitHook(t, done)
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
-		t.Fatalf("hook output %q: %v", r.stdout, err)
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		t.Fatalf("hook output %q: %v", r.Stdout, err)
 	}
 	if got := out.HookSpecificOutput; got.PermissionDecision != "deny" || !strings.Contains(got.PermissionDecisionReason, "billing") {
-		t.Errorf("the hook answered %s; want deny, naming the key that approved", r.stdout)
+		t.Errorf("the hook answered %s; want deny, naming the key that approved", r.Stdout)
 	}
 }

@@ -1,16 +1,14 @@
 package main
 
 // `slackbot hook claude-code|codex` against the whole app: recorded hook
-// inputs (testdata/hooks/<agent>/*.json) go in on stdin, people decide on
+// inputs (hook/testdata/<agent>/*.json) go in on stdin, people decide on
 // the cards in the fake Slack with signed clicks and modals, and the hook
-// prints exactly the JSON in testdata/hooks/golden.
+// prints exactly the JSON in hook/testdata/golden.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,11 +16,10 @@ import (
 
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/hooktest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 )
-
-var updateHooks = flag.Bool("update-hooks", false, "rewrite the golden files in testdata/hooks/golden")
 
 // hookRoutes auto-approves the agents' read-only tools and sends the rest
 // to #approvals, where alice or bob decides.
@@ -47,77 +44,28 @@ func newHookEnv(t *testing.T) *env {
 	return newEnv(t, envOptions{routes: hookRoutes, apiKeys: "billing=" + keyBilling, wallClock: true})
 }
 
-// hookResult is how one run of the hook command ended.
-type hookResult struct {
-	stdout, stderr string
-	err            error
-}
-
 // startHook runs `slackbot hook <args>` in the background with input on
 // stdin and vars as its environment.
-func startHook(ctx context.Context, input []byte, vars map[string]string, args ...string) <-chan hookResult {
-	done := make(chan hookResult, 1)
-	go func() {
-		var stdout, stderr bytes.Buffer
-		err := run(ctx, append([]string{"hook"}, args...), getenvOf(vars), bytes.NewReader(input), &stdout, &stderr)
-		done <- hookResult{stdout.String(), stderr.String(), err}
-	}()
-	return done
+func startHook(ctx context.Context, input []byte, vars map[string]string, args ...string) <-chan hooktest.Result {
+	return hooktest.Start(ctx, runHook, input, vars, args...)
 }
+
+// runHook is `slackbot hook <args>` through run.
+func runHook(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return run(ctx, append([]string{"hook"}, args...), getenv, stdin, stdout, stderr)
+}
+
+// The recorded hook inputs and golden outputs are package hook's.
+var (
+	hookFiles       = hooktest.Files(filepath.Join("..", "..", "hook", "testdata"))
+	hookInput       = hookFiles.Input
+	checkHookGolden = hookFiles.CheckGolden
+	waitHook        = hooktest.Wait
+)
 
 // hookVars is the environment of a hook that asks e's slackbot as key.
 func (e *env) hookVars(key string) map[string]string {
 	return map[string]string{"SLACKBOT_URL": e.srv.URL, "SLACKBOT_API_KEY": key}
-}
-
-// waitHook waits for a hook run to end, failing t if it returned an error
-// (the hook reports everything as a decision and exits 0).
-func waitHook(t *testing.T, done <-chan hookResult) hookResult {
-	t.Helper()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Fatalf("slackbot hook returned %v (stderr %s), want exit 0 with a decision", r.err, r.stderr)
-		}
-		return r
-	case <-time.After(60 * time.Second):
-		t.Fatal("slackbot hook did not end")
-	}
-	return hookResult{}
-}
-
-// hookInput reads a recorded hook input from testdata/hooks.
-func hookInput(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "hooks", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// checkHookGolden compares the hook's stdout with
-// testdata/hooks/golden/<name>.json byte for byte, after replacing in got
-// each value of the name, value pairs vars (a URL, an address), in order,
-// with its {{NAME}}; -update-hooks rewrites the file.
-func checkHookGolden(t *testing.T, name, got string, vars ...string) {
-	t.Helper()
-	for i := 0; i+1 < len(vars); i += 2 {
-		got = strings.ReplaceAll(got, vars[i+1], "{{"+vars[i]+"}}")
-	}
-	path := filepath.Join("testdata", "hooks", "golden", name+".json")
-	if *updateHooks {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update-hooks to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("slackbot hook printed\n%s\nwant (%s)\n%s", got, path, want)
-	}
 }
 
 // waitLiveCard waits for a card in #approvals, after the first after
@@ -239,6 +187,7 @@ func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) 
 // (the whole input in updatedInput), a denial with the approver's reason,
 // a plain denial, and a read-only tool the routes approve with no card.
 func TestHookClaudeCode(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t)
 	vars := e.hookVars(keyBilling)
 
@@ -250,33 +199,33 @@ func TestHookClaudeCode(t *testing.T) {
 			t.Errorf("the card shows the command's && as \\u0026 (escaped before it reached slackbot): %s", text)
 		}
 		e.clickCard(t, alice, card, bot.ActionIDApprove)
-		checkHookGolden(t, "claude-code-bash-allow", waitHook(t, done).stdout)
+		checkHookGolden(t, "claude-code-bash-allow", waitHook(t, done).Stdout)
 	})
 	t.Run("Edit approved with edited input", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), hookInput(t, "claude-code/edit.json"), vars, "claude-code")
 		card := e.waitLiveCard(t, before, "Edit", "replicas: 30")
 		e.answerWithEdit(t, card, `{"file_path":"/home/dev/shop/config/prod.yaml","old_string":"replicas: 3","new_string":"replicas: 5","replace_all":false}`)
-		checkHookGolden(t, "claude-code-edit-allow-edited", waitHook(t, done).stdout)
+		checkHookGolden(t, "claude-code-edit-allow-edited", waitHook(t, done).Stdout)
 	})
 	t.Run("Write denied with a reason", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), hookInput(t, "claude-code/write.json"), vars, "claude-code")
 		card := e.waitLiveCard(t, before, "Write", "release.yml")
 		e.denyWithReason(t, bob, card, "Release workflows change only through a reviewed PR.")
-		checkHookGolden(t, "claude-code-write-deny", waitHook(t, done).stdout)
+		checkHookGolden(t, "claude-code-write-deny", waitHook(t, done).Stdout)
 	})
 	t.Run("MCP tool denied", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), hookInput(t, "claude-code/mcp_github_create_issue.json"), vars, "claude-code")
 		card := e.waitLiveCard(t, before, "mcp__github__create_issue", "Checkout fails for carts over 100 items")
 		e.clickCard(t, bob, card, bot.ActionIDDeny)
-		checkHookGolden(t, "claude-code-mcp-deny", waitHook(t, done).stdout)
+		checkHookGolden(t, "claude-code-mcp-deny", waitHook(t, done).Stdout)
 	})
 	t.Run("Read approved by the routes, no card", func(t *testing.T) {
 		before := len(e.cards())
 		r := waitHook(t, startHook(t.Context(), hookInput(t, "claude-code/read.json"), vars, "claude-code"))
-		checkHookGolden(t, "claude-code-read-policy", r.stdout)
+		checkHookGolden(t, "claude-code-read-policy", r.Stdout)
 		if n := len(e.cards()); n != before {
 			t.Errorf("%d cards after a read-only call, want %d (none posted)", n, before)
 		}
@@ -287,6 +236,7 @@ func TestHookClaudeCode(t *testing.T) {
 // JSON. Codex refuses updatedInput, so an approval with edited arguments
 // is a denial that tells the model which arguments were approved.
 func TestHookCodex(t *testing.T) {
+	t.Parallel()
 	e := newHookEnv(t)
 	vars := e.hookVars(keyBilling)
 	input := hookInput(t, "codex/bash.json")
@@ -296,20 +246,20 @@ func TestHookCodex(t *testing.T) {
 		done := startHook(t.Context(), input, vars, "codex")
 		card := e.waitLiveCard(t, before, "Bash", "git push --force-with-lease origin release", "Codex (/home/dev/shop)", "session 019ad3f2", "gpt-5-codex")
 		e.clickCard(t, alice, card, bot.ActionIDApprove)
-		checkHookGolden(t, "codex-bash-allow", waitHook(t, done).stdout)
+		checkHookGolden(t, "codex-bash-allow", waitHook(t, done).Stdout)
 	})
 	t.Run("approved with edited arguments", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), input, vars, "codex")
 		card := e.waitLiveCard(t, before, "git push --force-with-lease origin release")
 		e.answerWithEdit(t, card, `{"command":"git push --force-with-lease origin release-candidate","description":"Publish the rebased release branch"}`)
-		checkHookGolden(t, "codex-bash-allow-edited", waitHook(t, done).stdout)
+		checkHookGolden(t, "codex-bash-allow-edited", waitHook(t, done).Stdout)
 	})
 	t.Run("denied with a reason", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), input, vars, "codex")
 		card := e.waitLiveCard(t, before, "git push --force-with-lease origin release")
 		e.denyWithReason(t, bob, card, "Not during the freeze.")
-		checkHookGolden(t, "codex-bash-deny", waitHook(t, done).stdout)
+		checkHookGolden(t, "codex-bash-deny", waitHook(t, done).Stdout)
 	})
 }

@@ -17,6 +17,7 @@ import (
 // The happy path: a mention starts a run, the card appears, an approver
 // approves, the tool runs once, the card says so, the answer is in the thread.
 func TestApproveRunsToolOnceAndUpdatesCard(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
@@ -50,6 +51,7 @@ func TestApproveRunsToolOnceAndUpdatesCard(t *testing.T) {
 // Double clicks, concurrent clicks from two approvers and Slack retries all
 // yield one decision, and the tool runs once.
 func TestConcurrentClicksDecideOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
@@ -99,6 +101,7 @@ func TestConcurrentClicksDecideOnce(t *testing.T) {
 // A forged signature, a stale timestamp and a wrong secret are refused with
 // 401 and change nothing.
 func TestForgedAndStaleClicksChangeNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
@@ -164,6 +167,7 @@ func assertUndecided(t *testing.T, e *env, card slackfake.Message) {
 // on a route that forbids self-approval get an ephemeral explanation and
 // nothing changes; the refusals are audited.
 func TestUnauthorizedClicksAreExplainedAndChangeNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	e.mention(alice, general, "delete customer a") // alice asks, and is an approver
 	card := e.waitCards(1)[0]
@@ -219,6 +223,7 @@ func TestUnauthorizedClicksAreExplainedAndChangeNothing(t *testing.T) {
 
 // A route may let the requester approve their own call.
 func TestSelfApprovalWhereAllowed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{model: agentrunner.TestModel{CallTools: []string{"issue_refund"}}})
 	thread := e.mention(alice, general, "refund")
 	card := e.waitCards(1)[0]
@@ -230,6 +235,7 @@ func TestSelfApprovalWhereAllowed(t *testing.T) {
 
 // Deny with a reason: the model sees the reason; the card shows it.
 func TestDenyWithReasonReachesModel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
@@ -261,6 +267,7 @@ func TestDenyWithReasonReachesModel(t *testing.T) {
 // Edit: invalid arguments are shown in the modal; valid ones run the tool
 // with the override arguments.
 func TestEditArgumentsRunsWithOverride(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
@@ -296,6 +303,7 @@ func TestEditArgumentsRunsWithOverride(t *testing.T) {
 // Quorum 2: the first approval shows "1 of 2", the second approves; the
 // same approver twice counts once.
 func TestQuorumOfTwo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{model: agentrunner.TestModel{CallTools: []string{"deploy_service"}}})
 	thread := e.mention(carol, general, "deploy")
 	card := e.waitCards(1)[0]
@@ -321,6 +329,7 @@ func TestQuorumOfTwo(t *testing.T) {
 // Expiry: the run sees the timeout denial, the card says expired, and a
 // late click is told so.
 func TestExpiry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
@@ -343,6 +352,7 @@ func TestExpiry(t *testing.T) {
 // A routing policy decides without a person; its decisions are in the
 // audit stream like anyone's, and a call no route matches is denied.
 func TestPolicyDecisionsAreAudited(t *testing.T) {
+	t.Parallel()
 	routes := `
 routes:
   - name: refunds
@@ -382,6 +392,7 @@ routes:
 // leaves no message reference; the card is found again by its marker in
 // the channel's history, so expiry (and outcomes) still update it.
 func TestUnrecordedCardIsFoundAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
@@ -421,6 +432,7 @@ func TestUnrecordedCardIsFoundAgain(t *testing.T) {
 // budget) and answer, rather than dropping a run whose resumption this
 // process already claimed.
 func TestShutdownLetsWorkingRunsFinish(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	started := make(chan struct{})
 	slow := agentrunner.NewTool("delete_slowly", "Delete, slowly.",

@@ -15,6 +15,7 @@ import (
 // job is retried after its backoff (on the store's clock) until Slack takes
 // it, then acknowledged, and the card is not updated again.
 func TestExpiredCardUpdateIsRetriedUntilSlackAccepts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{sleepOnClock: true})
 	thread := e.mention(carol, general, "delete customer a")
 	card := e.waitCards(1)[0]
@@ -51,6 +52,7 @@ func TestExpiredCardUpdateIsRetriedUntilSlackAccepts(t *testing.T) {
 // posts nothing; once that replica is dead, the thread is searched for
 // the answer before posting; after it was posted, nothing more is posted.
 func TestAnswerJobPostsOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	msg, err := e.slack.PostAsUser(general, carol, "delete customer a", "")
 	if err != nil {
@@ -89,6 +91,7 @@ func TestAnswerJobPostsOnce(t *testing.T) {
 // counted in slackbot_answers_unchecked_total by the refusal's code: a
 // rare duplicate beats a lost answer.
 func TestAnswerJobPostsWhenTheLookupIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	msg, err := e.slack.PostAsUser(general, carol, "delete customer a", "")
 	if err != nil {

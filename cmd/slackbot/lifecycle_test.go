@@ -13,6 +13,7 @@ import (
 // channel closes, and Shutdown stops everything — the HTTP server first —
 // and returns the part's error once every loop has returned.
 func TestLifecycleStopsEverythingWhenAPartFails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	d := e.app.deps
 	d.Owner = "replica-failing"

@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/slackapprove/slackbot/hook"
 	"github.com/slackapprove/slackbot/routing"
 )
 
@@ -84,7 +85,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		return routesCheck(args[2], stdout)
 	case "hook":
-		return hookCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+		if err := hook.Run(ctx, args[1:], getenv, stdin, stdout, stderr); err != nil {
+			return &exitError{code: hook.ExitBlock, err: err}
+		}
+		return nil
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

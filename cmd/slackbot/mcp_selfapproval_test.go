@@ -19,6 +19,7 @@ import (
 // answers 403 self_approval, the upstream tool does not run, and the call
 // waits on until a person decides.
 func TestMCPCallerCannotApproveThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	upURL, closedIDs := ticketsServer(t, "")
 	routes := `
 routes:

@@ -84,6 +84,7 @@ func serveWithRoutes(t *testing.T, routes string, extra map[string]string) (stri
 // the routing file: its tool is offered to the model, needs approval, and
 // runs on the MCP server once approved in Slack.
 func TestServeWithMCPServer(t *testing.T) {
+	t.Parallel()
 	mcpURL, closedIDs := ticketsServer(t, "tk-123")
 
 	base, fake, _ := serveWithRoutes(t, `

@@ -42,6 +42,7 @@ func connectGateway(t *testing.T, base string) *mcp.ClientSession {
 // approval_prompt; a call waits for a signed click on its card in Slack,
 // then runs on the upstream once. Without API keys /mcp is not served.
 func TestServeMCPGateway(t *testing.T) {
+	t.Parallel()
 	upURL, closedIDs := ticketsServer(t, "")
 
 	routes := `
@@ -138,6 +139,7 @@ mcp_servers:
 // calls waiting on /mcp (a decision may take hours): they are told at
 // once to call again, and their requests stay pending for the retry.
 func TestShutdownEndsMCPWaits(t *testing.T) {
+	t.Parallel()
 	base, fake, stop := serveWithRoutes(t, "routes:\n  - name: shell\n    when: {tools: [Bash]}\n    channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\n",
 		map[string]string{"API_KEYS": "laptop=" + gatewayKey})
 	cs := connectGateway(t, base)

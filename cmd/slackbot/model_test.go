@@ -97,6 +97,7 @@ func mentionAt(t *testing.T, base string, fake *slackfake.Server, text string) s
 // OpenAI-compatible server: the model's tool call waits for approval in
 // Slack, and its final answer lands in the thread.
 func TestServeWithOpenAICompatibleModel(t *testing.T) {
+	t.Parallel()
 	provider := &fakeOpenAI{}
 	base, fake := startWithOpenAI(t, provider)
 	thread := mentionAt(t, base, fake, "remove customer C-42 please")
@@ -125,6 +126,7 @@ func TestServeWithOpenAICompatibleModel(t *testing.T) {
 
 // A provider that fails gives a clear error in the thread, without the key.
 func TestServeModelFailureIsToldInThread(t *testing.T) {
+	t.Parallel()
 	base, fake := startWithOpenAI(t, &fakeOpenAI{fail: true})
 	thread := mentionAt(t, base, fake, "hello")
 	e := &env{t: t, slack: fake}

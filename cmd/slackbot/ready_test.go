@@ -16,6 +16,7 @@ import (
 // rate limit) shows on the slackbot_slack_up gauge and leaves the replica
 // ready, and Redis down makes it unready.
 func TestReadyzNeedsRedisNotSlack(t *testing.T) {
+	t.Parallel()
 	rs := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), DialTimeout: 300 * time.Millisecond, MaxRetries: 1})
 	t.Cleanup(func() { _ = rdb.Close() })

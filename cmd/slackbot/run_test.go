@@ -134,6 +134,7 @@ func receiptKeyID(t *testing.T, letter string) string {
 // the approval card appears, an authorized approver clicks Approve, and the
 // tool's result is answered in the thread.
 func TestServeEndToEnd(t *testing.T) {
+	t.Parallel()
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 	rs := redistest.StartServer(t)
 	routes := filepath.Join(t.TempDir(), "routes.yaml")
@@ -210,24 +211,34 @@ func TestServeEndToEnd(t *testing.T) {
 
 func postSigned(t *testing.T, url, contentType string, body []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
+	if err := postSignedErr(t.Context(), url, contentType, body); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// postSignedErr is postSigned for any goroutine: it returns what went
+// wrong, an answer other than 200 included.
+func postSignedErr(ctx context.Context, url, contentType string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
 	}
 	req.Header.Set("Content-Type", contentType)
 	bot.SignSlackRequest(req.Header, testSecret, time.Now(), body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: got %d", url, resp.StatusCode)
+		return fmt.Errorf("POST %s: got %d", url, resp.StatusCode)
 	}
+	return nil
 }
 
 // TestServeRefusesBadConfiguration: one start-up names every problem.
 func TestServeRefusesBadConfiguration(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{
 		"SLACK_BOT_TOKEN": "", "SLACK_SIGNING_SECRET": "", "SLACK_APP_TOKEN": "",
 		"SLACK_API_URL": "ftp://nowhere", "REDIS_URL": "http://localhost", "ADDR": "nonsense",
@@ -247,6 +258,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 }
 
 func TestRoutesCheck(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
@@ -272,6 +284,7 @@ func TestRoutesCheck(t *testing.T) {
 }
 
 func TestVersionAndUsage(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"version"}, getenvOf(nil), nil, &out, &bytes.Buffer{}); err != nil || !strings.HasPrefix(out.String(), "slackbot ") {
 		t.Errorf("version: got %q, %v", out.String(), err)

@@ -70,6 +70,7 @@ func shown(m slackfake.Message) string {
 // in her thread; her reply there, "actually make it 100", continues the
 // same conversation: the model knows the order from the earlier turn.
 func TestThreadContinuesConversation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{model: demotools.Model{}})
 	thread := e.mention(carol, general, "refund order A-1002 150")
 	card := e.waitCards(1)[0]
@@ -107,6 +108,7 @@ func TestThreadContinuesConversation(t *testing.T) {
 // and the requester on the follow-up's card is who wrote it: Bob may not
 // approve the deletion he asked for in Carol's thread; Carol may.
 func TestThreadFollowUpRequester(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{model: demotools.Model{}})
 	thread := e.mention(carol, general, "look up order A-1001")
 	e.waitReplies(general, thread, 1)
@@ -143,6 +145,7 @@ func TestThreadFollowUpRequester(t *testing.T) {
 // expired or no longer decodes), the run starts from the thread's messages
 // as Slack shows them.
 func TestThreadFreshStartFromSlack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{model: demotools.Model{}})
 	parent, err := e.slack.PostAsUser(general, dave, "customer wants: refund order A-1001 30", "")
 	if err != nil {
@@ -210,6 +213,7 @@ func (m *gatedModel) Request(ctx context.Context, msgs []agentrunner.Message, p 
 // run works waits for it (and says so), then runs with the first run's
 // turn in its history; the two never interleave.
 func TestThreadConcurrentMentions(t *testing.T) {
+	t.Parallel()
 	m := &gatedModel{open: make(chan struct{}), started: make(chan struct{})}
 	e := newEnv(t, envOptions{model: m})
 	thread := e.mention(carol, general, "look up order A-1001")
@@ -258,6 +262,7 @@ func lastPromptOf(msgs []agentrunner.Message) string {
 // on as a conversation, and its calls are denied as ever: no card, the
 // model told why.
 func TestThreadInUnservedChannel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{model: demotools.Model{}, routes: `
 routes:
   - name: refunds
@@ -286,6 +291,7 @@ routes:
 // TestThreadRemembersFailedRun: a run that fails leaves its prompt, and
 // that it failed, in the thread's history: the next message can refer to it.
 func TestThreadRemembersFailedRun(t *testing.T) {
+	t.Parallel()
 	model := agentrunner.FunctionModel(func(_ context.Context, msgs []agentrunner.Message, _ agentrunner.RequestParams) (agentrunner.Message, error) {
 		if lastPromptOf(msgs) == "boom" {
 			return agentrunner.Message{}, fmt.Errorf("the model is down")

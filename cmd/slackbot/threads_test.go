@@ -12,6 +12,7 @@ import (
 // A queued turn keeps its origin under the keys the previous version
 // wrote, and a turn the previous version queued decodes whole.
 func TestQueuedTurnEncoding(t *testing.T) {
+	t.Parallel()
 	turn := runs.Turn{RunID: "run-1", Prompt: "hi", MessageTS: "1.3", InThread: true,
 		Origin: approval.Origin{Team: "T0", Channel: "C0", ThreadTS: "1.2", User: "U0CAROL"}}
 	b, err := encodeTurn(turn)

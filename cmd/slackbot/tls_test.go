@@ -59,6 +59,7 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 
 // With TLS_CERT_FILE and TLS_KEY_FILE, serve speaks HTTPS (TLS 1.2+) only.
 func TestServeHTTPS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSigned(t, dir)
 	fake, fakeSrv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())

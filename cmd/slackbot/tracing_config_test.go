@@ -13,6 +13,7 @@ import (
 // and every bad variable is named in one error (never showing header
 // values, which carry credentials).
 func TestLoadTracing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		env      map[string]string
@@ -72,6 +73,7 @@ func TestLoadTracing(t *testing.T) {
 // A bad OTEL_* variable stops start-up with the other configuration
 // problems, in one message.
 func TestLoadConfigNamesBadTracingVariables(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_SAMPLER": "sometimes", "LOG_LEVEL": "loud"}
 	_, err := loadConfig(func(k string) string { return env[k] }, ModeDev)
 	for _, want := range []string{"OTEL_TRACES_SAMPLER", "LOG_LEVEL"} {
@@ -84,6 +86,7 @@ func TestLoadConfigNamesBadTracingVariables(t *testing.T) {
 // tracingVars, which the deployment tests accept besides Config's, are
 // exactly the variables loadTracing reads.
 func TestTracingVarsAreThoseRead(t *testing.T) {
+	t.Parallel()
 	read := map[string]bool{}
 	getenv := func(k string) string {
 		read[k] = true

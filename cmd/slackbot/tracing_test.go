@@ -84,6 +84,7 @@ func childOf(parent tracetest.SpanStub, name string) func(tracetest.SpanStub) bo
 // the Slack post of the run's answer (through the job queue) in the same
 // trace. No span records the resume token.
 func TestTraceFollowsAClickToTheResumedRun(t *testing.T) {
+	t.Parallel()
 	tp, got := newTracer(t)
 	e := newEnv(t, envOptions{tracer: tp})
 	b, _ := e.replica("replica-b")
@@ -140,6 +141,7 @@ func TestTraceFollowsAClickToTheResumedRun(t *testing.T) {
 // A click on the replica that started the run resumes it there (the
 // direct path), in the click's trace.
 func TestTraceOfADirectResume(t *testing.T) {
+	t.Parallel()
 	tp, got := newTracer(t)
 	e := newEnv(t, envOptions{tracer: tp})
 	thread := e.mention(carol, general, "delete customer a")
@@ -159,6 +161,7 @@ func TestTraceOfADirectResume(t *testing.T) {
 // SDK provider installed as OpenTelemetry's global one (nothing reaches
 // for the global): a click and its resumed run export nothing.
 func TestTracingOffTracesNothing(t *testing.T) {
+	// Not parallel: it sets the global tracer provider.
 	if cfg, err := loadTracing(func(string) string { return "" }); cfg != nil || err != nil {
 		t.Errorf("loadTracing without OTEL_*: %+v, %v; want off", cfg, err)
 	}
@@ -206,6 +209,7 @@ func TestTracingOffTracesNothing(t *testing.T) {
 // trace through Redis) and its POST's span, whose context the receiver
 // gets.
 func TestTraceOfACallback(t *testing.T) {
+	t.Parallel()
 	tp, got := newTracer(t)
 	e := newEnv(t, envOptions{routes: apitest.Routes, apiKeys: apitest.Keys, wallClock: true, tracer: tp})
 	received := make(chan string, 1)
@@ -262,6 +266,7 @@ func TestTraceOfACallback(t *testing.T) {
 // request (whose card is posted in its trace) and with its answer to the
 // request's external call (whose callback follows in its trace).
 func TestTracingForwardsOnlyTraceparent(t *testing.T) {
+	t.Parallel()
 	tp, _ := newTracer(t)
 	var mu sync.Mutex
 	var slackHeaders []http.Header

@@ -21,6 +21,7 @@ import (
 // clicking again: the long poll answers approved, the tool runs once, the
 // cards show the decisions.
 func TestUnconfirmedClickActsOnNothing(t *testing.T) {
+	t.Parallel()
 	primary := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, primary)
 	x := apiE2E{env: newEnv(t, envOptions{redis: primary.Client(t), waitReplicas: 1, routes: apitest.Routes, apiKeys: apitest.Keys, wallClock: true}),

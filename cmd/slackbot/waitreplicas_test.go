@@ -32,6 +32,7 @@ func (e *env) scrapeMetric(sample string) string {
 // 503 with Retry-After, each counted by operation; once the replica is
 // back the same click is confirmed and the request resolves.
 func TestWaitReplicasUnconfirmed(t *testing.T) {
+	t.Parallel()
 	primary := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, primary)
 	x := apiE2E{env: newEnv(t, envOptions{redis: primary.Client(t), waitReplicas: 1,

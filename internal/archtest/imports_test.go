@@ -108,6 +108,8 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 				bad(rel, imp, "runs, the agent-run workflow, may import only approval, agentrunner, routing and receipt of ours: it declares the ports it needs and never reaches store or a door")
 			case under(rel, "httpapi") && imp == "runs":
 				bad(rel, imp, "only bot starts agent runs (from Slack events); httpapi has none")
+			case under(rel, "hook") && imp != "client" && imp != "agentrunner":
+				bad(rel, imp, "hook, the coding agents' hook command, asks through client alone: it may import only client, agentrunner's wire types and receipt of ours")
 			case under(rel, "mcpgateway") && imp != "approval" && imp != "routing" && !under(imp, "agentrunner") && !under(imp, "mcpgateway"):
 				bad(rel, imp, "mcpgateway may import only approval, routing, receipt and agentrunner of ours")
 			}
@@ -129,7 +131,7 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 			slack := strings.HasPrefix(dep, "github.com/slack-go/slack")
 			redis := strings.HasPrefix(dep, "github.com/redis/go-redis")
 			switch {
-			case (rel == "approval" || rel == "routing" || rel == "receipt" || rel == "client" || rel == "runs" || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
+			case (rel == "approval" || rel == "routing" || rel == "receipt" || rel == "client" || rel == "runs" || under(rel, "hook") || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
 				bad(rel, dep, "it must know neither Slack nor Redis")
 			case under(rel, "store") && slack:
 				bad(rel, dep, "store never speaks Slack")
@@ -217,6 +219,24 @@ func TestRunsRules(t *testing.T) {
 		"runs imports bot", "runs imports github.com/redis/go-redis/v9", "runs imports github.com/slack-go/slack/slackevents",
 		"runs imports httpapi", "runs imports store",
 	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %q; want %q", got, want)
+	}
+}
+
+// TestHookRules checks the rules for hook on made-up imports: the hook
+// command asks through client, the Go client of /v1, with agentrunner's
+// wire types, and reaches neither the domain nor Redis nor Slack.
+func TestHookRules(t *testing.T) {
+	pkgs := map[string]pkg{"hook": {
+		Imports: []string{module + "/client", module + "/agentrunner", module + "/receipt", module + "/approval",
+			module + "/store", module + "/httpapi", module + "/agentrunner/mcptools"},
+		Deps: []string{"github.com/redis/go-redis/v9", "github.com/slack-go/slack"},
+	}}
+	var got []string
+	check(t, pkgs, func(rel, imp, why string) { got = append(got, imp) })
+	slices.Sort(got)
+	want := []string{"agentrunner/mcptools", "approval", "github.com/redis/go-redis/v9", "github.com/slack-go/slack", "httpapi", "store"}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations %q; want %q", got, want)
 	}

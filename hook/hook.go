@@ -1,4 +1,24 @@
-package main
+// Package hook is `slackbot hook claude-code|codex`: a coding agent's hook
+// command that asks slackbot, through /v1 (package client), whether the
+// agent may run a tool call, waits for people to decide in Slack, and
+// prints the decision in the agent's hook output format (agent.go). It
+// fails closed: when no decision can be had, for whatever reason, it
+// prints a denial.
+//
+// Once it knows the agent, Run always prints a decision and returns nil
+// (the command exits 0), because both agents read the hook's JSON only on
+// exit 0 and treat most other exit codes as a "non-blocking error" that
+// lets the normal permission flow go on (Claude Code, https://code.claude.com/docs/en/hooks "Other exit codes"; Codex,
+// https://developers.openai.com/codex/hooks: a failed PermissionRequest
+// hook falls back to Codex's own approval prompt). When it has no JSON to
+// give (no agent it knows, or stdout cannot be written) Run returns an
+// error, and the command must exit 2 with the reason on stderr: exit 2 is
+// the one status Claude Code reads as "block the call", and 1 would let it
+// go on.
+//
+// The package imports only client and agentrunner of slackbot's, so a Go
+// program may embed the hook as it is.
+package hook
 
 import (
 	"context"
@@ -14,47 +34,43 @@ import (
 	"github.com/slackapprove/slackbot/client"
 )
 
-// This file is `slackbot hook claude-code|codex`: a coding agent's hook
-// command that asks slackbot, through /v1, whether the agent may run a
-// tool call, waits for people to decide in Slack, and prints the decision
-// in the agent's hook output format (hookagent.go). It fails closed: when
-// no decision can be had, for whatever reason, it prints a denial.
-//
-// It always exits 0 once it knows the agent, because both agents read the
-// hook's JSON only on exit 0 and treat most other exit codes as a
-// "non-blocking error" that lets the normal permission flow go on (Claude
-// Code, https://code.claude.com/docs/en/hooks "Other exit codes"; Codex,
-// https://developers.openai.com/codex/hooks: a failed PermissionRequest
-// hook falls back to Codex's own approval prompt). When it has no JSON to
-// give (no agent it knows, or stdout cannot be written) it exits 2 with
-// the reason on stderr: exit 2 is the one status Claude Code reads as
-// "block the call", and 1 would let it go on.
-
 // Limits of the hook.
 const (
 	// maxHookInput bounds the hook event read from stdin.
 	maxHookInput = 1 << 20
-	// defaultHookTimeout is below both agents' default command-hook timeout
-	// (600 s), so the hook's own denial arrives before the agent kills it.
-	defaultHookTimeout = 9 * time.Minute
+	// DefaultTimeout, the wait without --timeout, is below both agents'
+	// default command-hook timeout (600 s), so the hook's own denial
+	// arrives before the agent kills it.
+	DefaultTimeout = 9 * time.Minute
 	// maxHookTimeout is the longest request slackbot accepts (7 days).
 	maxHookTimeout = 7 * 24 * time.Hour
 )
 
-const hookUsage = `usage: slackbot hook claude-code|codex [--timeout 9m]
+// Usage is the hook command's usage.
+const Usage = `usage: slackbot hook claude-code|codex [--timeout 9m]
 
 Reads the agent's hook event (Claude Code PreToolUse, Codex PermissionRequest)
 on stdin, asks slackbot (SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits
 at most --timeout, and prints the agent's hook decision JSON`
 
-// hookCommand runs `slackbot hook AGENT [flags]`; args start after "hook".
-func hookCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// ExitBlock is the exit status of a hook command for which Run returned
+// an error: the one status Claude Code reads as "block the call".
+const ExitBlock = 2
+
+// Run runs `slackbot hook AGENT [flags]`, with args the arguments after
+// "hook": it reads the agent's event from stdin, asks slackbot at
+// SLACKBOT_URL with the key SLACKBOT_API_KEY (read through getenv), and
+// writes the agent's decision JSON to stdout and a denial's reason to
+// stderr. It returns an error only when it wrote no decision (an agent it
+// does not know, or stdout that cannot be written); the command should
+// then exit with ExitBlock.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return hookBlock(errors.New(hookUsage))
+		return errors.New(Usage)
 	}
 	agent, ok := hookAgents[args[0]]
 	if !ok {
-		return hookBlock(fmt.Errorf("hook: unknown agent %q (want claude-code or codex)\n%s", args[0], hookUsage))
+		return fmt.Errorf("hook: unknown agent %q (want claude-code or codex)\n%s", args[0], Usage)
 	}
 	d := decideHook(ctx, agent, args[1:], getenv, stdin)
 	if !d.allow {
@@ -63,15 +79,9 @@ func hookCommand(ctx context.Context, args []string, getenv func(string) string,
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false) // the agents show the reason as text
 	if err := enc.Encode(agent.output(d)); err != nil {
-		return hookBlock(fmt.Errorf("hook: write the decision: %w", err))
+		return fmt.Errorf("hook: write the decision: %w", err)
 	}
 	return nil
-}
-
-// hookBlock is the error of a hook that has no decision to print: it
-// exits 2, which blocks the call (see the file comment).
-func hookBlock(err error) error {
-	return &exitError{code: 2, err: err}
 }
 
 // decideHook is the hook's decision for agent, given the command's flags
@@ -80,7 +90,7 @@ func hookBlock(err error) error {
 func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv func(string) string, stdin io.Reader) hookDecision {
 	fs := flag.NewFlagSet("slackbot hook "+agent.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for a decision")
+	timeout := fs.Duration("timeout", DefaultTimeout, "how long to wait for a decision")
 	if err := fs.Parse(args); err != nil {
 		return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name)
 	}

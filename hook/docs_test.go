@@ -1,4 +1,4 @@
-package main
+package hook
 
 // The README's "Approvals for MCP clients and coding agents" section
 // agrees with the code: its routing example parses and routes the agents'
@@ -7,6 +7,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,8 +35,26 @@ type hookSettings struct {
 	} `json:"hooks"`
 }
 
+// readmeSection returns the README's section under heading, up to the
+// next heading of the same level.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("the README has no section %q", heading)
+	}
+	level := heading[:strings.IndexByte(heading, ' ')+1]
+	section, _, _ := strings.Cut(rest, "\n"+level)
+	return section
+}
+
 func TestHookDocsAgreeWithTheCode(t *testing.T) {
-	section := docSection(t, readDoc(t, "../../README.md"), "## Approvals for MCP clients and coding agents")
+	t.Parallel()
+	section := readmeSection(t, "## Approvals for MCP clients and coding agents")
 	var yamls, jsons, shells []string
 	for _, m := range fenceRE.FindAllStringSubmatch(section, -1) {
 		switch m[1] {
@@ -143,7 +163,7 @@ func checkHookSettings(t *testing.T, agent string, hooks []hookHandler) {
 	if len(args) < 3 || args[0] != "slackbot" || args[1] != "hook" || args[2] != agent {
 		t.Fatalf("%s: the hook runs %q, want slackbot hook %s", agent, hooks[0].Command, agent)
 	}
-	wait := defaultHookTimeout
+	wait := DefaultTimeout
 	for i := 3; i < len(args); i++ {
 		switch {
 		case args[i] == "--timeout" && i+1 < len(args):
