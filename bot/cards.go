@@ -131,7 +131,7 @@ func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 		SourceChannel: a.Origin.Channel, Context: a.Context, Route: c.Route,
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, RequiredApprovals: max(c.Required, 1),
 		Votes: c.Votes, State: c.Status, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
-		Reason: c.Why(), OverrideArgs: c.OverrideArgs(), Answer: c.Answer(), Outcome: c.Outcome,
+		Reason: c.Reason, OverrideArgs: c.OverrideArgs, Answer: c.Answer, Outcome: c.Outcome,
 		Rule: c.Rule, PolicyError: c.PolicyError,
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
 		AllowEdit:       c.Kind == agentrunner.KindApproval && cs.editableCall(a, c.ID),

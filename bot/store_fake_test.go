@@ -46,7 +46,8 @@ func (stubStore) ReleaseCard(context.Context, string, string, string, string) er
 func (stubStore) ScheduleCards(context.Context, string, string) error               { return nil }
 
 // applyDecision records d on c as the store does for a first decision: its
-// status, who decided, and the result in the wire format.
+// status, who decided, and the decision, decoded from the wire format
+// the store keeps.
 func applyDecision(c *approval.Call, d approval.Decision) {
 	c.DecidedBy = d.By
 	var res any
@@ -74,5 +75,7 @@ func applyDecision(c *approval.Call, d approval.Decision) {
 	if err != nil {
 		panic(err)
 	}
-	c.Result = b
+	if err := c.DecodeResult(b); err != nil {
+		panic(err)
+	}
 }

@@ -138,7 +138,7 @@ func TestResumeQueueDefersToLiveWaiter(t *testing.T) {
 	if got, err := q.Read(ctx, "B", 0); err != nil || len(got) != 0 {
 		t.Fatalf("read while A is alive: got %v, %v; want nothing", got, err)
 	}
-	res, err := ev.Wait(ctx, token)
+	res, err := approval.RunTokens{TokenStore: ev}.Wait(ctx, token)
 	if err != nil || !res.Approvals["c1"].Approved {
 		t.Fatalf("A's wait: got %+v, %v", res, err)
 	}
@@ -178,7 +178,7 @@ func TestWaitLosesClaim(t *testing.T) {
 	if ok, err := s.ClaimResume(t.Context(), a.Token, "consumer", 0); !ok || err != nil {
 		t.Fatalf("claim: %v, %v", ok, err)
 	}
-	_, err := ev.Wait(t.Context(), a.Token)
+	_, err := approval.RunTokens{TokenStore: ev}.Wait(t.Context(), a.Token)
 	wantErr(t, "wait after another claimed", err, store.ErrClaimed)
 }
 
@@ -211,7 +211,7 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 			return nil, nil
 		}
 		r, err := agentrunner.NewRunner(agentrunner.TestModel{}, []*agentrunner.Tool{tool},
-			agentrunner.WithHandlers(&agentrunner.AskHandler{Ask: ask, Tokens: ev}))
+			agentrunner.WithHandlers(&agentrunner.AskHandler{Ask: ask, Tokens: approval.RunTokens{TokenStore: ev}}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +298,7 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := rC.Run(t.Context(), agentrunner.RunInput{RunID: rs.RunID, History: rs.Messages, Results: a.Results})
+		res, err := rC.Run(t.Context(), agentrunner.RunInput{RunID: rs.RunID, History: rs.Messages, Results: a.Results(nil)})
 		if err != nil {
 			t.Fatalf("resume: %v", err)
 		}
@@ -322,7 +322,7 @@ func TestInPlaceAnswerClaims(t *testing.T) {
 	s := e.store()
 	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	runTokens(t, ev)
-	h := &agentrunner.AskHandler{Tokens: ev, Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
+	h := &agentrunner.AskHandler{Tokens: approval.RunTokens{TokenStore: ev}, Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 		if err := s.Create(ctx, &approval.Request{Token: token, RunID: "run-1", Requests: req}); err != nil {
 			return nil, err
 		}

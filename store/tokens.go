@@ -40,13 +40,14 @@ type TokensOptions struct {
 	Logger *slog.Logger
 }
 
-// Tokens is the Redis-backed agentrunner.Tokens: a run waiting in
+// Tokens is the Redis-backed waiting side of agentrunner.Tokens
+// (approval.TokenStore; approval.RunTokens hands out the results): a run waiting in
 // one process is woken when any process resolves, cancels, fails or
 // expires its token.
 //
 // Each process runs one Tokens and its Run method: one pub/sub connection
 // carries the notifications of every token, and a local map dispatches
-// them to the goroutines blocked in Wait, so ten thousand waiters share one
+// them to the goroutines blocked in WaitEnded, so ten thousand waiters share one
 // connection. A waiter re-reads the token's state when woken, Run re-reads
 // every waited token after each (re)subscription and periodically, so a
 // notification lost to a reconnect delays a wake-up but never loses it.
@@ -54,12 +55,13 @@ type TokensOptions struct {
 // Order of calls with agentrunner.AskHandler: Open (creates a minimal
 // record and registers this process as the waiter), then the ask function
 // Creates the full record (Store.Create fills in Open's record), saves the
-// run state (Store.SaveRun) and posts the messages, then Wait. A token may
-// also be Created without Open (HTTP API) and waited on with Wait or Await.
+// run state (Store.SaveRun) and posts the messages, then WaitEnded. A token
+// may also be Created without Open (HTTP API) and waited on with WaitEnded
+// or Await.
 //
 // A run is resumed at most once: it continues in the process that waited
 // for it if that process is alive, otherwise from the resume queue
-// (see ResumeQueue). Wait claims the resumption (Store.ClaimResume) before
+// (see ResumeQueue). WaitEnded claims the resumption (Store.ClaimResume) before
 // returning an answer and returns ErrClaimed if another process took it;
 // Resolve and Fail on a token opened by this process claim it too, since
 // the run then continues here (agentrunner.AskHandler's in-place answer).
@@ -76,7 +78,7 @@ type Tokens struct {
 	readyOnce sync.Once
 }
 
-var _ agentrunner.Tokens = (*Tokens)(nil)
+var _ approval.TokenStore = (*Tokens)(nil)
 
 type waiter struct{ wake chan struct{} }
 
@@ -118,7 +120,7 @@ func (e *Tokens) Owner() string { return e.opts.Owner }
 // Ready is closed once Run has subscribed to notifications.
 func (e *Tokens) Ready() <-chan struct{} { return e.ready }
 
-// Open implements agentrunner.Tokens: it creates a minimal record
+// Open is agentrunner.Tokens.Open: it creates a minimal record
 // for token with the given deadline (zero means the store's Grace from
 // now) and registers this process as its waiter. Store.Create then fills
 // the record in. Open returns approval.ErrInvalid for a malformed token and
@@ -151,22 +153,15 @@ func (e *Tokens) open(ctx context.Context, token string, deadline time.Time, wai
 	return nil
 }
 
-// Wait implements agentrunner.Tokens. It blocks until token ends,
-// then claims the resumption of its run for this process and returns the
-// results, or a *agentrunner.NoDecisionError if the token expired, was
-// cancelled or failed. It returns approval.ErrNotFound if the token is unknown or
-// gone, ErrClaimed if another process resumed the run, and ctx's error
-// when ctx ends first (the token stays open, and the resume queue takes
-// over its run). Waiters are woken by Run.
-func (e *Tokens) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
-	a, err := e.wait(ctx, token, true)
-	if err != nil {
-		return nil, err
-	}
-	if nd := a.NoDecision(); nd != nil {
-		return nil, nd
-	}
-	return a.Results, nil
+// WaitEnded blocks until token ends, then claims the resumption of its
+// run for this process and returns the ended request
+// (approval.TokenStore: approval.RunTokens hands the run its results). It
+// returns approval.ErrNotFound if the token is unknown or gone, ErrClaimed
+// if another process resumed the run, and ctx's error when ctx ends first
+// (the token stays open, and the resume queue takes over its run).
+// Waiters are woken by Run.
+func (e *Tokens) WaitEnded(ctx context.Context, token string) (*approval.Request, error) {
+	return e.wait(ctx, token, true)
 }
 
 // Await blocks until token ends and returns its record, without claiming
@@ -263,7 +258,7 @@ func (e *Tokens) claimLocal(ctx context.Context, token string) error {
 	return nil
 }
 
-// Resolve implements agentrunner.Tokens with Store.Resolve; who
+// Resolve is agentrunner.Tokens.Resolve, with Store.Resolve; who
 // answered comes from results.AnsweredBy. It returns the errors of
 // Store.Resolve. On a token this process opened, the run continues here,
 // so Resolve claims its resumption.
@@ -274,7 +269,7 @@ func (e *Tokens) Resolve(ctx context.Context, token string, results *agentrunner
 	return e.claimOpened(ctx, token)
 }
 
-// Fail implements agentrunner.Tokens: a NoDecisionError whose
+// Fail is agentrunner.Tokens.Fail: a NoDecisionError whose
 // Cause is ErrTokenCancelled cancels the token (Store.Cancel), any other
 // fails it (Store.Fail) with nd.Reason. It returns the errors of those. On
 // a token this process opened, Fail claims the resumption of its run,

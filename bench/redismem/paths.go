@@ -128,7 +128,7 @@ func createSlackRuns(ctx context.Context, e *env, n int) error {
 	events := make(chan error, 2*n)
 	askRun := e.svc.Ask(e.st)
 	ask := &agentrunner.AskHandler{
-		Tokens: e.tokens, Deadline: e.svc.Deadline,
+		Tokens: approval.RunTokens{TokenStore: e.tokens}, Deadline: e.svc.Deadline,
 		Ask: func(ctx context.Context, rc *agentrunner.RunContext, req agentrunner.DeferredToolRequests, token string) (*agentrunner.DeferredToolResults, error) {
 			res, err := askRun(ctx, rc, req, token)
 			events <- err

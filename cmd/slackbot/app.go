@@ -122,8 +122,6 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every approved call the store reads carries its receipt.
-	d.StoreOptions.Receipts = rk.signer
 	owner := d.Owner
 	if owner == "" {
 		owner = agentrunner.NewToken()[:12]
@@ -203,7 +201,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 func (a *app) newRunner(d appDeps, box *agentrunner.Toolbox) (*agentrunner.Runner, error) {
 	// A run whose calls were handed to people hibernates: it returns, and
 	// whoever ends its request resumes it (resume.go).
-	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(a.store), Tokens: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
+	ask := &agentrunner.AskHandler{Ask: a.svc.Ask(a.store), Tokens: stoppableTokens{approval.RunTokens{TokenStore: a.tokens, Signer: a.receipts.signer}, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
 		agentrunner.WithHandlers(&approval.Policy{Routes: d.Routes, Now: d.StoreOptions.Now, Log: d.Log, Record: a.auditPolicy, Signer: a.receipts.signer}, ask),
@@ -230,13 +228,13 @@ func (a *app) wireAPI(d appDeps, owner string) error {
 	}
 	var err error
 	a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Approvals: a.svc, Store: a.store, Waiter: a.tokens, Routes: d.Routes, Log: d.Log,
-		AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
+		AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate, Receipts: a.receipts.signer})
 	if err != nil {
 		return err
 	}
 	cc := httpapi.CallbacksConfig{
 		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
-		AllowPrivate: d.AllowPrivateCallbacks,
+		AllowPrivate: d.AllowPrivateCallbacks, Receipts: a.receipts.signer,
 	}
 	if d.Tracer != nil {
 		cc.Observe = a.observeCallback
@@ -264,7 +262,7 @@ func (a *app) wireGateway(d appDeps) error {
 	}
 	a.gateway, err = mcpgateway.NewHandler(mcpgateway.Config{
 		Authenticate: auth, Approvals: a.svc, Waiter: a.tokens, Store: a.store, Upstream: d.MCPUpstream,
-		Quota: httpapi.QuotaOf(d.APIMaxOpen, d.APIRate), Log: d.Log,
+		Quota: httpapi.QuotaOf(d.APIMaxOpen, d.APIRate), Log: d.Log, Receipts: a.receipts.signer,
 	})
 	return err
 }
@@ -310,7 +308,7 @@ var errHandedOff = errors.New("shutting down: the run is left to another replica
 // stoppableTokens ends every wait when stop is closed, without
 // cancelling the run's own context.
 type stoppableTokens struct {
-	*store.Tokens
+	approval.RunTokens
 	stop <-chan struct{}
 }
 
@@ -324,7 +322,7 @@ func (e stoppableTokens) Wait(ctx context.Context, token string) (*agentrunner.D
 		case <-ctx.Done():
 		}
 	}()
-	res, err := e.Tokens.Wait(ctx, token)
+	res, err := e.RunTokens.Wait(ctx, token)
 	if err != nil && context.Cause(ctx) == errHandedOff {
 		return nil, errHandedOff
 	}

@@ -187,16 +187,20 @@ func (a *app) resumable(ctx context.Context, log *slog.Logger, from resumeFrom) 
 		a.done(ctx, from)
 		return nil, nil, "", nil
 	}
-	rec, err := r.rec, r.err
-	if errors.Is(err, approval.ErrNotFound) || (err == nil && rec.Results == nil) {
-		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
+	var results *agentrunner.DeferredToolResults
+	if r.err == nil {
+		// Handed out here, with the receipts the run verifies.
+		results = r.rec.Results(a.receipts.signer)
+	}
+	if errors.Is(r.err, approval.ErrNotFound) || (r.err == nil && results == nil) {
+		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", r.err)
 		a.done(ctx, from)
 		return nil, nil, "", nil
 	}
-	if err != nil {
-		return nil, nil, "read token results", err
+	if r.err != nil {
+		return nil, nil, "read token results", r.err
 	}
-	return rs, rec.Results, "", nil
+	return rs, results, "", nil
 }
 
 // resumeRun continues the run of rs with results on bot.Runs.
