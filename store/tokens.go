@@ -41,14 +41,14 @@ type TokensOptions struct {
 }
 
 // Tokens is the Redis-backed waiting side of agentrunner.Tokens
-// (approval.TokenStore; approval.RunTokens hands out the results): a run waiting in
-// one process is woken when any process resolves, cancels, fails or
-// expires its token.
+// (approval.TokenStore; approval.RunTokens hands out the results): a run
+// waiting in one process is woken when any process resolves, cancels,
+// fails or expires its token.
 //
 // Each process runs one Tokens and its Run method: one pub/sub connection
 // carries the notifications of every token, and a local map dispatches
-// them to the goroutines blocked in WaitEnded, so ten thousand waiters share one
-// connection. A waiter re-reads the token's state when woken, Run re-reads
+// them to the goroutines blocked in WaitEnded, so ten thousand waiters
+// share one connection. A waiter re-reads the token's state when woken, Run re-reads
 // every waited token after each (re)subscription and periodically, so a
 // notification lost to a reconnect delays a wake-up but never loses it.
 //
@@ -61,8 +61,8 @@ type TokensOptions struct {
 //
 // A run is resumed at most once: it continues in the process that waited
 // for it if that process is alive, otherwise from the resume queue
-// (see ResumeQueue). WaitEnded claims the resumption (Store.ClaimResume) before
-// returning an answer and returns ErrClaimed if another process took it;
+// (see ResumeQueue). WaitEnded claims the resumption (Store.ClaimResume)
+// before returning an answer and returns ErrClaimed if another process took it;
 // Resolve and Fail on a token opened by this process claim it too, since
 // the run then continues here (agentrunner.AskHandler's in-place answer).
 type Tokens struct {
