@@ -128,7 +128,7 @@ func TestAPIAnswerRetryAndAnsweredBy(t *testing.T) {
 	if err != nil || !d.Resolved {
 		t.Fatalf("answer: %+v, %v", d, err)
 	}
-	res := d.Request.Results
+	res := d.Request.Results(nil)
 	if got := res.Calls["x"]; !got.Retry || got.Message != "the warehouse is down; try later" {
 		t.Errorf("retry answer: got %+v, want a model-retry with the message", got)
 	}

@@ -188,17 +188,31 @@ type Call struct {
 	// ApprovedKey is, once the call is approved, the Vote.Key of the
 	// arguments approved.
 	ApprovedKey string `json:"approved_key,omitempty"`
-	// Result is the decision in the wire format: an ApprovalResult for
-	// approvals, a CallResult for questions and external calls.
-	Result json.RawMessage `json:"result,omitempty"`
+	// Action is the decision recorded on the call (ActionApprove,
+	// ActionDeny, ActionAnswer, ActionFail or ActionRetry); empty while it
+	// has none and for a call that ended with its request. The wire form
+	// a run receives is built from it and the fields below when results
+	// are handed out (Request.Results).
+	Action Action `json:"action,omitempty"`
+	// Reason is why the call did not run as asked, as people and the
+	// model are told it: the denial message, the failure or retry
+	// message, or why it ended with no decision (the request's Reason).
+	// It is empty for a call approved or answered.
+	Reason string `json:"reason,omitempty"`
+	// OverrideArgs are the arguments an approver edited the call to run
+	// with, or nil.
+	OverrideArgs json.RawMessage `json:"override_args,omitempty"`
+	// Answer is the answer to a question or the result of an external
+	// call, or nil.
+	Answer json.RawMessage `json:"answer,omitempty"`
+	// Metadata is what the decision gave the tool in the results'
+	// metadata; receipts are added only when results are handed out.
+	Metadata map[string]any `json:"metadata,omitempty"`
 	// Message is the card that shows the call, once posted.
 	Message MessageRef `json:"message,omitzero"`
 	// Outcome is what the call's tool did, once it ran, so that every
 	// later rendering of the card shows it.
 	Outcome *Outcome `json:"outcome,omitempty"`
-	// Reason is why a call ended with no decision (the request's Reason);
-	// a decided call's reason is in Result (see DenialReason).
-	Reason string `json:"reason,omitempty"`
 }
 
 // Decided reports whether the call has a decision (approved, denied,
@@ -208,56 +222,9 @@ func (c *Call) Decided() bool {
 	case CallApproved, CallDenied, CallAnswered:
 		return true
 	case CallFailed:
-		return len(c.Result) > 0 // else the request failed around it
+		return c.Action != "" // else the request failed around it
 	}
 	return false
-}
-
-// Why is the reason people and the model are told for a call that did not
-// run as asked: the denial message, the failure message, or why it ended
-// with no decision. It is empty for a call approved or answered.
-func (c *Call) Why() string {
-	if len(c.Result) == 0 {
-		return c.Reason
-	}
-	if c.Kind == agentrunner.KindApproval {
-		var r agentrunner.ApprovalResult
-		if json.Unmarshal(c.Result, &r) != nil || r.Approved {
-			return ""
-		}
-		return r.DenialMessage()
-	}
-	var r agentrunner.CallResult
-	if json.Unmarshal(c.Result, &r) != nil || !(r.Failed || r.Retry) {
-		return c.Reason
-	}
-	return r.Message
-}
-
-// OverrideArgs are the arguments an approver edited the call to run with,
-// or nil.
-func (c *Call) OverrideArgs() json.RawMessage {
-	if c.Kind != agentrunner.KindApproval || len(c.Result) == 0 {
-		return nil
-	}
-	var r agentrunner.ApprovalResult
-	if json.Unmarshal(c.Result, &r) != nil || !r.Approved {
-		return nil
-	}
-	return r.OverrideArgs
-}
-
-// Answer is the answer to a question or the result of an external call, or
-// nil.
-func (c *Call) Answer() json.RawMessage {
-	if c.Kind == agentrunner.KindApproval || len(c.Result) == 0 {
-		return nil
-	}
-	var r agentrunner.CallResult
-	if json.Unmarshal(c.Result, &r) != nil || r.Failed || r.Retry {
-		return nil
-	}
-	return r.Value
 }
 
 // QuorumVotes is how many approvals count toward the call's quorum: the
@@ -314,9 +281,10 @@ type Request struct {
 	// Reason is what the model is told after agentrunner.NoDecisionPrefix
 	// when the request expired, was cancelled or failed.
 	Reason string `json:"reason,omitempty"`
-	// Results is what the waiting run receives, set once the request
-	// ended: the decisions when resolved, "no decision" otherwise.
-	Results *agentrunner.DeferredToolResults `json:"results,omitempty"`
+	// Given is what a token opened for a run was resolved with before
+	// any of its calls was recorded (agentrunner.Tokens.Resolve), as
+	// given; nil otherwise. Results hands it out in place of decisions.
+	Given *agentrunner.DeferredToolResults `json:"given,omitempty"`
 }
 
 // Call returns the call with the given tool_call_id, or nil.

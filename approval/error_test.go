@@ -57,19 +57,17 @@ func TestErrorMessageHidesInternals(t *testing.T) {
 }
 
 func TestCallDerivedFields(t *testing.T) {
-	denied := approval.Call{Kind: agentrunner.KindApproval, Status: approval.CallDenied,
-		Result: []byte(`{"kind":"tool-denied","message":"not on a Friday"}`)}
-	if got := denied.Why(); got != "not on a Friday" {
-		t.Errorf("Why() of a denial = %q", got)
+	denied := approval.Call{Kind: agentrunner.KindApproval, Status: approval.CallDenied}
+	if err := denied.DecodeResult([]byte(`{"kind":"tool-denied","message":"not on a Friday"}`)); err != nil || denied.Reason != "not on a Friday" {
+		t.Errorf("the reason of a denial = %q, %v", denied.Reason, err)
 	}
-	edited := approval.Call{Kind: agentrunner.KindApproval, Status: approval.CallApproved,
-		Result: []byte(`{"kind":"tool-approved","override_args":{"n":1}}`)}
-	if got := string(edited.OverrideArgs()); got != `{"n":1}` {
-		t.Errorf("OverrideArgs() = %s", got)
+	edited := approval.Call{Kind: agentrunner.KindApproval, Status: approval.CallApproved}
+	if err := edited.DecodeResult([]byte(`{"kind":"tool-approved","override_args":{"n":1}}`)); err != nil || string(edited.OverrideArgs) != `{"n":1}` {
+		t.Errorf("OverrideArgs = %s, %v", edited.OverrideArgs, err)
 	}
 	expired := approval.Call{Kind: agentrunner.KindApproval, Status: approval.CallExpired, Reason: "expired"}
-	if expired.Decided() || expired.Why() != "expired" {
-		t.Errorf("an expired call: Decided()=%v Why()=%q", expired.Decided(), expired.Why())
+	if expired.Decided() || expired.Reason != "expired" {
+		t.Errorf("an expired call: Decided()=%v Why()=%q", expired.Decided(), expired.Reason)
 	}
 	quorum := approval.Call{Required: 2, Status: approval.CallPending, Votes: []approval.Vote{{By: "U1", Key: "-"}, {By: "U2", Key: "x"}}}
 	if got := quorum.QuorumVotes(); got != 1 {

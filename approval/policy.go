@@ -26,7 +26,8 @@ type Policy struct {
 	// audit stream: decisions without a person are audited too.
 	Record func(ctx context.Context, d PolicyDecision)
 	// Signer, when set, signs the receipt of every call auto_approve
-	// approves (AddReceipts does it for decisions a store records).
+	// approves (Request.Results does it for recorded decisions, when
+	// they are handed out).
 	Signer Signer
 }
 

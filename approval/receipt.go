@@ -52,7 +52,7 @@ func (r *Request) Receipt(c *Call) (Receipt, error) {
 		return Receipt{}, ErrClientApproval
 	}
 	call, _ := r.Requests.Call(c.ID)
-	if edit := c.OverrideArgs(); len(edit) > 0 {
+	if edit := c.OverrideArgs; len(edit) > 0 {
 		call.Args = edit
 	}
 	at := c.DecidedAt

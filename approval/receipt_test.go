@@ -96,7 +96,7 @@ func resolvedRequest(origin approval.Origin, ended time.Time, calls ...approval.
 	res := agentrunner.NewDeferredToolResults()
 	for _, c := range calls {
 		r.Requests.Approvals = append(r.Requests.Approvals, agentrunner.ToolCallPart{ToolName: "delete_file", Args: json.RawMessage(`{"path":"` + c.ID + `"}`), ToolCallID: c.ID})
-		c.Kind, c.Status, c.Result = agentrunner.KindApproval, approval.CallApproved, json.RawMessage(`{"kind":"tool-approved"}`)
+		c.Kind, c.Status, c.Action = agentrunner.KindApproval, approval.CallApproved, approval.ActionApprove
 		if c.Required == 0 {
 			c.Required = 1
 		}

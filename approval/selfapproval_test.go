@@ -83,8 +83,8 @@ func TestAPIClientNeverDecidesItsOwnApproval(t *testing.T) {
 	if err != nil || after.State != approval.StateCancelled || after.Call("b").Status == approval.CallApproved {
 		t.Fatalf("the key cancels its request: %+v, %v; want cancelled, nothing approved", after, err)
 	}
-	if after.Results == nil || after.Results.Approvals["b"].Approved {
-		t.Errorf("results of a cancelled request: %+v, want b denied", after.Results)
+	if after.Results(nil) == nil || after.Results(nil).Approvals["b"].Approved {
+		t.Errorf("results of a cancelled request: %+v, want b denied", after.Results(nil))
 	}
 }
 

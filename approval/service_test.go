@@ -85,8 +85,8 @@ func TestDecideQuorumAndResolve(t *testing.T) {
 		t.Fatalf("second approver: %+v, %v; want the call approved and the request resolved", d, err)
 	}
 	got, _ := f.Store.Get(t.Context(), r.Token)
-	if got.State != approval.StateResolved || !got.Results.Approvals["c1"].Approved {
-		t.Errorf("request after quorum: state %s, results %+v", got.State, got.Results)
+	if got.State != approval.StateResolved || !got.Results(nil).Approvals["c1"].Approved {
+		t.Errorf("request after quorum: state %s, results %+v", got.State, got.Results(nil))
 	}
 	if _, err := f.Click(t, r, "UCAROL", "c1", approval.ActionDeny); approval.ErrorCode(err) != approval.ERESOLVED && approval.ErrorCode(err) != approval.EDECIDED {
 		t.Errorf("deny after the quorum: code %q (%v), want decided or resolved", approval.ErrorCode(err), err)
@@ -209,7 +209,7 @@ func TestAPIAnswerGoesThroughDecide(t *testing.T) {
 	if err != nil || !d.Resolved {
 		t.Fatalf("client approves: %+v, %v", d, err)
 	}
-	if got := d.Request.Results.AnsweredBy["a"]; got != "ci/jo" {
+	if got := d.Request.Results(nil).AnsweredBy["a"]; got != "ci/jo" {
 		t.Errorf("answered_by = %q, want the client before the name it gave (ci/jo)", got)
 	}
 }
@@ -244,8 +244,8 @@ func TestAskDeniesUnroutedAndFailsUnpostable(t *testing.T) {
 	}
 	f.Poster.Fail = true
 	r = f.Open(t, "UERIN", call("c3", "deploy", `{}`))
-	if c := r.Call("c3"); c.Status != approval.CallDenied || c.Why() == "" {
-		t.Errorf("call whose card could not be posted: %s (%q), want denied with the reason", c.Status, c.Why())
+	if c := r.Call("c3"); c.Status != approval.CallDenied || c.Reason == "" {
+		t.Errorf("call whose card could not be posted: %s (%q), want denied with the reason", c.Status, c.Reason)
 	}
 }
 
@@ -271,7 +271,7 @@ func TestAnswerTakesTheWireFormat(t *testing.T) {
 	if err != nil || !d.Resolved {
 		t.Fatalf("Answer: %+v, %v", d, err)
 	}
-	got := d.Request.Results
+	got := d.Request.Results(nil)
 	if got.Approvals["a"].Approved || got.Approvals["a"].DenialMessage() != "not today" || !got.Approvals["b"].Approved {
 		t.Errorf("results = %+v, want a denied (not today) and b approved", got.Approvals)
 	}

@@ -166,7 +166,7 @@ func TestFailedAskLeavesNoLiveButtons(t *testing.T) {
 		Store: cardlessStore{f.Store, "c2"}, Poster: f.Poster, Routes: f.Svc.Routes(), Metrics: f.Metrics, Now: f.clock.Now,
 	})
 	tokens := store.NewTokens(f.Store, store.TokensOptions{Owner: "A", SweepEvery: -1})
-	h := &agentrunner.AskHandler{Asker: f.Svc.Asker(nil), Waiter: tokens, Deadline: f.Svc.Deadline, Suspend: true}
+	h := &agentrunner.AskHandler{Asker: f.Svc.Asker(nil), Waiter: approval.RunTokens{TokenStore: tokens}, Deadline: f.Svc.Deadline, Suspend: true}
 	rc := &agentrunner.RunContext{RunID: "run-1", Deps: &approval.Origin{Team: "T1", Channel: "CGENERAL", User: "UERIN"}}
 	_, err := h.HandleDeferred(t.Context(), rc, agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{
 		call("c1", "note", `{"n":1}`), call("c2", "note", `{"n":2}`)}})

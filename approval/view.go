@@ -137,7 +137,7 @@ func (vw Viewer) View(r *Request, c *Call) CallView {
 		SourceChannel: r.Origin.Channel, Context: r.Context, Route: c.Route,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, RequiredApprovals: max(c.Required, 1),
 		Votes: c.Votes, State: c.Status, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
-		Reason: c.Why(), OverrideArgs: c.OverrideArgs(), Answer: c.Answer(), Outcome: c.Outcome,
+		Reason: c.Reason, OverrideArgs: c.OverrideArgs, Answer: c.Answer, Outcome: c.Outcome,
 		Rule: c.Rule, PolicyError: c.PolicyError,
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
 		AllowEdit:       c.Kind == agentrunner.KindApproval && vw.Editable(r, c.ID),

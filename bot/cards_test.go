@@ -300,8 +300,8 @@ func TestOpenCardNotPosted(t *testing.T) {
 	}
 	a, _ := e.store.Get(t.Context(), token)
 	d1, d2 := a.Call("d1"), a.Call("d2")
-	if d1.Status != approval.CallDenied || d1.DecidedBy != "slackbot" || !strings.HasPrefix(d1.Why(), agentrunner.NoDecisionPrefix) {
-		t.Errorf("d1: got %s by %q (%q); want denied by slackbot with no decision", d1.Status, d1.DecidedBy, d1.Why())
+	if d1.Status != approval.CallDenied || d1.DecidedBy != "slackbot" || !strings.HasPrefix(d1.Reason, agentrunner.NoDecisionPrefix) {
+		t.Errorf("d1: got %s by %q (%q); want denied by slackbot with no decision", d1.Status, d1.DecidedBy, d1.Reason)
 	}
 	if d2.Status != approval.CallPending || d2.Message.ID == "" {
 		t.Errorf("d2: got %s, card %+v; want pending with a card", d2.Status, d2.Message)

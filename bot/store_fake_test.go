@@ -48,7 +48,8 @@ func (stubStore) Sweep(context.Context) ([]*approval.Request, error)            
 func (stubStore) AuditPolicy(context.Context, approval.PolicyDecision) error        { return nil }
 
 // applyDecision records d on c as the store does for a first decision: its
-// status, who decided, and the result in the wire format.
+// status, who decided, and the decision, decoded from the wire format
+// the store keeps.
 func applyDecision(c *approval.Call, d approval.Decision) {
 	c.DecidedBy = d.By
 	var res any
@@ -76,5 +77,7 @@ func applyDecision(c *approval.Call, d approval.Decision) {
 	if err != nil {
 		panic(err)
 	}
-	c.Result = b
+	if err := c.DecodeResult(b); err != nil {
+		panic(err)
+	}
 }

@@ -62,6 +62,9 @@ type Config struct {
 	// that resolves to an address callbacks may not reach is refused at
 	// once; nil means net.DefaultResolver.
 	Resolver Resolver
+	// Receipts signs the receipt of every approved call in the results
+	// the API hands out (approval.Request.Results); nil: none.
+	Receipts approval.Signer
 }
 
 // API is slackbot's HTTP API for agents in any language: /v1/approvals
@@ -107,6 +110,7 @@ func New(cfg Config) (*API, error) {
 		keys: keys, approvals: cfg.Approvals, store: cfg.Store, events: cfg.Waiter, log: log,
 		allowPrivateCallbacks: cfg.AllowPrivateCallbacks, resolver: cmp.Or[Resolver](cfg.Resolver, net.DefaultResolver),
 		quota:    QuotaOf(cfg.MaxOpen, cfg.Rate),
+		receipts: cfg.Receipts,
 		stopping: stopping,
 	})
 	return &API{handler: h, stop: sync.OnceFunc(func() { close(stopping) })}, nil

@@ -81,12 +81,13 @@ type callView struct {
 	ByClient bool `json:"by_client"`
 }
 
-// view maps a request to the API's view of it.
-func view(rec *approval.Request) approvalView {
+// view maps a request to the API's view of it; its results are handed
+// out here (approval.Request.Results), with receipts signed by receipts.
+func view(rec *approval.Request, receipts approval.Signer) approvalView {
 	v := approvalView{
 		Token: rec.Token, CreatedAt: rec.CreatedAt.UTC(), ExpiresAt: rec.ExpiresAt.UTC(),
 		Requester: rec.Origin.Shown(), Context: rec.Context,
-		Calls: make([]callView, 0, len(rec.Calls)), Results: rec.Results,
+		Calls: make([]callView, 0, len(rec.Calls)), Results: rec.Results(receipts),
 	}
 	switch rec.State {
 	case approval.StatePending:
@@ -128,6 +129,7 @@ type createOptions struct {
 	allowPrivateCallbacks bool
 	resolver              Resolver
 	quota                 approval.Quota
+	receipts              approval.Signer
 }
 
 // handleCreate serves POST /v1/approvals: the request is checked, its
@@ -168,7 +170,7 @@ func handleCreate(approvals Approvals, st Store, opts createOptions) authedHandl
 				return err
 			}
 			if !first {
-				return replay(w, r, approvals, got, fp)
+				return replay(w, r, approvals, opts.receipts, got, fp)
 			}
 		}
 		if err := open(r.Context(), approvals, st, opts.quota, k, token, req, timeout); err != nil {
@@ -179,7 +181,7 @@ func handleCreate(approvals Approvals, st Store, opts createOptions) authedHandl
 			return err
 		}
 		w.Header().Set("Location", "/v1/approvals/"+token)
-		writeJSON(w, http.StatusCreated, view(rec))
+		writeJSON(w, http.StatusCreated, view(rec, opts.receipts))
 		return nil
 	}
 }
@@ -198,7 +200,7 @@ func open(ctx context.Context, approvals Approvals, st Store, q approval.Quota, 
 
 // replay answers a create request whose idempotency key was used before:
 // the same token and its current status, or a conflict.
-func replay(w http.ResponseWriter, r *http.Request, approvals Approvals, got approval.Idempotency, fingerprint string) error {
+func replay(w http.ResponseWriter, r *http.Request, approvals Approvals, receipts approval.Signer, got approval.Idempotency, fingerprint string) error {
 	if got.Fingerprint != fingerprint {
 		return conflict("idempotency_key was already used with a different request body")
 	}
@@ -211,7 +213,7 @@ func replay(w http.ResponseWriter, r *http.Request, approvals Approvals, got app
 	}
 	w.Header().Set("Location", "/v1/approvals/"+got.Token)
 	w.Header().Set("Idempotent-Replayed", "true")
-	writeJSON(w, http.StatusOK, view(rec))
+	writeJSON(w, http.StatusOK, view(rec, receipts))
 	return nil
 }
 
@@ -237,7 +239,7 @@ func await(parent context.Context, events Waiter, token string, wait time.Durati
 // handleGet serves GET /v1/approvals/{token}[?wait=30s]. A long poll
 // blocks in events.Await until the request ends, the wait is over, or
 // stopping is closed (the server shuts down).
-func handleGet(approvals Approvals, owners Owners, events Waiter, stopping <-chan struct{}) authedHandler {
+func handleGet(approvals Approvals, owners Owners, events Waiter, receipts approval.Signer, stopping <-chan struct{}) authedHandler {
 	return func(w http.ResponseWriter, r *http.Request, k *Key) error {
 		wait, err := parseWait(r.URL.Query())
 		if err != nil {
@@ -263,7 +265,7 @@ func handleGet(approvals Approvals, owners Owners, events Waiter, stopping <-cha
 				return err
 			}
 		}
-		writeJSON(w, http.StatusOK, view(rec))
+		writeJSON(w, http.StatusOK, view(rec, receipts))
 		return nil
 	}
 }
@@ -272,7 +274,7 @@ func handleGet(approvals Approvals, owners Owners, events Waiter, stopping <-cha
 // are the client's decisions, made through approvals.Decide like every
 // other decision (it checks kinds, calls already decided and edited
 // arguments, and records them at once).
-func handleResults(approvals Approvals, owners Owners) authedHandler {
+func handleResults(approvals Approvals, owners Owners, receipts approval.Signer) authedHandler {
 	return func(w http.ResponseWriter, r *http.Request, k *Key) error {
 		body, err := readJSON(w, r)
 		if err != nil {
@@ -293,7 +295,7 @@ func handleResults(approvals Approvals, owners Owners) authedHandler {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, view(d.Request))
+		writeJSON(w, http.StatusOK, view(d.Request, receipts))
 		return nil
 	}
 }
@@ -329,7 +331,7 @@ func checkNames(ctx context.Context, approvals Approvals, token string, results 
 }
 
 // handleCancel serves DELETE /v1/approvals/{token}.
-func handleCancel(approvals Approvals, owners Owners) authedHandler {
+func handleCancel(approvals Approvals, owners Owners, receipts approval.Signer) authedHandler {
 	return func(w http.ResponseWriter, r *http.Request, k *Key) error {
 		token := r.PathValue("token")
 		if err := own(r.Context(), owners, token, k); err != nil {
@@ -339,7 +341,7 @@ func handleCancel(approvals Approvals, owners Owners) authedHandler {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, view(rec))
+		writeJSON(w, http.StatusOK, view(rec, receipts))
 		return nil
 	}
 }

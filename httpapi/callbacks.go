@@ -108,6 +108,9 @@ type CallbacksConfig struct {
 	// WrapTransport, when set, wraps the default Client's transport (a
 	// tracing transport); it is not applied to a Client given.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Receipts signs the receipts of the results a callback hands out,
+	// as Config.Receipts does for the API's answers; nil: none.
+	Receipts approval.Signer
 }
 
 // Callbacks delivers the outcome of each token that has a callback URL,
@@ -266,7 +269,7 @@ func (c *Callbacks) attempt(ctx context.Context, job approval.CallbackJob, rec *
 
 // post makes one signed request and returns the receiver's status.
 func (c *Callbacks) post(ctx context.Context, rec *approval.Request, key *Key, attempt int) (int, error) {
-	body, err := json.Marshal(view(rec))
+	body, err := json.Marshal(view(rec, c.cfg.Receipts))
 	if err != nil {
 		return 0, fmt.Errorf("encode callback: %w", err)
 	}

@@ -257,7 +257,7 @@ func (e *env) startCallbacks(t *testing.T, consumer string) {
 	cbs := httpapi.NewCallbacks(httpapi.CallbacksConfig{
 		Keys: keys, Store: e.store, Queue: e.store.CallbackQueue(0), Consumer: consumer, AllowPrivate: true,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, Poll: 20 * time.Millisecond,
-		Now: e.clock.Now,
+		Now: e.clock.Now, Receipts: e.signer,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -58,8 +58,10 @@ type env struct {
 	clock  *clocktest.Clock
 	log    *bytes.Buffer
 	doc    *apitest.Doc
-	// receipts verifies the receipts the store signs.
+	// receipts verifies the receipts the API hands out; signer signs
+	// them.
 	receipts *receipt.KeySet
+	signer   *receipt.Signer
 }
 
 type envOptions struct {
@@ -89,7 +91,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now, Receipts: signer})
+	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
 	routes, err := routing.ParseRoutes([]byte(routesYAML), "routes.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +122,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		waiter = opts.waiter
 	}
 	api, err := httpapi.New(httpapi.Config{Keys: keys, Approvals: svc, Store: st, Waiter: waiter, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
-		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate})
+		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate, Receipts: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	cbs := httpapi.NewCallbacks(httpapi.CallbacksConfig{
 		Keys: keys, Store: st, Queue: st.CallbackQueue(0), Consumer: "test-replica", AllowPrivate: true,
 		Backoff: func(int) time.Duration { return opts.backoff }, Poll: 20 * time.Millisecond,
-		Now: clock.Now, Log: log,
+		Now: clock.Now, Log: log, Receipts: signer,
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -161,7 +163,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 			t.Errorf("a bearer key is in the log")
 		}
 	})
-	return &env{t: t, srv: srv, poster: p, store: st, rdb: rdb, prefix: prefix, api: api, svc: svc, clock: clock, log: &logBuf, doc: apitest.Load(t), receipts: receipt.NewKeySet(rk)}
+	return &env{t: t, srv: srv, poster: p, store: st, rdb: rdb, prefix: prefix, api: api, svc: svc, clock: clock, log: &logBuf, doc: apitest.Load(t), receipts: receipt.NewKeySet(rk), signer: signer}
 }
 
 // poster is the Slack side as the Service sees it: it records the cards

@@ -16,6 +16,8 @@ type deps struct {
 	store     Store
 	events    Waiter
 	log       *slog.Logger
+	// receipts signs the receipts of the results the API hands out.
+	receipts approval.Signer
 
 	allowPrivateCallbacks bool
 	resolver              Resolver
@@ -29,13 +31,13 @@ type deps struct {
 func newServer(d deps) http.Handler {
 	mux := http.NewServeMux()
 	auth := func(h authedHandler) http.Handler { return authed(d.keys, d.log, h) }
-	create := createOptions{allowPrivateCallbacks: d.allowPrivateCallbacks, resolver: d.resolver, quota: d.quota}
+	create := createOptions{allowPrivateCallbacks: d.allowPrivateCallbacks, resolver: d.resolver, quota: d.quota, receipts: d.receipts}
 
 	mux.Handle("GET /v1/openapi.json", handleOpenAPI())
 	mux.Handle("POST /v1/approvals", auth(handleCreate(d.approvals, d.store, create)))
-	mux.Handle("GET /v1/approvals/{token}", auth(handleGet(d.approvals, d.store, d.events, d.stopping)))
-	mux.Handle("POST /v1/approvals/{token}/results", auth(handleResults(d.approvals, d.store)))
-	mux.Handle("DELETE /v1/approvals/{token}", auth(handleCancel(d.approvals, d.store)))
+	mux.Handle("GET /v1/approvals/{token}", auth(handleGet(d.approvals, d.store, d.events, d.receipts, d.stopping)))
+	mux.Handle("POST /v1/approvals/{token}/results", auth(handleResults(d.approvals, d.store, d.receipts)))
+	mux.Handle("DELETE /v1/approvals/{token}", auth(handleCancel(d.approvals, d.store, d.receipts)))
 
 	// Everything else under /v1/ answers in JSON too.
 	for path, allow := range map[string]string{

@@ -267,7 +267,7 @@ func outcome(rec *approval.Request, c *approval.Call) (approved bool, args json.
 			"and the MCP gateway acts only on an approval by a person, a policy or a grant.", rec.Origin.Client)
 	}
 	if c.Status == approval.CallApproved {
-		if o := c.OverrideArgs(); len(o) > 0 {
+		if o := c.OverrideArgs; len(o) > 0 {
 			return true, o, ""
 		}
 		call, _ := rec.Requests.Call(c.ID)
@@ -280,7 +280,7 @@ func outcome(rec *approval.Request, c *approval.Call) (approved bool, args json.
 	if nd := rec.NoDecision(); nd != nil && !c.Decided() {
 		return false, nil, nd.Error()
 	}
-	if why := c.Why(); why != "" {
+	if why := c.Reason; why != "" {
 		return false, nil, why
 	}
 	return false, nil, agentrunner.DefaultDenialMessage
@@ -288,12 +288,14 @@ func outcome(rec *approval.Request, c *approval.Call) (approved bool, args json.
 
 // receiptMeta is the _meta entry of approved call callID's receipt,
 // {"slackbot_receipt": …}, or nil when its results carry none: what the
-// upstream's request and the client's result both get.
-func receiptMeta(rec *approval.Request, callID string) map[string]any {
-	if rec.Results == nil {
+// upstream's request and the client's result both get. The results are
+// handed out here, signed with Config.Receipts.
+func (h *Handler) receiptMeta(rec *approval.Request, callID string) map[string]any {
+	res := rec.Results(h.cfg.Receipts)
+	if res == nil {
 		return nil
 	}
-	return mcptools.ReceiptMeta(rec.Results.Metadata[callID])
+	return mcptools.ReceiptMeta(res.Metadata[callID])
 }
 
 // idempotencyKey is what names a call for retries: the client's key (the

@@ -47,6 +47,10 @@ type Config struct {
 	ProgressEvery time.Duration
 	// Log receives internal errors; nil discards them.
 	Log *slog.Logger
+	// Receipts signs the receipt of an approved call when its results are
+	// handed out (approval.Request.Results), which the upstream and the
+	// client get; nil: none.
+	Receipts approval.Signer
 }
 
 // Handler is the MCP approval gateway: an MCP server (streamable HTTP,

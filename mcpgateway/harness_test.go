@@ -272,7 +272,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	e.receipts = receipt.NewKeySet(rk)
-	e.store = store.New(rdb, store.Options{Prefix: prefix, Receipts: signer})
+	e.store = store.New(rdb, store.Options{Prefix: prefix})
 	sc := bot.NewSlackClient(e.fake.Token(), slackfaketest.APIURL(e.fakeSrv), nil)
 	cards := bot.NewCards(bot.CardsConfig{Slack: sc, Routes: routes, Tools: box, Log: log})
 	e.svc = approval.New(approval.Config{Store: e.store, Poster: cards, Directory: &bot.Usergroups{Slack: sc}, Routes: routes, Tools: box, Log: log})
@@ -298,7 +298,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	e.gw, err = mcpgateway.NewHandler(mcpgateway.Config{
 		Authenticate: testKeys, Approvals: e.svc, Waiter: e.tokens, Store: e.store, Upstream: e.toolset,
-		Quota: o.quota, ProgressEvery: cmpDuration(o.progressEvery, 50*time.Millisecond), Log: log,
+		Quota: o.quota, ProgressEvery: cmpDuration(o.progressEvery, 50*time.Millisecond), Log: log, Receipts: signer,
 	})
 	if err != nil {
 		t.Fatal(err)

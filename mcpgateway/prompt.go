@@ -93,7 +93,7 @@ func (h *Handler) handlePrompt(ctx context.Context, req *mcp.CallToolRequest) (*
 		return promptResult(PromptDecision{Behavior: "deny", Message: reason}), nil
 	}
 	res := promptResult(PromptDecision{Behavior: "allow", UpdatedInput: args})
-	attachReceipt(res, d.rec, d.call.ID)
+	attachReceipt(res, h.receiptMeta(d.rec, d.call.ID))
 	return res, nil
 }
 

@@ -5,23 +5,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/slackapprove/slackbot/agentrunner"
-	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 )
 
 func TestAttachReceipt(t *testing.T) {
-	rec := &approval.Request{Results: agentrunner.NewDeferredToolResults()}
-	rec.Results.Metadata["call_1"] = map[string]any{"slackbot_receipt": "eyJhbGciOiJFZERTQSJ9.e30.c2ln", "other": 1}
+	md := map[string]any{"slackbot_receipt": "eyJhbGciOiJFZERTQSJ9.e30.c2ln", "other": 1}
 
 	res := &mcp.CallToolResult{Meta: mcp.Meta{"upstream": "kept"}}
-	attachReceipt(res, rec, "call_1")
+	attachReceipt(res, mcptools.ReceiptMeta(md))
 	if res.Meta[ReceiptMetaKey] != "eyJhbGciOiJFZERTQSJ9.e30.c2ln" || res.Meta["upstream"] != "kept" || res.Meta["other"] != nil {
 		t.Errorf("_meta = %v; want the receipt beside the upstream's, nothing else", res.Meta)
 	}
 
-	for name, r := range map[string]*approval.Request{"no results": {}, "no receipt": rec} {
+	for name, md := range map[string]map[string]any{"no results": nil, "no receipt": {"other": 1}} {
 		res := &mcp.CallToolResult{}
-		attachReceipt(res, r, "call_2")
+		attachReceipt(res, mcptools.ReceiptMeta(md))
 		if res.Meta != nil {
 			t.Errorf("%s: _meta = %v; want none", name, res.Meta)
 		}

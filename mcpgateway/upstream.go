@@ -76,7 +76,8 @@ func (h *Handler) run(ctx context.Context, c Client, d decision, name string, ar
 	}
 	// The upstream runs the tool: it gets the receipt too, to verify the
 	// approval itself.
-	res := h.proxy(ctx, upstreamCall{client: c, tool: name, args: args, meta: receiptMeta(d.rec, id), token: token, callID: id})
+	meta := h.receiptMeta(d.rec, id)
+	res := h.proxy(ctx, upstreamCall{client: c, tool: name, args: args, meta: meta, token: token, callID: id})
 	o := approval.Outcome{Status: "ran", Summary: summary(res)}
 	if res.IsError {
 		o.Status = "failed"
@@ -86,15 +87,14 @@ func (h *Handler) run(ctx context.Context, c Client, d decision, name string, ar
 	if err := h.cfg.Approvals.SetOutcome(octx, token, id, o); err != nil {
 		h.log.WarnContext(ctx, "MCP gateway: record the outcome", "err", err)
 	}
-	attachReceipt(res, d.rec, id)
+	attachReceipt(res, meta)
 	return res
 }
 
-// attachReceipt puts the approved call's receipt, when its results carry
-// one, in the result's _meta as "slackbot_receipt", beside what the
-// upstream put there.
-func attachReceipt(res *mcp.CallToolResult, rec *approval.Request, callID string) {
-	meta := receiptMeta(rec, callID)
+// attachReceipt puts the approved call's receipt, meta (receiptMeta), when
+// there is one, in the result's _meta as "slackbot_receipt", beside what
+// the upstream put there.
+func attachReceipt(res *mcp.CallToolResult, meta map[string]any) {
 	if meta == nil {
 		return
 	}

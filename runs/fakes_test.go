@@ -277,7 +277,7 @@ func newWorld() *world {
 	w := &world{trail: l, chat: &fakeChat{trail: l}, jobs: &fakeJobs{trail: l}, answers: &fakeAnswers{},
 		state: &fakeState{trail: l, saved: map[string]*Saved{}}, metrics: &fakeMetrics{}}
 	w.request = &approval.Request{Token: testToken, RunID: "run_1", Origin: testOrigin, State: approval.StateResolved,
-		Calls: []approval.Call{{ID: testCallID, Tool: "issue_refund", Status: approval.CallApproved}}}
+		Calls: []approval.Call{{ID: testCallID, Tool: "issue_refund", Kind: agentrunner.KindApproval, Status: approval.CallApproved, Action: approval.ActionApprove}}}
 	w.approvals = &fakeApprovals{trail: l, requests: map[string]*approval.Request{testToken: w.request}}
 	w.rs = &Runs{Chat: w.chat, Approvals: w.approvals, Jobs: w.jobs, Answers: w.answers, State: w.state,
 		Metrics: w.metrics, Owner: "proc1"}

@@ -185,7 +185,12 @@ func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from resumeFrom
 		return nil, nil, "", nil
 	}
 	rec, err := r.rec, r.err
-	if errors.Is(err, approval.ErrNotFound) || (err == nil && rec.Results == nil) {
+	var results *agentrunner.DeferredToolResults
+	if err == nil {
+		// Handed out here, with the receipts the run verifies.
+		results = rec.Results(rs.Receipts)
+	}
+	if errors.Is(err, approval.ErrNotFound) || (err == nil && results == nil) {
 		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
 		rs.done(ctx, from)
 		return nil, nil, "", nil
@@ -193,7 +198,7 @@ func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from resumeFrom
 	if err != nil {
 		return nil, nil, "read token results", err
 	}
-	return saved, rec.Results, "", nil
+	return saved, results, "", nil
 }
 
 // resumeRun continues the run of saved with results.

@@ -37,7 +37,6 @@ func resumeWorld(t *testing.T) (*world, chan string) {
 			{Kind: agentrunner.KindResponse, Parts: []agentrunner.Part{call}},
 		},
 		Pending: agentrunner.DeferredToolRequests{Approvals: []agentrunner.ToolCallPart{{ToolName: "issue_refund", Args: json.RawMessage(`{}`), ToolCallID: testCallID}}}}
-	w.request.Results = &agentrunner.DeferredToolResults{Approvals: map[string]agentrunner.ApprovalResult{testCallID: agentrunner.Approve()}}
 	return w, ran
 }
 

@@ -68,7 +68,11 @@ func (d *Deps) Tokens() []string {
 type Runs struct {
 	Chat      Chat
 	Approvals Approvals
-	Runner    *agentrunner.Runner
+	// Receipts signs the receipts of the results a resumed run is handed
+	// (approval.Request.Results): the runner runs an approved call only if
+	// its receipt verifies.
+	Receipts approval.Signer
+	Runner   *agentrunner.Runner
 	// BotUserID is the bot's own user: its messages in a thread are the
 	// model's turns.
 	BotUserID string

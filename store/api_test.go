@@ -70,8 +70,8 @@ func TestAnswerPartialThenRest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("partial answer: %v", err)
 	}
-	if got.State != approval.StatePending || got.Results != nil {
-		t.Fatalf("after a partial answer: got state %s, results %v; want open, none", got.State, got.Results)
+	if got.State != approval.StatePending || got.Results(nil) != nil {
+		t.Fatalf("after a partial answer: got state %s, results %v; want open, none", got.State, got.Results(nil))
 	}
 	if c := got.Call("a1"); c.Status != approval.CallApproved || c.DecidedBy != "billing" {
 		t.Errorf("a1: got %s by %q, want approved by billing", c.Status, c.DecidedBy)
@@ -107,7 +107,7 @@ func TestAnswerPartialThenRest(t *testing.T) {
 	if got.State != approval.StateResolved {
 		t.Fatalf("after answering every call: got state %s, want resolved", got.State)
 	}
-	jsonEqual(t, "results", mustJSON(t, got.Results), `{
+	jsonEqual(t, "results", mustJSON(t, got.Results(nil)), `{
 		"calls": {"x1": {"rows":3}},
 		"approvals": {"a1": {"override_args":{"path":"other.txt"},"kind":"tool-approved"},
 		              "a2": {"message":"Not this one.","kind":"tool-denied"}},

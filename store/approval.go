@@ -305,9 +305,9 @@ func callEnd(c *approval.Call, a *approval.Request) {
 	}
 }
 
-// parseApproval reads a record written by the scripts; the results of a
-// resolved one carry the receipts of its approved calls, signed by
-// Options.Receipts.
+// parseApproval reads a record written by the scripts, decoding each
+// call's decision once (approval.Call.DecodeResult). It signs nothing:
+// receipts are added when results are handed out (approval.Request.Results).
 func (s *Store) parseApproval(token string, m map[string]string) (*approval.Request, error) {
 	a := &approval.Request{
 		Token:       token,
@@ -324,29 +324,28 @@ func (s *Store) parseApproval(token string, m map[string]string) (*approval.Requ
 	}
 	n, _ := strconv.Atoi(m["n"])
 	a.Calls = make([]approval.Call, n)
-	mds := make([]string, n) // the results metadata given with each decision
 	for i := range n {
-		cs, md, err := parseCall(m, i, a)
+		cs, err := parseCall(m, i, a)
 		if err != nil {
 			return nil, err
 		}
-		a.Calls[i], mds[i] = cs, md
+		a.Calls[i] = cs
 	}
 	parseVotes(m, a.Calls)
-	res, err := results(a, m["raw"], mds)
-	if err != nil {
-		return nil, err
+	if raw := m["raw"]; raw != "" && n == 0 {
+		// Resolved through Tokens.Resolve before any call was recorded.
+		a.Given = agentrunner.NewDeferredToolResults()
+		if err := json.Unmarshal([]byte(raw), a.Given); err != nil {
+			return nil, fmt.Errorf("results: %w", err)
+		}
 	}
-	if res != nil {
-		approval.AddReceipts(a, res, s.opts.Receipts)
-	}
-	a.Results = res
 	return a, nil
 }
 
 // parseCall reads the i-th (from 0) call of a record, adding it to
-// a.Requests, and returns with it the results metadata of its decision.
-func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, string, error) {
+// a.Requests: its decision (field res, in the wire format) and the results
+// metadata given with it (md) are decoded here, once.
+func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, error) {
 	p := "c" + strconv.Itoa(i+1) + "."
 	need, _ := strconv.Atoi(m[p+"need"])
 	cs := approval.Call{
@@ -372,7 +371,14 @@ func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, 
 		cs.ApprovedKey = m[p+"key"]
 	}
 	if r := m[p+"res"]; r != "" {
-		cs.Result = json.RawMessage(r)
+		if err := cs.DecodeResult([]byte(r)); err != nil {
+			return cs, err
+		}
+	}
+	if md := m[p+"md"]; md != "" {
+		if err := json.Unmarshal([]byte(md), &cs.Metadata); err != nil {
+			return cs, fmt.Errorf("results metadata of %s: %w", cs.ID, err)
+		}
 	}
 	part := agentrunner.ToolCallPart{ToolName: cs.Tool, ToolCallID: cs.ID}
 	if args, ok := m[p+"args"]; ok {
@@ -386,21 +392,21 @@ func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, 
 	if out, ok := m[p+"out"]; ok {
 		var o approval.Outcome
 		if err := json.Unmarshal([]byte(out), &o); err != nil {
-			return cs, "", fmt.Errorf("outcome of %s: %w", cs.ID, err)
+			return cs, fmt.Errorf("outcome of %s: %w", cs.ID, err)
 		}
 		cs.Outcome = &o
 	}
 	if rq, ok := m[p+"rq"]; ok {
 		var md map[string]any
 		if err := json.Unmarshal([]byte(rq), &md); err != nil {
-			return cs, "", fmt.Errorf("metadata of %s: %w", cs.ID, err)
+			return cs, fmt.Errorf("metadata of %s: %w", cs.ID, err)
 		}
 		if a.Requests.Metadata == nil {
 			a.Requests.Metadata = map[string]map[string]any{}
 		}
 		a.Requests.Metadata[cs.ID] = md
 	}
-	return cs, m[p+"md"], nil
+	return cs, nil
 }
 
 // parseVotes reads the votes of a record's calls: fields
@@ -427,55 +433,6 @@ func parseVotes(m map[string]string, calls []approval.Call) {
 			return cmp.Or(x.At.Compare(y.At), cmp.Compare(x.By, y.By))
 		})
 	}
-}
-
-// results derives what the waiting run receives from the record; mds are
-// the results metadata of the calls' decisions.
-func results(a *approval.Request, raw string, mds []string) (*agentrunner.DeferredToolResults, error) {
-	switch a.State {
-	case approval.StateResolved:
-	case approval.StateExpired, approval.StateCancelled, approval.StateFailed:
-		return agentrunner.NoDecision(a.Requests, a.NoDecision().Reason), nil
-	default:
-		return nil, nil
-	}
-	res := agentrunner.NewDeferredToolResults()
-	if raw != "" && len(a.Calls) == 0 {
-		if err := json.Unmarshal([]byte(raw), res); err != nil {
-			return nil, fmt.Errorf("results: %w", err)
-		}
-		return res, nil
-	}
-	for i := range a.Calls {
-		c := &a.Calls[i]
-		if !c.Decided() {
-			continue
-		}
-		if c.Kind == agentrunner.KindApproval {
-			var r agentrunner.ApprovalResult
-			if err := json.Unmarshal(c.Result, &r); err != nil {
-				return nil, fmt.Errorf("result of %s: %w", c.ID, err)
-			}
-			res.Approvals[c.ID] = r
-		} else {
-			var r agentrunner.CallResult
-			if err := json.Unmarshal(c.Result, &r); err != nil {
-				return nil, fmt.Errorf("result of %s: %w", c.ID, err)
-			}
-			res.Calls[c.ID] = r
-		}
-		if by := c.AnsweredBy(); by != "" {
-			res.AnsweredBy[c.ID] = by
-		}
-		if mds[i] != "" {
-			var md map[string]any
-			if err := json.Unmarshal([]byte(mds[i]), &md); err != nil {
-				return nil, fmt.Errorf("results metadata of %s: %w", c.ID, err)
-			}
-			res.Metadata[c.ID] = md
-		}
-	}
-	return res, nil
 }
 
 // isRedisNil reports whether err is go-redis's "no such key" reply.

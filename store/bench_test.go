@@ -287,7 +287,7 @@ func BenchmarkWaiters(b *testing.B) {
 		wctx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		for _, tok := range tokens {
-			wg.Go(func() { _, _ = ev.Wait(wctx, tok) })
+			wg.Go(func() { _, _ = ev.WaitEnded(wctx, tok) })
 		}
 		for ev.Waiting() < n {
 			time.Sleep(time.Millisecond)

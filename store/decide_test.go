@@ -176,10 +176,10 @@ func TestQuorum(t *testing.T) {
 					last = out
 				}
 			}
-			if last.Request.Results == nil {
+			if last.Request.Results(nil) == nil {
 				t.Fatal("token not resolved")
 			}
-			if got := last.Request.Results.AnsweredBy["c1"]; got != tt.wantBy {
+			if got := last.Request.Results(nil).AnsweredBy["c1"]; got != tt.wantBy {
 				t.Errorf("answered_by: got %q, want %q", got, tt.wantBy)
 			}
 		})
@@ -216,7 +216,7 @@ func TestDecideResults(t *testing.T) {
 	want := `{"approvals":{"a1":{"kind":"tool-approved","override_args":{"path":"b.txt"}},"a2":{"kind":"tool-denied","message":"The tool call was denied."}},` +
 		`"calls":{"q1":{"n":12345678901234567890,"l":[]},"x1":{"kind":"tool-failed","message":"job crashed"}},` +
 		`"metadata":{"a1":{"note":"edited"}},"answered_by":{"a1":"UA","a2":"UB","q1":"UC","x1":"api:ci"}}`
-	jsonEqual(t, "results", mustJSON(t, out.Request.Results), want)
+	jsonEqual(t, "results", mustJSON(t, out.Request.Results(nil)), want)
 	if out.Request.State != approval.StateResolved || out.Request.EndedBy != "api:ci" {
 		t.Errorf("record: got state %s ended by %s, want resolved by api:ci", out.Request.State, out.Request.EndedBy)
 	}
@@ -342,7 +342,7 @@ func TestResolveValidation(t *testing.T) {
 		t.Fatalf("resolve: %v", err)
 	}
 	want := `{"approvals":{"a1":{"kind":"tool-denied","message":"no"}},"calls":{"x1":{"ok":true}},"metadata":{},"answered_by":{"a1":"api:x","x1":"ci-bot"}}`
-	jsonEqual(t, "results", mustJSON(t, res.Results), want)
+	jsonEqual(t, "results", mustJSON(t, res.Results(nil)), want)
 	_, err = s.Resolve(t.Context(), a.Token, "api:x", good)
 	wantErr(t, "resolve twice", err, approval.ErrResolved)
 }

@@ -21,7 +21,7 @@
 //     process that claimed the expiry dies at once: another replica takes
 //     the job over, retries it, and acknowledges it only once done.
 //   - A run is resumed at most once: whoever continues it (the local
-//     waiter in Tokens.Wait, the process that recorded the decision of a
+//     waiter in Tokens.WaitEnded, the process that recorded the decision of a
 //     suspended run with Store.ClaimDirect, or a resume-queue consumer)
 //     first wins the claim (Store.ClaimResume).
 //   - Every key has a TTL: records live until their deadline plus Grace,

@@ -11,7 +11,7 @@ import (
 // as ClaimResume does, for the process that recorded the decision ending
 // token: it resumes the run at once, without a trip through the resume
 // queue. It reports false, claiming nothing, when another owner holds the
-// claim or when a live process waits on token in place (Tokens.Wait): that
+// claim or when a live process waits on token in place (Tokens.WaitEnded): that
 // waiter continues the run. The resume job stays on the queue until
 // FinishResume, so that a crash hands the run to another replica.
 func (s *Store) ClaimDirect(ctx context.Context, token, owner string) (bool, error) {

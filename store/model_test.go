@@ -204,13 +204,13 @@ func TestRecordReadsAsPeopleSeeIt(t *testing.T) {
 	if got.State != approval.StateExpired || got.Origin.Client != "triage" || got.Origin.User != "" || got.Context != "ticket 812" {
 		t.Errorf("request %+v: want expired, client triage, the context", got)
 	}
-	if c := got.Call("a"); c.Status != approval.CallDenied || c.Why() != "Not on Fridays." {
+	if c := got.Call("a"); c.Status != approval.CallDenied || c.Reason != "Not on Fridays." {
 		t.Errorf("call a %+v, want denied with the reason", c)
 	}
-	if c := got.Call("b"); c.Status != approval.CallApproved || string(c.OverrideArgs()) != `{"amount":50}` || c.Outcome == nil || c.Outcome.Summary != "refunded" {
+	if c := got.Call("b"); c.Status != approval.CallApproved || string(c.OverrideArgs) != `{"amount":50}` || c.Outcome == nil || c.Outcome.Summary != "refunded" {
 		t.Errorf("call b %+v, want approved with the override and the outcome", c)
 	}
-	if c := got.Call("c"); c.Status != approval.CallAnswered || string(c.Answer()) != `"blue"` {
+	if c := got.Call("c"); c.Status != approval.CallAnswered || string(c.Answer) != `"blue"` {
 		t.Errorf("call c %+v, want answered blue", c)
 	}
 	if c := got.Call("d"); c.Status != approval.CallExpired {

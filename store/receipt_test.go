@@ -16,9 +16,10 @@ import (
 	"github.com/slackapprove/slackbot/store"
 )
 
-// receiptStore is a store that signs receipts, and the keys to verify
+// receiptStore is a store, the signer of the receipts its results are
+// handed out with (approval.Request.Results), and the keys to verify
 // them.
-func receiptStore(t *testing.T, e *env) (*store.Store, *receipt.KeySet) {
+func receiptStore(t *testing.T, e *env) (*store.Store, approval.Signer, *receipt.KeySet) {
 	t.Helper()
 	k, err := receipt.NewKey([]byte(strings.Repeat("r", receipt.SeedSize)))
 	if err != nil {
@@ -28,9 +29,7 @@ func receiptStore(t *testing.T, e *env) (*store.Store, *receipt.KeySet) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := e.opts
-	opts.Receipts = signer
-	return store.New(e.rdb, opts), receipt.NewKeySet(k)
+	return store.New(e.rdb, e.opts), signer, receipt.NewKeySet(k)
 }
 
 // Every approved call in the results the store reads carries a receipt
@@ -39,7 +38,7 @@ func receiptStore(t *testing.T, e *env) (*store.Store, *receipt.KeySet) {
 // decision survives.
 func TestResultsCarryReceipts(t *testing.T) {
 	e := newEnv(t)
-	s, keys := receiptStore(t, e)
+	s, signer, keys := receiptStore(t, e)
 	reqs := requests("plain", "edited", "denied", "policy", "big")
 	reqs.Approvals[4].Args = json.RawMessage(`{"path":"x","id":12345678901234567891}`)
 	a := e.create(t, s, reqs, 1)
@@ -59,7 +58,7 @@ func TestResultsCarryReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := got.Results.Metadata
+	md := got.Results(signer).Metadata
 	verify := func(id, args string) *receipt.Claims {
 		t.Helper()
 		c, err := keys.Verify(receipt.FromMetadata(md[id]), receipt.Expect{
@@ -98,7 +97,7 @@ func TestResultsCarryReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(md, again.Results.Metadata); diff != "" {
+	if diff := cmp.Diff(md, again.Results(signer).Metadata); diff != "" {
 		t.Errorf("a second read signed differently: %s", diff)
 	}
 }
@@ -106,7 +105,7 @@ func TestResultsCarryReceipts(t *testing.T) {
 // A quorum's receipt names every approver of the approved arguments.
 func TestQuorumReceipt(t *testing.T) {
 	e := newEnv(t)
-	s, keys := receiptStore(t, e)
+	s, signer, keys := receiptStore(t, e)
 	a := e.create(t, s, requests("c1"), 2)
 	for _, by := range []string{"UA", "UB"} {
 		e.clock.Advance(time.Second)
@@ -118,7 +117,7 @@ func TestQuorumReceipt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := keys.Verify(receipt.FromMetadata(got.Results.Metadata["c1"]), receipt.Expect{CallID: "c1", Tool: "delete_file", Args: json.RawMessage(`{"path":"c1.txt"}`), Now: e.clock.Now()})
+	c, err := keys.Verify(receipt.FromMetadata(got.Results(signer).Metadata["c1"]), receipt.Expect{CallID: "c1", Tool: "delete_file", Args: json.RawMessage(`{"path":"c1.txt"}`), Now: e.clock.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +130,7 @@ func TestQuorumReceipt(t *testing.T) {
 // metadata says why instead; answered_by still names the client.
 func TestAnswerReceipt(t *testing.T) {
 	e := newEnv(t)
-	s, _ := receiptStore(t, e)
+	s, signer, _ := receiptStore(t, e)
 	a := e.create(t, s, requests("c1"), 1)
 	res := agentrunner.NewDeferredToolResults()
 	res.Approvals["c1"] = agentrunner.Approve()
@@ -139,11 +138,11 @@ func TestAnswerReceipt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := got.Results.Metadata["c1"]
+	md := got.Results(signer).Metadata["c1"]
 	if receipt.FromMetadata(md) != "" || !strings.Contains(fmt.Sprint(md[receipt.ErrorMetadataKey]), approval.ErrClientApproval.Error()) {
 		t.Errorf("metadata of a client's own approval = %v, want no receipt and why", md)
 	}
-	if !got.Call("c1").ByClient || got.Results.AnsweredBy["c1"] != "U0ALICE" {
-		t.Errorf("ByClient %v, answered_by %q; want true and the client's name", got.Call("c1").ByClient, got.Results.AnsweredBy["c1"])
+	if !got.Call("c1").ByClient || got.Results(signer).AnsweredBy["c1"] != "U0ALICE" {
+		t.Errorf("ByClient %v, answered_by %q; want true and the client's name", got.Call("c1").ByClient, got.Results(signer).AnsweredBy["c1"])
 	}
 }

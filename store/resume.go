@@ -189,7 +189,7 @@ type ResumeQueueOptions struct {
 //	}
 //
 // Read and Reclaim leave out (but keep pending) the jobs a live process
-// is on: of tokens it waits on locally (Tokens.Wait), and of runs it
+// is on: of tokens it waits on locally (Tokens.WaitEnded), and of runs it
 // claimed and has not finished. If that process dies, its heartbeat goes
 // and the job is handed out again, so the run is taken over.
 type ResumeQueue struct {

@@ -138,7 +138,7 @@ func TestResumeQueueDefersToLiveWaiter(t *testing.T) {
 	if got, err := q.Read(ctx, "B", 0); err != nil || len(got) != 0 {
 		t.Fatalf("read while A is alive: got %v, %v; want nothing", got, err)
 	}
-	res, err := ev.Wait(ctx, token)
+	res, err := approval.RunTokens{TokenStore: ev}.Wait(ctx, token)
 	if err != nil || !res.Approvals["c1"].Approved {
 		t.Fatalf("A's wait: got %+v, %v", res, err)
 	}
@@ -178,7 +178,7 @@ func TestWaitLosesClaim(t *testing.T) {
 	if ok, err := s.ClaimResume(t.Context(), a.Token, "consumer", 0); !ok || err != nil {
 		t.Fatalf("claim: %v, %v", ok, err)
 	}
-	_, err := ev.Wait(t.Context(), a.Token)
+	_, err := approval.RunTokens{TokenStore: ev}.Wait(t.Context(), a.Token)
 	wantErr(t, "wait after another claimed", err, store.ErrClaimed)
 }
 
@@ -230,7 +230,7 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 	// stores the record and run state and reports each token.
 	newRunner := func(t *testing.T, s *store.Store, ev *store.Tokens, tokens chan<- string) *agentrunner.Runner {
 		r, err := agentrunner.NewRunner(agentrunner.TestModel{}, []*agentrunner.Tool{tool},
-			agentrunner.WithHandlers(&agentrunner.AskHandler{Asker: storeAsker{s, tokens}, Waiter: ev}))
+			agentrunner.WithHandlers(&agentrunner.AskHandler{Asker: storeAsker{s, tokens}, Waiter: approval.RunTokens{TokenStore: ev}}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestAskHandlerEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := rC.Run(t.Context(), agentrunner.RunInput{RunID: rs.RunID, History: rs.Messages, Results: a.Results})
+		res, err := rC.Run(t.Context(), agentrunner.RunInput{RunID: rs.RunID, History: rs.Messages, Results: a.Results(nil)})
 		if err != nil {
 			t.Fatalf("resume: %v", err)
 		}
@@ -354,7 +354,7 @@ func TestFailedAskKeepsRunHere(t *testing.T) {
 	ev := store.NewTokens(s, store.TokensOptions{Owner: "A"})
 	runTokens(t, ev)
 	tokens := make(chan string, 1)
-	h := &agentrunner.AskHandler{Asker: failingAsker{storeAsker{s, tokens}}, Waiter: ev}
+	h := &agentrunner.AskHandler{Asker: failingAsker{storeAsker{s, tokens}}, Waiter: approval.RunTokens{TokenStore: ev}}
 	_, err := h.HandleDeferred(t.Context(), &agentrunner.RunContext{RunID: "run-1"}, requests("c1"))
 	if err == nil {
 		t.Fatal("handle: the failed ask returned no error")

@@ -164,7 +164,7 @@ end
 `
 
 // claimLua begins the scripts that claim the resumption of a token's run
-// (ClaimResume, a waiter's claim in Tokens.Wait).
+// (ClaimResume, a waiter's claim in Tokens.WaitEnded).
 const claimLua = `
 -- claim claims the resumption of a run for owner in the key claimKey for
 -- ttl ms. It succeeds if nobody holds the claim or owner already does, or

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/slackapprove/slackbot/approval"
 )
 
 // Errors of the store that have no meaning in package approval's
@@ -64,10 +63,6 @@ type Options struct {
 	// a lease whose process's heartbeat is gone is taken over at once
 	// instead of after its ttl. Empty: leases last their ttl.
 	Owner string
-	// Receipts, when set, signs the receipt of every approved call in the
-	// results the store reads (approval.AddReceipts), so that every door
-	// hands them on; nil: results carry no receipt.
-	Receipts approval.Signer
 	// WaitReplicas, when above 0 (REDIS_WAIT_REPLICAS), is how many
 	// replicas must confirm every write a person or client is answered on
 	// (Create, Decide, Answer, Cancel, Fail) before it is reported done:

@@ -106,7 +106,7 @@ func TestLocalResumeTakenOverAfterDeath(t *testing.T) {
 	if _, err := e.otherProcess(t).Decide(ctx, token, approve("c1", "UA")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ev.Wait(ctx, token); err != nil {
+	if _, err := (approval.RunTokens{TokenStore: ev}).Wait(ctx, token); err != nil {
 		t.Fatal(err)
 	}
 	e.alive(t, "B")

@@ -53,15 +53,17 @@ type TokensOptions struct {
 //
 // Tokens writes no request: approval.Service creates and ends them (it is
 // agentrunner.AskHandler's Asker). With an AskHandler, Tokens is the
-// Waiter: for a run that waits in place, Watch registers this process as
-// the token's waiter once the request is recorded and before its cards
-// are posted, then Wait waits; Keep claims the run of an ask that failed.
-// Any token may be waited on with Wait or Await (the HTTP API's long poll).
+// store behind the Waiter (approval.RunTokens, which hands the run its
+// results): for a run that waits in place, Watch registers this process as
+// the token's waiter once the request is recorded and before its cards are
+// posted, then WaitEnded waits; Keep claims the run of an ask that failed.
+// Any token may be waited on with WaitEnded or Await (the HTTP API's long
+// poll).
 //
 // A run is resumed at most once: it continues in the process that waited
 // for it if that process is alive, otherwise from the resume queue
-// (see ResumeQueue). Wait claims the resumption (Store.ClaimResume) before
-// returning an answer and returns ErrClaimed if another process took it.
+// (see ResumeQueue). WaitEnded claims the resumption (Store.ClaimResume)
+// before returning an answer and returns ErrClaimed if another process took it.
 type Tokens struct {
 	s    *Store
 	opts TokensOptions
@@ -74,10 +76,7 @@ type Tokens struct {
 	readyOnce sync.Once
 }
 
-var (
-	_ agentrunner.TokenWaiter  = (*Tokens)(nil)
-	_ agentrunner.TokenWatcher = (*Tokens)(nil)
-)
+var _ approval.TokenStore = (*Tokens)(nil)
 
 type waiter struct{ wake chan struct{} }
 
@@ -118,7 +117,7 @@ func (e *Tokens) Owner() string { return e.opts.Owner }
 // Ready is closed once Run has subscribed to notifications.
 func (e *Tokens) Ready() <-chan struct{} { return e.ready }
 
-// Watch implements agentrunner.TokenWatcher: it registers this process
+// Watch is agentrunner.TokenWatcher's (through approval.RunTokens): it registers this process
 // as the waiter of token, whose run waits on it in place, so that no other
 // process resumes the run while this one lives (ClaimDirect, the resume
 // queue). It writes only the registration, and only on an open request.
@@ -129,7 +128,7 @@ func (e *Tokens) Watch(ctx context.Context, token string) error {
 	return nil
 }
 
-// Keep implements agentrunner.TokenWatcher: it claims the resumption of
+// Keep is agentrunner.TokenWatcher's (through approval.RunTokens): it claims the resumption of
 // token's run for this process, whose ask failed: the run ends here with
 // the error, so neither a direct resume nor the resume queue takes it.
 func (e *Tokens) Keep(ctx context.Context, token string) error {
@@ -151,22 +150,15 @@ redis.call('HSET', KEYS[1], 'waiter', ARGV[1])
 return 1
 `)
 
-// Wait implements agentrunner.Tokens. It blocks until token ends,
-// then claims the resumption of its run for this process and returns the
-// results, or a *agentrunner.NoDecisionError if the token expired, was
-// cancelled or failed. It returns approval.ErrNotFound if the token is unknown or
-// gone, ErrClaimed if another process resumed the run, and ctx's error
-// when ctx ends first (the token stays open, and the resume queue takes
-// over its run). Waiters are woken by Run.
-func (e *Tokens) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
-	a, err := e.wait(ctx, token, true)
-	if err != nil {
-		return nil, err
-	}
-	if nd := a.NoDecision(); nd != nil {
-		return nil, nd
-	}
-	return a.Results, nil
+// WaitEnded blocks until token ends, then claims the resumption of its
+// run for this process and returns the ended request
+// (approval.TokenStore: approval.RunTokens hands the run its results). It
+// returns approval.ErrNotFound if the token is unknown or gone, ErrClaimed
+// if another process resumed the run, and ctx's error when ctx ends first
+// (the token stays open, and the resume queue takes over its run).
+// Waiters are woken by Run.
+func (e *Tokens) WaitEnded(ctx context.Context, token string) (*approval.Request, error) {
+	return e.wait(ctx, token, true)
 }
 
 // Await blocks until token ends and returns its record, without claiming

@@ -15,11 +15,11 @@ import (
 	"github.com/slackapprove/slackbot/store"
 )
 
-// waitAsync runs ev.Wait on a goroutine and returns its result channel.
+// waitAsync waits on token as a run does (approval.RunTokens over ev) on a goroutine and returns its result channel.
 func waitAsync(ctx context.Context, ev *store.Tokens, token string) <-chan waitResult {
 	ch := make(chan waitResult, 1)
 	go func() {
-		res, err := ev.Wait(ctx, token)
+		res, err := approval.RunTokens{TokenStore: ev}.Wait(ctx, token)
 		ch <- waitResult{res, err}
 	}()
 	return ch
@@ -123,12 +123,12 @@ func TestWaitEdges(t *testing.T) {
 	if _, err := s.Decide(t.Context(), a.Token, approve("c1", "UA")); err != nil {
 		t.Fatal(err)
 	}
-	res, err := ev.Wait(t.Context(), a.Token)
+	res, err := approval.RunTokens{TokenStore: ev}.Wait(t.Context(), a.Token)
 	if err != nil || !res.Approvals["c1"].Approved {
 		t.Fatalf("wait on resolved token: got %+v, %v", res, err)
 	}
 
-	_, err = ev.Wait(t.Context(), agentrunner.NewToken())
+	_, err = approval.RunTokens{TokenStore: ev}.Wait(t.Context(), agentrunner.NewToken())
 	wantErr(t, "wait on unknown token", err, agentrunner.ErrTokenNotFound)
 
 	b := e.create(t, s, requests("c1"), 1)
@@ -207,7 +207,7 @@ func TestExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := agentrunner.NoDecision(requests("c1", "c2"), agentrunner.ReasonExpired)
-	jsonEqual(t, "expired results", mustJSON(t, a.Results), mustJSON(t, want))
+	jsonEqual(t, "expired results", mustJSON(t, a.Results(nil)), mustJSON(t, want))
 	if c := a.Call("c1"); c.Status != approval.CallExpired {
 		t.Errorf("call of an expired token: status %s, want expired", c.Status)
 	}
@@ -266,7 +266,7 @@ func TestManyWaitersOneConnection(t *testing.T) {
 	var failed sync.Map
 	for _, tok := range tokens {
 		wg.Go(func() {
-			if _, err := ev.Wait(t.Context(), tok); err != nil {
+			if _, err := (approval.RunTokens{TokenStore: ev}).Wait(t.Context(), tok); err != nil {
 				failed.Store(tok, err)
 			}
 		})

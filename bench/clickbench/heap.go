@@ -144,7 +144,7 @@ func heapRunner(st *store.Store) (*agentrunner.Runner, error) {
 	}
 	svc := approval.New(approval.Config{Store: st, Poster: &numberedPoster{}, Routes: routes})
 	tokens := store.NewTokens(st, store.TokensOptions{Owner: "heap-child", SweepEvery: -1})
-	ask := &agentrunner.AskHandler{Asker: svc.Asker(st), Waiter: tokens, Deadline: svc.Deadline, Suspend: true}
+	ask := &agentrunner.AskHandler{Asker: svc.Asker(st), Waiter: approval.RunTokens{TokenStore: tokens}, Deadline: svc.Deadline, Suspend: true}
 	tool := agentrunner.NewTool(benchTool, "Delete a file.",
 		func(context.Context, *agentrunner.ToolContext, struct {
 			Path string `json:"path"`

@@ -73,8 +73,8 @@ func TestMinimalClickPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := a.Results.Approvals[a.Calls[0].ID]; !ok || !r.Approved || a.Calls[0].Kind != agentrunner.KindApproval {
-		t.Errorf("the store reads the record as %+v, results %+v; want the call approved", a.Calls[0], a.Results)
+	if r, ok := a.Results(nil).Approvals[a.Calls[0].ID]; !ok || !r.Approved || a.Calls[0].Kind != agentrunner.KindApproval {
+		t.Errorf("the store reads the record as %+v, results %+v; want the call approved", a.Calls[0], a.Results(nil))
 	}
 	if after := findMessage(t, fake, slot.Channel, slot.ID).Text; after == before {
 		t.Errorf("the card was not updated: still %q", after)

@@ -127,7 +127,7 @@ func createSlackRuns(ctx context.Context, e *env, n int) error {
 	}
 	// events gets nil for each run parked, an error for a run that ended.
 	events := make(chan error, 2*n)
-	ask := &agentrunner.AskHandler{Waiter: e.tokens, Deadline: e.svc.Deadline, Asker: toldAsker{e.svc.Asker(e.st), events}}
+	ask := &agentrunner.AskHandler{Waiter: approval.RunTokens{TokenStore: e.tokens}, Deadline: e.svc.Deadline, Asker: toldAsker{e.svc.Asker(e.st), events}}
 	runner, err := agentrunner.NewRunner(historyModel, tools, agentrunner.WithHandlers(ask))
 	if err != nil {
 		return err

@@ -124,8 +124,6 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every approved call the store reads carries its receipt.
-	d.StoreOptions.Receipts = rk.signer
 	owner := d.Owner
 	if owner == "" {
 		owner = agentrunner.NewToken()[:12]
@@ -189,7 +187,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		return nil, err
 	}
 	a.runs = &runs.Runs{
-		Chat: a.bot, Approvals: a.svc, Runner: a.runner, BotUserID: d.BotUserID, Log: d.Log, Metrics: a.metrics,
+		Chat: a.bot, Approvals: a.svc, Receipts: a.receipts.signer, Runner: a.runner, BotUserID: d.BotUserID, Log: d.Log, Metrics: a.metrics,
 		HandedOff: func(err error) bool { return errors.Is(err, store.ErrClaimed) || errors.Is(err, errHandedOff) },
 		Threads:   threads{st},
 		// What follows a run's end is queued as jobs, and its answer
@@ -209,7 +207,7 @@ func (a *app) newRunner(d appDeps, box *agentrunner.Toolbox) (*agentrunner.Runne
 	// whoever ends its request resumes it (package runs).
 	// The Service records and ends the ask; the runner only waits (on a
 	// token whose run could not suspend) through a.tokens.
-	ask := &agentrunner.AskHandler{Asker: a.svc.Asker(a.store), Waiter: stoppableTokens{a.tokens, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
+	ask := &agentrunner.AskHandler{Asker: a.svc.Asker(a.store), Waiter: stoppableTokens{approval.RunTokens{TokenStore: a.tokens, Signer: a.receipts.signer}, a.handOff}, Deadline: a.svc.Deadline, Suspend: true}
 	opts := []agentrunner.Option{
 		agentrunner.WithToolbox(box),
 		agentrunner.WithHandlers(a.svc.Policy(a.receipts.signer), ask),
@@ -236,13 +234,13 @@ func (a *app) wireAPI(d appDeps, owner string) error {
 	}
 	var err error
 	a.api, err = httpapi.New(httpapi.Config{Keys: d.APIKeys, Approvals: a.svc, Store: a.store, Waiter: a.tokens, Routes: d.Routes, Log: d.Log,
-		AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate})
+		AllowPrivateCallbacks: d.AllowPrivateCallbacks, MaxOpen: d.APIMaxOpen, Rate: d.APIRate, Receipts: a.receipts.signer})
 	if err != nil {
 		return err
 	}
 	cc := httpapi.CallbacksConfig{
 		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
-		AllowPrivate: d.AllowPrivateCallbacks,
+		AllowPrivate: d.AllowPrivateCallbacks, Receipts: a.receipts.signer,
 	}
 	if d.Tracer != nil {
 		cc.Observe = a.observeCallback
@@ -270,7 +268,7 @@ func (a *app) wireGateway(d appDeps) error {
 	}
 	a.gateway, err = mcpgateway.NewHandler(mcpgateway.Config{
 		Authenticate: auth, Approvals: a.svc, Waiter: a.tokens, Store: a.store, Upstream: d.MCPUpstream,
-		Quota: httpapi.QuotaOf(d.APIMaxOpen, d.APIRate), Log: d.Log,
+		Quota: httpapi.QuotaOf(d.APIMaxOpen, d.APIRate), Log: d.Log, Receipts: a.receipts.signer,
 	})
 	return err
 }
@@ -302,7 +300,7 @@ var errHandedOff = errors.New("shutting down: the run is left to another replica
 // stoppableTokens ends every wait when stop is closed, without
 // cancelling the run's own context.
 type stoppableTokens struct {
-	*store.Tokens
+	approval.RunTokens
 	stop <-chan struct{}
 }
 
@@ -316,7 +314,7 @@ func (e stoppableTokens) Wait(ctx context.Context, token string) (*agentrunner.D
 		case <-ctx.Done():
 		}
 	}()
-	res, err := e.Tokens.Wait(ctx, token)
+	res, err := e.RunTokens.Wait(ctx, token)
 	if err != nil && context.Cause(ctx) == errHandedOff {
 		return nil, errHandedOff
 	}
