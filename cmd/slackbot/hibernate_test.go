@@ -32,8 +32,10 @@ func (e *env) approveThrough(base string, card slackfake.Message, thread string)
 // A Slack-started run whose call waits for a person leaves nothing
 // running: once its cards are posted, the goroutines are back to what
 // they were before it (polled to a bound), and Runs holds nothing.
+//
+// Not parallel: it counts the process's goroutines, which tests running
+// beside it would add to.
 func TestSlackRunHibernatesWhileItWaits(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOptions{})
 	// A first run, to the end, opens the connections later runs reuse.
 	thread := e.mention(carol, general, "delete customer a")
