@@ -1,0 +1,257 @@
+// Package systest builds the core of slackbot for end-to-end tests the
+// way the program does: the store over Redis with its receipt signer, the
+// routes, approval.Service with the ports the store provides
+// (store.ServiceConfig, as cmd/slackbot), the Tokens that sweep through
+// the Service (store.NewServiceTokens), and the job consumer that updates
+// the cards of expired requests. The harnesses of the doors (httpapi,
+// mcpgateway) add only their door; cmd/slackbot's harness runs the real
+// program and shares the log check.
+//
+// Everything runs under one context and stops when the test ends, after
+// whatever the test registered later (its door) has stopped; the log is
+// kept, shown when the test fails, and checked for secrets.
+package systest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
+	"github.com/slackapprove/slackbot/receipt"
+	"github.com/slackapprove/slackbot/routing"
+	"github.com/slackapprove/slackbot/store"
+	"github.com/slackapprove/slackbot/store/redistest"
+)
+
+// Options say what differs between the systems the harnesses build; the
+// zero value is a system on an embedded Redis, with no routes, the wall
+// clock and the recording poster.
+type Options struct {
+	// Redis and Prefix are the Redis the store uses and its keys' prefix;
+	// nil: an embedded Redis of the test's own (redistest.Embedded).
+	// Another replica of the same system passes the first one's.
+	Redis  redis.UniversalClient
+	Prefix string
+	// Routes is the routing; nil: none (see ParseRoutes).
+	Routes *routing.Routes
+	// Now is the clock of the store and the Service; nil: time.Now.
+	Now func() time.Time
+	// Poster shows requests to people; nil: a recording
+	// approvaltest.Poster over Routes (System.Cards).
+	Poster approval.Poster
+	// Directory expands usergroups; nil: none.
+	Directory approval.Directory
+	// Tools checks edited arguments against their tool's schema; nil: none.
+	Tools approval.Tools
+	// ReceiptKey signs receipts; nil: TestReceiptKey.
+	ReceiptKey []byte
+	// Owner names this replica in claims and job consumers; empty: random.
+	Owner string
+	// SweepEvery is how often due requests expire; zero: 20ms.
+	SweepEvery time.Duration
+	// LogLevel is the lowest level logged (the zero value is Info).
+	LogLevel slog.Level
+	// Secrets must never appear in the log (API keys); the test fails if
+	// one does.
+	Secrets []string
+}
+
+// TestReceiptKey is the 32-byte key receipts are signed with unless
+// Options.ReceiptKey says otherwise.
+var TestReceiptKey = []byte("systest-receipt-key-32-bytes-ok!")
+
+// System is the core of slackbot, running until the test ends.
+type System struct {
+	Store   *store.Store
+	Service *approval.Service
+	Tokens  *store.Tokens
+	Routes  *routing.Routes
+	// Cards is the recording poster; nil when Options.Poster was given.
+	Cards *approvaltest.Poster
+	// Receipts verifies the receipts the Service hands out.
+	Receipts *receipt.KeySet
+	// Log is the system's logger; what it logs is in Logged.
+	Log    *slog.Logger
+	Redis  redis.UniversalClient
+	Prefix string
+	Owner  string
+
+	t      testing.TB
+	logs   *Log
+	ctx    context.Context
+	loops  sync.WaitGroup
+	failed chan error
+}
+
+// New builds the system, starts its loops (the Tokens' subscriber, sweep
+// and heartbeat; the job consumer) and returns once the Tokens are ready.
+// It stops them when t ends: the Service's card updates finish first,
+// then the loops end, then the log is checked.
+func New(t testing.TB, o Options) *System {
+	t.Helper()
+	if o.Redis == nil {
+		o.Redis, o.Prefix = redistest.Embedded(t)
+	}
+	if o.Routes == nil {
+		o.Routes = &routing.Routes{}
+	}
+	if o.SweepEvery == 0 {
+		o.SweepEvery = 20 * time.Millisecond
+	}
+	if o.Owner == "" {
+		o.Owner = "replica-" + strings.TrimSuffix(redistest.Prefix(t)[len("test:"):], ":")
+	}
+	key, err := receipt.NewKey(cmpBytes(o.ReceiptKey, TestReceiptKey))
+	if err != nil {
+		t.Fatalf("systest: receipt key: %v", err)
+	}
+	signer, err := receipt.NewSigner(key, "", 0)
+	if err != nil {
+		t.Fatalf("systest: receipt signer: %v", err)
+	}
+	logs := NewLog(t, o.LogLevel, o.Secrets...)
+	s := &System{
+		Routes: o.Routes, Receipts: receipt.NewKeySet(key), Log: logs.Logger,
+		Redis: o.Redis, Prefix: o.Prefix, Owner: o.Owner, t: t, logs: logs,
+	}
+	s.Store = store.New(o.Redis, store.Options{Prefix: o.Prefix, Now: o.Now, Owner: o.Owner, Receipts: signer})
+	if o.Poster == nil {
+		s.Cards = approvaltest.NewPoster()
+		s.Cards.Routes = o.Routes
+		o.Poster = s.Cards
+	}
+	jobs := s.Store.JobQueue(0)
+	s.Service = approval.New(s.Store.ServiceConfig(approval.Config{
+		Poster: o.Poster, Directory: o.Directory, Routes: o.Routes, Tools: o.Tools, Log: s.Log,
+	}, jobs))
+	s.Tokens = store.NewServiceTokens(s.Store, s.Service, store.TokensOptions{Owner: o.Owner, SweepEvery: o.SweepEvery, Logger: s.Log})
+	s.start(jobs)
+	return s
+}
+
+// start runs the loops under one context and registers the shutdown.
+func (s *System) start(jobs *store.JobQueue) {
+	t := s.t
+	ctx, cancel := context.WithCancel(context.Background())
+	s.ctx = ctx
+	t.Cleanup(func() {
+		s.Service.Close()
+		cancel()
+		s.loops.Wait()
+		s.logs.Check()
+	})
+	s.Go("tokens", s.Tokens.Run)
+	select {
+	case <-s.Tokens.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("systest: tokens not ready")
+	}
+	s.Go("jobs", func(ctx context.Context) error {
+		opts := store.JobConsumeOptions{ConsumeOptions: store.ConsumeOptions{Block: 100 * time.Millisecond, Log: s.Log}}
+		jobs.Consume(ctx, s.Owner, opts, s.doJob)
+		return nil
+	})
+}
+
+// doJob does the job the system's requests queue: the update of the
+// cards of a request that ended without a decision, as the program's
+// job consumer does. Other jobs (a run's answer, reminders) belong to
+// Slack runs, which only cmd/slackbot's harness has: they are left.
+func (s *System) doJob(ctx context.Context, j store.Job) error {
+	if j.Kind != store.JobCardUpdate {
+		return store.ErrJobLeft
+	}
+	err := s.Service.Expire(ctx, j.Token)
+	if errors.Is(err, approval.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Go runs loop (a door's background work: callback delivery) with the
+// system's until the test ends; an error other than the end of the
+// context fails the test.
+func (s *System) Go(name string, loop func(ctx context.Context) error) {
+	s.loops.Go(func() {
+		if err := loop(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.t.Errorf("systest: %s: %v", name, err)
+		}
+	})
+}
+
+// Logged returns what the system logged so far.
+func (s *System) Logged() string { return s.logs.String() }
+
+// ParseRoutes parses a routing file for a test, failing t if it is
+// invalid.
+func ParseRoutes(t testing.TB, yaml string) *routing.Routes {
+	t.Helper()
+	routes, err := routing.ParseRoutes([]byte(yaml), "routes.yaml")
+	if err != nil {
+		t.Fatalf("systest: routes: %v", err)
+	}
+	return routes
+}
+
+func cmpBytes(b, def []byte) []byte {
+	if len(b) == 0 {
+		return def
+	}
+	return b
+}
+
+// Log is a logger whose output a test keeps: shown if the test fails,
+// and checked for secrets by Check.
+type Log struct {
+	*slog.Logger
+	t       testing.TB
+	secrets []string
+
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// NewLog returns a logger at level whose output must never hold secrets.
+func NewLog(t testing.TB, level slog.Level, secrets ...string) *Log {
+	l := &Log{t: t, secrets: secrets}
+	l.Logger = slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: level}))
+	return l
+}
+
+// Write implements io.Writer for the log's handler.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String returns what was logged so far.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Check fails the test if a secret was logged, and shows the log if the
+// test failed.
+func (l *Log) Check() {
+	l.t.Helper()
+	logged := l.String()
+	for _, s := range l.secrets {
+		if s != "" && strings.Contains(logged, s) {
+			l.t.Errorf("a secret (%.4s…) is in the log", s)
+		}
+	}
+	if l.t.Failed() && logged != "" {
+		l.t.Logf("the system's log:\n%s", logged)
+	}
+}
