@@ -77,8 +77,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
 	clock := &clocktest.Clock{}
 	sys := systest.New(t, systest.Options{
-		Routes: systest.ParseRoutes(t, routesYAML), Now: clock.Now, LogLevel: slog.LevelDebug,
-		Secrets: []string{keyBilling, keySupport},
+		Routes: systest.ParseRoutes(t, routesYAML), Now: clock.Now,
+		Log: systest.NewLog(t, slog.LevelDebug, keyBilling, keySupport),
 	})
 	keys, err := httpapi.ParseKeys(testKeys)
 	if err != nil {

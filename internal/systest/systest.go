@@ -1,9 +1,9 @@
 // Package systest builds the core of slackbot for end-to-end tests the
 // way the program does: the store over Redis with its receipt signer, the
 // routes, approval.Service with the ports the store provides
-// (store.ServiceConfig, as cmd/slackbot), the Tokens that sweep through
-// the Service (store.NewServiceTokens), and the job consumer that updates
-// the cards of expired requests. The harnesses of the doors (httpapi,
+// (store.ServiceConfig, as cmd/slackbot), and the Tokens that sweep
+// through the Service (store.NewServiceTokens) and update the cards of
+// the requests they expire. The harnesses of the doors (httpapi,
 // mcpgateway) add only their door; cmd/slackbot's harness runs the real
 // program and shares the log check.
 //
@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -58,11 +59,9 @@ type Options struct {
 	Owner string
 	// SweepEvery is how often due requests expire; zero: 20ms.
 	SweepEvery time.Duration
-	// LogLevel is the lowest level logged (the zero value is Info).
-	LogLevel slog.Level
-	// Secrets must never appear in the log (API keys); the test fails if
-	// one does.
-	Secrets []string
+	// Log is the system's log (NewLog: the level, the secrets it must
+	// never hold); nil: Info and above, no secrets.
+	Log *Log
 }
 
 // TestReceiptKey is the 32-byte key receipts are signed with unless
@@ -92,8 +91,8 @@ type System struct {
 	failed chan error
 }
 
-// New builds the system, starts its loops (the Tokens' subscriber, sweep
-// and heartbeat; the job consumer) and returns once the Tokens are ready.
+// New builds the system, starts its loop (the Tokens' subscriber, sweep
+// and heartbeat) and returns once the Tokens are ready.
 // It stops them when t ends: the Service's card updates finish first,
 // then the loops end, then the log is checked.
 func New(t testing.TB, o Options) *System {
@@ -118,7 +117,10 @@ func New(t testing.TB, o Options) *System {
 	if err != nil {
 		t.Fatalf("systest: receipt signer: %v", err)
 	}
-	logs := NewLog(t, o.LogLevel, o.Secrets...)
+	logs := o.Log
+	if logs == nil {
+		logs = NewLog(t, slog.LevelInfo)
+	}
 	s := &System{
 		Routes: o.Routes, Receipts: receipt.NewKeySet(key), Log: logs.Logger,
 		Redis: o.Redis, Prefix: o.Prefix, Owner: o.Owner, t: t, logs: logs,
@@ -129,17 +131,16 @@ func New(t testing.TB, o Options) *System {
 		s.Cards.Routes = o.Routes
 		o.Poster = s.Cards
 	}
-	jobs := s.Store.JobQueue(0)
 	s.Service = approval.New(s.Store.ServiceConfig(approval.Config{
 		Poster: o.Poster, Directory: o.Directory, Routes: o.Routes, Tools: o.Tools, Log: s.Log,
-	}, jobs))
-	s.Tokens = store.NewServiceTokens(s.Store, s.Service, store.TokensOptions{Owner: o.Owner, SweepEvery: o.SweepEvery, Logger: s.Log})
-	s.start(jobs)
+	}, s.Store.JobQueue(0)))
+	s.Tokens = store.NewServiceTokens(s.Store, expireNow{s.Service}, store.TokensOptions{Owner: o.Owner, SweepEvery: o.SweepEvery, Logger: s.Log})
+	s.start()
 	return s
 }
 
 // start runs the loops under one context and registers the shutdown.
-func (s *System) start(jobs *store.JobQueue) {
+func (s *System) start() {
 	t := s.t
 	ctx, cancel := context.WithCancel(context.Background())
 	s.ctx = ctx
@@ -155,26 +156,24 @@ func (s *System) start(jobs *store.JobQueue) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("systest: tokens not ready")
 	}
-	s.Go("jobs", func(ctx context.Context) error {
-		opts := store.JobConsumeOptions{ConsumeOptions: store.ConsumeOptions{Block: 100 * time.Millisecond, Log: s.Log}}
-		jobs.Consume(ctx, s.Owner, opts, s.doJob)
-		return nil
-	})
 }
 
-// doJob does the job the system's requests queue: the update of the
-// cards of a request that ended without a decision, as the program's
-// job consumer does. Other jobs (a run's answer, reminders) belong to
-// Slack runs, which only cmd/slackbot's harness has: they are left.
-func (s *System) doJob(ctx context.Context, j store.Job) error {
-	if j.Kind != store.JobCardUpdate {
-		return store.ErrJobLeft
+// expireNow is the Service's sweep followed by what the job the sweep
+// queued for each expired request does in the program (its cards
+// updated): no job consumer runs here, since its blocking read would hold
+// a Redis connection the doors' tests count, and the Slack runs whose
+// other jobs it does are only in cmd/slackbot's harness. The job stays
+// queued, unread.
+type expireNow struct{ svc *approval.Service }
+
+func (e expireNow) Sweep(ctx context.Context) ([]*approval.Request, error) {
+	expired, err := e.svc.Sweep(ctx)
+	for _, r := range expired {
+		if uerr := e.svc.Expire(ctx, r.Token); uerr != nil && !errors.Is(uerr, approval.ErrNotFound) {
+			err = errors.Join(err, fmt.Errorf("update the cards of %s: %w", r.Token, uerr))
+		}
 	}
-	err := s.Service.Expire(ctx, j.Token)
-	if errors.Is(err, approval.ErrNotFound) {
-		return nil
-	}
-	return err
+	return expired, err
 }
 
 // Go runs loop (a door's background work: callback delivery) with the
@@ -220,7 +219,8 @@ type Log struct {
 	buf bytes.Buffer
 }
 
-// NewLog returns a logger at level whose output must never hold secrets.
+// NewLog returns a logger at level whose output must never hold secrets
+// (API keys); the test fails if one does.
 func NewLog(t testing.TB, level slog.Level, secrets ...string) *Log {
 	l := &Log{t: t, secrets: secrets}
 	l.Logger = slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: level}))
