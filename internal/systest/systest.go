@@ -148,7 +148,6 @@ func (s *System) start() {
 		s.Service.Close()
 		cancel()
 		s.loops.Wait()
-		s.logs.Check()
 	})
 	s.Go("tokens", s.Tokens.Run)
 	select {
@@ -209,7 +208,7 @@ func cmpBytes(b, def []byte) []byte {
 }
 
 // Log is a logger whose output a test keeps: shown if the test fails,
-// and checked for secrets by Check.
+// and checked for secrets when the test ends.
 type Log struct {
 	*slog.Logger
 	t       testing.TB
@@ -220,10 +219,13 @@ type Log struct {
 }
 
 // NewLog returns a logger at level whose output must never hold secrets
-// (API keys); the test fails if one does.
+// (API keys, signing secrets, tokens): when t ends, after everything
+// started later has stopped, the test fails if one is in the log, and a
+// failed test shows the log.
 func NewLog(t testing.TB, level slog.Level, secrets ...string) *Log {
 	l := &Log{t: t, secrets: secrets}
 	l.Logger = slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: level}))
+	t.Cleanup(l.check)
 	return l
 }
 
@@ -241,9 +243,9 @@ func (l *Log) String() string {
 	return l.buf.String()
 }
 
-// Check fails the test if a secret was logged, and shows the log if the
+// check fails the test if a secret was logged, and shows the log if the
 // test failed.
-func (l *Log) Check() {
+func (l *Log) check() {
 	l.t.Helper()
 	logged := l.String()
 	for _, s := range l.secrets {
