@@ -57,11 +57,13 @@ type recorder struct {
 	cleanups []func()
 }
 
-func (r *recorder) Helper()                           {}
-func (r *recorder) Cleanup(f func())                  { r.cleanups = append(r.cleanups, f) }
-func (r *recorder) Errorf(format string, args ...any) { r.errors = append(r.errors, fmt.Sprintf(format, args...)) }
-func (r *recorder) Failed() bool                      { return len(r.errors) > 0 }
-func (r *recorder) Logf(string, ...any)               {}
+func (r *recorder) Helper()          {}
+func (r *recorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Failed() bool        { return len(r.errors) > 0 }
+func (r *recorder) Logf(string, ...any) {}
 
 func (r *recorder) end() {
 	for _, f := range slices.Backward(r.cleanups) {
