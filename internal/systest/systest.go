@@ -84,11 +84,10 @@ type System struct {
 	Prefix string
 	Owner  string
 
-	t      testing.TB
-	logs   *Log
-	ctx    context.Context
-	loops  sync.WaitGroup
-	failed chan error
+	t     testing.TB
+	logs  *Log
+	ctx   context.Context
+	loops sync.WaitGroup
 }
 
 // New builds the system, starts its loop (the Tokens' subscriber, sweep
