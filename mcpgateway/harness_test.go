@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
@@ -245,9 +244,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t}
 	routes := systest.ParseRoutes(t, cmp.Or(o.routes, routesYAML))
-	var rdb redis.UniversalClient
+	var replicaOf *systest.System
 	if o.shared != nil {
-		rdb, e.prefix = o.shared.sys.Redis, o.shared.prefix
+		replicaOf = o.shared.sys
 		e.fake, e.fakeSrv, e.tickets, e.ticketsH, e.filesLog = o.shared.fake, o.shared.fakeSrv, o.shared.tickets, o.shared.ticketsH, o.shared.filesLog
 	} else {
 		e.fake, e.fakeSrv = slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
@@ -265,7 +264,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	log := systest.NewLog(t, slog.LevelWarn, billingKey, opsKey, supportKey)
 	sc := bot.NewSlackClient(e.fake.Token(), slackfaketest.APIURL(e.fakeSrv), nil)
 	e.sys = systest.New(t, systest.Options{
-		Redis: rdb, Prefix: e.prefix, Routes: routes, Tools: box, Log: log,
+		ReplicaOf: replicaOf, Routes: routes, Tools: box, Log: log,
 		Poster:    bot.NewCards(bot.CardsConfig{Slack: sc, Routes: routes, Tools: box, Log: log.Logger}),
 		Directory: &bot.Usergroups{Slack: sc},
 	})

@@ -39,9 +39,11 @@ import (
 type Options struct {
 	// Redis and Prefix are the Redis the store uses and its keys' prefix;
 	// nil: an embedded Redis of the test's own (redistest.Embedded).
-	// Another replica of the same system passes the first one's.
 	Redis  redis.UniversalClient
 	Prefix string
+	// ReplicaOf, when set, makes this system another replica of that one:
+	// on its Redis, through a client of its own, under its prefix.
+	ReplicaOf *System
 	// Routes is the routing; nil: none (see ParseRoutes).
 	Routes *routing.Routes
 	// Now is the clock of the store and the Service; nil: time.Now.
@@ -96,7 +98,10 @@ type System struct {
 // then the loops end, then the log is checked.
 func New(t testing.TB, o Options) *System {
 	t.Helper()
-	if o.Redis == nil {
+	switch {
+	case o.ReplicaOf != nil:
+		o.Redis, o.Prefix = ownClient(t, o.ReplicaOf.Redis), o.ReplicaOf.Prefix
+	case o.Redis == nil:
 		o.Redis, o.Prefix = redistest.Embedded(t)
 	}
 	if o.Routes == nil {
@@ -197,6 +202,18 @@ func ParseRoutes(t testing.TB, yaml string) *routing.Routes {
 		t.Fatalf("systest: routes: %v", err)
 	}
 	return routes
+}
+
+// ownClient returns a client of the Redis rdb is a client of, closed when
+// t ends, as another process would have.
+func ownClient(t testing.TB, rdb redis.UniversalClient) redis.UniversalClient {
+	c, ok := rdb.(*redis.Client)
+	if !ok {
+		t.Fatalf("systest: a replica needs a single-node Redis, not a %T", rdb)
+	}
+	own := redis.NewClient(c.Options())
+	t.Cleanup(func() { _ = own.Close() })
+	return own
 }
 
 func cmpBytes(b, def []byte) []byte {
