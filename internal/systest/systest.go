@@ -80,22 +80,22 @@ type System struct {
 	Cards *approvaltest.Poster
 	// Receipts verifies the receipts the Service hands out.
 	Receipts *receipt.KeySet
-	// Log is the system's logger; what it logs is in Logged.
+	// Log is the system's logger (Options.Log's).
 	Log    *slog.Logger
 	Redis  redis.UniversalClient
 	Prefix string
 	Owner  string
 
 	t     testing.TB
-	logs  *Log
 	ctx   context.Context
 	loops sync.WaitGroup
 }
 
 // New builds the system, starts its loop (the Tokens' subscriber, sweep
-// and heartbeat) and returns once the Tokens are ready.
-// It stops them when t ends: the Service's card updates finish first,
-// then the loops end, then the log is checked.
+// and heartbeat) and returns once the Tokens are ready. It stops them
+// when t ends, after what the test registered later (its door): the
+// Service's card updates finish, then the loops end, then the log is
+// checked.
 func New(t testing.TB, o Options) *System {
 	t.Helper()
 	switch {
@@ -127,7 +127,7 @@ func New(t testing.TB, o Options) *System {
 	}
 	s := &System{
 		Routes: o.Routes, Receipts: receipt.NewKeySet(key), Log: logs.Logger,
-		Redis: o.Redis, Prefix: o.Prefix, Owner: o.Owner, t: t, logs: logs,
+		Redis: o.Redis, Prefix: o.Prefix, Owner: o.Owner, t: t,
 	}
 	s.Store = store.New(o.Redis, store.Options{Prefix: o.Prefix, Now: o.Now, Owner: o.Owner, Receipts: signer})
 	if o.Poster == nil {
@@ -180,18 +180,15 @@ func (e expireNow) Sweep(ctx context.Context) ([]*approval.Request, error) {
 }
 
 // Go runs loop (a door's background work: callback delivery) with the
-// system's until the test ends; an error other than the end of the
-// context fails the test.
+// system's until the test ends; a loop that returns an error, even as it
+// stops, fails the test.
 func (s *System) Go(name string, loop func(ctx context.Context) error) {
 	s.loops.Go(func() {
-		if err := loop(s.ctx); err != nil && s.ctx.Err() == nil {
+		if err := loop(s.ctx); err != nil {
 			s.t.Errorf("systest: %s: %v", name, err)
 		}
 	})
 }
-
-// Logged returns what the system logged so far.
-func (s *System) Logged() string { return s.logs.String() }
 
 // ParseRoutes parses a routing file for a test, failing t if it is
 // invalid.
