@@ -2,7 +2,8 @@
 // it consumes (a Poster that records cards, a Directory, Metrics) and a
 // Fixture that opens requests and clicks on their cards, so the domain's
 // own tests (on the embedded Redis) and the store's tests of the Service
-// over a real primary and replica share one harness.
+// over a real primary and replica share one harness. The Poster is also
+// the doors' (internal/systest).
 package approvaltest
 
 import (
