@@ -320,7 +320,7 @@ func testIdempotency(t *testing.T) {
 	if theirs.Token == first.Token {
 		t.Errorf("another client's request with the same key got the same token")
 	}
-	if n := e.poster.cards(approvals_); n != 2 {
+	if n := e.poster.CardsIn(approvals_); n != 2 {
 		t.Errorf("got %d cards, want 2 (one per client)", n)
 	}
 	// The status follows the token.
@@ -487,7 +487,7 @@ func testMalformed(t *testing.T) {
 			}
 		})
 	}
-	if n := e.poster.cards(approvals_); n != 1 {
+	if n := e.poster.CardsIn(approvals_); n != 1 {
 		t.Errorf("malformed requests posted cards: %d cards, want 1", n)
 	}
 	if got := e.do(request{key: keyBilling, method: http.MethodGet, path: "/v1/approvals/" + a.Token}).approval(t); got.Status != "pending" {
@@ -549,7 +549,7 @@ func testRoutes(t *testing.T) {
 		!strings.Contains(res.Approvals["rocket"].Message, "No approval route matches launch_rocket") {
 		t.Errorf("policy results: got %s", a.Results)
 	}
-	if n := e.poster.cardsOf(a.Token); n != 0 {
+	if n := e.poster.CardsOf(a.Token); n != 0 {
 		t.Errorf("%d cards were posted for calls policies decided", n)
 	}
 }

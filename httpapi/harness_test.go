@@ -2,15 +2,12 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +17,11 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/internal/apitest"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/internal/clocktest"
+	"github.com/slackapprove/slackbot/internal/systest"
 	"github.com/slackapprove/slackbot/receipt"
-	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
-	"github.com/slackapprove/slackbot/store/redistest"
 )
 
 // The test clients and routes (internal/apitest). opsbot may only use
@@ -40,14 +37,16 @@ const (
 	approvals_ = "C0APPROVALS"
 )
 
-// env is the HTTP API over a real approval.Service on a real store
-// (Redis), with the store's background loops and the callback deliverer,
-// and a fake Poster in place of Slack: the handlers' level. The whole app
-// (Slack cards, clicks, the clients' tests) is cmd/slackbot's harness.
+// env is the HTTP API over the core of the system (internal/systest: a
+// real approval.Service on a real store over the embedded Redis, with the
+// store's background loops) plus the callback deliverer, and a recording
+// Poster in place of Slack: the handlers' level. The whole app (Slack
+// cards, clicks, the clients' tests) is cmd/slackbot's harness.
 type env struct {
 	t      *testing.T
+	sys    *systest.System
 	srv    *httptest.Server
-	poster *poster
+	poster *approvaltest.Poster
 	store  *store.Store
 	// rdb is the store's Redis client (tests add hooks to it).
 	rdb redis.UniversalClient
@@ -56,7 +55,6 @@ type env struct {
 	api    *httpapi.API
 	svc    *approval.Service
 	clock  *clocktest.Clock
-	log    *bytes.Buffer
 	doc    *apitest.Doc
 	// receipts verifies the receipts the API hands out; signer signs
 	// them.
@@ -79,50 +77,22 @@ type envOptions struct {
 
 func newEnv(t *testing.T, opts envOptions) *env {
 	t.Helper()
-	rdb, prefix := redistest.Embedded(t)
 	clock := &clocktest.Clock{}
-	var logBuf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rk, err := receipt.NewKey([]byte("httpapi-test-receipt-key-32bytes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := receipt.NewSigner(rk, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock.Now})
-	routes, err := routing.ParseRoutes([]byte(routesYAML), "routes.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newPoster(routes)
-	svc := approval.New(approval.Config{Store: st, Poster: p, Routes: routes, Log: log, Now: clock.Now})
-	ev := store.NewTokens(st, store.TokensOptions{
-		SweepEvery: 20 * time.Millisecond, Logger: log,
-		// No job consumer runs here: the expired requests' cards are
-		// updated at once, as the job the sweep queued would.
-		Sweep: func(ctx context.Context) error {
-			expired, err := svc.Sweep(ctx)
-			for _, a := range expired {
-				if err := svc.Expire(ctx, a.Token); err != nil {
-					log.ErrorContext(ctx, "update expired cards", "err", err)
-				}
-			}
-			return err
-		},
+	sys := systest.New(t, systest.Options{
+		Routes: systest.ParseRoutes(t, routesYAML), Now: clock.Now,
+		Log: systest.NewLog(t, slog.LevelDebug, keyBilling, keySupport),
 	})
 	keys, err := httpapi.ParseKeys(testKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var waiter httpapi.Waiter = ev
+	var waiter httpapi.Waiter = sys.Tokens
 	if opts.waiter != nil {
-		opts.waiter.Waiter = ev
+		opts.waiter.Waiter = sys.Tokens
 		waiter = opts.waiter
 	}
-	api, err := httpapi.New(httpapi.Config{Keys: keys, Approvals: svc, Store: st, Waiter: waiter, Routes: routes, Log: log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
-		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate, Receipts: signer})
+	api, err := httpapi.New(httpapi.Config{Keys: keys, Approvals: sys.Service, Store: sys.Store, Waiter: waiter, Routes: sys.Routes, Log: sys.Log, AllowPrivateCallbacks: !opts.publicCallbacksOnly,
+		Resolver: fakeDNS, MaxOpen: opts.maxOpen, Rate: opts.rate, Receipts: sys.Signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,101 +100,18 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		opts.backoff = 10 * time.Millisecond
 	}
 	cbs := httpapi.NewCallbacks(httpapi.CallbacksConfig{
-		Keys: keys, Store: st, Queue: st.CallbackQueue(0), Consumer: "test-replica", AllowPrivate: true,
+		Keys: keys, Store: sys.Store, Queue: sys.Store.CallbackQueue(0), Consumer: "test-replica", AllowPrivate: true,
 		Backoff: func(int) time.Duration { return opts.backoff }, Poll: 20 * time.Millisecond,
-		Now: clock.Now, Log: log, Receipts: signer,
+		Now: clock.Now, Log: sys.Log, Receipts: sys.Signer,
 	})
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := ev.Run(ctx); err != nil {
-			t.Errorf("events: %v", err)
-		}
-	})
-	wg.Go(func() {
-		if err := cbs.Run(ctx); err != nil {
-			t.Errorf("callbacks: %v", err)
-		}
-	})
-	select {
-	case <-ev.Ready():
-	case <-time.After(10 * time.Second):
-		t.Fatal("events subscriber not ready")
-	}
+	sys.Go("callbacks", cbs.Run)
 	srv := httptest.NewServer(api)
+	// Before the system stops (systest.New's cleanup, registered first).
 	t.Cleanup(func() {
 		api.Close()
 		srv.Close()
-		svc.Close()
-		cancel()
-		wg.Wait()
-		if strings.Contains(logBuf.String(), keyBilling) || strings.Contains(logBuf.String(), keySupport) {
-			t.Errorf("a bearer key is in the log")
-		}
 	})
-	return &env{t: t, srv: srv, poster: p, store: st, rdb: rdb, prefix: prefix, api: api, svc: svc, clock: clock, log: &logBuf, doc: apitest.Load(t), receipts: receipt.NewKeySet(rk), signer: signer}
-}
-
-// poster is the Slack side as the Service sees it: it records the cards
-// posted, per channel, and the state each card was last updated to.
-type poster struct {
-	routes *routing.Routes
-
-	mu      sync.Mutex
-	n       int
-	posted  map[string][]string            // channel -> token/call of each card
-	updated map[string]approval.Call       // token/call -> the call as last shown
-	refs    map[string]approval.MessageRef // token/call -> its card
-}
-
-func newPoster(routes *routing.Routes) *poster {
-	return &poster{routes: routes, posted: map[string][]string{}, updated: map[string]approval.Call{}, refs: map[string]approval.MessageRef{}}
-}
-
-func (p *poster) Post(_ context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	channel := ""
-	for _, rt := range p.routes.Routes {
-		if rt.Name == c.Route {
-			channel = rt.Channel
-		}
-	}
-	p.n++
-	ref := approval.MessageRef{Channel: channel, ID: fmt.Sprintf("1700000000.%06d", p.n)}
-	p.posted[channel] = append(p.posted[channel], r.Token+"/"+c.ID)
-	p.refs[r.Token+"/"+c.ID] = ref
-	return ref, nil
-}
-
-func (p *poster) Update(_ context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.updated[r.Token+"/"+c.ID] = *c
-	return c.Message, nil
-}
-
-// cards returns how many cards were posted to channel.
-func (p *poster) cards(channel string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.posted[channel])
-}
-
-// cardsOf returns how many cards were posted for token, in any channel.
-func (p *poster) cardsOf(token string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, keys := range p.posted {
-		for _, k := range keys {
-			if strings.HasPrefix(k, token+"/") {
-				n++
-			}
-		}
-	}
-	return n
+	return &env{t: t, sys: sys, srv: srv, poster: sys.Cards, store: sys.Store, rdb: sys.Redis, prefix: sys.Prefix, api: api, svc: sys.Service, clock: clock, doc: apitest.Load(t), receipts: sys.Receipts, signer: sys.Signer}
 }
 
 // card is a call's card, as the store recorded where it was posted.
@@ -254,12 +141,7 @@ func (e *env) card(token, callID string) card {
 
 // shown returns the call as its card was last updated to show it, and
 // whether it was updated at all.
-func (e *env) shown(c card) (approval.Call, bool) {
-	e.poster.mu.Lock()
-	defer e.poster.mu.Unlock()
-	got, ok := e.poster.updated[c.token+"/"+c.callID]
-	return got, ok
-}
+func (e *env) shown(c card) (approval.Call, bool) { return e.poster.Shown(c.token, c.callID) }
 
 // waitShown waits until the card of c shows the call in status.
 func (e *env) waitShown(c card, status approval.CallStatus) approval.Call {
@@ -292,17 +174,6 @@ func (e *env) decide(user string, c card, d approval.Decision) {
 	if err != nil && approval.ErrorCode(err) != approval.ERESOLVED && approval.ErrorCode(err) != approval.EDECIDED {
 		e.t.Fatalf("%s decides %s: %v", user, c.callID, err)
 	}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // response is an API response; body is checked against the OpenAPI

@@ -49,7 +49,7 @@ func TestOneReadingOfArguments(t *testing.T) {
 			}
 		})
 	}
-	if n := e.poster.cards(approvals_); n != 1 {
+	if n := e.poster.CardsIn(approvals_); n != 1 {
 		t.Errorf("refused requests posted cards: %d cards, want 1", n)
 	}
 	if got := e.do(request{key: keyBilling, method: http.MethodGet, path: "/v1/approvals/" + a.Token}).approval(t); got.Status != "pending" {

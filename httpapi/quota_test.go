@@ -34,10 +34,10 @@ func TestQuotaMaxOpen(t *testing.T) {
 	for i := range 3 {
 		open = append(open, e.create(keyBilling, deletions(i)))
 	}
-	cards := e.poster.cards(approvals_)
+	cards := e.poster.CardsIn(approvals_)
 	resp := e.do(request{key: keyBilling, method: http.MethodPost, path: "/v1/approvals", body: deletions(3)})
 	wantRateLimited(t, resp, 10*time.Second)
-	if n := e.poster.cards(approvals_); n != cards {
+	if n := e.poster.CardsIn(approvals_); n != cards {
 		t.Errorf("a refused request posted %d cards", n-cards)
 	}
 	e.create(keySupport, deletions(4))

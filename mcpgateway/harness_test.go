@@ -25,11 +25,10 @@ import (
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
+	"github.com/slackapprove/slackbot/internal/systest"
 	"github.com/slackapprove/slackbot/mcpgateway"
 	"github.com/slackapprove/slackbot/receipt"
-	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
-	"github.com/slackapprove/slackbot/store/redistest"
 )
 
 // stdioEnv makes the test binary an upstream MCP server over stdio (see
@@ -42,7 +41,7 @@ func TestMain(m *testing.M) {
 		serveStdio(path)
 		return
 	}
-	redistest.Main(m)
+	os.Exit(m.Run())
 }
 
 const (
@@ -202,11 +201,13 @@ func stdioCalls(t *testing.T, path string) []string {
 	return lines
 }
 
-// env is the gateway over a real approval.Service on a real store
-// (Redis), with cards posted to the fake Slack, and real upstream MCP
-// servers: tickets over streamable HTTP, files over stdio.
+// env is the gateway over the core of the system (internal/systest: a
+// real approval.Service on a real store over the embedded Redis), with
+// cards posted to the fake Slack, and real upstream MCP servers: tickets
+// over streamable HTTP, files over stdio.
 type env struct {
 	t        *testing.T
+	sys      *systest.System
 	fake     *slackfake.Server
 	fakeSrv  *httptest.Server
 	store    *store.Store
@@ -221,7 +222,7 @@ type env struct {
 	flakyH  *httptest.Server
 	toolset *mcptools.Toolset
 	prefix  string
-	// receipts verifies the receipts the store signs.
+	// receipts verifies the receipts the gateway hands out.
 	receipts *receipt.KeySet
 }
 
@@ -242,63 +243,35 @@ type envOptions struct {
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t}
-	rdb, prefix := redistest.Client(t)
-	routes, err := routing.ParseRoutes([]byte(cmp.Or(o.routes, routesYAML)), "routes.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	routes := systest.ParseRoutes(t, cmp.Or(o.routes, routesYAML))
+	var replicaOf *systest.System
 	if o.shared != nil {
-		prefix = o.shared.prefix
+		replicaOf = o.shared.sys
 		e.fake, e.fakeSrv, e.tickets, e.ticketsH, e.filesLog = o.shared.fake, o.shared.fakeSrv, o.shared.tickets, o.shared.ticketsH, o.shared.filesLog
 	} else {
 		e.fake, e.fakeSrv = slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace())
 		e.tickets, e.ticketsH = newUpstream(t)
 		e.filesLog = t.TempDir() + "/files.log"
 	}
-	e.prefix = prefix
 	e.flakyH = newFlaky(t)
 	e.toolset = newToolset(t, e.ticketsH.URL, e.flakyH.URL, e.filesLog)
+	// After the system stops (systest.New's cleanup, registered next).
+	t.Cleanup(func() { _ = e.toolset.Close() })
 	box, err := agentrunner.NewToolbox(nil, e.toolset)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rk, err := receipt.NewKey([]byte("mcpgateway-test-receipt-key-32by"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := receipt.NewSigner(rk, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.receipts = receipt.NewKeySet(rk)
-	e.store = store.New(rdb, store.Options{Prefix: prefix})
+	log := systest.NewLog(t, slog.LevelWarn, billingKey, opsKey, supportKey)
 	sc := bot.NewSlackClient(e.fake.Token(), slackfaketest.APIURL(e.fakeSrv), nil)
-	cards := bot.NewCards(bot.CardsConfig{Slack: sc, Routes: routes, Tools: box, Log: log})
-	e.svc = approval.New(approval.Config{Store: e.store, Poster: cards, Directory: &bot.Usergroups{Slack: sc}, Routes: routes, Tools: box, Log: log})
-	e.tokens = store.NewTokens(e.store, store.TokensOptions{
-		SweepEvery: 20 * time.Millisecond, Logger: log,
-		// No job consumer runs here: the expired requests' cards are
-		// updated at once, as the job the sweep queued would.
-		Sweep: func(ctx context.Context) error {
-			expired, err := e.svc.Sweep(ctx)
-			for _, a := range expired {
-				_ = e.svc.Expire(ctx, a.Token)
-			}
-			return err
-		},
+	e.sys = systest.New(t, systest.Options{
+		ReplicaOf: replicaOf, Routes: routes, Tools: box, Log: log,
+		Poster:    bot.NewCards(bot.CardsConfig{Slack: sc, Routes: routes, Tools: box, Log: log.Logger}),
+		Directory: &bot.Usergroups{Slack: sc},
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = e.tokens.Run(ctx) }()
-	select {
-	case <-e.tokens.Ready():
-	case <-time.After(10 * time.Second):
-		t.Fatal("tokens not ready")
-	}
+	e.store, e.svc, e.tokens, e.prefix, e.receipts = e.sys.Store, e.sys.Service, e.sys.Tokens, e.sys.Prefix, e.sys.Receipts
 	e.gw, err = mcpgateway.NewHandler(mcpgateway.Config{
 		Authenticate: testKeys, Approvals: e.svc, Waiter: e.tokens, Store: e.store, Upstream: e.toolset,
-		Quota: o.quota, ProgressEvery: cmpDuration(o.progressEvery, 50*time.Millisecond), Log: log, Receipts: signer,
+		Quota: o.quota, ProgressEvery: cmp.Or(o.progressEvery, 50*time.Millisecond), Log: e.sys.Log, Receipts: e.sys.Signer,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -308,23 +281,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.srv = httptest.NewUnstartedServer(mux)
 	e.srv.Config.WriteTimeout = o.writeTimeout
 	e.srv.Start()
+	// Before the system stops.
 	t.Cleanup(func() {
 		e.gw.Close()
 		e.srv.CloseClientConnections()
 		e.srv.Close()
-		e.svc.Close()
-		cancel()
-		<-done
-		_ = e.toolset.Close()
 	})
 	return e
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 type testWriter struct{ t *testing.T }

@@ -141,20 +141,6 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		a.tracer = d.Tracer.Tracer(tracerName)
 	}
 	a.owner = owner
-	a.tokens = store.NewTokens(st, store.TokensOptions{
-		Owner:      owner,
-		SweepEvery: d.SweepEvery,
-		// A process that dies stops renewing its liveness within 6s; only
-		// then do other replicas take over the runs it waited on.
-		HeartbeatEvery: 2 * time.Second,
-		Logger:         d.Log,
-		// The Service expires requests: the cards of an expired token are
-		// updated through the job queue (consumeJobs), which the sweep
-		// fills atomically with the expiry, so they are updated even if
-		// this process dies; its run continues here at once (the Service's
-		// Resumed), with the timeout denial.
-		Sweep: func(ctx context.Context) error { _, err := a.svc.Sweep(ctx); return err },
-	})
 	a.queue = st.ResumeQueue(store.ResumeQueueOptions{})
 	a.jobs = st.JobQueue(0)
 
@@ -167,15 +153,21 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	}
 	a.cards = bot.NewCards(bot.CardsConfig{Slack: d.Slack, Routes: d.Routes, Tools: box, Retry: d.Retry, Metrics: a.metrics, Log: d.Log, Now: d.StoreOptions.Now})
 	groups := &bot.Usergroups{Slack: d.Slack}
-	a.svc = approval.New(approval.Config{
-		Store: st, Poster: a.cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
-		Scheduler: a.jobs, Grants: st, Now: d.StoreOptions.Now,
+	// The store's ports (requests, grants, the reminders scheduled on
+	// the job queue, the changes held while Redis's replicas did not
+	// confirm them, applied by confirmChanges) come from ServiceConfig,
+	// as in the test systems (internal/systest).
+	a.svc = approval.New(st.ServiceConfig(approval.Config{
+		Poster: a.cards, Directory: groups, Routes: d.Routes, Tools: box, Metrics: a.metrics, Log: d.Log,
 		// A run whose request this process ends continues here at once.
 		Resumed: func(ctx context.Context, token, runID string) error { return a.runs.ResumeDirect(ctx, token, runID) },
-		// Changes held while Redis's replicas did not confirm them
-		// (REDIS_WAIT_REPLICAS) are applied once they do (confirmChanges).
-		Confirmer: st,
-	})
+	}, a.jobs))
+	// The Service expires requests: the cards of an expired token are
+	// updated through the job queue (consumeJobs), which the sweep fills
+	// atomically with the expiry, so they are updated even if this process
+	// dies; its run continues here at once (the Service's Resumed), with
+	// the timeout denial.
+	a.tokens = store.NewServiceTokens(st, a.svc, store.TokensOptions{Owner: owner, SweepEvery: d.SweepEvery, Logger: d.Log})
 	a.bot = bot.New(bot.Config{
 		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,
 		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,

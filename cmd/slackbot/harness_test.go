@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -27,6 +28,7 @@ import (
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/internal/slacktest"
+	"github.com/slackapprove/slackbot/internal/systest"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -261,7 +263,14 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		// Waits (Retry-After, backoff) pass on the test clock at once.
 		opts.retry.Sleep = func(_ context.Context, d time.Duration) error { clock.Add(d); return nil }
 	}
+	// The app's log is kept, shown if the test fails, and must hold no
+	// secret (systest.Log, as the doors' harnesses).
+	secrets := []string{testSecret, fake.Token()}
+	for _, k := range apiKeys {
+		secrets = append(secrets, k.Secret)
+	}
 	a, err := newApp(t.Context(), appDeps{
+		Log:   systest.NewLog(t, slog.LevelInfo, secrets...).Logger,
 		Redis: rdb, StoreOptions: store.Options{Prefix: prefix, Now: clock.Now, WaitReplicas: opts.waitReplicas},
 		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),
 		Routes: routes, Model: opts.model, Tools: append(tools.tools(), opts.extraTools...),

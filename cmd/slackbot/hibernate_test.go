@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/internal/approvaltest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/runs"
 )
@@ -142,7 +142,7 @@ func TestDecisionWithoutDirectResumeGoesThroughTheQueue(t *testing.T) {
 	e.waitCards(1)
 	e.waitFor("the run to suspend", func() bool { return counterValue(t, e.app.metrics.runs.WithLabelValues("pending")) == 1 })
 	r := e.pendingRequest()
-	dead := approval.New(approval.Config{Store: e.app.store, Poster: nopPoster{}, Routes: e.app.deps.Routes})
+	dead := approval.New(approval.Config{Store: e.app.store, Poster: approvaltest.NewPoster(), Routes: e.app.deps.Routes})
 	c := r.Calls[0]
 	_, err := dead.Decide(t.Context(), r.Token, approval.Decider{User: alice, Message: c.Message},
 		approval.Decision{CallID: c.ID, By: alice, Action: approval.ActionApprove})
@@ -198,17 +198,6 @@ func (e *env) pendingRequest() *approval.Request {
 		e.t.Fatal(err)
 	}
 	return r
-}
-
-// nopPoster posts and updates nothing.
-type nopPoster struct{}
-
-func (nopPoster) Post(context.Context, *approval.Request, *approval.Call) (approval.MessageRef, error) {
-	return approval.MessageRef{}, nil
-}
-
-func (nopPoster) Update(_ context.Context, _ *approval.Request, c *approval.Call) (approval.MessageRef, error) {
-	return c.Message, nil
 }
 
 // Approvals racing on two replicas for a call that needs one: one of them

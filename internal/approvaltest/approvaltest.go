@@ -2,56 +2,105 @@
 // it consumes (a Poster that records cards, a Directory, Metrics) and a
 // Fixture that opens requests and clicks on their cards, so the domain's
 // own tests (on the embedded Redis) and the store's tests of the Service
-// over a real primary and replica share one harness.
+// over a real primary and replica share one harness. The Poster is also
+// the doors' (internal/systest).
 package approvaltest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/store"
 )
 
 // Poster records the cards the Service posts and updates, as a fake
-// Slack would show them. Set Fail to make every post fail.
+// Slack would show them: the one recording poster of the tests of the
+// Service and of the doors over it (internal/systest). Set Fail to make
+// every post fail; set Routes to post each card in its route's channel
+// (otherwise "C" and the route's name).
 type Poster struct {
+	Routes *routing.Routes
+
 	mu      sync.Mutex
 	Posted  map[string]approval.MessageRef // call id -> card
 	Updates map[string]int                 // call id -> updates
 	Fail    bool
 	n       int
+	// in has the token/call of each card posted, per channel; shown the
+	// call as its card was last updated to show it, per token/call.
+	in    map[string][]string
+	shown map[string]approval.Call
 }
 
 // NewPoster returns a Poster with nothing posted.
 func NewPoster() *Poster {
-	return &Poster{Posted: map[string]approval.MessageRef{}, Updates: map[string]int{}}
+	return &Poster{Posted: map[string]approval.MessageRef{}, Updates: map[string]int{}, in: map[string][]string{}, shown: map[string]approval.Call{}}
 }
 
 // Post implements approval.Poster.
-func (p *Poster) Post(_ context.Context, _ *approval.Request, c *approval.Call) (approval.MessageRef, error) {
+func (p *Poster) Post(_ context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.Fail {
 		return approval.MessageRef{}, errors.New("channel_not_found")
 	}
 	p.n++
-	ref := approval.MessageRef{Channel: "C" + c.Route, ID: time.Now().Format("150405.000000") + string(rune('a'+p.n))}
+	channel := "C" + c.Route
+	if rt := p.Routes.Named(c.Route); rt != nil {
+		channel = rt.Channel
+	}
+	ref := approval.MessageRef{Channel: channel, ID: time.Now().Format("150405.000000") + string(rune('a'+p.n))}
 	p.Posted[c.ID] = ref
+	p.in[channel] = append(p.in[channel], r.Token+"/"+c.ID)
 	return ref, nil
 }
 
 // Update implements approval.Poster.
-func (p *Poster) Update(_ context.Context, _ *approval.Request, c *approval.Call) (approval.MessageRef, error) {
+func (p *Poster) Update(_ context.Context, r *approval.Request, c *approval.Call) (approval.MessageRef, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.Updates[c.ID]++
+	p.shown[r.Token+"/"+c.ID] = *c
 	return c.Message, nil
+}
+
+// CardsIn returns how many cards were posted in channel.
+func (p *Poster) CardsIn(channel string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.in[channel])
+}
+
+// CardsOf returns how many cards were posted for token, in any channel.
+func (p *Poster) CardsOf(token string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, cards := range p.in {
+		for _, k := range cards {
+			if strings.HasPrefix(k, token+"/") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Shown returns call callID of token as its card was last updated to
+// show it, and whether it was updated at all.
+func (p *Poster) Shown(token, callID string) (approval.Call, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.shown[token+"/"+callID]
+	return c, ok
 }
 
 // Directory maps usergroups to their members.
