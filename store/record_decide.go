@@ -6,12 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -384,124 +382,183 @@ func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int
 	return answers, n, nil
 }
 
-// Cancel ends an open token: every undecided call gets no decision with
-// reason agentrunner.ReasonCancelled, the run is queued for resumption,
-// and waiters receive a NoDecisionError whose Cause is ErrTokenCancelled.
-// by says who cancelled (for the audit stream). It returns the ended
-// record, or approval.ErrNotFound if the token is unknown, or approval.ErrResolved,
-// approval.ErrExpired, approval.ErrCancelled or approval.ErrFailed if it already ended.
-func (s *Store) Cancel(ctx context.Context, token, by string) (*approval.Request, error) {
-	return s.end(ctx, "cancel", token, approval.StateCancelled, by, agentrunner.ReasonCancelled)
-}
+// decideScript records one decision on one call (decideLua).
+// ARGV 7: call id, 8: by, 9: action (approve|deny|answer|fail), 10: key
+// (digest of the override args or answer, '-' for none), 11: result if
+// the call is an approval, 12: result if it is a question or external
+// call, 13: results metadata, 14: override args, 15: message, 16: answer,
+// 17: the last instant it may be recorded at, in Unix microseconds by
+// Redis's clock (empty for none), 18: the durable card update job to
+// schedule with a change (its member of the job retry set; empty for
+// none), 19: when it is due (ms), 20: the card lease's holder, 21: the
+// lease's ttl (ms), 22: the heartbeat key prefix, 23: the grant's length
+// (ms) that comes with it, which only whoever applies a staged decision
+// reads; then the stage mode and identity (stageLua).
+// KEYS 8: the job retry set, 9: the card's lease.
+// It replies {code} for an error that changed nothing, else {code, leased
+// ('1' if it took the card's lease for the holder), record...}; code
+// 'staged' when it staged the decision instead of recording it.
+var decideScript = redis.NewScript(scriptPrelude + leaseLua + cardWorkLua + stageLua + decideLua + `
+return decide(ARGV, stageMode, {jobs = KEYS[8], member = ARGV[18], due = ARGV[19], lease = KEYS[9],
+  holder = ARGV[20], ttl = ARGV[21], proc = ARGV[22]})
+`)
 
-// Fail ends an open token without a decision, with reason for the model
-// (e.g. "asking failed"); waiters receive a NoDecisionError whose Cause is
-// ErrTokenFailed. Its errors are those of Cancel.
-func (s *Store) Fail(ctx context.Context, token, by, reason string) (*approval.Request, error) {
-	if reason == "" {
-		reason = "failed"
-	}
-	return s.end(ctx, "fail", token, approval.StateFailed, by, reason)
-}
+// decideLua defines decide, which records one decision on one call: A
+// holds decideScript's arguments (its ARGV, or the ones staged with the
+// decision), L the card work to do with a change (cardWorkLua). Mode
+// 'now' records the decision; 'stage' checks it and stages it (stageLua),
+// replying 'staged'; 'commit' records the staged decision, checked again
+// as it was staged.
+const decideLua = `
+local function decide(A, mode, L)
+  local callID, by, action, key = A[7], A[8], A[9], A[10]
+  -- answer replies code, whether the card's lease was taken, and the record.
+  local function answer(code, leased)
+    local r = redis.call('HGETALL', rec)
+    table.insert(r, 1, leased)
+    table.insert(r, 1, code)
+    return r
+  end
+  -- changed schedules the durable update of the call's card, if asked, and
+  -- takes the card's lease for the caller when it is free, so that the
+  -- record of this reply is the state under it (no re-read).
+  local function changed(code)
+    if cardWork(L) then return answer(code, '1') end
+    return answer(code, '0')
+  end
+  local function refuse(why)
+    audit({'type', 'refused', 'call', callID, 'by', by, 'decision', action, 'reason', why})
+  end
+  -- A decision whose sender stopped waiting for it records nothing, so the
+  -- sender can tell the person truthfully that nothing changed. A staged
+  -- decision was in time.
+  local notAfter = A[17]
+  if mode ~= 'commit' and notAfter and notAfter ~= '' then
+    local t = redis.call('TIME')
+    if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(notAfter) then
+      refuse('too late')
+      return {'e:late'}
+    end
+  end
+  if redis.call('EXISTS', rec) == 0 then
+    refuse('not found')
+    return {'e:notfound'}
+  end
+  if mode ~= 'commit' then
+    local staged = staging()
+    if staged == 'staged' then return answer(staged, '0') end
+    if staged then return {staged} end
+  end
+  local i = redis.call('HGET', rec, 'i:' .. callID)
+  if not i then
+    refuse('not pending')
+    return {'e:notpending'}
+  end
+  local p = 'c' .. i .. '.'
+  local f = redis.call('HMGET', rec, 'state', 'exp', p .. 'st', p .. 'kind', p .. 'act', p .. 'by', p .. 'key', p .. 'need', p .. 'tool', p .. 'args', 'run')
+  local tstate, exp, st, kind, act, dby, dkey, need, tool, args, run = f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11] or ''
 
-func (s *Store) end(ctx context.Context, op, token string, state approval.State, by, reason string) (*approval.Request, error) {
-	if !validToken(token) {
-		return nil, fmt.Errorf("%s %s: %w", op, short(token), approval.ErrNotFound)
-	}
-	args := s.tokenArgs(token, s.now(), string(state), by, reason)
-	ident := stageIdent("end", state, by, reason)
-	res, unconfirmed := s.runStaged(ctx, op, token, time.Time{}, endScript, s.tokenKeys(token), ident, cardWork{lease: s.cardLeaseKey(token, "")}, args)
-	if res == nil {
-		return nil, fmt.Errorf("%s %s: %w", op, short(token), unconfirmed)
-	}
-	if err := codeErr(res[0]); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
-	}
-	a, err := s.parseApproval(token, flatMap(res[1:]))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", op, short(token), err)
-	}
-	if unconfirmed != nil {
-		return a, fmt.Errorf("%s %s: %w", op, short(token), unconfirmed)
-	}
-	return a, nil
-}
+  -- Edited arguments equal to the call's own ("ak", their key) are the
+  -- call's own: votes for them count together.
+  if action == 'approve' and key ~= '-' and key == redis.call('HGET', rec, p .. 'ak') then
+    key = '-'
+  end
 
-// sweepBatch is how many due tokens one sweep round claims at most.
-const sweepBatch = 256
+  -- A repeated click (same person, same decision) changes nothing and
+  -- returns the decision already made, whatever happened since.
+  if action == 'approve' then
+    local v = redis.call('HGET', rec, p .. 'v:' .. by)
+    if v and string.match(v, '^%S+') == key and (st == 'pending' or st == 'approved') then
+      return answer('same', '0')
+    end
+  elseif st ~= 'pending' and act == action and dby == by and dkey == key then
+    return answer('same', '0')
+  end
 
-// Sweep expires every open token whose deadline has passed (by the store's
-// clock) and returns their records, so the caller can tell people (e.g.
-// update the Slack messages to say "expired"). Each token is claimed by
-// exactly one sweeper across all processes and restarts: the claim is the
-// atomic removal of the token from the deadline set, in the same script
-// that marks it expired, records agentrunner.NoDecision results with
-// reason agentrunner.ReasonExpired, queues its run for resumption, queues
-// a JobCardUpdate on the JobQueue (so the cards say expired even if this
-// process dies now) and wakes its waiters (who get a NoDecisionError with
-// Cause ErrTokenExpired).
-// Tokens.Run sweeps periodically; call Sweep directly in tests.
-func (s *Store) Sweep(ctx context.Context) ([]*approval.Request, error) {
-	var out []*approval.Request
-	for {
-		now := s.now()
-		tokens, err := s.rdb.ZRangeByScore(ctx, s.deadlinesKey(), &redis.ZRangeBy{Min: "-inf", Max: ms(now), Count: sweepBatch}).Result()
-		if err != nil {
-			return out, fmt.Errorf("sweep: %w", err)
-		}
-		if len(tokens) == 0 {
-			return out, nil
-		}
-		cmds, err := s.pipelined(ctx, expireScript, len(tokens), func(i int) ([]string, []any) {
-			keys := append(s.tokenKeys(tokens[i]), s.jobsKey())
-			return keys, withTrace(ctx, s.tokenArgs(tokens[i], now, agentrunner.ReasonExpired, string(JobCardUpdate)))
-		})
-		if err != nil {
-			return out, fmt.Errorf("sweep: %w", err)
-		}
-		for i, cmd := range cmds {
-			res, err := cmd.StringSlice()
-			if err != nil {
-				return out, fmt.Errorf("sweep %s: %w", short(tokens[i]), err)
-			}
-			if len(res) == 0 {
-				continue // another sweeper claimed it, or it ended first
-			}
-			a, err := s.parseApproval(tokens[i], flatMap(res[1:]))
-			if err != nil {
-				return out, fmt.Errorf("sweep %s: %w", short(tokens[i]), err)
-			}
-			out = append(out, a)
-		}
-		if len(tokens) < sweepBatch {
-			return out, nil
-		}
-	}
-}
+  if tstate == 'expired' or tstate == 'cancelled' or tstate == 'failed' then
+    refuse(tstate)
+    return {'e:' .. tstate}
+  end
+  if st ~= 'pending' and st ~= 'undecided' then
+    refuse('already decided')
+    return answer('e:decided', '0')
+  end
+  if tstate ~= 'open' then
+    refuse('resolved')
+    return {'e:resolved'}
+  end
+  if tonumber(now) >= tonumber(exp) then
+    refuse('expired')
+    return {'e:expired'}
+  end
 
-// pipelined runs script n times in one pipeline, loading it first if the
-// server does not know it yet.
-func (s *Store) pipelined(ctx context.Context, script *redis.Script, n int, call func(i int) ([]string, []any)) ([]*redis.Cmd, error) {
-	run := func() ([]*redis.Cmd, error) {
-		cmds := make([]*redis.Cmd, n)
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := range n {
-				keys, args := call(i)
-				cmds[i] = script.EvalSha(ctx, p, keys, args...)
-			}
-			return nil
-		})
-		return cmds, err
-	}
-	cmds, err := run()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := script.Load(ctx, s.rdb).Err(); err != nil {
-			return nil, err
-		}
-		cmds, err = run()
-	}
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	return cmds, nil
-}
+  local res
+  if kind == 'approval' then
+    if action == 'approve' or action == 'deny' then res = A[11] end
+  elseif action == 'answer' or action == 'fail' or action == 'deny' then
+    res = A[12]
+  end
+  if not res or res == '' then
+    refuse('invalid decision for a ' .. (kind or '?') .. ' call')
+    return {'e:invalid'}
+  end
+  if mode == 'stage' then
+    stage('decide')
+    return answer('staged', '0')
+  end
+
+  local newst
+  if action == 'approve' then
+    local vf = p .. 'v:' .. by
+    local prev = redis.call('HGET', rec, vf)
+    if prev then redis.call('HINCRBY', rec, p .. 'n:' .. string.match(prev, '^%S+'), -1) end
+    redis.call('HSET', rec, vf, key .. ' ' .. now)
+    local cnt = redis.call('HINCRBY', rec, p .. 'n:' .. key, 1)
+    if cnt < tonumber(need) then
+      audit({'type', 'voted', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', 'approve',
+        'args', args or '', 'override', A[14]})
+      return changed('voted')
+    end
+    newst = 'approved'
+  elseif action == 'deny' then
+    if kind == 'approval' then newst = 'denied' else newst = 'failed' end
+  elseif action == 'answer' then
+    newst = 'answered'
+  else
+    newst = 'failed'
+  end
+  redis.call('HSET', rec, p .. 'st', newst, p .. 'by', by, p .. 'at', now, p .. 'res', res,
+    p .. 'act', action, p .. 'key', key, p .. 'md', A[13])
+  audit({'type', 'decided', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', newst,
+    'args', args or '', 'override', A[14], 'reason', A[15], 'detail', A[16]})
+  if redis.call('HINCRBY', rec, 'left', -1) <= 0 then
+    finish('resolved', by, '')
+    return changed('resolved')
+  end
+  return changed('decided')
+end
+`
+
+// resolveScript answers many calls at once and resolves the token.
+// ARGV 7: by, 8: the results' JSON (kept only for a record that has no
+// calls yet), 9: number of answers, then 6 strings per answer: id, class
+// (approval|call), result, new state, answered by, results metadata.
+// It is never staged, and waits for a staged change (stageLua).
+var resolveScript = redis.NewScript(scriptPrelude + answersLua + `
+if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
+if redis.call('EXISTS', stagedkey) == 1 then return {'e:recording'} end
+local top = redis.call('HMGET', rec, 'state', 'exp', 'n', 'created', 'run')
+if top[1] ~= 'open' then return {'e:' .. top[1]} end
+if tonumber(now) >= tonumber(top[2]) then return {'e:expired'} end
+local by, m = ARGV[7], tonumber(ARGV[9])
+if not top[4] then
+  redis.call('HSET', rec, 'raw', ARGV[8])
+  finish('resolved', by, '')
+  return reply('resolved')
+end
+local nums, bad = pendingAnswers(ARGV, 10, m)
+if not nums then return bad end
+recordAnswers(ARGV, 10, m, nums, 'resolve', top[5] or '')
+finish('resolved', by, '')
+return reply('resolved')
+`)
