@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +23,7 @@ import (
 // does. Every answer must name a call that is still pending, under the
 // right kind (approvals for approvals, calls for questions and external
 // calls); then all of them are recorded at once, and the token is resolved
-// if no call is left pending. Unlike Resolve, calls the results leave out
-// stay pending. results.AnsweredBy names who answered each call, by
+// if no call is left pending. Calls the results leave out stay pending. results.AnsweredBy names who answered each call, by
 // otherwise. Answers are authoritative: an approval approves a call that
 // needs several approvers at once.
 //
@@ -106,3 +108,57 @@ local function answerCalls(A, mode, L)
   return reply('answered')
 end
 `
+
+// answerArgs turns results into the answers of resolveScript and
+// answerScript: 6 strings per answer (id, class, result, new state,
+// answered by, results metadata), and their number.
+func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int, error) {
+	var answers []any
+	n := 0
+	add := func(id, class, res, state string) error {
+		md := ""
+		if m, ok := results.Metadata[id]; ok {
+			b, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("metadata of %s: %w", id, err)
+			}
+			md = string(b)
+		}
+		who := results.AnsweredBy[id]
+		if who == "" {
+			who = by
+		}
+		answers = append(answers, id, class, res, state, who, md)
+		n++
+		return nil
+	}
+	for _, id := range slices.Sorted(maps.Keys(results.Approvals)) {
+		r := results.Approvals[id]
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, 0, fmt.Errorf("approval %s: %w", id, err)
+		}
+		state := approval.CallDenied
+		if r.Approved {
+			state = approval.CallApproved
+		}
+		if err := add(id, "approval", string(b), string(state)); err != nil {
+			return nil, 0, err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(results.Calls)) {
+		r := results.Calls[id]
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, 0, fmt.Errorf("call %s: %w", id, err)
+		}
+		state := approval.CallAnswered
+		if r.Failed || r.Retry {
+			state = approval.CallFailed
+		}
+		if err := add(id, "call", string(b), string(state)); err != nil {
+			return nil, 0, err
+		}
+	}
+	return answers, n, nil
+}

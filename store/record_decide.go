@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -281,107 +279,6 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// Resolve answers several calls of an open token at once and resolves it,
-// as the HTTP API's results endpoint and Tokens.Resolve do. Every
-// answer must name a pending call of the right kind (approvals for
-// approvals, calls for questions and external calls); calls it leaves out
-// end undecided. results.AnsweredBy names who answered each call, by
-// otherwise. A token opened but not yet created has no calls to check the
-// answers against: they are stored as given.
-//
-// Resolve returns approval.ErrNotFound if the token is unknown, approval.ErrNotPending
-// (naming the offending ids) if an answer names a call that is not
-// pending, approval.ErrExpired past the deadline, and approval.ErrResolved, approval.ErrExpired,
-// approval.ErrCancelled or approval.ErrFailed if the token already ended. Nothing changes
-// on error.
-func (s *Store) Resolve(ctx context.Context, token, by string, results *agentrunner.DeferredToolResults) (*approval.Request, error) {
-	if !validToken(token) {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), approval.ErrNotFound)
-	}
-	if results == nil {
-		results = agentrunner.NewDeferredToolResults()
-	}
-	raw, err := json.Marshal(results)
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
-	}
-	answers, n, err := answerArgs(by, results)
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
-	}
-	args := s.tokenArgs(token, s.now(), by, string(raw), n)
-	args = append(args, answers...)
-	res, err := resolveScript.Run(ctx, s.rdb, s.tokenKeys(token), withTrace(ctx, args)...).StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
-	}
-	if res[0] == "e:notpending" {
-		return nil, fmt.Errorf("resolve %s: %w: %v", short(token), approval.ErrNotPending, res[1:])
-	}
-	if err := codeErr(res[0]); err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
-	}
-	a, err := s.parseApproval(token, flatMap(res[1:]))
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", short(token), err)
-	}
-	return a, nil
-}
-
-// answerArgs turns results into the answers of resolveScript and
-// answerScript: 6 strings per answer (id, class, result, new state,
-// answered by, results metadata), and their number.
-func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int, error) {
-	var answers []any
-	n := 0
-	add := func(id, class, res, state string) error {
-		md := ""
-		if m, ok := results.Metadata[id]; ok {
-			b, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("metadata of %s: %w", id, err)
-			}
-			md = string(b)
-		}
-		who := results.AnsweredBy[id]
-		if who == "" {
-			who = by
-		}
-		answers = append(answers, id, class, res, state, who, md)
-		n++
-		return nil
-	}
-	for _, id := range slices.Sorted(maps.Keys(results.Approvals)) {
-		r := results.Approvals[id]
-		b, err := json.Marshal(r)
-		if err != nil {
-			return nil, 0, fmt.Errorf("approval %s: %w", id, err)
-		}
-		state := approval.CallDenied
-		if r.Approved {
-			state = approval.CallApproved
-		}
-		if err := add(id, "approval", string(b), string(state)); err != nil {
-			return nil, 0, err
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(results.Calls)) {
-		r := results.Calls[id]
-		b, err := json.Marshal(r)
-		if err != nil {
-			return nil, 0, fmt.Errorf("call %s: %w", id, err)
-		}
-		state := approval.CallAnswered
-		if r.Failed || r.Retry {
-			state = approval.CallFailed
-		}
-		if err := add(id, "call", string(b), string(state)); err != nil {
-			return nil, 0, err
-		}
-	}
-	return answers, n, nil
-}
-
 // decideScript records one decision on one call (decideLua).
 // ARGV 7: call id, 8: by, 9: action (approve|deny|answer|fail), 10: key
 // (digest of the override args or answer, '-' for none), 11: result if
@@ -538,27 +435,3 @@ local function decide(A, mode, L)
   return changed('decided')
 end
 `
-
-// resolveScript answers many calls at once and resolves the token.
-// ARGV 7: by, 8: the results' JSON (kept only for a record that has no
-// calls yet), 9: number of answers, then 6 strings per answer: id, class
-// (approval|call), result, new state, answered by, results metadata.
-// It is never staged, and waits for a staged change (stageLua).
-var resolveScript = redis.NewScript(scriptPrelude + answersLua + `
-if redis.call('EXISTS', rec) == 0 then return {'e:notfound'} end
-if redis.call('EXISTS', stagedkey) == 1 then return {'e:recording'} end
-local top = redis.call('HMGET', rec, 'state', 'exp', 'n', 'created', 'run')
-if top[1] ~= 'open' then return {'e:' .. top[1]} end
-if tonumber(now) >= tonumber(top[2]) then return {'e:expired'} end
-local by, m = ARGV[7], tonumber(ARGV[9])
-if not top[4] then
-  redis.call('HSET', rec, 'raw', ARGV[8])
-  finish('resolved', by, '')
-  return reply('resolved')
-end
-local nums, bad = pendingAnswers(ARGV, 10, m)
-if not nums then return bad end
-recordAnswers(ARGV, 10, m, nums, 'resolve', top[5] or '')
-finish('resolved', by, '')
-return reply('resolved')
-`)

@@ -118,7 +118,7 @@ end
 `
 
 // answersLua follows scriptPrelude in the scripts that record many
-// answers at once (Answer, Resolve). Their answers are m runs of 6 strings
+// answers at once (Answer). Their answers are m runs of 6 strings
 // from A[first], A their arguments (ARGV, or the ones staged with them):
 // id, class (approval|call), result, new state, answered by, results
 // metadata.

@@ -127,7 +127,9 @@ func (s *Store) parseApproval(token string, m map[string]string) (*approval.Requ
 	}
 	parseVotes(m, a.Calls)
 	if raw := m["raw"]; raw != "" && n == 0 {
-		// Resolved through Tokens.Resolve before any call was recorded.
+		// Only replicas from before approval became the one writer wrote
+		// raw (a token resolved before its calls were recorded); a record
+		// one of them left behind during a rolling deploy still reads.
 		a.Given = agentrunner.NewDeferredToolResults()
 		if err := json.Unmarshal([]byte(raw), a.Given); err != nil {
 			return nil, fmt.Errorf("results: %w", err)
