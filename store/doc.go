@@ -31,7 +31,7 @@
 //     in the same round trip, by WAIT N: fewer replicas in time and the
 //     write fails with approval.ErrUnconfirmed instead of being reported
 //     done. Decisions, answers, cancellations and failures are staged
-//     until WAIT confirms them (stage.go): nothing acts on a change the
+//     until WAIT confirms them (record_stage.go): nothing acts on a change the
 //     replicas have not confirmed.
 //
 // Open takes redis://, redis+sentinel:// and redis+cluster:// URLs, or an

@@ -165,7 +165,7 @@ func callFields(n int, cs *approval.Call, call agentrunner.ToolCallPart, metadat
 			fields = append(fields, p+"ap", strings.ToValidUTF8(string(call.Args[:homeArgsMax]), ""))
 		}
 	}
-	if key, ok := argsKey(call); ok {
+	if key, ok := approval.ArgsKey(call); ok {
 		fields = append(fields, p+"ak", key)
 	}
 	if md, ok := metadata[cs.ID]; ok {

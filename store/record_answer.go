@@ -2,10 +2,7 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -109,56 +106,17 @@ local function answerCalls(A, mode, L)
 end
 `
 
-// answerArgs turns results into the answers of resolveScript and
-// answerScript: 6 strings per answer (id, class, result, new state,
-// answered by, results metadata), and their number.
+// answerArgs turns results into the answers of answerScript
+// (approval.RecordedAnswers): 6 strings per answer (id, class, result, new
+// state, answered by, results metadata), and their number.
 func answerArgs(by string, results *agentrunner.DeferredToolResults) ([]any, int, error) {
-	var answers []any
-	n := 0
-	add := func(id, class, res, state string) error {
-		md := ""
-		if m, ok := results.Metadata[id]; ok {
-			b, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("metadata of %s: %w", id, err)
-			}
-			md = string(b)
-		}
-		who := results.AnsweredBy[id]
-		if who == "" {
-			who = by
-		}
-		answers = append(answers, id, class, res, state, who, md)
-		n++
-		return nil
+	recorded, err := approval.RecordedAnswers(by, results)
+	if err != nil {
+		return nil, 0, err
 	}
-	for _, id := range slices.Sorted(maps.Keys(results.Approvals)) {
-		r := results.Approvals[id]
-		b, err := json.Marshal(r)
-		if err != nil {
-			return nil, 0, fmt.Errorf("approval %s: %w", id, err)
-		}
-		state := approval.CallDenied
-		if r.Approved {
-			state = approval.CallApproved
-		}
-		if err := add(id, "approval", string(b), string(state)); err != nil {
-			return nil, 0, err
-		}
+	answers := make([]any, 0, 6*len(recorded))
+	for _, r := range recorded {
+		answers = append(answers, r.ID, r.Class, r.Result, string(r.State), r.By, r.Metadata)
 	}
-	for _, id := range slices.Sorted(maps.Keys(results.Calls)) {
-		r := results.Calls[id]
-		b, err := json.Marshal(r)
-		if err != nil {
-			return nil, 0, fmt.Errorf("call %s: %w", id, err)
-		}
-		state := approval.CallAnswered
-		if r.Failed || r.Retry {
-			state = approval.CallFailed
-		}
-		if err := add(id, "call", string(b), string(state)); err != nil {
-			return nil, 0, err
-		}
-	}
-	return answers, n, nil
+	return answers, len(recorded), nil
 }

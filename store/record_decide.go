@@ -1,17 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 )
 
@@ -35,13 +30,13 @@ import (
 // undecided, and approval.ErrTooLate if the decision reached Redis after
 // d.NotAfter. With Options.WaitReplicas it returns approval.ErrUnconfirmed
 // (with the record as it stands) for a decision held until Redis's
-// replicas confirm it (stage.go), and approval.ErrRecording while another
+// replicas confirm it (record_stage.go), and approval.ErrRecording while another
 // change of the token is held so; neither changed anything yet.
 func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (*approval.Decided, error) {
 	if !validToken(token) {
 		return nil, fmt.Errorf("decide %s: %w", short(token), approval.ErrNotFound)
 	}
-	p, err := prepare(d)
+	p, err := d.Recorded()
 	if err != nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
@@ -57,15 +52,15 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 	if d.CardJob != "" {
 		w.member, w.holder = cardJobMember(token, d.CallID, d.CardJob), s.cardHolder(d.CardJob)
 	}
-	args := s.tokenArgs(token, now, d.CallID, d.By, p.action, p.key, p.resApproval, p.resCall, p.md, p.override, d.Reason, p.answer, notAfter)
+	args := s.tokenArgs(token, now, d.CallID, d.By, p.Action, p.Key, p.ApprovalResult, p.CallResult, p.Metadata, p.OverrideArgs, d.Reason, p.Answer, notAfter)
 	args = append(append(args, s.cardWorkArgs(w)...), d.Grant.Milliseconds())
 	keys := append(s.tokenKeys(token), s.jobsRetryKey(), w.lease)
-	ident := stageIdent("decide", d.CallID, d.By, p.action, p.key)
+	ident := stageIdent("decide", d.CallID, d.By, p.Action, p.Key)
 	res, err := s.runStaged(ctx, "decide", token, d.NotAfter, decideScript, keys, ident, w, args)
 	if res == nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}
-	out, rerr := s.decideReply(ctx, token, d, p.key, res)
+	out, rerr := s.decideReply(ctx, token, d, p.Key, res)
 	if rerr == nil && err != nil {
 		// Unconfirmed: held, not recorded yet. If its commit's reply was
 		// lost, the commit may have taken the card's lease: free it, so
@@ -128,160 +123,9 @@ func decided(a *approval.Request, code string, d approval.Decision, key string) 
 	return out
 }
 
-// prepared is a Decision in the form the decide script takes.
-type prepared struct {
-	action      string // approve, deny, answer, fail
-	key         string // digest of the arguments or answer, "-" for none
-	resApproval string // the result if the call is an approval, "" if not allowed
-	resCall     string // the result if it is a question or external call
-	md          string
-	override    string
-	answer      string
-}
-
-func prepare(d approval.Decision) (prepared, error) {
-	if d.CallID == "" || d.By == "" {
-		return prepared{}, fmt.Errorf("%w: a decision needs a call id and who decided", approval.ErrInvalid)
-	}
-	switch d.Action {
-	case approval.ActionApprove, approval.ActionDeny, approval.ActionFail:
-	case approval.ActionAnswer:
-		if d.Answer == nil {
-			return prepared{}, fmt.Errorf("%w: an answer needs a value", approval.ErrInvalid)
-		}
-	default:
-		return prepared{}, fmt.Errorf("%w: unknown action %q: set one of approve, deny, answer, fail", approval.ErrInvalid, d.Action)
-	}
-	if d.OverrideArgs != nil && d.Action != approval.ActionApprove {
-		return prepared{}, fmt.Errorf("%w: override arguments come only with an approval", approval.ErrInvalid)
-	}
-	if d.Answer != nil && d.Action != approval.ActionAnswer {
-		return prepared{}, fmt.Errorf("%w: an answer comes only with the answer action", approval.ErrInvalid)
-	}
-	p := prepared{key: "-", action: string(d.Action)}
-	if d.Metadata != nil {
-		b, err := json.Marshal(d.Metadata)
-		if err != nil {
-			return prepared{}, fmt.Errorf("%w: metadata: %v", approval.ErrInvalid, err)
-		}
-		p.md = string(b)
-	}
-	var err error
-	switch d.Action {
-	case approval.ActionApprove:
-		err = p.approve(d.OverrideArgs)
-	case approval.ActionDeny:
-		err = p.deny(d.Reason)
-	case approval.ActionAnswer:
-		err = p.answerWith(d.Answer)
-	case approval.ActionFail:
-		msg := d.Reason
-		if msg == "" {
-			msg = "The tool call failed."
-		}
-		p.resCall, err = marshalCall(agentrunner.Fail(msg))
-	}
-	return p, err
-}
-
-// approve prepares an approval, with override arguments when not nil.
-func (p *prepared) approve(override json.RawMessage) error {
-	r := agentrunner.Approve()
-	if override != nil {
-		// Decoding the wire form normalizes the arguments exactly as an
-		// override arriving over the HTTP API would be.
-		wire, err := json.Marshal(map[string]json.RawMessage{"kind": json.RawMessage(`"tool-approved"`), "override_args": override})
-		if err != nil {
-			return fmt.Errorf("%w: override args: %v", approval.ErrInvalid, err)
-		}
-		if err := json.Unmarshal(wire, &r); err != nil {
-			return fmt.Errorf("%w: %v", approval.ErrInvalid, err)
-		}
-		if r.OverrideArgs != nil {
-			var buf bytes.Buffer
-			if err := json.Compact(&buf, r.OverrideArgs); err != nil {
-				return fmt.Errorf("%w: override args: %v", approval.ErrInvalid, err)
-			}
-			r.OverrideArgs = buf.Bytes()
-			p.override = buf.String()
-			p.key = digest(buf.Bytes())
-		}
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("approval: %w", err)
-	}
-	p.resApproval = string(b)
-	return nil
-}
-
-// deny prepares a denial: of an approval with reason, or, on a question or
-// external call, a failure with reason (or the default denial message).
-func (p *prepared) deny(reason string) error {
-	b, err := json.Marshal(agentrunner.Deny(reason))
-	if err != nil {
-		return fmt.Errorf("denial: %w", err)
-	}
-	p.resApproval = string(b)
-	if reason == "" {
-		reason = agentrunner.DefaultDenialMessage
-	}
-	p.resCall, err = marshalCall(agentrunner.Fail(reason))
-	return err
-}
-
-// answerWith prepares the answer to a question or external call.
-func (p *prepared) answerWith(answer json.RawMessage) error {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, answer); err != nil {
-		return fmt.Errorf("%w: answer is not JSON: %v", approval.ErrInvalid, err)
-	}
-	var r agentrunner.CallResult
-	if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
-		return fmt.Errorf("%w: answer: %v", approval.ErrInvalid, err)
-	}
-	var err error
-	if p.resCall, err = marshalCall(r); err != nil {
-		return err
-	}
-	p.answer = buf.String()
-	p.key = digest(buf.Bytes())
-	return nil
-}
-
-func marshalCall(r agentrunner.CallResult) (string, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return "", fmt.Errorf("call result: %w", err)
-	}
-	return string(b), nil
-}
-
-// argsKey is the vote key that edited arguments equal to the call's own
-// would have (the digest of their compact form), so the decide script
-// counts such votes with the call's own; ok is false for arguments that
-// are not an object.
-func argsKey(call agentrunner.ToolCallPart) (string, bool) {
-	obj, err := call.ArgsObject()
-	if err != nil {
-		return "", false
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, obj); err != nil {
-		return "", false
-	}
-	return digest(buf.Bytes()), true
-}
-
-// digest names a JSON value in a vote or decision key.
-func digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12])
-}
-
 // decideScript records one decision on one call (decideLua).
 // ARGV 7: call id, 8: by, 9: action (approve|deny|answer|fail), 10: key
-// (digest of the override args or answer, '-' for none), 11: result if
+// (approval.VoteKey of the override args or answer, '-' for none), 11: result if
 // the call is an approval, 12: result if it is a question or external
 // call, 13: results metadata, 14: override args, 15: message, 16: answer,
 // 17: the last instant it may be recorded at, in Unix microseconds by
