@@ -31,7 +31,7 @@ type RunState struct {
 
 // SaveRun stores the state of a run that waits for a decision, replacing
 // any earlier state of the run; a large state is stored compressed (see
-// runstate.go). Save it before the token can be resolved
+// runstate_encode.go). Save it before the token can be resolved
 // (before posting the messages), so the resume queue can always find it.
 // It returns approval.ErrInvalid without a run id.
 func (s *Store) SaveRun(ctx context.Context, rs RunState) error {
