@@ -131,7 +131,7 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 	if h.Asker != nil {
 		return h.askThrough(ctx, rc, requests, token, deadline, suspend)
 	}
-	if err := h.open(ctx, token, deadline, suspend); err != nil {
+	if err := h.Tokens.Open(ctx, token, deadline); err != nil {
 		return nil, fmt.Errorf("ask: %w", err)
 	}
 	answer, err := h.Ask(ctx, rc, requests, token)
@@ -146,7 +146,7 @@ func (h *AskHandler) ask(ctx context.Context, rc *RunContext, requests DeferredT
 	}
 	if answer == nil {
 		if suspend {
-			return nil, h.suspend(rc, requests, token, deadline)
+			return nil, Suspend(rc, requests, token, deadline)
 		}
 		answer, err = h.Tokens.Wait(ctx, token)
 		var nd *NoDecisionError

@@ -1,7 +1,6 @@
 package agentrunner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -75,40 +74,9 @@ func (st *run) suspended(err error) (*RunResult, bool) {
 	return res, true
 }
 
-// TokenSuspender is what a Tokens may implement to learn which tokens
-// nobody will Wait on, because their runs suspend (AskHandler.Suspend)
-// and whoever records the answer resumes them. A Tokens that registers
-// the opening process as a token's waiter, so that nobody else resumes
-// the run while it waits, does not register one for these.
-type TokenSuspender interface {
-	// OpenSuspended is Open for a token whose run will suspend once Ask
-	// handed it out (it may still answer in place instead).
-	OpenSuspended(ctx context.Context, token string, deadline time.Time) error
-	// Forget says that the run of token suspended: Wait will not be
-	// called, nor Resolve or Fail by the run.
-	Forget(token string)
-}
-
 // suspends reports whether the run of rc suspends instead of waiting
 // once Ask handed its calls out: with Suspend set, unless earlier handlers
 // decided calls of the round.
 func (h *AskHandler) suspends(rc *RunContext) bool {
 	return h.Suspend && (rc == nil || rc.Decided.Len() == 0)
-}
-
-// open opens token on Tokens, for a suspending run if suspend is set.
-func (h *AskHandler) open(ctx context.Context, token string, deadline time.Time, suspend bool) error {
-	if ts, ok := h.Tokens.(TokenSuspender); ok && suspend {
-		return ts.OpenSuspended(ctx, token, deadline)
-	}
-	return h.Tokens.Open(ctx, token, deadline)
-}
-
-// suspend ends the ask of requests under token, which Ask handed out, by
-// suspending the run.
-func (h *AskHandler) suspend(rc *RunContext, requests DeferredToolRequests, token string, deadline time.Time) error {
-	if ts, ok := h.Tokens.(TokenSuspender); ok {
-		ts.Forget(token)
-	}
-	return Suspend(rc, requests, token, deadline)
 }

@@ -10,20 +10,12 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 )
 
-// suspendingTokens is MemoryTokens that records OpenSuspended and Forget
-// calls and counts waits: a suspended run must never wait.
+// suspendingTokens is MemoryTokens that counts waits: a suspended run
+// must never wait.
 type suspendingTokens struct {
 	*agentrunner.MemoryTokens
-	opened, suspended []string
-	waits             atomic.Int32
+	waits atomic.Int32
 }
-
-func (s *suspendingTokens) OpenSuspended(ctx context.Context, token string, deadline time.Time) error {
-	s.opened = append(s.opened, token)
-	return s.Open(ctx, token, deadline)
-}
-
-func (s *suspendingTokens) Forget(token string) { s.suspended = append(s.suspended, token) }
 
 func (s *suspendingTokens) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
 	s.waits.Add(1)
@@ -63,9 +55,6 @@ func TestAskHandlerSuspends(t *testing.T) {
 	}
 	if asked != 1 || tokens.waits.Load() != 0 || ran.Load() != 0 {
 		t.Fatalf("asked %d, waited %d, tool ran %d; want 1, 0, 0", asked, tokens.waits.Load(), ran.Load())
-	}
-	if len(tokens.suspended) != 1 || tokens.suspended[0] != res.Suspended.Token || len(tokens.opened) != 1 || tokens.opened[0] != res.Suspended.Token {
-		t.Errorf("Tokens told of suspending opens %q and suspensions %q, want [%s] for both", tokens.opened, tokens.suspended, res.Suspended.Token)
 	}
 	if d := time.Until(res.Suspended.Deadline); d <= 0 || d > time.Minute {
 		t.Errorf("deadline in %s, want within the handler's minute", d)
@@ -124,9 +113,9 @@ func TestAskHandlerWaitsWhenTheRoundHasDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != agentrunner.StatusComplete || ran.Load() != 2 || tokens.waits.Load() != 1 || len(tokens.suspended)+len(tokens.opened) != 0 {
-		t.Fatalf("status %s, tools ran %d, waits %d, suspending opens %q, suspended %q; want complete, 2, 1, none, none",
-			res.Status, ran.Load(), tokens.waits.Load(), tokens.opened, tokens.suspended)
+	if res.Status != agentrunner.StatusComplete || ran.Load() != 2 || tokens.waits.Load() != 1 {
+		t.Fatalf("status %s, tools ran %d, waits %d; want complete, 2, 1",
+			res.Status, ran.Load(), tokens.waits.Load())
 	}
 }
 

@@ -282,8 +282,10 @@ type Request struct {
 	// when the request expired, was cancelled or failed.
 	Reason string `json:"reason,omitempty"`
 	// Given is what a token opened for a run was resolved with before
-	// any of its calls was recorded (agentrunner.Tokens.Resolve), as
-	// given; nil otherwise. Results hands it out in place of decisions.
+	// any of its calls was recorded, as given; nil otherwise. Only
+	// replicas from before approval became the one writer stored it: it
+	// is read so that their records still resume during a rolling deploy.
+	// Results hands it out in place of decisions.
 	Given *agentrunner.DeferredToolResults `json:"given,omitempty"`
 }
 

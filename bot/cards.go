@@ -92,12 +92,6 @@ func (cs *Cards) Update(ctx context.Context, r *approval.Request, c *approval.Ca
 // toolLabel is how people see a tool (approval.Viewer.ToolLabel).
 func (cs *Cards) toolLabel(name string) string { return cs.viewer().ToolLabel(name) }
 
-// editableCall reports whether call id of a can be edited on its card
-// (approval.Viewer.Editable).
-func (cs *Cards) editableCall(a *approval.Request, id string) bool {
-	return cs.viewer().Editable(a, id)
-}
-
 // card builds the view of one call for rendering.
 func (cs *Cards) card(a *approval.Request, c *approval.Call) Card {
 	return cs.viewer().View(a, c)

@@ -189,3 +189,39 @@ func (s *Store) AuditPolicy(ctx context.Context, d approval.PolicyDecision) erro
 		By: d.By, Decision: d.Decision, Args: string(args), Reason: d.Reason,
 	})
 }
+
+// AuditCallback is the audit type of one attempt to deliver a token's
+// callback (see Store.AuditCallback).
+const AuditCallback AuditType = "callback"
+
+// CallbackAttempt is one attempt to deliver a token's callback, for the
+// audit stream.
+type CallbackAttempt = approval.CallbackAttempt
+
+// AuditCallback records a callback attempt in the audit stream: type
+// "callback", By the client, Decision the outcome, Reason the error, and
+// Detail "attempt N" plus ", HTTP <status>" when the receiver answered.
+func (s *Store) AuditCallback(ctx context.Context, a CallbackAttempt) error {
+	detail := "attempt " + strconv.Itoa(a.Attempt)
+	if a.Status != 0 {
+		detail += ", HTTP " + strconv.Itoa(a.Status)
+	}
+	return s.Audit(ctx, AuditEvent{Type: AuditCallback, Token: a.Token, By: a.Client, Decision: a.Outcome, Reason: a.Error, Detail: detail})
+}
+
+// AuditUpstreamCall is the audit type of a call the MCP gateway made to an
+// upstream MCP server (see Store.AuditUpstreamCall).
+const AuditUpstreamCall AuditType = "upstream_call"
+
+// AuditUpstreamCall records a call made to an upstream MCP server on an
+// API client's behalf: By the client, Tool the tool as offered, Args and
+// ArgsSHA256 what was sent, Decision the outcome (approval.UpstreamOK,
+// UpstreamToolError, UpstreamFailed), Detail the start of the result or
+// the error; Token and CallID for an approved call, empty for a read-only
+// one.
+func (s *Store) AuditUpstreamCall(ctx context.Context, c approval.UpstreamCall) error {
+	return s.Audit(ctx, AuditEvent{
+		Type: AuditUpstreamCall, Token: c.Token, CallID: c.CallID, Tool: c.Tool, By: c.Client,
+		Decision: c.Outcome, Args: c.Args, ArgsSHA256: c.ArgsSHA256, Detail: c.Detail,
+	})
+}

@@ -69,7 +69,7 @@ type Options struct {
 	// the write is followed by WAIT on its connection, and fewer replicas
 	// in time make it fail with approval.ErrUnconfirmed. A decision, an
 	// answer, a cancellation and a failure take effect only once confirmed
-	// (stage.go; Confirm applies those confirmed late).
+	// (record_stage.go; Confirm applies those confirmed late).
 	WaitReplicas int
 	// WaitTimeout caps each WAIT; default DefaultWaitTimeout. Less is
 	// used when the caller's deadline (the click's ack budget) is nearer.

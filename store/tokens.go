@@ -396,3 +396,35 @@ func (e *Tokens) recheck(ctx context.Context) {
 		}
 	}
 }
+
+// waitScript is a waiter's look at its token, one round trip per wake-up.
+// While the token is open it returns {'open'}, registering owner as the
+// process waiting on it if register is '1'. Once the token ended it
+// returns {'ended', record...}; with claim '1' it first claims the
+// resumption of the run for owner, takes the run's job off the resume
+// queue and drops the waiter registration, and returns {'lost'} if another
+// process holds the claim. A missing token gives {'gone'}.
+// KEYS: rec, claim, resume. ARGV: owner, claim ttl (ms), group, register,
+// claim, heartbeat key prefix.
+var waitScript = redis.NewScript(claimLua + `
+local st = redis.call('HGET', KEYS[1], 'state')
+if not st then return {'gone'} end
+if st == 'open' then
+  if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'waiter', ARGV[1]) end
+  return {'open'}
+end
+if ARGV[5] == '1' then
+  if not claim(KEYS[2], ARGV[1], ARGV[2], ARGV[6]) then return {'lost'} end
+  takeOver(KEYS[1], ARGV[1])
+end
+local r = redis.call('HGETALL', KEYS[1])
+table.insert(r, 1, 'ended')
+return r
+`)
+
+// unwatchScript removes owner's waiter registration.
+// KEYS: rec. ARGV: owner.
+var unwatchScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'waiter') == ARGV[1] then redis.call('HDEL', KEYS[1], 'waiter') end
+return 1
+`)

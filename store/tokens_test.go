@@ -75,7 +75,7 @@ func TestEventsAcrossProcesses(t *testing.T) {
 		}
 	})
 
-	t.Run("resolve in B wakes A", func(t *testing.T) {
+	t.Run("answer in B wakes A", func(t *testing.T) {
 		token := agentrunner.NewToken()
 		if err := sA.Create(t.Context(), &approval.Request{Token: token, Requests: requests("c1")}); err != nil {
 			t.Fatal(err)
@@ -84,7 +84,7 @@ func TestEventsAcrossProcesses(t *testing.T) {
 		untilWaiting(t, evA, 1)
 		res := agentrunner.NewDeferredToolResults()
 		res.Approvals["c1"] = agentrunner.Deny("nope")
-		if _, err := sB.Resolve(t.Context(), token, "", res); err != nil {
+		if _, err := sB.Answer(t.Context(), token, "api:x", res); err != nil {
 			t.Fatal(err)
 		}
 		r := <-got

@@ -51,10 +51,6 @@ func TestJobsCarryTheTraceOfTheirEnd(t *testing.T) {
 			_, err := s.Answer(ctx, token, "billing", answer)
 			return err
 		}},
-		{"resolve", func(ctx context.Context, token string) error {
-			_, err := s.Resolve(ctx, token, "U0ALICE", answer)
-			return err
-		}},
 		{"cancel", func(ctx context.Context, token string) error { _, err := s.Cancel(ctx, token, "billing"); return err }},
 		{"fail", func(ctx context.Context, token string) error {
 			_, err := s.Fail(ctx, token, "slackbot", "asking failed")

@@ -178,10 +178,10 @@ func botKeys(ctx context.Context, st *store.Store, eventID, ts, runID string) er
 		return err
 	}
 	th := store.Thread{Team: team, Channel: general, TS: ts}
-	if _, err := st.EnterThread(ctx, th, store.ThreadTurn{RunID: runID, Payload: []byte(`{}`)}, runs.DefaultThreadLease); err != nil {
+	if _, err := st.Threads().Enter(ctx, th, store.ThreadTurn{RunID: runID, Payload: []byte(`{}`)}, runs.DefaultThreadLease); err != nil {
 		return err
 	}
-	_, err := st.HoldThread(ctx, th, runID, time.Hour)
+	_, err := st.Threads().Hold(ctx, th, runID, time.Hour)
 	return err
 }
 

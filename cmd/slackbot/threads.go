@@ -23,7 +23,7 @@ func threadOf(th runs.ThreadRef) store.Thread {
 
 // History implements runs.Threads.
 func (t threads) History(ctx context.Context, th runs.ThreadRef) ([]agentrunner.Message, error) {
-	msgs, err := t.s.LoadThreadHistory(ctx, threadOf(th))
+	msgs, err := t.s.Threads().History(ctx, threadOf(th))
 	if errors.Is(err, store.ErrThreadNotFound) {
 		return nil, fmt.Errorf("%w: %w", runs.ErrNoThreadHistory, err)
 	}
@@ -32,7 +32,7 @@ func (t threads) History(ctx context.Context, th runs.ThreadRef) ([]agentrunner.
 
 // SaveHistory implements runs.Threads.
 func (t threads) SaveHistory(ctx context.Context, th runs.ThreadRef, msgs []agentrunner.Message) error {
-	_, err := t.s.SaveThreadHistory(ctx, threadOf(th), msgs)
+	_, err := t.s.Threads().SaveHistory(ctx, threadOf(th), msgs)
 	return err
 }
 
@@ -42,7 +42,7 @@ func (t threads) Enter(ctx context.Context, th runs.ThreadRef, turn runs.Turn, l
 	if err != nil {
 		return nil, fmt.Errorf("enter thread: %w", err)
 	}
-	next, err := t.s.EnterThread(ctx, threadOf(th), store.ThreadTurn{RunID: turn.RunID, Payload: b}, lease)
+	next, err := t.s.Threads().Enter(ctx, threadOf(th), store.ThreadTurn{RunID: turn.RunID, Payload: b}, lease)
 	if errors.Is(err, store.ErrThreadBusy) {
 		return nil, fmt.Errorf("%w: %w", runs.ErrThreadBusy, err)
 	}
@@ -54,7 +54,7 @@ func (t threads) Enter(ctx context.Context, th runs.ThreadRef, turn runs.Turn, l
 
 // Leave implements runs.Threads.
 func (t threads) Leave(ctx context.Context, th runs.ThreadRef, runID string, lease time.Duration) (*runs.Turn, error) {
-	next, err := t.s.LeaveThread(ctx, threadOf(th), runID, lease)
+	next, err := t.s.Threads().Leave(ctx, threadOf(th), runID, lease)
 	if err != nil || next == nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (t threads) Leave(ctx context.Context, th runs.ThreadRef, runID string, lea
 
 // Hold implements runs.Threads.
 func (t threads) Hold(ctx context.Context, th runs.ThreadRef, runID string, ttl time.Duration) (bool, error) {
-	return t.s.HoldThread(ctx, threadOf(th), runID, ttl)
+	return t.s.Threads().Hold(ctx, threadOf(th), runID, ttl)
 }
 
 // queuedTurn is a turn as the thread queue keeps it: its origin encoded

@@ -14,10 +14,6 @@ import (
 // callbackGroup is the consumer group of the callback stream.
 const callbackGroup = "callbackers"
 
-// AuditCallback is the audit type of one attempt to deliver a token's
-// callback (see Store.AuditCallback).
-const AuditCallback AuditType = "callback"
-
 // Outcomes of a callback attempt, in the audit stream's Decision field.
 const (
 	CallbackDelivered = approval.CallbackDelivered
@@ -170,18 +166,3 @@ end
 if #due > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
 return #due
 `)
-
-// CallbackAttempt is one attempt to deliver a token's callback, for the
-// audit stream.
-type CallbackAttempt = approval.CallbackAttempt
-
-// AuditCallback records a callback attempt in the audit stream: type
-// "callback", By the client, Decision the outcome, Reason the error, and
-// Detail "attempt N" plus ", HTTP <status>" when the receiver answered.
-func (s *Store) AuditCallback(ctx context.Context, a CallbackAttempt) error {
-	detail := "attempt " + strconv.Itoa(a.Attempt)
-	if a.Status != 0 {
-		detail += ", HTTP " + strconv.Itoa(a.Status)
-	}
-	return s.Audit(ctx, AuditEvent{Type: AuditCallback, Token: a.Token, By: a.Client, Decision: a.Outcome, Reason: a.Error, Detail: detail})
-}

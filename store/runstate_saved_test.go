@@ -395,9 +395,7 @@ func TestCancelledWaitLeavesRunToQueue(t *testing.T) {
 	cancel()
 	wantErr(t, "wait", (<-waited).err, context.Canceled)
 
-	res := agentrunner.NewDeferredToolResults()
-	res.Approvals["c1"] = agentrunner.Approve()
-	if _, err := s.Resolve(t.Context(), token, "", res); err != nil {
+	if _, err := s.Decide(t.Context(), token, approve("c1", "U0ALICE")); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := e.otherProcess(t).ResumeQueue(store.ResumeQueueOptions{}).Read(t.Context(), "B", 0)

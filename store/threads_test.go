@@ -33,15 +33,15 @@ func turn(i int, pad string) []agentrunner.Message {
 func TestThreadHistoryRoundTrip(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
-	if _, err := st.LoadThreadHistory(t.Context(), testThread); !errors.Is(err, store.ErrThreadNotFound) {
+	if _, err := st.Threads().History(t.Context(), testThread); !errors.Is(err, store.ErrThreadNotFound) {
 		t.Fatalf("load before save: got %v, want ErrThreadNotFound", err)
 	}
 	h := turn(1, "")
-	n, err := st.SaveThreadHistory(t.Context(), testThread, h)
+	n, err := st.Threads().SaveHistory(t.Context(), testThread, h)
 	if err != nil || n != len(h) {
 		t.Fatalf("save: got %d, %v; want %d, nil", n, err, len(h))
 	}
-	got, err := st.LoadThreadHistory(t.Context(), testThread)
+	got, err := st.Threads().History(t.Context(), testThread)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestThreadHistoryRoundTrip(t *testing.T) {
 	// Another thread of the same channel is another conversation.
 	other := testThread
 	other.TS = "1700000000.000200"
-	if _, err := st.LoadThreadHistory(t.Context(), other); !errors.Is(err, store.ErrThreadNotFound) {
+	if _, err := st.Threads().History(t.Context(), other); !errors.Is(err, store.ErrThreadNotFound) {
 		t.Errorf("other thread: got %v, want ErrThreadNotFound", err)
 	}
 	ttl := e.rdb.PTTL(t.Context(), e.prefix+"thread:"+testThread.String()+":h").Val()
@@ -64,7 +64,7 @@ func TestThreadHistoryThatNoLongerDecodes(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
 	e.rdb.Set(t.Context(), e.prefix+"thread:"+testThread.String()+":h", `[{"kind":"request","parts":[{"content":"no part kind"}]}]`, time.Hour)
-	_, err := st.LoadThreadHistory(t.Context(), testThread)
+	_, err := st.Threads().History(t.Context(), testThread)
 	if !errors.Is(err, store.ErrThreadUndecodable) {
 		t.Errorf("got %v, want ErrThreadUndecodable", err)
 	}
@@ -73,14 +73,14 @@ func TestThreadHistoryThatNoLongerDecodes(t *testing.T) {
 func TestThreadBadIDs(t *testing.T) {
 	st := newEnv(t).store()
 	for _, th := range []store.Thread{{Channel: "C1"}, {TS: "1.2"}, {Channel: "C1|x", TS: "1.2"}, {Channel: "C1", TS: strings.Repeat("9", 65)}} {
-		if _, err := st.SaveThreadHistory(t.Context(), th, turn(1, "")); !errors.Is(err, approval.ErrInvalid) {
+		if _, err := st.Threads().SaveHistory(t.Context(), th, turn(1, "")); !errors.Is(err, approval.ErrInvalid) {
 			t.Errorf("save %+v: got %v, want ErrInvalid", th, err)
 		}
-		if _, err := st.EnterThread(t.Context(), th, store.ThreadTurn{RunID: "r"}, time.Second); !errors.Is(err, approval.ErrInvalid) {
+		if _, err := st.Threads().Enter(t.Context(), th, store.ThreadTurn{RunID: "r"}, time.Second); !errors.Is(err, approval.ErrInvalid) {
 			t.Errorf("enter %+v: got %v, want ErrInvalid", th, err)
 		}
 	}
-	if _, err := st.EnterThread(t.Context(), testThread, store.ThreadTurn{RunID: "a|b"}, time.Second); !errors.Is(err, approval.ErrInvalid) {
+	if _, err := st.Threads().Enter(t.Context(), testThread, store.ThreadTurn{RunID: "a|b"}, time.Second); !errors.Is(err, approval.ErrInvalid) {
 		t.Errorf("run id with '|': got %v, want ErrInvalid", err)
 	}
 }
@@ -143,11 +143,11 @@ func TestSaveThreadHistoryCap(t *testing.T) {
 	for i := range 5 {
 		h = append(h, turn(i, "")...)
 	}
-	n, err := st.SaveThreadHistory(t.Context(), testThread, h)
+	n, err := st.Threads().SaveHistory(t.Context(), testThread, h)
 	if err != nil || n != 8 {
 		t.Fatalf("save: got %d, %v; want 8 messages kept", n, err)
 	}
-	got, err := st.LoadThreadHistory(t.Context(), testThread)
+	got, err := st.Threads().History(t.Context(), testThread)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +156,11 @@ func TestSaveThreadHistoryCap(t *testing.T) {
 	}
 	// A last turn larger than the cap drops the history: the next run
 	// starts afresh rather than from a stale one.
-	n, err = st.SaveThreadHistory(t.Context(), testThread, turn(9, strings.Repeat("z", len(one)*3)))
+	n, err = st.Threads().SaveHistory(t.Context(), testThread, turn(9, strings.Repeat("z", len(one)*3)))
 	if err != nil || n != 0 {
 		t.Fatalf("save of an oversized turn: got %d, %v; want 0, nil", n, err)
 	}
-	if _, err := st.LoadThreadHistory(t.Context(), testThread); !errors.Is(err, store.ErrThreadNotFound) {
+	if _, err := st.Threads().History(t.Context(), testThread); !errors.Is(err, store.ErrThreadNotFound) {
 		t.Errorf("after an oversized turn: got %v, want ErrThreadNotFound", err)
 	}
 }
@@ -183,7 +183,7 @@ func threadLeaseQueue(t *testing.T, st *store.Store) {
 	ctx := t.Context()
 	enter := func(id string) *store.ThreadTurn {
 		t.Helper()
-		got, err := st.EnterThread(ctx, testThread, store.ThreadTurn{RunID: id, Payload: []byte("p-" + id)}, time.Minute)
+		got, err := st.Threads().Enter(ctx, testThread, store.ThreadTurn{RunID: id, Payload: []byte("p-" + id)}, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,23 +199,23 @@ func threadLeaseQueue(t *testing.T, st *store.Store) {
 		t.Fatalf("third turn: got %+v, want it queued", got)
 	}
 	// Only the holder hands on.
-	if got, err := st.LeaveThread(ctx, testThread, "b", time.Minute); err != nil || got != nil {
+	if got, err := st.Threads().Leave(ctx, testThread, "b", time.Minute); err != nil || got != nil {
 		t.Fatalf("leave by a non-holder: got %+v, %v", got, err)
 	}
-	if ok, _ := st.HoldThread(ctx, testThread, "b", time.Hour); ok {
+	if ok, _ := st.Threads().Hold(ctx, testThread, "b", time.Hour); ok {
 		t.Error("a non-holder renewed the lease")
 	}
 	for _, want := range []string{"b", "c"} {
 		prev := map[string]string{"b": "a", "c": "b"}[want]
-		got, err := st.LeaveThread(ctx, testThread, prev, time.Minute)
+		got, err := st.Threads().Leave(ctx, testThread, prev, time.Minute)
 		if err != nil || got == nil || got.RunID != want || string(got.Payload) != "p-"+want {
 			t.Fatalf("%s leaves: got %+v, %v; want %s next", prev, got, err, want)
 		}
-		if ok, _ := st.HoldThread(ctx, testThread, want, time.Minute); !ok {
+		if ok, _ := st.Threads().Hold(ctx, testThread, want, time.Minute); !ok {
 			t.Errorf("%s does not hold the lease it was handed", want)
 		}
 	}
-	if got, err := st.LeaveThread(ctx, testThread, "c", time.Minute); err != nil || got != nil {
+	if got, err := st.Threads().Leave(ctx, testThread, "c", time.Minute); err != nil || got != nil {
 		t.Fatalf("last leaves: got %+v, %v; want the thread free", got, err)
 	}
 	if got := enter("d"); got == nil || got.RunID != "d" {
@@ -229,14 +229,14 @@ func TestThreadLeaseLapses(t *testing.T) {
 	e := newEnv(t)
 	st := e.store()
 	ctx := t.Context()
-	if _, err := st.EnterThread(ctx, testThread, store.ThreadTurn{RunID: "dead"}, time.Minute); err != nil {
+	if _, err := st.Threads().Enter(ctx, testThread, store.ThreadTurn{RunID: "dead"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.EnterThread(ctx, testThread, store.ThreadTurn{RunID: "queued"}, time.Minute); got != nil {
+	if got, _ := st.Threads().Enter(ctx, testThread, store.ThreadTurn{RunID: "queued"}, time.Minute); got != nil {
 		t.Fatalf("got %+v, want queued behind the holder", got)
 	}
 	// A lease can be extended (to a token's deadline) but never shortened.
-	if ok, _ := st.HoldThread(ctx, testThread, "dead", time.Millisecond); !ok {
+	if ok, _ := st.Threads().Hold(ctx, testThread, "dead", time.Millisecond); !ok {
 		t.Fatal("the holder cannot renew")
 	}
 	lease := e.prefix + "thread:" + testThread.String() + ":l"
@@ -249,11 +249,11 @@ func TestThreadLeaseLapses(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the lease to lapse", func() bool { return e.rdb.Exists(ctx, lease).Val() == 0 })
-	got, err := st.EnterThread(ctx, testThread, store.ThreadTurn{RunID: "late"}, time.Minute)
+	got, err := st.Threads().Enter(ctx, testThread, store.ThreadTurn{RunID: "late"}, time.Minute)
 	if err != nil || got == nil || got.RunID != "queued" {
 		t.Fatalf("after the lapse: got %+v, %v; want the queued turn to run first", got, err)
 	}
-	next, err := st.LeaveThread(ctx, testThread, "queued", time.Minute)
+	next, err := st.Threads().Leave(ctx, testThread, "queued", time.Minute)
 	if err != nil || next == nil || next.RunID != "late" {
 		t.Fatalf("then: got %+v, %v; want late", next, err)
 	}
@@ -262,15 +262,15 @@ func TestThreadLeaseLapses(t *testing.T) {
 func TestThreadQueueIsBounded(t *testing.T) {
 	st := newEnv(t).store()
 	ctx := t.Context()
-	if _, err := st.EnterThread(ctx, testThread, store.ThreadTurn{RunID: "holder"}, time.Minute); err != nil {
+	if _, err := st.Threads().Enter(ctx, testThread, store.ThreadTurn{RunID: "holder"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	for i := range store.MaxThreadQueue {
-		if _, err := st.EnterThread(ctx, testThread, store.ThreadTurn{RunID: fmt.Sprint(i)}, time.Minute); err != nil {
+		if _, err := st.Threads().Enter(ctx, testThread, store.ThreadTurn{RunID: fmt.Sprint(i)}, time.Minute); err != nil {
 			t.Fatalf("turn %d: %v", i, err)
 		}
 	}
-	if _, err := st.EnterThread(ctx, testThread, store.ThreadTurn{RunID: "one too many"}, time.Minute); !errors.Is(err, store.ErrThreadBusy) {
+	if _, err := st.Threads().Enter(ctx, testThread, store.ThreadTurn{RunID: "one too many"}, time.Minute); !errors.Is(err, store.ErrThreadBusy) {
 		t.Errorf("got %v, want ErrThreadBusy", err)
 	}
 }
@@ -288,7 +288,7 @@ func TestThreadLeaseConcurrentEnters(t *testing.T) {
 	)
 	for i := range n {
 		wg.Go(func() {
-			got, err := e.store().EnterThread(ctx, testThread, store.ThreadTurn{RunID: fmt.Sprint(i)}, time.Minute)
+			got, err := e.store().Threads().Enter(ctx, testThread, store.ThreadTurn{RunID: fmt.Sprint(i)}, time.Minute)
 			if err != nil {
 				t.Error(err)
 				return
@@ -307,7 +307,7 @@ func TestThreadLeaseConcurrentEnters(t *testing.T) {
 	seen := map[string]bool{running[0]: true}
 	cur := running[0]
 	for {
-		next, err := e.store().LeaveThread(ctx, testThread, cur, time.Minute)
+		next, err := e.store().Threads().Leave(ctx, testThread, cur, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -156,10 +156,10 @@ func TestAskPathKeysHaveTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	th := store.Thread{Team: "T0", Channel: "C0GENERAL", TS: "1764600000.000100"}
-	if _, err := s.EnterThread(ctx, th, store.ThreadTurn{RunID: "run-slack", Payload: []byte(`{}`)}, time.Minute); err != nil {
+	if _, err := s.Threads().Enter(ctx, th, store.ThreadTurn{RunID: "run-slack", Payload: []byte(`{}`)}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.HoldThread(ctx, th, "run-slack", time.Hour); err != nil {
+	if _, err := s.Threads().Hold(ctx, th, "run-slack", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	token := agentrunner.NewToken()

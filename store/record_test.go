@@ -167,3 +167,32 @@ func TestCreateFillsInAnnouncedRecord(t *testing.T) {
 		t.Errorf("create without deadline: got %v, want %v", b.ExpiresAt, want)
 	}
 }
+
+// A token an older replica resolved before its calls were recorded keeps
+// what it was resolved with in field raw: a newer replica reads it as
+// Given, so that run still resumes during a rolling deploy.
+func TestOldReplicasResolvedAnnouncementReads(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	token := agentrunner.NewToken()
+	announce(t, e, token, e.clock.Now().Add(time.Minute), "A")
+	given := agentrunner.NewDeferredToolResults()
+	given.Approvals["c1"] = agentrunner.Approve()
+	raw, err := json.Marshal(given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HSet(t.Context(), e.prefix+"a:"+token, "state", "resolved", "raw", string(raw)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Get(t.Context(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.State != approval.StateResolved || a.Given == nil || len(a.Given.Approvals) != 1 {
+		t.Fatalf("got state %s, given %+v; want resolved with the one approval", a.State, a.Given)
+	}
+	if _, ok := a.Given.Approvals["c1"]; !ok {
+		t.Errorf("given approvals %v, want c1", a.Given.Approvals)
+	}
+}

@@ -71,17 +71,6 @@ func (s *Store) ReleaseQuota(ctx context.Context, client, token string) error {
 	return nil
 }
 
-// ClientOpenCount returns how many of client's tokens are admitted and not
-// past their deadline. Tokens that ended count until TakeQuota next
-// reaches MaxOpen and drops them; for metrics and tests.
-func (s *Store) ClientOpenCount(ctx context.Context, client string) (int, error) {
-	n, err := s.rdb.ZCount(ctx, s.quotaOpenKey(client), "("+ms(s.now()), "+inf").Result()
-	if err != nil {
-		return 0, fmt.Errorf("open count for %s: %w", client, err)
-	}
-	return int(n), nil
-}
-
 // Quota keys: a digest of the client name, so names never shape keys.
 func (s *Store) quotaOpenKey(client string) string {
 	return s.key("quota:open:" + clientDigest(client))

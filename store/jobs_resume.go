@@ -2,142 +2,14 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 )
-
-// RunState is what another process needs to resume a run that waits for a
-// decision when the process that started it is gone.
-type RunState struct {
-	RunID string `json:"run_id"`
-	// Token is the resume token the run waits on.
-	Token string `json:"token"`
-	// Messages is the history up to the pending calls
-	// (agentrunner.RunContext.Messages).
-	Messages []agentrunner.Message            `json:"messages"`
-	Pending  agentrunner.DeferredToolRequests `json:"pending"`
-	// Origin is the bot's own data about the run (requester, channel,
-	// thread, ...), stored as given.
-	Origin json.RawMessage `json:"origin,omitempty"`
-	// ExpiresAt is the token's deadline: the state is kept until then
-	// plus the store's Grace. Zero keeps it for Grace.
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
-	SavedAt   time.Time `json:"saved_at"`
-}
-
-// SaveRun stores the state of a run that waits for a decision, replacing
-// any earlier state of the run; a large state is stored compressed (see
-// runstate.go). Save it before the token can be resolved
-// (before posting the messages), so the resume queue can always find it.
-// It returns approval.ErrInvalid without a run id.
-func (s *Store) SaveRun(ctx context.Context, rs RunState) error {
-	if rs.RunID == "" {
-		return fmt.Errorf("save run: %w: no run id", approval.ErrInvalid)
-	}
-	now := s.now()
-	rs.SavedAt = now
-	ttl := s.opts.Grace
-	if !rs.ExpiresAt.IsZero() {
-		ttl = max(rs.ExpiresAt.Sub(now), 0) + s.opts.Grace
-	}
-	b, err := encodeRunState(&rs)
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", rs.RunID, err)
-	}
-	if err := s.rdb.Set(ctx, s.runKey(rs.RunID), b, ttl).Err(); err != nil {
-		return fmt.Errorf("save run %s: %w", rs.RunID, err)
-	}
-	return nil
-}
-
-// LoadRun returns the saved state of a run, or ErrRunNotFound.
-func (s *Store) LoadRun(ctx context.Context, runID string) (*RunState, error) {
-	b, err := s.rdb.Get(ctx, s.runKey(runID)).Bytes()
-	if isRedisNil(err) {
-		return nil, fmt.Errorf("load run %s: %w", runID, ErrRunNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", runID, err)
-	}
-	rs, err := decodeRunState(b)
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", runID, err)
-	}
-	return rs, nil
-}
-
-// DeleteRun removes the saved state of a run; deleting a missing state is
-// not an error.
-func (s *Store) DeleteRun(ctx context.Context, runID string) error {
-	if err := s.rdb.Del(ctx, s.runKey(runID)).Err(); err != nil {
-		return fmt.Errorf("delete run %s: %w", runID, err)
-	}
-	return nil
-}
-
-// ClaimResume claims the right to resume the run waiting on token for
-// owner, so that an approved call executes at most once however many
-// processes race to resume it. It reports true if owner now holds the
-// claim (claiming again as the same owner succeeds), false if someone
-// else does. The claim lasts ttl (zero means the store's Grace).
-//
-// A claim dies with its owner's process: when the owner, up to its first
-// '/', is an Tokens Owner whose heartbeat runs as it claims, the claim is
-// tied to that heartbeat, and once the heartbeat is gone (the process
-// died; within 3 × TokensOptions.HeartbeatEvery) another owner's claim
-// succeeds. The resume job stays on the queue until FinishResume, so that
-// such a takeover is found (ResumeQueue.ReclaimDead, Reclaim). Tools do
-// not run twice across a takeover: the runner's Journal (CallJournal)
-// records which calls started. A claim without a heartbeat lasts its ttl.
-// Call ReleaseResume when a resume fails before anything ran, so another
-// process may try. It returns approval.ErrInvalid for an empty owner.
-func (s *Store) ClaimResume(ctx context.Context, token, owner string, ttl time.Duration) (bool, error) {
-	return s.claim(ctx, token, owner, ttl, false)
-}
-
-// ReleaseResume gives up owner's claim on token, if owner holds it.
-func (s *Store) ReleaseResume(ctx context.Context, token, owner string) error {
-	if err := releaseScript.Run(ctx, s.rdb, []string{s.claimKey(token)}, owner).Err(); err != nil {
-		return fmt.Errorf("release resume %s: %w", short(token), err)
-	}
-	return nil
-}
-
-// FinishResume takes the resume job of token off the queue once the run
-// that waited on token finished (or moved on to wait on a later token):
-// nobody is to resume it from token again.
-func (s *Store) FinishResume(ctx context.Context, token string) error {
-	if err := finishScript.Run(ctx, s.rdb, []string{s.recKey(token), s.resumeKey()}, resumeGroup).Err(); err != nil {
-		return fmt.Errorf("finish resume %s: %w", short(token), err)
-	}
-	return nil
-}
-
-func (s *Store) claim(ctx context.Context, token, owner string, ttl time.Duration, local bool) (bool, error) {
-	if owner == "" {
-		return false, fmt.Errorf("claim resume %s: %w: no owner", short(token), approval.ErrInvalid)
-	}
-	if ttl <= 0 {
-		ttl = s.opts.Grace
-	}
-	loc := "0"
-	if local {
-		loc = "1"
-	}
-	keys := []string{s.claimKey(token), s.recKey(token), s.resumeKey()}
-	n, err := claimScript.Run(ctx, s.rdb, keys, owner, ttl.Milliseconds(), resumeGroup, loc, s.procKey("")).Int()
-	if err != nil {
-		return false, fmt.Errorf("claim resume %s: %w", short(token), err)
-	}
-	return n == 1, nil
-}
 
 // resumeGroup is the consumer group of the resume stream.
 const resumeGroup = "resumers"

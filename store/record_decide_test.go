@@ -252,9 +252,9 @@ func TestDecideRefusals(t *testing.T) {
 			}
 		}, deny("c1", "UA", ""), approval.ErrFailed},
 		{"resolved without this call", func(t *testing.T, e *env, s *store.Store, token string) {
-			res := agentrunner.NewDeferredToolResults()
-			res.Approvals["c2"] = agentrunner.Approve()
-			if _, err := s.Resolve(t.Context(), token, "api:x", res); err != nil {
+			// As an older replica's results endpoint left it (it ended the
+			// calls its results left out undecided).
+			if err := e.rdb.HSet(t.Context(), e.prefix+"a:"+token, "state", "resolved").Err(); err != nil {
 				t.Fatal(err)
 			}
 		}, approve("c1", "UA"), approval.ErrResolved},
@@ -314,7 +314,9 @@ func TestDecideIdempotent(t *testing.T) {
 	}
 }
 
-func TestResolveValidation(t *testing.T) {
+// Answers must name pending calls of their kind: one that does not
+// refuses them all and changes nothing; good ones resolve the token once.
+func TestAnswerValidation(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()
 	reqs := requests("a1")
@@ -325,26 +327,26 @@ func TestResolveValidation(t *testing.T) {
 	bad.Approvals["a1"] = agentrunner.Approve()
 	bad.Approvals["x1"] = agentrunner.Approve() // a call, not an approval
 	bad.Calls["zz"] = agentrunner.Fail("?")
-	_, err := s.Resolve(t.Context(), a.Token, "api:x", bad)
-	wantErr(t, "resolve with ids not pending", err, approval.ErrNotPending)
-	wantErr(t, "resolve with ids not pending", err, agentrunner.ErrNotPending)
+	_, err := s.Answer(t.Context(), a.Token, "api:x", bad)
+	wantErr(t, "answer with ids not pending", err, approval.ErrNotPending)
+	wantErr(t, "answer with ids not pending", err, agentrunner.ErrNotPending)
 	got, err := s.Get(t.Context(), a.Token)
 	if err != nil || got.State != approval.StatePending || got.Calls[0].Status != approval.CallPending {
-		t.Fatalf("after a refused resolve: got %+v, %v; want nothing changed", got, err)
+		t.Fatalf("after a refused answer: got %+v, %v; want nothing changed", got, err)
 	}
 
 	good := agentrunner.NewDeferredToolResults()
 	good.Approvals["a1"] = agentrunner.Deny("no")
 	good.Calls["x1"] = agentrunner.CallResult{Value: json.RawMessage(`{"ok":true}`)}
 	good.AnsweredBy["x1"] = "ci-bot"
-	res, err := s.Resolve(t.Context(), a.Token, "api:x", good)
+	res, err := s.Answer(t.Context(), a.Token, "api:x", good)
 	if err != nil {
-		t.Fatalf("resolve: %v", err)
+		t.Fatalf("answer: %v", err)
 	}
 	want := `{"approvals":{"a1":{"kind":"tool-denied","message":"no"}},"calls":{"x1":{"ok":true}},"metadata":{},"answered_by":{"a1":"api:x","x1":"ci-bot"}}`
 	jsonEqual(t, "results", mustJSON(t, res.Results(nil)), want)
-	_, err = s.Resolve(t.Context(), a.Token, "api:x", good)
-	wantErr(t, "resolve twice", err, approval.ErrResolved)
+	_, err = s.Answer(t.Context(), a.Token, "api:x", good)
+	wantErr(t, "answer twice", err, approval.ErrResolved)
 }
 
 // Every key the store creates has a TTL.

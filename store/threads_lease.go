@@ -72,13 +72,14 @@ type ThreadTurn struct {
 	Payload []byte
 }
 
-// EnterThread asks for the thread for turn. When the thread is free it
+// Enter asks for the thread for turn. When the thread is free it
 // returns the turn that runs now, holding the lease for leaseTTL: turn
 // itself, or the oldest turn queued while the lease was lapsing (turn then
 // waits behind it). When another run holds the thread it queues turn and
 // returns nil. A full queue returns ErrThreadBusy; a run id that is empty
 // or holds '|' returns approval.ErrInvalid.
-func (s *Store) EnterThread(ctx context.Context, th Thread, turn ThreadTurn, leaseTTL time.Duration) (*ThreadTurn, error) {
+func (t Threads) Enter(ctx context.Context, th Thread, turn ThreadTurn, leaseTTL time.Duration) (*ThreadTurn, error) {
+	s := t.s
 	if err := th.check(); err != nil {
 		return nil, fmt.Errorf("enter thread: %w", err)
 	}
@@ -100,11 +101,12 @@ func (s *Store) EnterThread(ctx context.Context, th Thread, turn ThreadTurn, lea
 	return parseTurn(v), nil
 }
 
-// LeaveThread ends runID's hold on the thread and hands the lease, for
+// Leave ends runID's hold on the thread and hands the lease, for
 // leaseTTL, to the oldest queued turn, which it returns (nil when none
 // waits; the thread is then free). A runID that does not hold the lease
 // changes nothing, unless the lease lapsed: then it hands the queue on too.
-func (s *Store) LeaveThread(ctx context.Context, th Thread, runID string, leaseTTL time.Duration) (*ThreadTurn, error) {
+func (t Threads) Leave(ctx context.Context, th Thread, runID string, leaseTTL time.Duration) (*ThreadTurn, error) {
+	s := t.s
 	if err := th.check(); err != nil {
 		return nil, fmt.Errorf("leave thread: %w", err)
 	}
@@ -119,10 +121,11 @@ func (s *Store) LeaveThread(ctx context.Context, th Thread, runID string, leaseT
 	return parseTurn(v), nil
 }
 
-// HoldThread extends runID's lease on the thread to at least ttl (never
+// Hold extends runID's lease on the thread to at least ttl (never
 // shortening it): a heartbeat while the run works, or the token's deadline
 // while it waits for people. It reports whether runID holds the lease.
-func (s *Store) HoldThread(ctx context.Context, th Thread, runID string, ttl time.Duration) (bool, error) {
+func (t Threads) Hold(ctx context.Context, th Thread, runID string, ttl time.Duration) (bool, error) {
+	s := t.s
 	if err := th.check(); err != nil {
 		return false, fmt.Errorf("hold thread: %w", err)
 	}

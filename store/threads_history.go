@@ -81,12 +81,20 @@ func (s *Store) threadMaxBytes() int {
 	return DefaultThreadMaxBytes
 }
 
-// SaveThreadHistory keeps msgs as the thread's history for the store's
+// Threads keeps each Slack thread's conversation: its history, and the
+// lease and queue its runs take turns by (threads_lease.go).
+type Threads struct{ s *Store }
+
+// Threads returns the store's thread conversations.
+func (s *Store) Threads() Threads { return Threads{s} }
+
+// SaveHistory keeps msgs as the thread's history for the store's
 // ThreadTTL, replacing the earlier one. A history larger than
 // ThreadMaxBytes (as JSON) loses its oldest turns (TrimHistory); one whose
 // last turn alone is too large is not kept, and the thread's next run
 // starts afresh. It reports how many messages it kept.
-func (s *Store) SaveThreadHistory(ctx context.Context, th Thread, msgs []agentrunner.Message) (int, error) {
+func (t Threads) SaveHistory(ctx context.Context, th Thread, msgs []agentrunner.Message) (int, error) {
+	s := t.s
 	if err := th.check(); err != nil {
 		return 0, fmt.Errorf("save thread history: %w", err)
 	}
@@ -106,9 +114,10 @@ func (s *Store) SaveThreadHistory(ctx context.Context, th Thread, msgs []agentru
 	return len(kept), nil
 }
 
-// LoadThreadHistory returns the thread's history, ErrThreadNotFound when
+// History returns the thread's history, ErrThreadNotFound when
 // none is kept, or ErrThreadUndecodable when it no longer decodes.
-func (s *Store) LoadThreadHistory(ctx context.Context, th Thread) ([]agentrunner.Message, error) {
+func (t Threads) History(ctx context.Context, th Thread) ([]agentrunner.Message, error) {
+	s := t.s
 	if err := th.check(); err != nil {
 		return nil, fmt.Errorf("load thread history: %w", err)
 	}

@@ -196,3 +196,13 @@ func (q *streamQueue) reclaimDead(ctx context.Context, consumer string) ([]redis
 	}
 	return msgs, nil
 }
+
+// groupScript creates the resume consumer group (reading from the start
+// of the stream, so jobs queued before the group existed are not lost)
+// and gives the stream a TTL.
+// KEYS: resume. ARGV: group, retention (ms).
+var groupScript = redis.NewScript(`
+redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
