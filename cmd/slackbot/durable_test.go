@@ -50,7 +50,9 @@ func buildSlackbot() {
 			return
 		}
 		binPath = filepath.Join(dir, "slackbot")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		// -buildvcs=false: the binary needs no VCS stamp, and reading the
+		// repository's status would fail while a git command holds its lock.
+		out, err := exec.Command("go", "build", "-buildvcs=false", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
