@@ -34,9 +34,11 @@ type Asking struct {
 	Recorded func(ctx context.Context) error
 }
 
-// TokenWaiter is what an AskHandler with an Asker waits on: Tokens.Wait.
+// TokenWaiter is what an AskHandler with an Asker waits on (slackbot's
+// approval.RunTokens).
 type TokenWaiter interface {
-	// Wait blocks until token ends; see Tokens.Wait.
+	// Wait blocks until token ends and returns its results, or a
+	// *NoDecisionError if it ended without them; see Tokens.Wait.
 	Wait(ctx context.Context, token string) (*DeferredToolResults, error)
 }
 

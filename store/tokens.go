@@ -40,13 +40,14 @@ type TokensOptions struct {
 	Logger *slog.Logger
 }
 
-// Tokens is the Redis-backed agentrunner.Tokens: a run waiting in
-// one process is woken when any process resolves, cancels, fails or
-// expires its token.
+// Tokens is the Redis-backed waiting side of requests, behind
+// approval.RunTokens (the runner's TokenWaiter) and the HTTP API's long
+// polls: a run waiting in one process is woken when any process resolves,
+// cancels, fails or expires its token.
 //
 // Each process runs one Tokens and its Run method: one pub/sub connection
 // carries the notifications of every token, and a local map dispatches
-// them to the goroutines blocked in Wait, so ten thousand waiters share one
+// them to the goroutines blocked in WaitEnded or Await, so ten thousand waiters share one
 // connection. A waiter re-reads the token's state when woken, Run re-reads
 // every waited token after each (re)subscription and periodically, so a
 // notification lost to a reconnect delays a wake-up but never loses it.

@@ -143,8 +143,7 @@ func TestWaitEdges(t *testing.T) {
 }
 
 // Expiry with an injected clock: the waiting run gets the timeout denial,
-// Sweep hands each expired token to exactly one of several sweepers, and
-// OnExpired hears of it once.
+// Sweep hands each expired token to exactly one of several sweepers.
 func TestExpiry(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()

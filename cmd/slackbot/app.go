@@ -296,6 +296,11 @@ type stoppableTokens struct {
 	stop <-chan struct{}
 }
 
+// The runner finds Watch and Keep by a type assertion: without them a run
+// that waits in place would not register as its token's waiter, and
+// another replica could resume it too.
+var _ agentrunner.TokenWatcher = stoppableTokens{}
+
 func (e stoppableTokens) Wait(ctx context.Context, token string) (*agentrunner.DeferredToolResults, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -34,7 +34,7 @@ func newMetrics(pending func() float64) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "slackbot_decisions_total", Help: "Decisions recorded, by outcome (approved, denied, answered, failed, pending vote).",
+			Name: "slackbot_decisions_total", Help: "Decisions recorded and calls ended without one, by outcome (approved, denied, answered, failed, pending vote, expired, cancelled).",
 		}, []string{"outcome"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slackbot_refused_clicks_total", Help: "Clicks refused, by reason.",
