@@ -42,6 +42,10 @@ func slackbotBinary(t *testing.T) string {
 
 // buildSlackbot builds the program, once: TestMain starts it early for a
 // whole run, so that the build overlaps the first tests.
+// pkgDir is this package's directory, the working directory the tests
+// started in (TestMain).
+var pkgDir string
+
 func buildSlackbot() {
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "slackbot-bin-")
@@ -52,7 +56,12 @@ func buildSlackbot() {
 		binPath = filepath.Join(dir, "slackbot")
 		// -buildvcs=false: the binary needs no VCS stamp, and reading the
 		// repository's status would fail while a git command holds its lock.
-		out, err := exec.Command("go", "build", "-buildvcs=false", "-o", binPath, ".").CombinedOutput()
+		// The package is named by its directory, taken before any test ran:
+		// the build may start beside a test that changes the working
+		// directory (t.Chdir).
+		cmd := exec.Command("go", "build", "-buildvcs=false", "-o", binPath, ".")
+		cmd.Dir = pkgDir
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

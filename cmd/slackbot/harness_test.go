@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -40,6 +41,11 @@ import (
 // A whole run (no -run, not -short) builds the program for the tests that
 // start it as processes while the first tests run.
 func TestMain(m *testing.M) {
+	var err error
+	if pkgDir, err = os.Getwd(); err != nil {
+		fmt.Fprintln(os.Stderr, "working directory:", err)
+		os.Exit(2)
+	}
 	if f := flag.Lookup("test.parallel"); f != nil {
 		// The command line, parsed next, still overrides this.
 		_ = f.Value.Set(strconv.Itoa(max(minParallel, runtime.GOMAXPROCS(0))))
