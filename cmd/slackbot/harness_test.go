@@ -371,11 +371,26 @@ func (e *env) cards() []slackfake.Message {
 	return out
 }
 
-// waitCards waits until n cards are in #approvals.
+// waitCards waits until n cards are in #approvals. Its bound is on
+// progress, not on the whole: it fails when no new card has appeared for
+// 30 seconds, so a burst of hundreds of cards through a rate limit on a
+// loaded machine is not cut off while it is still being posted.
 func (e *env) waitCards(n int) []slackfake.Message {
 	e.t.Helper()
-	e.waitFor(fmt.Sprintf("%d approval cards", n), func() bool { return len(e.cards()) >= n })
-	return e.cards()
+	seen, moved := -1, time.Now()
+	for {
+		cards := e.cards()
+		if len(cards) >= n {
+			return cards
+		}
+		if len(cards) != seen {
+			seen, moved = len(cards), time.Now()
+		}
+		if time.Since(moved) > 30*time.Second {
+			e.t.Fatalf("timed out waiting for %d approval cards: %d posted, none new for 30s", n, seen)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // button finds the button with actionID on a card, failing the test if
