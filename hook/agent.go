@@ -3,6 +3,7 @@ package hook
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/client"
@@ -32,7 +33,9 @@ import (
 //     edited arguments is passed back as a denial that gives the model the
 //     approved arguments to call with.
 
-// hookEvent is the hook input of either agent; fields one agent does not
+// Gemini CLI's BeforeTool contract is in gemini.go.
+
+// hookEvent is the hook input of any of the agents; fields one agent does not
 // send stay empty.
 type hookEvent struct {
 	SessionID      string          `json:"session_id"`
@@ -54,11 +57,26 @@ type hookAgent struct {
 	// editable: the agent can run edited arguments in place of its own.
 	editable bool
 	output   func(hookDecision) any
+	// wait, when set, is the wait without --timeout, if the agent kills
+	// its hooks before DefaultTimeout.
+	wait time.Duration
+	// vet, when set, checks a decision against what the agent will do
+	// with it (gemini.go: an edit Gemini CLI cannot run exactly).
+	vet func(*hookEvent, hookDecision) hookDecision
 }
 
 var hookAgents = map[string]*hookAgent{
 	"claude-code": {name: "claude-code", product: "Claude Code", event: "PreToolUse", editable: true, output: claudeCodeOutput},
 	"codex":       {name: "codex", product: "Codex", event: "PermissionRequest", output: codexOutput},
+	"gemini":      {name: "gemini", product: "Gemini CLI", event: "BeforeTool", editable: true, output: geminiOutput, wait: geminiDefaultWait, vet: geminiEdit},
+}
+
+// defaultWait is the hook's wait without --timeout.
+func (a *hookAgent) defaultWait() time.Duration {
+	if a.wait > 0 {
+		return a.wait
+	}
+	return DefaultTimeout
 }
 
 // claudePreToolUse is Claude Code's PreToolUse hookSpecificOutput.
