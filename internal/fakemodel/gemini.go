@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -233,4 +236,48 @@ func (g *Gemini) FunctionResponses(tool string) []json.RawMessage {
 		}
 	}
 	return out
+}
+
+// Env is the environment that points Gemini CLI at the fake, with home
+// as its HOME (GeminiHome): an API key it sends nowhere else, no relaunch
+// of itself into a child process (GEMINI_CLI_NO_RELAUNCH: one process
+// to wait for, a second faster), no telemetry.
+func (g *Gemini) Env(home string) []string {
+	return []string{
+		"HOME=" + home,
+		"GOOGLE_GEMINI_BASE_URL=" + g.URL(),
+		"GEMINI_API_KEY=fake-gemini-key",
+		"GEMINI_CLI_NO_RELAUNCH=true",
+		"GEMINI_TELEMETRY_ENABLED=false",
+		"NO_COLOR=1",
+	}
+}
+
+// GeminiHome makes a fresh HOME for Gemini CLI whose user settings
+// (~/.gemini/settings.json) choose API-key auth, switch off telemetry,
+// usage statistics and update checks, and hold extra (such as "hooks")
+// besides. User settings, not a project's: Gemini CLI runs a project's
+// hooks only in a trusted folder.
+func GeminiHome(t testing.TB, extra map[string]any) string {
+	t.Helper()
+	settings := map[string]any{
+		"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+		"privacy":   map[string]any{"usageStatisticsEnabled": false},
+		"telemetry": map[string]any{"enabled": false},
+		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}},
+	}
+	maps.Copy(settings, extra)
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	dir := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
 }
