@@ -8,6 +8,7 @@ package main
 // told.
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,25 @@ func TestAgentGemini(t *testing.T) {
 			t.Errorf("the model was told %s, want the command's output", told)
 		}
 	})
+	t.Run("approved in GitHub Actions, the variables allowed", func(t *testing.T) {
+		t.Parallel()
+		ci := maps.Clone(settings)
+		ci["security"] = map[string]any{
+			"auth":                         map[string]any{"selectedType": "gemini-api-key"},
+			"folderTrust":                  map[string]any{"enabled": false},
+			"environmentVariableRedaction": map[string]any{"allowed": []string{"SLACKBOT_URL", "SLACKBOT_API_KEY"}},
+		}
+		ciVars := maps.Clone(vars)
+		ciVars["GITHUB_SHA"] = "0123abc"
+		run := startGemini(t, ci, ciVars, nil, fakemodel.GeminiCall("run_shell_command",
+			map[string]any{"command": "echo from-ci >> ci.txt", "description": "Run in CI"}))
+		card := e.waitLiveCard(t, 0, "run_shell_command", "echo from-ci", "Run in CI")
+		e.clickCard(t, alice, card, bot.ActionIDApprove)
+		run.wait(t)
+		if got := run.file("ci.txt"); got != "from-ci\n" {
+			t.Errorf("ci.txt holds %q, want the command run once", got)
+		}
+	})
 	t.Run("denied with a reason", func(t *testing.T) {
 		t.Parallel()
 		run := startGemini(t, settings, vars, nil, fakemodel.GeminiCall("run_shell_command",
@@ -175,16 +195,21 @@ func TestAgentGeminiNoDecision(t *testing.T) {
 	for _, tt := range []struct {
 		name, command, url, says string
 		expire                   bool
+		more                     map[string]string // more environment
 	}{
-		{"the request expires", geminiHookCommand(t), e.srv.URL, "No decision on this tool call arrived", true},
-		{"slackbot unreachable", geminiHookCommand(t), "http://" + hooktest.ClosedPort(t), "slackbot could not be reached", false},
-		{"the hook cannot start", missing + " hook gemini", e.srv.URL, missing, false},
+		{"the request expires", geminiHookCommand(t), e.srv.URL, "No decision on this tool call arrived", true, nil},
+		{"slackbot unreachable", geminiHookCommand(t), "http://" + hooktest.ClosedPort(t), "slackbot could not be reached", false, nil},
+		{"the hook cannot start", missing + " hook gemini", e.srv.URL, missing, false, nil},
+		// In GitHub Actions (GITHUB_SHA set) Gemini CLI strips from a
+		// hook's environment every variable it does not allow by name.
+		{"GitHub Actions without the allowlist", geminiHookCommand(t), e.srv.URL, "SLACKBOT_URL is not set", false, map[string]string{"GITHUB_SHA": "0123abc"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			file := strings.ReplaceAll(tt.name, " ", "-") + ".txt"
-			run := startGemini(t, map[string]any{"hooks": geminiHooks(tt.command)},
-				map[string]string{"SLACKBOT_URL": tt.url, "SLACKBOT_API_KEY": keyBilling}, nil, call(file))
+			vars := map[string]string{"SLACKBOT_URL": tt.url, "SLACKBOT_API_KEY": keyBilling}
+			maps.Copy(vars, tt.more)
+			run := startGemini(t, map[string]any{"hooks": geminiHooks(tt.command)}, vars, nil, call(file))
 			if tt.expire {
 				card := e.waitLiveCard(t, 0, "touch "+file)
 				e.clock.Add(2 * time.Hour)
