@@ -19,7 +19,7 @@ const geminiRoutes = `
 default_timeout: 1h
 routes:
   - name: agent-reads
-    when: {tools: ["read_file", "read_many_files", "glob", "search_file_content", "list_directory"]}
+    when: {tools: ["read_file", "read_many_files", "glob", "grep_search", "list_directory"]}
     channel: C0APPROVALS
     approvers: {users: [U0ALICE]}
     auto_approve: "true"
