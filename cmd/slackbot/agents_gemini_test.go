@@ -109,8 +109,8 @@ func geminiHookCommand(t *testing.T) string {
 
 // TestAgentGemini: a person in Slack decides Gemini CLI's tool calls.
 // Approved, the shell command runs once; denied with a reason, nothing
-// runs and the model's next request carries the reason; approved with
-// edited arguments, the edited replace is the one applied.
+// runs and the model's next request carries the reason; edited in the
+// card's form, the edited replace is the one applied.
 func TestAgentGemini(t *testing.T) {
 	t.Parallel()
 	e := newGeminiHookEnv(t)
@@ -169,10 +169,12 @@ func TestAgentGemini(t *testing.T) {
 		run := startGemini(t, settings, vars, map[string]string{"prod.yaml": "replicas: 3\nimage: shop:1.4\n"}, fakemodel.GeminiCall("replace",
 			map[string]any{"file_path": "prod.yaml", "old_string": "replicas: 3", "new_string": "replicas: 30", "instruction": "Scale up for the sale"}))
 		card := e.waitLiveCard(t, 0, "replace", "replicas: 30", "Scale up for the sale")
-		// Gemini CLI made the path absolute before the hook saw it: the
-		// edit keeps every argument, as an approver's would.
+		// Gemini CLI made the path absolute before the hook saw it; the
+		// approver changes new_string in the card's form.
 		edited := `{"file_path":"` + filepath.Join(run.dir, "prod.yaml") + `","instruction":"Scale up for the sale","new_string":"replicas: 5","old_string":"replicas: 3"}`
-		e.answerWithEdit(t, card, edited)
+		if err := e.press(t.Context(), card, decision{Action: bot.ActionIDEdit, User: alice, Args: edited}); err != nil {
+			t.Fatal(err)
+		}
 		run.wait(t)
 		if got, want := run.file("prod.yaml"), "replicas: 5\nimage: shop:1.4\n"; got != want {
 			t.Errorf("prod.yaml holds %q, want the edited replacement %q", got, want)

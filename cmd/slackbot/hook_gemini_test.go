@@ -7,6 +7,7 @@ package main
 // CLI runs the hook in agents_gemini_test.go.
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -37,11 +38,12 @@ func newGeminiHookEnv(t *testing.T) *env {
 }
 
 // TestHookGemini: Gemini CLI's BeforeTool events become cards that say
-// what Gemini CLI wants to run, and the decisions come back as its hook
-// output: allow; allow with the edited input in hookSpecificOutput
-// (every argument kept); a denial for an edit that removes an argument
-// (Gemini CLI's documented merge would keep the model's); a denial with
-// the approver's reason.
+// what Gemini CLI wants to run, with Edit arguments… (the hook sends the
+// tool's schema), and the decisions come back as its hook output: allow;
+// allow with the input edited in the card's form in hookSpecificOutput;
+// a denial for an edit that removes an argument (Gemini CLI's documented
+// merge would keep the model's); a denial with the approver's reason.
+// The form refuses an edit that does not fit the tool's schema.
 func TestHookGemini(t *testing.T) {
 	t.Parallel()
 	e := newGeminiHookEnv(t)
@@ -57,19 +59,29 @@ func TestHookGemini(t *testing.T) {
 		e.clickCard(t, alice, card, bot.ActionIDApprove)
 		checkHookGolden(t, "gemini-run_shell_command-allow", waitHook(t, done).Stdout)
 	})
-	t.Run("replace approved with edited input", func(t *testing.T) {
+	t.Run("replace approved with input edited in the card", func(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), hookInput(t, "gemini/replace.json"), vars, "gemini")
 		card := e.waitLiveCard(t, before, "replace", "replicas: 30")
-		e.answerWithEdit(t, card, `{"file_path":"/home/dev/shop/config/prod.yaml","instruction":"Scale the shop up for the sale","new_string":"replicas: 5","old_string":"replicas: 3"}`)
+		noInstruction := `{"file_path":"/home/dev/shop/config/prod.yaml","new_string":"replicas: 5","old_string":"replicas: 3"}`
+		err := e.press(t.Context(), card, decision{Action: bot.ActionIDEdit, User: alice, Args: noInstruction})
+		if _, refused := errors.AsType[formRefused](err); !refused || !strings.Contains(err.Error(), "instruction") {
+			t.Fatalf("an edit without the required instruction: %v, want the form refused naming it", err)
+		}
+		edited := `{"file_path":"/home/dev/shop/config/prod.yaml","instruction":"Scale the shop up for the sale","new_string":"replicas: 5","old_string":"replicas: 3"}`
+		if err := e.press(t.Context(), card, decision{Action: bot.ActionIDEdit, User: alice, Args: edited}); err != nil {
+			t.Fatal(err)
+		}
 		checkHookGolden(t, "gemini-replace-allow-edited", waitHook(t, done).Stdout)
 	})
-	t.Run("replace approved with an argument removed", func(t *testing.T) {
+	t.Run("run_shell_command approved with an argument removed", func(t *testing.T) {
 		before := len(e.cards())
-		done := startHook(t.Context(), hookInput(t, "gemini/replace.json"), vars, "gemini")
-		card := e.waitLiveCard(t, before, "replace", "replicas: 30")
-		e.answerWithEdit(t, card, `{"file_path":"/home/dev/shop/config/prod.yaml","new_string":"replicas: 5","old_string":"replicas: 3"}`)
-		checkHookGolden(t, "gemini-replace-edit-drops", waitHook(t, done).Stdout)
+		done := startHook(t.Context(), hookInput(t, "gemini/run_shell_command.json"), vars, "gemini")
+		card := e.waitLiveCard(t, before, "run_shell_command", "rm -rf build/")
+		if err := e.press(t.Context(), card, decision{Action: bot.ActionIDEdit, User: bob, Args: `{"command":"rm -rf build/"}`}); err != nil {
+			t.Fatal(err)
+		}
+		checkHookGolden(t, "gemini-run_shell_command-edit-drops", waitHook(t, done).Stdout)
 	})
 	t.Run("write_file denied with a reason", func(t *testing.T) {
 		before := len(e.cards())

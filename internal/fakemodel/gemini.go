@@ -60,10 +60,12 @@ type Gemini struct {
 }
 
 // GeminiRequest is one agent turn the CLI asked for: its contents, the
-// conversation so far.
+// conversation so far, and the tools it offers.
 type GeminiRequest struct {
 	Model    string
 	Contents []GeminiContent `json:"contents"`
+	// Tools are the tools the CLI offers the model, as it declares them.
+	Tools json.RawMessage `json:"tools"`
 }
 
 // GeminiContent is one message of the conversation.
