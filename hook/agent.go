@@ -3,6 +3,7 @@ package hook
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/client"
@@ -32,7 +33,9 @@ import (
 //     edited arguments is passed back as a denial that gives the model the
 //     approved arguments to call with.
 
-// hookEvent is the hook input of either agent; fields one agent does not
+// Gemini CLI's BeforeTool contract is in gemini.go.
+
+// hookEvent is the hook input of any of the agents; fields one agent does not
 // send stay empty.
 type hookEvent struct {
 	SessionID      string          `json:"session_id"`
@@ -54,11 +57,29 @@ type hookAgent struct {
 	// editable: the agent can run edited arguments in place of its own.
 	editable bool
 	output   func(hookDecision) any
+	// schema, when set, returns the JSON Schema of a tool's input, which
+	// the request carries so that its card offers Edit arguments…
+	schema func(tool string) json.RawMessage
+	// wait, when set, is the wait without --timeout, if the agent kills
+	// its hooks before DefaultTimeout.
+	wait time.Duration
+	// vet, when set, checks a decision against what the agent will do
+	// with it (gemini.go: an edit Gemini CLI cannot run exactly).
+	vet func(*hookEvent, hookDecision) hookDecision
 }
 
 var hookAgents = map[string]*hookAgent{
 	"claude-code": {name: "claude-code", product: "Claude Code", event: "PreToolUse", editable: true, output: claudeCodeOutput},
 	"codex":       {name: "codex", product: "Codex", event: "PermissionRequest", output: codexOutput},
+	"gemini":      {name: "gemini", product: "Gemini CLI", event: "BeforeTool", editable: true, output: geminiOutput, schema: geminiSchema, wait: geminiDefaultWait, vet: geminiEdit},
+}
+
+// defaultWait is the hook's wait without --timeout.
+func (a *hookAgent) defaultWait() time.Duration {
+	if a.wait > 0 {
+		return a.wait
+	}
+	return DefaultTimeout
 }
 
 // claudePreToolUse is Claude Code's PreToolUse hookSpecificOutput.
@@ -98,12 +119,23 @@ func codexOutput(d hookDecision) any {
 // request is the approval request for ev's tool call: the card shows the
 // agent, where it runs and why it asks.
 func (a *hookAgent) request(ev *hookEvent, callID string) client.CreateRequest {
-	return client.CreateRequest{
+	req := client.CreateRequest{
 		Approvals: []agentrunner.ToolCallPart{{ToolName: ev.ToolName, Args: ev.ToolInput, ToolCallID: callID}},
 		Requester: a.requester(ev),
 		Context:   a.context(ev),
 	}
+	if a.schema != nil {
+		if s := a.schema(ev.ToolName); s != nil {
+			req.Metadata = map[string]map[string]any{callID: {argsSchemaKey: s}}
+		}
+	}
+	return req
 }
+
+// argsSchemaKey is the member of a call's metadata in which a /v1 client
+// sends the JSON Schema of a tool slackbot does not know
+// (approval.ArgsSchemaKey; README, "HTTP API for agents in any language").
+const argsSchemaKey = "slackbot_args_schema"
 
 // requester is "Claude Code (/home/me/app)", within the API's 200 bytes:
 // the agent and where it works, which the card names and a grant on the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,8 +67,8 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 			shells = append(shells, m[2])
 		}
 	}
-	if len(yamls) != 1 || len(jsons) != 4 || len(shells) != 1 {
-		t.Fatalf("the section has %d yaml, %d json and %d sh blocks, want 1, 4 (Cursor, VS Code, Claude Code, Codex) and 1", len(yamls), len(jsons), len(shells))
+	if len(yamls) != 1 || len(jsons) != 5 || len(shells) != 2 {
+		t.Fatalf("the section has %d yaml, %d json and %d sh blocks, want 1, 5 (Cursor, VS Code, Claude Code, Codex, Gemini CLI) and 2 (Claude Code, Gemini CLI)", len(yamls), len(jsons), len(shells))
 	}
 	checkAgentRoutes(t, yamls[0])
 
@@ -105,9 +106,13 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 			hooked = append(hooked, "codex")
 			checkHookSettings(t, "codex", perm[0].Hooks)
 		}
+		if before, ok := doc.Hooks["BeforeTool"]; ok {
+			hooked = append(hooked, "gemini")
+			checkGeminiSettings(t, before[0].Matcher, before[0].Hooks, block)
+		}
 	}
-	if len(mcpURLs) != 2 || len(hooked) != 2 {
-		t.Errorf("the JSON blocks configure MCP at %v and hooks for %v; want Cursor and VS Code, Claude Code and Codex", mcpURLs, hooked)
+	if len(mcpURLs) != 2 || len(hooked) != 3 {
+		t.Errorf("the JSON blocks configure MCP at %v and hooks for %v; want Cursor and VS Code, Claude Code, Codex and Gemini CLI", mcpURLs, hooked)
 	}
 	for _, u := range mcpURLs {
 		if !strings.HasSuffix(u, "/mcp") {
@@ -117,6 +122,11 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 	for _, want := range []string{"claude mcp add --transport http slackbot https://", "/mcp", `--header "Authorization: Bearer `, "--permission-prompt-tool mcp__slackbot__approval_prompt"} {
 		if !strings.Contains(shells[0], want) {
 			t.Errorf("the Claude Code commands lack %q", want)
+		}
+	}
+	for _, want := range []string{"export SLACKBOT_URL=https://", "SLACKBOT_API_KEY=", "gemini -p ", "--approval-mode=yolo"} {
+		if !strings.Contains(shells[1], want) {
+			t.Errorf("the Gemini CLI commands lack %q", want)
 		}
 	}
 }
@@ -134,6 +144,9 @@ func checkAgentRoutes(t *testing.T, yaml string) {
 		auto        bool
 	}{
 		{"Read", "agent-reads", true}, {"Grep", "agent-reads", true}, {"Glob", "agent-reads", true},
+		{"read_file", "agent-reads", true}, {"read_many_files", "agent-reads", true}, {"glob", "agent-reads", true},
+		{"grep_search", "agent-reads", true}, {"list_directory", "agent-reads", true},
+		{"run_shell_command", "agent-writes", false}, {"write_file", "agent-writes", false}, {"replace", "agent-writes", false},
 		{"github__get_issue", "agent-reads", true}, {"mcp__slackbot__github__get_issue", "agent-reads", true},
 		{"Bash", "agent-writes", false}, {"Edit", "agent-writes", false}, {"Write", "agent-writes", false},
 		{"apply_patch", "agent-writes", false}, {"github__create_issue", "agent-writes", false},
@@ -195,6 +208,52 @@ func checkClaudeMatcher(t *testing.T, matcher string) {
 	} {
 		if re.MatchString(tool) != want {
 			t.Errorf("matcher %q on %s: got %v, want %v", matcher, tool, !want, want)
+		}
+	}
+}
+
+// checkGeminiSettings: Gemini CLI's settings run `slackbot hook gemini`
+// (checkHookSettings) before the writes and MCP tools and not the reads
+// (its matcher is a JavaScript RegExp tested, unanchored, on the tool
+// name), give it longer than its --timeout (Gemini CLI's timeout is in
+// milliseconds, and a killed hook lets the call run), and keep the hook's
+// variables where Gemini CLI would strip them.
+func checkGeminiSettings(t *testing.T, matcher string, hooks []hookHandler, block string) {
+	t.Helper()
+	ms := make([]hookHandler, len(hooks))
+	for i, h := range hooks {
+		ms[i] = h
+		if h.Timeout%1000 != 0 {
+			t.Errorf("gemini: timeout %d ms, want whole seconds", h.Timeout)
+		}
+		ms[i].Timeout = h.Timeout / 1000
+	}
+	checkHookSettings(t, "gemini", ms)
+	re, err := regexp.Compile(matcher)
+	if err != nil {
+		t.Fatalf("gemini: matcher %q: %v", matcher, err)
+	}
+	for tool, want := range map[string]bool{
+		"run_shell_command": true, "write_file": true, "replace": true, "mcp__github__create_issue": true,
+		"read_file": false, "read_many_files": false, "glob": false, "grep_search": false, "list_directory": false,
+	} {
+		if re.MatchString(tool) != want {
+			t.Errorf("gemini: matcher %q on %s: got %v, want %v", matcher, tool, !want, want)
+		}
+	}
+	var doc struct {
+		Security struct {
+			EnvironmentVariableRedaction struct {
+				Allowed []string `json:"allowed"`
+			} `json:"environmentVariableRedaction"`
+		} `json:"security"`
+	}
+	if err := json.Unmarshal([]byte(block), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"SLACKBOT_URL", "SLACKBOT_API_KEY"} {
+		if !slices.Contains(doc.Security.EnvironmentVariableRedaction.Allowed, v) {
+			t.Errorf("gemini: security.environmentVariableRedaction.allowed lacks %s", v)
 		}
 	}
 }

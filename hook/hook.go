@@ -1,4 +1,4 @@
-// Package hook is `slackbot hook claude-code|codex`: a coding agent's hook
+// Package hook is `slackbot hook claude-code|codex|gemini`: a coding agent's hook
 // command that asks slackbot, through /v1 (package client), whether the
 // agent may run a tool call, waits for people to decide in Slack, and
 // prints the decision in the agent's hook output format (agent.go). It
@@ -6,15 +6,16 @@
 // prints a denial.
 //
 // Once it knows the agent, Run always prints a decision and returns nil
-// (the command exits 0), because both agents read the hook's JSON only on
+// (the command exits 0), because the agents read the hook's JSON only on
 // exit 0 and treat most other exit codes as a "non-blocking error" that
 // lets the normal permission flow go on (Claude Code, https://code.claude.com/docs/en/hooks "Other exit codes"; Codex,
 // https://developers.openai.com/codex/hooks: a failed PermissionRequest
-// hook falls back to Codex's own approval prompt). When it has no JSON to
+// hook falls back to Codex's own approval prompt; Gemini CLI: exit 1 is a
+// warning and the call runs, gemini.go). When it has no JSON to
 // give (no agent it knows, or stdout cannot be written) Run returns an
 // error, and the command must exit 2 with the reason on stderr: exit 2 is
-// the one status Claude Code reads as "block the call", and 1 would let it
-// go on.
+// the one status Claude Code reads as "block the call" (Gemini CLI too,
+// with stderr as the reason), and 1 would let it go on.
 //
 // The package imports only client and agentrunner of slackbot's, so a Go
 // program may embed the hook as it is.
@@ -38,20 +39,22 @@ import (
 const (
 	// maxHookInput bounds the hook event read from stdin.
 	maxHookInput = 1 << 20
-	// DefaultTimeout, the wait without --timeout, is below both agents'
-	// default command-hook timeout (600 s), so the hook's own denial
-	// arrives before the agent kills it.
+	// DefaultTimeout, the wait without --timeout, is below Claude Code's
+	// and Codex's default command-hook timeout (600 s), so the hook's own
+	// denial arrives before the agent kills it (Gemini CLI's is shorter:
+	// gemini.go).
 	DefaultTimeout = 9 * time.Minute
 	// maxHookTimeout is the longest request slackbot accepts (7 days).
 	maxHookTimeout = 7 * 24 * time.Hour
 )
 
 // Usage is the hook command's usage.
-const Usage = `usage: slackbot hook claude-code|codex [--timeout 9m]
+const Usage = `usage: slackbot hook claude-code|codex|gemini [--timeout 9m]
 
-Reads the agent's hook event (Claude Code PreToolUse, Codex PermissionRequest)
-on stdin, asks slackbot (SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits
-at most --timeout, and prints the agent's hook decision JSON`
+Reads the agent's hook event (Claude Code PreToolUse, Codex PermissionRequest,
+Gemini CLI BeforeTool) on stdin, asks slackbot (SLACKBOT_URL,
+SLACKBOT_API_KEY) for a decision, waits at most --timeout, and prints the
+agent's hook decision JSON`
 
 // ExitBlock is the exit status of a hook command for which Run returned
 // an error: the one status Claude Code reads as "block the call".
@@ -70,7 +73,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	agent, ok := hookAgents[args[0]]
 	if !ok {
-		return fmt.Errorf("hook: unknown agent %q (want claude-code or codex)\n%s", args[0], Usage)
+		return fmt.Errorf("hook: unknown agent %q (want claude-code, codex or gemini)\n%s", args[0], Usage)
 	}
 	d := decideHook(ctx, agent, args[1:], getenv, stdin)
 	if !d.allow {
@@ -90,7 +93,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv func(string) string, stdin io.Reader) hookDecision {
 	fs := flag.NewFlagSet("slackbot hook "+agent.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	timeout := fs.Duration("timeout", DefaultTimeout, "how long to wait for a decision")
+	timeout := fs.Duration("timeout", agent.defaultWait(), "how long to wait for a decision")
 	if err := fs.Parse(args); err != nil {
 		return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name)
 	}
@@ -108,7 +111,11 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	if err != nil {
 		return denyf("slackbot hook %s is not configured: %v", agent.name, err)
 	}
-	return ask(ctx, api, agent, ev, *timeout)
+	d := ask(ctx, api, agent, ev, *timeout)
+	if agent.vet != nil {
+		d = agent.vet(ev, d)
+	}
+	return d
 }
 
 // hookDecision is what the hook tells the agent.

@@ -111,7 +111,7 @@ func TestHookRefusesBadInput(t *testing.T) {
 	// the usage, and an error, for exit status 2 (cmd/slackbot's
 	// TestHookWithoutAgentExits2).
 	r := <-startHook(t.Context(), bash, vars, "cursor")
-	if r.Err == nil || r.Stdout != "" || !strings.Contains(r.Err.Error(), "claude-code or codex") {
+	if r.Err == nil || r.Stdout != "" || !strings.Contains(r.Err.Error(), "claude-code, codex or gemini") {
 		t.Errorf("hook cursor: got %v, stdout %q; want the usage and no output", r.Err, r.Stdout)
 	}
 }

@@ -60,6 +60,7 @@ const usage = `usage:
   slackbot routes check FILE  validate a routing file and print its routes
   slackbot hook claude-code   Claude Code's PreToolUse hook: ask slackbot, print the decision
   slackbot hook codex         Codex's PermissionRequest hook: ask slackbot, print the decision
+  slackbot hook gemini        Gemini CLI's BeforeTool hook: ask slackbot, print the decision
   slackbot version            print the version`
 
 // run does everything main does, so tests can start the real program:
