@@ -48,12 +48,13 @@ type codexExit struct {
 type codexOptions struct {
 	vars        map[string]string // the hook's environment (SLACKBOT_URL, SLACKBOT_API_KEY)
 	hookCommand func(string) string
-	untrusted   bool // run without --dangerously-bypass-hook-trust
+	untrusted   bool   // run without --dangerously-bypass-hook-trust
+	event       string // the README's hooks.json of this event; PreToolUse when empty
 	turns       []fakemodel.OpenAITurn
 }
 
 // startCodex starts codex exec in a fresh project with the README's Codex
-// PreToolUse hook settings, their command rewritten by o.hookCommand.
+// hook settings for o.event, their command rewritten by o.hookCommand.
 func startCodex(t *testing.T, o codexOptions) *codexRun {
 	t.Helper()
 	codex := agentcli.Path(t, "codex")
@@ -67,7 +68,10 @@ func startCodex(t *testing.T, o codexOptions) *codexRun {
 		}
 	}
 	writeFile(t, filepath.Join(codexHome, "config.toml"), codexConfig(r.model.URL))
-	writeFile(t, filepath.Join(codexHome, "hooks.json"), readmeCodexHooks(t, o.hookCommand))
+	if o.event == "" {
+		o.event = "PreToolUse"
+	}
+	writeFile(t, filepath.Join(codexHome, "hooks.json"), readmeCodexHooks(t, o.event, o.hookCommand))
 
 	args := []string{"exec", "--skip-git-repo-check", "--sandbox", "workspace-write"}
 	if !o.untrusted {
@@ -114,10 +118,10 @@ enabled = false
 `, fakemodel.OpenAIModel, baseURL)
 }
 
-// readmeCodexHooks is the README's Codex PreToolUse hooks.json, each
+// readmeCodexHooks is the README's Codex hooks.json for event, each
 // command rewritten by rewrite (the slackbot binary's path in place of
 // "slackbot", a shorter --timeout).
-func readmeCodexHooks(t *testing.T, rewrite func(string) string) string {
+func readmeCodexHooks(t *testing.T, event string, rewrite func(string) string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(pkgDir, "..", "..", "README.md"))
 	if err != nil {
@@ -130,10 +134,10 @@ func readmeCodexHooks(t *testing.T, rewrite func(string) string) string {
 				Hooks   []map[string]any `json:"hooks"`
 			} `json:"hooks"`
 		}
-		if json.Unmarshal([]byte(m[1]), &doc) != nil || len(doc.Hooks["PreToolUse"]) == 0 || !strings.Contains(m[1], "slackbot hook codex") {
+		if json.Unmarshal([]byte(m[1]), &doc) != nil || len(doc.Hooks[event]) == 0 || !strings.Contains(m[1], "slackbot hook codex") {
 			continue
 		}
-		for _, group := range doc.Hooks["PreToolUse"] {
+		for _, group := range doc.Hooks[event] {
 			for _, h := range group.Hooks {
 				h["command"] = rewrite(h["command"].(string))
 			}
@@ -141,7 +145,7 @@ func readmeCodexHooks(t *testing.T, rewrite func(string) string) string {
 		out, _ := json.Marshal(doc)
 		return string(out)
 	}
-	t.Fatal("the README has no Codex PreToolUse hooks.json")
+	t.Fatalf("the README has no Codex %s hooks.json", event)
 	return ""
 }
 
@@ -296,20 +300,35 @@ func TestCodexExecFailsClosed(t *testing.T) {
 	})
 }
 
-// TestCodexExecSkipsUntrustedHooks shows the limit the README states:
-// Codex runs no hook whose definition nobody trusted, and says nothing,
-// so without trust (or --dangerously-bypass-hook-trust) codex exec runs
-// every command unasked.
-func TestCodexExecSkipsUntrustedHooks(t *testing.T) {
+// TestCodexExecUngated shows the limits the README states, where codex
+// exec runs a command unasked: Codex runs no hook whose definition
+// nobody trusted, and says nothing; and codex exec never fires
+// PermissionRequest (it runs with the approval policy "never", whatever
+// config.toml says), so the interactive CLI's hook gates nothing there.
+func TestCodexExecUngated(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
-	r := startCodex(t, codexOptions{vars: e.hookVars(keyBilling), hookCommand: slackbotHook(t, ""), untrusted: true,
-		turns: []fakemodel.OpenAITurn{{Exec: "touch unasked.txt"}}})
-	out := r.wait(t)
-	if !r.exists("unasked.txt") {
-		t.Errorf("with an untrusted hook the command did not run; has Codex changed how it treats untrusted hooks?\n%s", out)
-	}
-	if n := len(e.cards()); n != 0 {
-		t.Errorf("%d cards posted for an untrusted hook, want none (Codex does not run it)", n)
+	for _, tt := range []struct {
+		name, event, file string
+		untrusted         bool
+	}{
+		{"an untrusted PreToolUse hook", "PreToolUse", "untrusted-ran.txt", true},
+		{"a trusted PermissionRequest hook", "PermissionRequest", "permission-ran.txt", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := startCodex(t, codexOptions{vars: e.hookVars(keyBilling), hookCommand: slackbotHook(t, ""), untrusted: tt.untrusted,
+				event: tt.event, turns: []fakemodel.OpenAITurn{{Exec: "touch " + tt.file}}})
+			out := r.wait(t)
+			if !r.exists(tt.file) {
+				t.Errorf("the command did not run; has Codex changed when it runs this hook? Then the README's Codex section is wrong\n%s", out)
+			}
+			if strings.Contains(out, "hook: ") {
+				t.Errorf("Codex ran a hook:\n%s", out)
+			}
+			if n := len(e.cards()); n != 0 {
+				t.Errorf("%d cards posted, want none (Codex ran no hook)", n)
+			}
+		})
 	}
 }
