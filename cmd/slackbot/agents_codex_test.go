@@ -29,6 +29,7 @@ import (
 	"github.com/slackapprove/slackbot/internal/agentcli"
 	"github.com/slackapprove/slackbot/internal/fakemodel"
 	"github.com/slackapprove/slackbot/internal/hooktest"
+	"github.com/slackapprove/slackbot/internal/slacktest"
 )
 
 // codexRun is one `codex exec` and the fake model it talks to.
@@ -258,6 +259,17 @@ func TestCodexExec(t *testing.T) {
 		if told := r.told(t, 0, out); !strings.Contains(told, "No decision on this tool call arrived: nobody decided within 2s") {
 			t.Errorf("the model was told %q, want the hook's no-decision denial", told)
 		}
+		// The hook cancelled the request it stopped waiting for: its card
+		// has no buttons left to click.
+		waitUntil(t, 30*time.Second, "the card of the call nobody decided without its buttons", func() bool {
+			for _, m := range e.cards() {
+				if showsAll(m, []string{"touch expired-ran.txt"}) {
+					_, live := slacktest.Button(m, bot.ActionIDApprove)
+					return !live
+				}
+			}
+			return false
+		})
 	})
 }
 
