@@ -47,10 +47,10 @@ type hookAgent struct {
 	// checkEdit, when set, refuses edited arguments the agent would not
 	// run for ev.
 	checkEdit func(ev *hookEvent, edited json.RawMessage) error
-	// output is the JSON to print for d, in answer to ev, which is nil
-	// when stdin held no event and may be one the agent does not send
-	// (then its reading was refused); nil when the agent has no JSON for
-	// it, and the command then exits ExitBlock.
+	// output is the JSON to print for d in answer to ev, the event as far
+	// as it was read: nil when stdin held none, and possibly one whose
+	// reading was refused (another event's name). It returns nil when the
+	// agent has no JSON for ev; the command then exits ExitBlock.
 	output func(ev *hookEvent, d hookDecision) any
 }
 

@@ -52,8 +52,9 @@ const (
 const Usage = `usage: slackbot hook claude-code|codex [--timeout 9m]
 
 Reads the agent's hook event (Claude Code PreToolUse, Codex PreToolUse or
-PermissionRequest) on stdin, asks slackbot (SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits
-at most --timeout, and prints the agent's hook decision JSON`
+PermissionRequest) on stdin, asks slackbot (SLACKBOT_URL, SLACKBOT_API_KEY)
+for a decision, waits at most --timeout, and prints the agent's hook
+decision JSON`
 
 // ExitBlock is the exit status of a hook command for which Run returned
 // an error: the one status Claude Code reads as "block the call".
@@ -64,8 +65,8 @@ const ExitBlock = 2
 // SLACKBOT_URL with the key SLACKBOT_API_KEY (read through getenv), and
 // writes the agent's decision JSON to stdout and a denial's reason to
 // stderr. It returns an error only when it wrote no decision (an agent it
-// does not know, or stdout that cannot be written); the command should
-// then exit with ExitBlock.
+// does not know, an event the agent has no decision JSON for, or stdout
+// that cannot be written); the command should then exit with ExitBlock.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(Usage)
