@@ -86,7 +86,11 @@ func startCodex(t *testing.T, o codexOptions) *codexRun {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 3*time.Minute)
 	cmd := exec.CommandContext(ctx, codex, args...)
 	cmd.Dir = r.proj
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + codexHome, "FAKE_OPENAI_KEY=sk-fake", "NO_COLOR=1"}
+	// Anything Codex would fetch beyond the loopback fake goes to a
+	// closed port and fails at once.
+	proxy := "http://" + hooktest.ClosedPort(t)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + codexHome, "FAKE_OPENAI_KEY=sk-fake", "NO_COLOR=1",
+		"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "ALL_PROXY=" + proxy, "NO_PROXY=127.0.0.1,localhost"}
 	for k, v := range o.vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
