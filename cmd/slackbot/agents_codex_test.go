@@ -255,26 +255,47 @@ func TestCodexExec(t *testing.T) {
 	})
 	t.Run("nobody decides: denied when the hook's wait ends", func(t *testing.T) {
 		t.Parallel()
-		r := startCodex(t, codexOptions{vars: vars, hookCommand: slackbotHook(t, "2s"), turns: []fakemodel.OpenAITurn{{Exec: "touch expired-ran.txt"}}})
+		r := startCodex(t, codexOptions{vars: vars, hookCommand: slackbotHook(t, "2s"), turns: []fakemodel.OpenAITurn{{Exec: "touch undecided-ran.txt"}}})
 		out := r.wait(t)
-		if r.exists("expired-ran.txt") {
+		if r.exists("undecided-ran.txt") {
 			t.Errorf("a command nobody decided ran\n%s", out)
 		}
 		if told := r.told(t, 0, out); !strings.Contains(told, "No decision on this tool call arrived: nobody decided within 2s") {
 			t.Errorf("the model was told %q, want the hook's no-decision denial", told)
 		}
 		// The hook cancelled the request it stopped waiting for: its card
-		// has no buttons left to click.
-		waitUntil(t, 30*time.Second, "the card of the call nobody decided without its buttons", func() bool {
+		// says so and has no buttons left to click.
+		waitUntil(t, 30*time.Second, "the card of the call nobody decided to say Cancelled", func() bool {
 			for _, m := range e.cards() {
-				if showsAll(m, []string{"touch expired-ran.txt"}) {
+				if showsAll(m, []string{"touch undecided-ran.txt"}) {
 					_, live := slacktest.Button(m, bot.ActionIDApprove)
-					return !live
+					return !live && strings.Contains(cardText(m), "Cancelled")
 				}
 			}
 			return false
 		})
 	})
+}
+
+// TestCodexExecRequestExpires: a request that expires in slackbot (the
+// route's timeout passes; here the app's clock is moved past it, so the
+// test has an env of its own) is a denial Codex acts on: the command does
+// not run and the model is told no decision arrived.
+func TestCodexExecRequestExpires(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	r := startCodex(t, codexOptions{vars: e.hookVars(keyBilling), hookCommand: slackbotHook(t, ""),
+		turns: []fakemodel.OpenAITurn{{Exec: "touch expired-ran.txt"}}})
+	card := e.waitLiveCard(t, 0, "Bash", "touch expired-ran.txt")
+	e.clock.Add(2 * time.Hour)
+	out := r.wait(t)
+	if r.exists("expired-ran.txt") {
+		t.Errorf("the command of an expired request ran\n%s", out)
+	}
+	if told := r.told(t, 0, out); !strings.Contains(told, "No decision on this tool call arrived: the request expired") {
+		t.Errorf("the model was told %q, want the expiry's denial", told)
+	}
+	e.waitCardSays(t, card, "Expired")
 }
 
 // TestCodexExecFailsClosed: when the hook cannot reach slackbot, or the
