@@ -21,17 +21,7 @@ import (
 //     "permissionDecision":"allow"|"deny","permissionDecisionReason":…}}
 //     and, to run edited arguments, "updatedInput": the whole input, which
 //     replaces the tool's input object.
-//   - Codex, PermissionRequest (https://developers.openai.com/codex/hooks,
-//     "PermissionRequest"; schema in openai/codex
-//     codex-rs/hooks/schema/generated/permission-request.command.*.schema.json):
-//     it runs when Codex is about to ask for approval; stdin holds
-//     session_id, turn_id, transcript_path, cwd, hook_event_name, model,
-//     permission_mode, tool_name and tool_input (no tool use id); the hook
-//     prints {"hookSpecificOutput":{"hookEventName":"PermissionRequest",
-//     "decision":{"behavior":"allow"|"deny","message":…}}}. Codex fails
-//     the hook when the decision holds updatedInput, so an approval with
-//     edited arguments is passed back as a denial that gives the model the
-//     approved arguments to call with.
+//   - Codex: its PreToolUse and PermissionRequest hooks, in codex.go.
 
 // Gemini CLI's BeforeTool contract is in gemini.go.
 
@@ -51,12 +41,20 @@ type hookEvent struct {
 
 // hookAgent is one agent's hook contract.
 type hookAgent struct {
-	name    string // the command's argument
-	product string // as people know it, on the card
-	event   string // the hook event it reads
-	// editable: the agent can run edited arguments in place of its own.
-	editable bool
-	output   func(hookDecision) any
+	name    string   // the command's argument
+	product string   // as people know it, on the card
+	events  []string // the hook events it reads
+	// editable: the agent can run edited arguments in place of its own
+	// when it sent ev.
+	editable func(ev *hookEvent) bool
+	// checkEdit, when set, refuses edited arguments the agent would not
+	// run for ev.
+	checkEdit func(ev *hookEvent, edited json.RawMessage) error
+	// output is the JSON to print for d in answer to ev, the event as far
+	// as it was read: nil when stdin held none, and possibly one whose
+	// reading was refused (another event's name). It returns nil when the
+	// agent has no JSON for ev; the command then exits ExitBlock.
+	output func(ev *hookEvent, d hookDecision) any
 	// schema, when set, returns the JSON Schema of a tool's input, which
 	// the request carries so that its card offers Edit arguments…
 	schema func(tool string) json.RawMessage
@@ -69,9 +67,11 @@ type hookAgent struct {
 }
 
 var hookAgents = map[string]*hookAgent{
-	"claude-code": {name: "claude-code", product: "Claude Code", event: "PreToolUse", editable: true, output: claudeCodeOutput},
-	"codex":       {name: "codex", product: "Codex", event: "PermissionRequest", output: codexOutput},
-	"gemini":      {name: "gemini", product: "Gemini CLI", event: "BeforeTool", editable: true, output: geminiOutput, schema: geminiSchema, wait: geminiDefaultWait, vet: geminiEdit},
+	"claude-code": {name: "claude-code", product: "Claude Code", events: []string{"PreToolUse"},
+		editable: func(*hookEvent) bool { return true }, output: claudeCodeOutput},
+	"codex": codexAgent,
+	"gemini": {name: "gemini", product: "Gemini CLI", events: []string{"BeforeTool"},
+		editable: func(*hookEvent) bool { return true }, output: geminiOutput, schema: geminiSchema, wait: geminiDefaultWait, vet: geminiEdit},
 }
 
 // defaultWait is the hook's wait without --timeout.
@@ -90,28 +90,10 @@ type claudePreToolUse struct {
 	UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
 }
 
-func claudeCodeOutput(d hookDecision) any {
+func claudeCodeOutput(_ *hookEvent, d hookDecision) any {
 	out := claudePreToolUse{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: d.reason}
 	if d.allow {
 		out.PermissionDecision, out.UpdatedInput = "allow", d.edited
-	}
-	return map[string]any{"hookSpecificOutput": out}
-}
-
-// codexPermissionRequest is Codex's PermissionRequest hookSpecificOutput.
-type codexPermissionRequest struct {
-	HookEventName string `json:"hookEventName"`
-	Decision      struct {
-		Behavior string `json:"behavior"`
-		Message  string `json:"message,omitempty"`
-	} `json:"decision"`
-}
-
-func codexOutput(d hookDecision) any {
-	out := codexPermissionRequest{HookEventName: "PermissionRequest"}
-	out.Decision.Behavior, out.Decision.Message = "deny", d.reason
-	if d.allow {
-		out.Decision.Behavior, out.Decision.Message = "allow", ""
 	}
 	return map[string]any{"hookSpecificOutput": out}
 }
@@ -175,8 +157,8 @@ func (a *hookAgent) context(ev *hookEvent) string {
 	return shorten(strings.Join(lines, "\n"), 2000)
 }
 
-// decision reads how the request ended for the call callID.
-func (a *hookAgent) decision(st *client.Approval, callID string) hookDecision {
+// decision reads how the request ended for the call callID of ev.
+func (a *hookAgent) decision(ev *hookEvent, st *client.Approval, callID string) hookDecision {
 	if st.Results != nil {
 		if ans, ok := st.Results.Approvals[callID]; ok {
 			if call, _ := st.Call(callID); ans.Approved && call.ByClient {
@@ -186,7 +168,7 @@ func (a *hookAgent) decision(st *client.Approval, callID string) hookDecision {
 				return denyf("The API key that asked (%s) approved this call itself; the hook runs only a call a person, a policy or a grant approved in slackbot.",
 					st.Results.AnsweredBy[callID])
 			}
-			return a.answer(ans, st.Results.AnsweredBy[callID])
+			return a.answer(ev, ans, st.Results.AnsweredBy[callID])
 		}
 	}
 	switch st.Status {
@@ -200,8 +182,8 @@ func (a *hookAgent) decision(st *client.Approval, callID string) hookDecision {
 	return denyf("slackbot ended the request (%s) without a decision on this call", st.Status)
 }
 
-// answer turns a decision on the call into the agent's terms.
-func (a *hookAgent) answer(ans agentrunner.ApprovalResult, by string) hookDecision {
+// answer turns a decision on ev's call into the agent's terms.
+func (a *hookAgent) answer(ev *hookEvent, ans agentrunner.ApprovalResult, by string) hookDecision {
 	if !ans.Approved {
 		return hookDecision{reason: ans.DenialMessage()}
 	}
@@ -212,9 +194,14 @@ func (a *hookAgent) answer(ans agentrunner.ApprovalResult, by string) hookDecisi
 	if len(ans.OverrideArgs) == 0 {
 		return hookDecision{allow: true, reason: reason + "."}
 	}
-	if !a.editable {
-		return denyf("%s only with changed arguments, which a %s hook cannot pass on, so the call did not run. "+
-			"To run it as approved, make the call again with exactly these arguments: %s", reason, a.product, ans.OverrideArgs)
+	if !a.editable(ev) {
+		return denyf("%s only with changed arguments, which a %s %s hook cannot pass on, so the call did not run. "+
+			"To run it as approved, make the call again with exactly these arguments: %s", reason, a.product, ev.HookEventName, ans.OverrideArgs)
+	}
+	if a.checkEdit != nil {
+		if err := a.checkEdit(ev, ans.OverrideArgs); err != nil {
+			return denyf("%s only with changed arguments that %s cannot run (%v), so the call did not run.", reason, a.product, err)
+		}
 	}
 	return hookDecision{allow: true, reason: reason + ", with edited arguments.", edited: ans.OverrideArgs}
 }

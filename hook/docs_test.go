@@ -7,6 +7,7 @@ package hook
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,8 +68,8 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 			shells = append(shells, m[2])
 		}
 	}
-	if len(yamls) != 1 || len(jsons) != 5 || len(shells) != 2 {
-		t.Fatalf("the section has %d yaml, %d json and %d sh blocks, want 1, 5 (Cursor, VS Code, Claude Code, Codex, Gemini CLI) and 2 (Claude Code, Gemini CLI)", len(yamls), len(jsons), len(shells))
+	if len(yamls) != 1 || len(jsons) != 6 || len(shells) != 2 {
+		t.Fatalf("the section has %d yaml, %d json and %d sh blocks, want 1, 6 (Cursor, VS Code, Claude Code, Codex PreToolUse and PermissionRequest, Gemini CLI) and 2 (Claude Code, Gemini CLI)", len(yamls), len(jsons), len(shells))
 	}
 	checkAgentRoutes(t, yamls[0])
 
@@ -97,22 +98,28 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 			}
 			mcpURLs = append(mcpURLs, s.URL)
 		}
-		if pre, ok := doc.Hooks["PreToolUse"]; ok {
-			hooked = append(hooked, "claude-code")
-			checkHookSettings(t, "claude-code", pre[0].Hooks)
-			checkClaudeMatcher(t, pre[0].Matcher)
-		}
-		if perm, ok := doc.Hooks["PermissionRequest"]; ok {
-			hooked = append(hooked, "codex")
-			checkHookSettings(t, "codex", perm[0].Hooks)
+		for _, event := range []string{"PreToolUse", "PermissionRequest"} {
+			groups, ok := doc.Hooks[event]
+			if !ok {
+				continue
+			}
+			agent := hookedAgent(groups[0].Hooks)
+			hooked = append(hooked, agent+" "+event)
+			checkHookSettings(t, agent, groups[0].Hooks)
+			switch {
+			case agent == "claude-code" && event == "PreToolUse":
+				checkClaudeMatcher(t, groups[0].Matcher)
+			case agent == "codex" && event == "PreToolUse":
+				checkCodexMatcher(t, groups[0].Matcher)
+			}
 		}
 		if before, ok := doc.Hooks["BeforeTool"]; ok {
 			hooked = append(hooked, "gemini")
 			checkGeminiSettings(t, before[0].Matcher, before[0].Hooks, block)
 		}
 	}
-	if len(mcpURLs) != 2 || len(hooked) != 3 {
-		t.Errorf("the JSON blocks configure MCP at %v and hooks for %v; want Cursor and VS Code, Claude Code, Codex and Gemini CLI", mcpURLs, hooked)
+	if want := "[claude-code PreToolUse codex PreToolUse codex PermissionRequest gemini]"; len(mcpURLs) != 2 || fmt.Sprint(hooked) != want {
+		t.Errorf("the JSON blocks configure MCP at %v and hooks for %v; want Cursor and VS Code, and hooks for %s", mcpURLs, hooked, want)
 	}
 	for _, u := range mcpURLs {
 		if !strings.HasSuffix(u, "/mcp") {
@@ -164,15 +171,39 @@ func checkAgentRoutes(t *testing.T, yaml string) {
 	}
 }
 
+// hookedAgent is the agent a hook's command names: slackbot hook AGENT.
+func hookedAgent(hooks []hookHandler) string {
+	if len(hooks) > 0 {
+		if args := strings.Fields(hooks[0].Command); len(args) > 2 {
+			return args[2]
+		}
+	}
+	return ""
+}
+
+// codexFailClosed ends Codex's hook commands: a hook that cannot start
+// exits 2, a denial, where Codex would run the call past a failed hook.
+// agents_codex_test.go's TestCodexExecFailsClosed checks it with Codex.
+const codexFailClosed = " || exit 2"
+
 // checkHookSettings: one command hook runs `slackbot hook agent`, whose
 // flags the hook accepts, and the agent's timeout for it is longer than
-// the hook's own, so the hook's denial arrives before the agent kills it.
+// the hook's own, so the hook's denial arrives before the agent kills it
+// (Codex even runs the call past a hook it killed). Codex's command ends
+// in codexFailClosed.
 func checkHookSettings(t *testing.T, agent string, hooks []hookHandler) {
 	t.Helper()
 	if len(hooks) != 1 || hooks[0].Type != "command" {
 		t.Fatalf("%s: hooks %+v, want one command hook", agent, hooks)
 	}
-	args := strings.Fields(hooks[0].Command)
+	command := hooks[0].Command
+	if agent == "codex" {
+		var ok bool
+		if command, ok = strings.CutSuffix(command, codexFailClosed); !ok {
+			t.Errorf("codex: the hook runs %q, which does not end in %q", hooks[0].Command, codexFailClosed)
+		}
+	}
+	args := strings.Fields(command)
 	if len(args) < 3 || args[0] != "slackbot" || args[1] != "hook" || args[2] != agent {
 		t.Fatalf("%s: the hook runs %q, want slackbot hook %s", agent, hooks[0].Command, agent)
 	}
@@ -191,6 +222,22 @@ func checkHookSettings(t *testing.T, agent string, hooks []hookHandler) {
 	}
 	if agentWait := time.Duration(hooks[0].Timeout) * time.Second; agentWait <= wait {
 		t.Errorf("%s: the agent kills the hook after %s, before its --timeout %s ends the wait", agent, agentWait, wait)
+	}
+}
+
+// checkCodexMatcher: Codex's matcher (a regular expression on the tool
+// name) sends the tools Codex names in its PreToolUse events to the hook:
+// its shell tools (Bash), apply_patch and MCP tools.
+func checkCodexMatcher(t *testing.T, matcher string) {
+	t.Helper()
+	re, err := regexp.Compile(matcher)
+	if err != nil {
+		t.Fatalf("matcher %q: %v", matcher, err)
+	}
+	for _, tool := range []string{"Bash", "apply_patch", "mcp__github__create_issue"} {
+		if !re.MatchString(tool) {
+			t.Errorf("Codex's matcher %q does not send %s to the hook", matcher, tool)
+		}
 	}
 }
 

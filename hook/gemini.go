@@ -89,7 +89,7 @@ type geminiBeforeToolSpec struct {
 	ToolInput     json.RawMessage `json:"tool_input"`
 }
 
-func geminiOutput(d hookDecision) any {
+func geminiOutput(_ *hookEvent, d hookDecision) any {
 	if !d.allow {
 		return geminiBeforeTool{Decision: "deny", Reason: d.reason}
 	}

@@ -10,12 +10,14 @@
 // exit 0 and treat most other exit codes as a "non-blocking error" that
 // lets the normal permission flow go on (Claude Code, https://code.claude.com/docs/en/hooks "Other exit codes"; Codex,
 // https://developers.openai.com/codex/hooks: a failed PermissionRequest
-// hook falls back to Codex's own approval prompt; Gemini CLI: exit 1 is a
-// warning and the call runs, gemini.go). When it has no JSON to
-// give (no agent it knows, or stdout cannot be written) Run returns an
-// error, and the command must exit 2 with the reason on stderr: exit 2 is
-// the one status Claude Code reads as "block the call" (Gemini CLI too,
-// with stderr as the reason), and 1 would let it go on.
+// hook falls back to Codex's own approval prompt, and a failed PreToolUse
+// hook lets the call run, codex.go; Gemini CLI: exit 1 is a warning and
+// the call runs, gemini.go). When it has no JSON to give (no agent it
+// knows, an event of Codex's it cannot answer, or stdout cannot be
+// written) Run returns an error, and the command must exit 2 with the
+// reason on stderr: exit 2 is the one status all three agents read as
+// "block the call" (Gemini CLI with stderr as the reason), and 1 would
+// let it go on.
 //
 // The package imports only client and agentrunner of slackbot's, so a Go
 // program may embed the hook as it is.
@@ -28,6 +30,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,10 +54,10 @@ const (
 // Usage is the hook command's usage.
 const Usage = `usage: slackbot hook claude-code|codex|gemini [--timeout 9m]
 
-Reads the agent's hook event (Claude Code PreToolUse, Codex PermissionRequest,
-Gemini CLI BeforeTool) on stdin, asks slackbot (SLACKBOT_URL,
-SLACKBOT_API_KEY) for a decision, waits at most --timeout, and prints the
-agent's hook decision JSON`
+Reads the agent's hook event (Claude Code PreToolUse, Codex PreToolUse or
+PermissionRequest, Gemini CLI BeforeTool) on stdin, asks slackbot
+(SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits at most --timeout,
+and prints the agent's hook decision JSON`
 
 // ExitBlock is the exit status of a hook command for which Run returned
 // an error: the one status Claude Code reads as "block the call".
@@ -65,8 +68,8 @@ const ExitBlock = 2
 // SLACKBOT_URL with the key SLACKBOT_API_KEY (read through getenv), and
 // writes the agent's decision JSON to stdout and a denial's reason to
 // stderr. It returns an error only when it wrote no decision (an agent it
-// does not know, or stdout that cannot be written); the command should
-// then exit with ExitBlock.
+// does not know, an event the agent has no decision JSON for, or stdout
+// that cannot be written); the command should then exit with ExitBlock.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(Usage)
@@ -75,13 +78,20 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if !ok {
 		return fmt.Errorf("hook: unknown agent %q (want claude-code, codex or gemini)\n%s", args[0], Usage)
 	}
-	d := decideHook(ctx, agent, args[1:], getenv, stdin)
+	d, ev := decideHook(ctx, agent, args[1:], getenv, stdin)
+	out := agent.output(ev, d)
+	if out == nil {
+		// No JSON this agent would read as a decision for this event:
+		// exit 2 with the reason on stderr, which Codex reads as a
+		// denial of the call (codex.go).
+		return fmt.Errorf("hook: %s", d.reason)
+	}
 	if !d.allow {
 		fmt.Fprintln(stderr, "slackbot hook:", d.reason)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false) // the agents show the reason as text
-	if err := enc.Encode(agent.output(d)); err != nil {
+	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("hook: write the decision: %w", err)
 	}
 	return nil
@@ -89,33 +99,35 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 // decideHook is the hook's decision for agent, given the command's flags
 // (args), the environment and the event on stdin: a denial for anything
-// that keeps it from asking slackbot, else slackbot's answer.
-func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv func(string) string, stdin io.Reader) hookDecision {
+// that keeps it from asking slackbot, else slackbot's answer. It returns
+// the event as far as it was read (nil if it was not), so the decision
+// is printed in answer to the event the agent sent.
+func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv func(string) string, stdin io.Reader) (hookDecision, *hookEvent) {
 	fs := flag.NewFlagSet("slackbot hook "+agent.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	timeout := fs.Duration("timeout", agent.defaultWait(), "how long to wait for a decision")
 	if err := fs.Parse(args); err != nil {
-		return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name)
+		return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name), nil
 	}
 	if fs.NArg() > 0 {
-		return denyf("slackbot hook %s: unexpected argument %q", agent.name, fs.Arg(0))
+		return denyf("slackbot hook %s: unexpected argument %q", agent.name, fs.Arg(0)), nil
 	}
 	if *timeout < time.Second || *timeout > maxHookTimeout {
-		return denyf("slackbot hook %s: --timeout %s: want between 1s and %s", agent.name, *timeout, maxHookTimeout)
+		return denyf("slackbot hook %s: --timeout %s: want between 1s and %s", agent.name, *timeout, maxHookTimeout), nil
 	}
 	ev, err := readHookEvent(stdin, agent)
 	if err != nil {
-		return denyf("slackbot hook %s: %v", agent.name, err)
+		return denyf("slackbot hook %s: %v", agent.name, err), ev
 	}
 	api, err := newAPIClient(getenv("SLACKBOT_URL"), getenv("SLACKBOT_API_KEY"))
 	if err != nil {
-		return denyf("slackbot hook %s is not configured: %v", agent.name, err)
+		return denyf("slackbot hook %s is not configured: %v", agent.name, err), ev
 	}
 	d := ask(ctx, api, agent, ev, *timeout)
 	if agent.vet != nil {
 		d = agent.vet(ev, d)
 	}
-	return d
+	return d, ev
 }
 
 // hookDecision is what the hook tells the agent.
@@ -138,9 +150,11 @@ func noDecision(reason string) hookDecision {
 }
 
 // readHookEvent reads and checks the hook event on stdin: at most
-// maxHookInput bytes, a JSON object of the agent's event with a tool name
-// and a tool_input object the API accepts (agentrunner.CheckArgs: nested
-// no deeper than it allows, read one way by every parser).
+// maxHookInput bytes, a JSON object of one of the agent's events with a
+// tool name and a tool_input object the API accepts
+// (agentrunner.CheckArgs: nested no deeper than it allows, read one way
+// by every parser). A refused event is returned with the error when it
+// was a JSON object, so the refusal answers the event that was sent.
 func readHookEvent(stdin io.Reader, agent *hookAgent) (*hookEvent, error) {
 	if stdin == nil {
 		return nil, errors.New("no hook event on stdin")
@@ -157,15 +171,15 @@ func readHookEvent(stdin io.Reader, agent *hookAgent) (*hookEvent, error) {
 		return nil, fmt.Errorf("the hook event on stdin is not a JSON object: %v", err)
 	}
 	switch {
-	case ev.HookEventName != agent.event:
-		return nil, fmt.Errorf("hook_event_name %q: this hook handles %s events of %s", ev.HookEventName, agent.event, agent.product)
+	case !slices.Contains(agent.events, ev.HookEventName):
+		return &ev, fmt.Errorf("hook_event_name %q: this hook handles %s events of %s", ev.HookEventName, strings.Join(agent.events, " and "), agent.product)
 	case ev.ToolName == "":
-		return nil, errors.New("the hook event has no tool_name")
+		return &ev, errors.New("the hook event has no tool_name")
 	case !isJSONObject(ev.ToolInput):
-		return nil, errors.New("the hook event's tool_input is not a JSON object")
+		return &ev, errors.New("the hook event's tool_input is not a JSON object")
 	}
 	if err := agentrunner.CheckArgs(ev.ToolInput); err != nil {
-		return nil, fmt.Errorf("tool_input: %w", err)
+		return &ev, fmt.Errorf("tool_input: %w", err)
 	}
 	return &ev, nil
 }
@@ -227,7 +241,7 @@ func ask(ctx context.Context, api *client.Client, agent *hookAgent, ev *hookEven
 		cancelQuietly(api, token)
 		return unreachable(api, err)
 	}
-	return agent.decision(st, callID)
+	return agent.decision(ev, st, callID)
 }
 
 const (
