@@ -77,7 +77,9 @@ func sessionGroup(client, resumer string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-func (s *Store) sessionKey(id string) string { return s.key("asess:{" + strings.Split(id, ".")[0] + "}:" + id) }
+func (s *Store) sessionKey(id string) string {
+	return s.key("asess:{" + strings.Split(id, ".")[0] + "}:" + id)
+}
 func (s *Store) sessionIndex(group string) string {
 	return s.key("asess:{" + group + "}")
 }
