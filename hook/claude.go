@@ -16,8 +16,11 @@ type claudePreToolUse struct {
 
 func claudeCodeOutput(d hookDecision) any {
 	out := claudePreToolUse{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: d.reason}
-	if d.allow {
+	switch {
+	case d.allow:
 		out.PermissionDecision, out.UpdatedInput = "allow", d.edited
+	case d.deferred:
+		out.PermissionDecision = "defer"
 	}
 	return map[string]any{"hookSpecificOutput": out}
 }

@@ -47,7 +47,7 @@ const (
 )
 
 // Usage is the hook command's usage.
-const Usage = `usage: slackbot hook claude-code|codex [--timeout 9m]
+const Usage = `usage: slackbot hook claude-code|codex [--timeout 9m] [--defer]
 
 Reads the agent's hook event (Claude Code PreToolUse, Codex PermissionRequest)
 on stdin, asks slackbot (SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits
@@ -91,6 +91,7 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	fs := flag.NewFlagSet("slackbot hook "+agent.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	timeout := fs.Duration("timeout", DefaultTimeout, "how long to wait for a decision")
+	deferFlag := fs.Bool("defer", false, "answer Claude Code's defer instead of waiting (claude_defer.go)")
 	if err := fs.Parse(args); err != nil {
 		return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name)
 	}
@@ -108,6 +109,11 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	if err != nil {
 		return denyf("slackbot hook %s is not configured: %v", agent.name, err)
 	}
+	if *deferFlag || getenv(DeferEnv) == "1" {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "timeout" })
+		return deferCall(ctx, api, agent, ev, deferOptions{timeout: *timeout, explicit: explicit, callback: getenv("SLACKBOT_CALLBACK_URL")})
+	}
 	return ask(ctx, api, agent, ev, *timeout)
 }
 
@@ -118,6 +124,9 @@ type hookDecision struct {
 	// edited holds the whole input to run instead, when an approver
 	// changed the arguments.
 	edited json.RawMessage
+	// deferred: nobody decided yet, and the agent stops the run until a
+	// resume asks again (Claude Code's "defer"; reason says where).
+	deferred bool
 }
 
 func denyf(format string, args ...any) hookDecision {
