@@ -130,7 +130,7 @@ func runClaude(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("agent claude: %w", err)
 	}
-	res, out, err := runClaudeOnce(ctx, f.claude, cwd, append([]string{"-p", prompt}, flags...), stderr)
+	res, out, err := runClaudeOnce(ctx, f.claude, cwd, append([]string{"-p", prompt}, flags...), nil, stderr)
 	_, _ = stdout.Write(out)
 	if err != nil || !res.deferred() {
 		return err
@@ -146,12 +146,12 @@ func runClaude(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // runClaudeOnce runs claude with args and --output-format json in dir,
-// the hook deferring, and reads its result. It returns claude's stdout
+// the hook deferring, env added to its environment, and reads its result. It returns claude's stdout
 // as printed, and an *ExitError when claude failed.
-func runClaudeOnce(ctx context.Context, claude, dir string, args []string, stderr io.Writer) (*claudeResult, []byte, error) {
+func runClaudeOnce(ctx context.Context, claude, dir string, args, env []string, stderr io.Writer) (*claudeResult, []byte, error) {
 	cmd := exec.CommandContext(ctx, claude, append(args, "--output-format", "json")...)
 	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), DeferEnv+"=1")
+	cmd.Env = append(append(cmd.Environ(), DeferEnv+"=1"), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &limitedWriter{w: &out, n: maxClaudeOutput}, stderr
 	err := cmd.Run()

@@ -39,6 +39,17 @@ import (
 // the same settings block in an interactive session and defer under them.
 const DeferEnv = "SLACKBOT_HOOK_DEFER"
 
+// ResumeTokenEnv and ResumeCallEnv are set by `slackbot agent resume` for
+// the run it resumes: the request and the call the session deferred. The
+// resumed firing for that call reads the request by its token instead of
+// repeating the create, so a create that would differ from the first (a
+// CI job that resumes with another callback URL or timeout) still finds
+// the decision.
+const (
+	ResumeTokenEnv = "SLACKBOT_RESUME_TOKEN"
+	ResumeCallEnv  = "SLACKBOT_RESUME_CALL"
+)
+
 // deferOptions are the hook's options in defer mode.
 type deferOptions struct {
 	// timeout is the request's time to be decided when explicit (the
@@ -48,6 +59,8 @@ type deferOptions struct {
 	// callback is SLACKBOT_CALLBACK_URL: slackbot posts the signed end of
 	// the request there (the CI recipe in the README).
 	callback string
+	// resumeToken and resumeCall: ResumeTokenEnv and ResumeCallEnv.
+	resumeToken, resumeCall string
 }
 
 // deferKey is the idempotency key of the request of a deferred call: the
@@ -83,7 +96,13 @@ func deferCall(ctx context.Context, api *client.Client, agent *hookAgent, ev *ho
 	if o.explicit {
 		req.Timeout = o.timeout
 	}
-	st, err := create(ctx, api, req)
+	var st *client.Approval
+	var err error
+	if o.resumeToken != "" && o.resumeCall == ev.ToolUseID {
+		st, err = api.Get(ctx, o.resumeToken, 0)
+	} else {
+		st, err = create(ctx, api, req)
+	}
 	if err != nil {
 		return unreachable(api, err)
 	}

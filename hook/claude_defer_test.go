@@ -20,6 +20,10 @@ func deferAPI(t *testing.T, answer string) (url string, bodies func() []map[stri
 		b, _ := io.ReadAll(r.Body)
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
+		if m == nil {
+			m = map[string]any{}
+		}
+		m["_request"] = r.Method + " " + r.URL.Path
 		mu.Lock()
 		got = append(got, m)
 		mu.Unlock()
@@ -114,5 +118,24 @@ func TestDeferKey(t *testing.T) {
 	t.Parallel()
 	if k := deferKey(strings.Repeat("s", 300), "toolu_1"); len(k) > 200 || k != deferKey(strings.Repeat("s", 300), "toolu_1") {
 		t.Errorf("deferKey of long ids: %q (%d)", k, len(k))
+	}
+}
+
+// TestHookDeferResumed: in the run `slackbot agent resume` resumes, the
+// firing for the deferred call reads the request by the token the
+// resumer passes (a GET, not a create that might differ from the first),
+// and answers its decision.
+func TestHookDeferResumed(t *testing.T) {
+	t.Parallel()
+	url, bodies := deferAPI(t, `{"token":"tok_r","status":"resolved","calls":[{"tool_call_id":"toolu_01HcWq7sYh3cVbY5Zp3kK2Xa","tool_name":"Bash"}],`+
+		`"results":{"calls":{},"approvals":{"toolu_01HcWq7sYh3cVbY5Zp3kK2Xa":true},"metadata":{},"answered_by":{"toolu_01HcWq7sYh3cVbY5Zp3kK2Xa":"U0ALICE"}}}`)
+	vars := map[string]string{"SLACKBOT_URL": url, "SLACKBOT_API_KEY": keyBilling, DeferEnv: "1",
+		ResumeTokenEnv: "tok_r", ResumeCallEnv: "toolu_01HcWq7sYh3cVbY5Zp3kK2Xa"}
+	r := waitHook(t, startHook(t.Context(), hookInput(t, "claude-code/bash.json"), vars, "claude-code"))
+	if !strings.Contains(r.Stdout, `"permissionDecision":"allow"`) {
+		t.Errorf("printed %s, want the approval", r.Stdout)
+	}
+	if sent := bodies(); len(sent) != 1 || sent[0]["_request"] != "GET /v1/approvals/tok_r" {
+		t.Errorf("sent %v, want one GET of the resumed request", sent)
 	}
 }

@@ -136,7 +136,7 @@ func (r *resumer) run(ctx context.Context, s *client.Session) string {
 	}
 	var errs bytes.Buffer
 	res, _, err := runClaudeOnce(ctx, r.claude, s.Cwd, append([]string{"-p", "--resume", s.SessionID}, s.Args...),
-		&limitedWriter{w: &errs, n: 4096})
+		[]string{ResumeTokenEnv + "=" + s.Token, ResumeCallEnv + "=" + s.CallID}, &limitedWriter{w: &errs, n: 4096})
 	if err != nil {
 		return fmt.Sprintf("claude failed: %v: %s", err, shortLine(errs.String(), 300))
 	}

@@ -112,7 +112,8 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	if *deferFlag || getenv(DeferEnv) == "1" {
 		explicit := false
 		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "timeout" })
-		return deferCall(ctx, api, agent, ev, deferOptions{timeout: *timeout, explicit: explicit, callback: getenv("SLACKBOT_CALLBACK_URL")})
+		return deferCall(ctx, api, agent, ev, deferOptions{timeout: *timeout, explicit: explicit, callback: getenv("SLACKBOT_CALLBACK_URL"),
+			resumeToken: getenv(ResumeTokenEnv), resumeCall: getenv(ResumeCallEnv)})
 	}
 	return ask(ctx, api, agent, ev, *timeout)
 }
