@@ -152,11 +152,12 @@ const (
 // agent may do, never what makes it run other programs (--settings and
 // its hooks, --mcp-config, --plugin-dir), reach other directories
 // (--add-dir) or skip its permissions (--dangerously-skip-permissions).
-// The names are Claude Code 2.1.332's (claude --help).
+// The names and choices are Claude Code 2.1.332's (claude --help;
+// --max-turns is accepted though not listed there).
 var resumeFlags = map[string]func(string) error{
 	"--model":                anyValue,
 	"--fallback-model":       anyValue,
-	"--permission-mode":      oneOf("default", "acceptEdits", "plan", "dontAsk", "auto"),
+	"--permission-mode":      oneOf("acceptEdits", "auto", "manual", "dontAsk", "plan"),
 	"--allowedTools":         anyValue,
 	"--allowed-tools":        anyValue,
 	"--disallowedTools":      anyValue,
