@@ -62,11 +62,10 @@ func decodeSession(t *testing.T, r response) sessionJSON {
 	return s
 }
 
-// TestAgentSessions: a session registered with the request its key
+// testAgentSessions: a session registered with the request its key
 // opened is listed once the request ends, claimed by one resumer only,
 // finished by that claim; another key sees none of it.
-func TestAgentSessions(t *testing.T) {
-	t.Parallel()
+func testAgentSessions(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	a := e.create(keyBilling, deletion("call_1", "/srv/a", map[string]any{"idempotency_key": "claude-code/s1/call_1"}))
 
@@ -128,12 +127,11 @@ func TestAgentSessions(t *testing.T) {
 	}
 }
 
-// TestAgentSessionRegistrationRefused: what a resumer would run comes
+// testAgentSessionRegistrationRefused: what a resumer would run comes
 // from a registration, so one that could make it run another program or
 // option, elsewhere, or that is oversized, is refused with a message
 // that says what is wrong, and nothing is registered.
-func TestAgentSessionRegistrationRefused(t *testing.T) {
-	t.Parallel()
+func testAgentSessionRegistrationRefused(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.create(keyBilling, deletion("call_1", "/srv/a", map[string]any{"idempotency_key": "claude-code/s1/call_1"}))
 	many := make([]string, 34)
