@@ -22,6 +22,8 @@ import (
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/agentcli"
 	"github.com/slackapprove/slackbot/internal/fakemodel"
+	"github.com/slackapprove/slackbot/internal/slackfake"
+	"github.com/slackapprove/slackbot/internal/slacktest"
 )
 
 // claudeRun is one project Claude Code works in, wired to a fake model
@@ -116,6 +118,31 @@ func (c *claudeRun) wait(t *testing.T, done <-chan claudeOutcome) claudeResult {
 	return o.res
 }
 
+// waitClaudeCard waits for a live card showing every one of shows, posted
+// while the claude run done is blocked in its hook; a run that ends first
+// fails the test with what claude printed. Claude Code starting on a
+// loaded machine takes a while: the wait is bounded generously.
+func (e *env) waitClaudeCard(t *testing.T, before int, done <-chan claudeOutcome, shows ...string) slackfake.Message {
+	t.Helper()
+	var card slackfake.Message
+	waitUntil(t, 3*time.Minute, "a card showing "+strings.Join(shows, ", "), func() bool {
+		select {
+		case o := <-done:
+			t.Fatalf("claude ended before its card was posted: %v\nstdout: %s\nstderr: %s", o.err, o.stdout, o.stderr)
+		default:
+		}
+		cards := e.cards()
+		for _, m := range cards[min(before, len(cards)):] {
+			if _, live := slacktest.Button(m, bot.ActionIDApprove); live && showsAll(m, shows) {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	return card
+}
+
 // TestClaudeCodeHookApproved: the real Claude Code asks to run a Bash
 // command, its PreToolUse hook puts a card in Slack, alice approves with
 // a signed click, the command runs (its file exists) and the model gets
@@ -130,7 +157,7 @@ func TestClaudeCodeHookApproved(t *testing.T) {
 	c := newClaudeRun(t, e, model)
 	before := len(e.cards())
 	done := c.start(t, "-p", "write the marker file")
-	card := e.waitLiveCard(t, before, "Bash", "echo approved-by-alice", "Claude Code (")
+	card := e.waitClaudeCard(t, before, done, "Bash", "echo approved-by-alice", "Claude Code (")
 	e.clickCard(t, alice, card, bot.ActionIDApprove)
 	res := c.wait(t, done)
 	if res.Result != "Wrote out.txt." {
