@@ -121,6 +121,17 @@ func (c *Client) Cancel(ctx context.Context, token string) (*Approval, error) {
 // do makes one request with body (nil for none) as JSON and decodes the
 // approval request it answers with.
 func (c *Client) do(ctx context.Context, method, path string, body any) (*Approval, error) {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return read(resp)
+}
+
+// send makes one request with body (nil for none) as JSON; the caller
+// reads and closes the response.
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
 	var r io.Reader
 	if body != nil {
 		// Not json.Marshal: it would escape the <, > and & of a shell
@@ -150,8 +161,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*Approv
 		}
 		return nil, &UnreachableError{Err: err}
 	}
-	defer resp.Body.Close()
-	return read(resp)
+	return resp, nil
 }
 
 // read reads a response: an approval request, or an error.

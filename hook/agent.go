@@ -82,22 +82,6 @@ func (a *hookAgent) defaultWait() time.Duration {
 	return DefaultTimeout
 }
 
-// claudePreToolUse is Claude Code's PreToolUse hookSpecificOutput.
-type claudePreToolUse struct {
-	HookEventName            string          `json:"hookEventName"`
-	PermissionDecision       string          `json:"permissionDecision"`
-	PermissionDecisionReason string          `json:"permissionDecisionReason"`
-	UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
-}
-
-func claudeCodeOutput(_ *hookEvent, d hookDecision) any {
-	out := claudePreToolUse{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: d.reason}
-	if d.allow {
-		out.PermissionDecision, out.UpdatedInput = "allow", d.edited
-	}
-	return map[string]any{"hookSpecificOutput": out}
-}
-
 // request is the approval request for ev's tool call: the card shows the
 // agent, where it runs and why it asks.
 func (a *hookAgent) request(ev *hookEvent, callID string) client.CreateRequest {

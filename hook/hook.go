@@ -52,7 +52,7 @@ const (
 )
 
 // Usage is the hook command's usage.
-const Usage = `usage: slackbot hook claude-code|codex|gemini [--timeout 9m]
+const Usage = `usage: slackbot hook claude-code|codex|gemini [--timeout 9m] [--defer]
 
 Reads the agent's hook event (Claude Code PreToolUse, Codex PreToolUse or
 PermissionRequest, Gemini CLI BeforeTool) on stdin, asks slackbot
@@ -106,6 +106,7 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	fs := flag.NewFlagSet("slackbot hook "+agent.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	timeout := fs.Duration("timeout", agent.defaultWait(), "how long to wait for a decision")
+	deferFlag := fs.Bool("defer", false, "answer Claude Code's defer instead of waiting (claude_defer.go)")
 	if err := fs.Parse(args); err != nil {
 		return denyf("slackbot hook %s: %v (usage: slackbot hook %s [--timeout 9m])", agent.name, err, agent.name), nil
 	}
@@ -123,6 +124,12 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	if err != nil {
 		return denyf("slackbot hook %s is not configured: %v", agent.name, err), ev
 	}
+	if *deferFlag || getenv(DeferEnv) == "1" {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "timeout" })
+		return deferCall(ctx, api, agent, ev, deferOptions{timeout: *timeout, explicit: explicit, callback: getenv("SLACKBOT_CALLBACK_URL"),
+			resumeToken: getenv(ResumeTokenEnv), resumeCall: getenv(ResumeCallEnv)}), ev
+	}
 	d := ask(ctx, api, agent, ev, *timeout)
 	if agent.vet != nil {
 		d = agent.vet(ev, d)
@@ -137,6 +144,9 @@ type hookDecision struct {
 	// edited holds the whole input to run instead, when an approver
 	// changed the arguments.
 	edited json.RawMessage
+	// deferred: nobody decided yet, and the agent stops the run until a
+	// resume asks again (Claude Code's "defer"; reason says where).
+	deferred bool
 }
 
 func denyf(format string, args ...any) hookDecision {

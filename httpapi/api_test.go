@@ -80,6 +80,8 @@ func TestAPI(t *testing.T) {
 	t.Run("unknown paths and methods", testUnknownPaths)
 	t.Run("callbacks", testCallbacks)
 	t.Run("callback redirects", testCallbackRedirect)
+	t.Run("agent sessions", testAgentSessions)
+	t.Run("agent sessions refused", testAgentSessionRegistrationRefused)
 	if !t.Failed() {
 		apitest.Load(t).CheckCoverage(t)
 	}

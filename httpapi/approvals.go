@@ -81,6 +81,21 @@ type callView struct {
 	ByClient bool `json:"by_client"`
 }
 
+// statusOf is the status the API reports for rec.
+func statusOf(rec *approval.Request) string {
+	switch rec.State {
+	case approval.StatePending:
+		return StatusPending
+	case approval.StateResolved:
+		return StatusResolved
+	case approval.StateExpired:
+		return StatusExpired
+	case approval.StateCancelled:
+		return StatusCancelled
+	}
+	return StatusFailed
+}
+
 // view maps a request to the API's view of it; its results are handed
 // out here (approval.Request.Results), with receipts signed by receipts.
 func view(rec *approval.Request, receipts approval.Signer) approvalView {
@@ -89,18 +104,7 @@ func view(rec *approval.Request, receipts approval.Signer) approvalView {
 		Requester: rec.Origin.Shown(), Context: rec.Context,
 		Calls: make([]callView, 0, len(rec.Calls)), Results: rec.Results(receipts),
 	}
-	switch rec.State {
-	case approval.StatePending:
-		v.Status = StatusPending
-	case approval.StateResolved:
-		v.Status = StatusResolved
-	case approval.StateExpired:
-		v.Status = StatusExpired
-	case approval.StateCancelled:
-		v.Status = StatusCancelled
-	default:
-		v.Status = StatusFailed
-	}
+	v.Status = statusOf(rec)
 	if !rec.EndedAt.IsZero() {
 		t := rec.EndedAt.UTC()
 		v.EndedAt = &t

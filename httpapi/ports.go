@@ -41,6 +41,7 @@ type Store interface {
 	Owners
 	IdempotencyKeys
 	Quotas
+	Sessions
 }
 
 // Owners tells who owns a request without loading it.

@@ -38,13 +38,20 @@ func newServer(d deps) http.Handler {
 	mux.Handle("GET /v1/approvals/{token}", auth(handleGet(d.approvals, d.store, d.events, d.receipts, d.stopping)))
 	mux.Handle("POST /v1/approvals/{token}/results", auth(handleResults(d.approvals, d.store, d.receipts)))
 	mux.Handle("DELETE /v1/approvals/{token}", auth(handleCancel(d.approvals, d.store, d.receipts)))
+	mux.Handle("POST /v1/agent-sessions", auth(handleRegisterSession(d.approvals, d.store)))
+	mux.Handle("GET /v1/agent-sessions", auth(handleListSessions(d.approvals, d.store, d.events, d.stopping)))
+	mux.Handle("POST /v1/agent-sessions/{id}/claim", auth(handleClaimSession(d.approvals, d.store)))
+	mux.Handle("POST /v1/agent-sessions/{id}/finish", auth(handleFinishSession(d.store)))
 
 	// Everything else under /v1/ answers in JSON too.
 	for path, allow := range map[string]string{
-		"/v1/approvals":                 "POST",
-		"/v1/approvals/{token}":         "GET, DELETE",
-		"/v1/approvals/{token}/results": "POST",
-		"/v1/openapi.json":              "GET",
+		"/v1/approvals":                  "POST",
+		"/v1/approvals/{token}":          "GET, DELETE",
+		"/v1/approvals/{token}/results":  "POST",
+		"/v1/openapi.json":               "GET",
+		"/v1/agent-sessions":             "GET, POST",
+		"/v1/agent-sessions/{id}/claim":  "POST",
+		"/v1/agent-sessions/{id}/finish": "POST",
 	} {
 		mux.Handle(path, methodNotAllowed(d.log, allow))
 	}

@@ -34,7 +34,8 @@
 //     run: ClaimDirect, ClaimResume), runstate_journal.go (CallJournal:
 //     each tool call once), runstate_answer.go (the answer posted once).
 //   - API clients: clients_quota.go, clients_idempotency.go,
-//     clients_grants.go, clients_mcpcancel.go (MCP cancellations).
+//     clients_grants.go, clients_mcpcancel.go (MCP cancellations),
+//     clients_sessions.go (deferred coding-agent sessions and their claims).
 //   - Threads: threads_history.go (Store.Threads, a thread's history),
 //     threads_lease.go (the lease and queue its runs take turns by).
 //   - audit.go: the audit stream, every writer and the reader.

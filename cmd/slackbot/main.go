@@ -5,6 +5,7 @@
 //	slackbot dev               run locally: embedded Redis, Slack emulator at /dev
 //	slackbot routes check FILE validate a routing file and print its routes
 //	slackbot hook AGENT        a coding agent's approval hook (claude-code, codex)
+//	slackbot agent claude|resume  run Claude Code with deferred approvals; resume it
 //	slackbot version           print the version
 package main
 
@@ -61,6 +62,8 @@ const usage = `usage:
   slackbot hook claude-code   Claude Code's PreToolUse hook: ask slackbot, print the decision
   slackbot hook codex         Codex's PermissionRequest hook: ask slackbot, print the decision
   slackbot hook gemini        Gemini CLI's BeforeTool hook: ask slackbot, print the decision
+  slackbot agent claude -- -p PROMPT [flags]  run Claude Code headless; a deferred call waits in Slack, no process does
+  slackbot agent resume       resume the deferred Claude Code sessions whose calls were decided
   slackbot version            print the version`
 
 // run does everything main does, so tests can start the real program:
@@ -88,6 +91,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "hook":
 		if err := hook.Run(ctx, args[1:], getenv, stdin, stdout, stderr); err != nil {
 			return &exitError{code: hook.ExitBlock, err: err}
+		}
+		return nil
+	case "agent":
+		if err := hook.RunAgent(ctx, args[1:], getenv, stdout, stderr); err != nil {
+			if ee, ok := errors.AsType[*hook.ExitError](err); ok {
+				return &exitError{code: ee.Code, err: err}
+			}
+			return err
 		}
 		return nil
 	case "-h", "--help", "help":

@@ -193,11 +193,6 @@ func response(turn GeminiTurn, callID string) map[string]any {
 	}
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // Requests returns the agent turns the CLI asked for, in order.
 func (g *Gemini) Requests() []GeminiRequest {
 	g.mu.Lock()
