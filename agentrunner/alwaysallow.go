@@ -20,6 +20,11 @@ import (
 // permissions. Only slackbot's Service writes it into results.
 const MetaAlwaysAllow = "slackbot_always_allow"
 
+// MetaAgentSession is the metadata key (DeferredToolRequests.Metadata[id])
+// of the coding agent's session a call comes from, as its hook names it:
+// the audit stream names it beside an always-allow rule.
+const MetaAgentSession = "slackbot_agent_session"
+
 // Limits of an AlwaysAllow, so that it fits on a card and in a record.
 const (
 	// MaxAlwaysAllow bounds the JSON of an AlwaysAllow.
