@@ -44,6 +44,14 @@ type hookEvent struct {
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
 	ToolUseID      string          `json:"tool_use_id"`
+	// PermissionSuggestions are Claude Code's PermissionRequest
+	// suggestions (claude_permission.go).
+	PermissionSuggestions json.RawMessage `json:"permission_suggestions"`
+
+	// offered is the always-allow rule the hook offered slackbot, and
+	// offeredRaw that rule as the agent wrote it.
+	offered    *agentrunner.AlwaysAllow
+	offeredRaw json.RawMessage
 }
 
 // hookAgent is one agent's hook contract.
@@ -54,6 +62,9 @@ type hookAgent struct {
 	// editable: the agent can run edited arguments in place of its own.
 	editable bool
 	output   func(hookDecision) any
+	// offersRules: the agent's event offers always-allow rules, which the
+	// hook passes to slackbot and back (claude_permission.go).
+	offersRules bool
 }
 
 var hookAgents = map[string]*hookAgent{
@@ -98,11 +109,15 @@ func codexOutput(d hookDecision) any {
 // request is the approval request for ev's tool call: the card shows the
 // agent, where it runs and why it asks.
 func (a *hookAgent) request(ev *hookEvent, callID string) client.CreateRequest {
-	return client.CreateRequest{
+	req := client.CreateRequest{
 		Approvals: []agentrunner.ToolCallPart{{ToolName: ev.ToolName, Args: ev.ToolInput, ToolCallID: callID}},
 		Requester: a.requester(ev),
 		Context:   a.context(ev),
 	}
+	if a.offersRules {
+		offerRule(ev, callID, &req)
+	}
+	return req
 }
 
 // requester is "Claude Code (/home/me/app)", within the API's 200 bytes:

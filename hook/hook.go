@@ -49,7 +49,7 @@ const (
 // Usage is the hook command's usage.
 const Usage = `usage: slackbot hook claude-code|codex [--timeout 9m]
 
-Reads the agent's hook event (Claude Code PreToolUse, Codex PermissionRequest)
+Reads the agent's hook event (Claude Code PreToolUse or PermissionRequest, Codex PermissionRequest)
 on stdin, asks slackbot (SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits
 at most --timeout, and prints the agent's hook decision JSON`
 
@@ -72,6 +72,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if !ok {
 		return fmt.Errorf("hook: unknown agent %q (want claude-code or codex)\n%s", args[0], Usage)
 	}
+	agent, stdin = forEvent(agent, stdin)
 	d := decideHook(ctx, agent, args[1:], getenv, stdin)
 	if !d.allow {
 		fmt.Fprintln(stderr, "slackbot hook:", d.reason)
@@ -118,6 +119,9 @@ type hookDecision struct {
 	// edited holds the whole input to run instead, when an approver
 	// changed the arguments.
 	edited json.RawMessage
+	// rule is the always-allow rule an approver gave the agent, as the
+	// agent offered it (claude_permission.go).
+	rule json.RawMessage
 }
 
 func denyf(format string, args ...any) hookDecision {
@@ -220,7 +224,11 @@ func ask(ctx context.Context, api *client.Client, agent *hookAgent, ev *hookEven
 		cancelQuietly(api, token)
 		return unreachable(api, err)
 	}
-	return agent.decision(st, callID)
+	d := agent.decision(st, callID)
+	if agent.offersRules {
+		d = withRule(d, st, callID, ev)
+	}
+	return d
 }
 
 const (
