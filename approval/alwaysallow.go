@@ -125,4 +125,3 @@ func (s *Service) alwaysAllowed(ctx context.Context, r *Request, c *Call, d Deci
 		s.log.ErrorContext(ctx, "audit an always-allow rule", "err", err)
 	}
 }
-
