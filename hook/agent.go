@@ -72,22 +72,6 @@ var hookAgents = map[string]*hookAgent{
 	"codex":       {name: "codex", product: "Codex", event: "PermissionRequest", output: codexOutput},
 }
 
-// claudePreToolUse is Claude Code's PreToolUse hookSpecificOutput.
-type claudePreToolUse struct {
-	HookEventName            string          `json:"hookEventName"`
-	PermissionDecision       string          `json:"permissionDecision"`
-	PermissionDecisionReason string          `json:"permissionDecisionReason"`
-	UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
-}
-
-func claudeCodeOutput(d hookDecision) any {
-	out := claudePreToolUse{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: d.reason}
-	if d.allow {
-		out.PermissionDecision, out.UpdatedInput = "allow", d.edited
-	}
-	return map[string]any{"hookSpecificOutput": out}
-}
-
 // codexPermissionRequest is Codex's PermissionRequest hookSpecificOutput.
 type codexPermissionRequest struct {
 	HookEventName string `json:"hookEventName"`
