@@ -166,6 +166,9 @@ func normalize(c Card) Card {
 	if strings.TrimSpace(c.Confirmation) == "" {
 		c.Confirmation = unsetConfirmation(c)
 	}
+	if c.AlwaysAllow != "" && !alwaysAllowShown(c) {
+		c.AlwaysAllow = "" // never offer a rule the card cannot show whole
+	}
 	return c
 }
 

@@ -6,14 +6,21 @@ import (
 	"github.com/slackapprove/slackbot/approval"
 )
 
-// maxAlwaysAllowLine bounds the line that shows a coding agent's
-// always-allow rule whole (its button shows what fits in 75 characters).
-const maxAlwaysAllowLine = 600
+// alwaysAllowText is what "Approve and always allow" gives a coding
+// agent, as the card shows it above the buttons: its rule whole, in its
+// own words, and where the agent keeps it (the button shows what of the
+// rule fits in 75 characters).
+func alwaysAllowText(c Card) string {
+	return fitPlain(approval.AlwaysAllowWords(c.AlwaysAllow, c.AlwaysAllowWhere), maxSectionText)
+}
 
-// alwaysAllowBlock says, above the buttons, what "Approve and always
-// allow" gives the agent: its rule in its own words, and where the agent
-// keeps it.
+// alwaysAllowShown reports whether c's always-allow rule can be shown
+// whole in one section; a card offers only a rule it shows whole.
+func alwaysAllowShown(c Card) bool {
+	words := approval.AlwaysAllowWords(c.AlwaysAllow, c.AlwaysAllowWhere)
+	return textLen(fitPlain(words, 4*len(words)+16)) <= maxSectionText
+}
+
 func alwaysAllowBlock(c Card) slack.Block {
-	text := approval.AlwaysAllowWords(c.AlwaysAllow, c.AlwaysAllowWhere)
-	return slack.NewContextBlock("", plain(fitPlain(text, maxAlwaysAllowLine), false))
+	return slack.NewSectionBlock(plain(alwaysAllowText(c), false), nil, nil)
 }
