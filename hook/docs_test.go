@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,8 +67,8 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 			shells = append(shells, m[2])
 		}
 	}
-	if len(yamls) != 1 || len(jsons) != 4 || len(shells) != 1 {
-		t.Fatalf("the section has %d yaml, %d json and %d sh blocks, want 1, 4 (Cursor, VS Code, Claude Code, Codex) and 1", len(yamls), len(jsons), len(shells))
+	if len(yamls) != 1 || len(jsons) != 5 || len(shells) != 1 {
+		t.Fatalf("the section has %d yaml, %d json and %d sh blocks, want 1, 5 (Cursor, VS Code, Claude Code twice, Codex) and 1", len(yamls), len(jsons), len(shells))
 	}
 	checkAgentRoutes(t, yamls[0])
 
@@ -102,12 +103,20 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 			checkClaudeMatcher(t, pre[0].Matcher)
 		}
 		if perm, ok := doc.Hooks["PermissionRequest"]; ok {
-			hooked = append(hooked, "codex")
-			checkHookSettings(t, "codex", perm[0].Hooks)
+			// Codex's, or Claude Code's (claude_permission.go).
+			agent := "codex"
+			if len(perm) > 0 && len(perm[0].Hooks) > 0 && strings.Contains(perm[0].Hooks[0].Command, "hook claude-code") {
+				agent = "claude-code-permission"
+				if perm[0].Matcher != "*" {
+					t.Errorf("Claude Code's PermissionRequest matcher %q, want * (the hook fires only when Claude Code would ask)", perm[0].Matcher)
+				}
+			}
+			hooked = append(hooked, agent)
+			checkHookSettings(t, strings.TrimSuffix(agent, "-permission"), perm[0].Hooks)
 		}
 	}
-	if len(mcpURLs) != 2 || len(hooked) != 2 {
-		t.Errorf("the JSON blocks configure MCP at %v and hooks for %v; want Cursor and VS Code, Claude Code and Codex", mcpURLs, hooked)
+	if len(mcpURLs) != 2 || !slices.Equal(hooked, []string{"claude-code", "codex", "claude-code-permission"}) {
+		t.Errorf("the JSON blocks configure MCP at %v and hooks for %v; want Cursor and VS Code, Claude Code, Codex and Claude Code's PermissionRequest", mcpURLs, hooked)
 	}
 	for _, u := range mcpURLs {
 		if !strings.HasSuffix(u, "/mcp") {
@@ -128,6 +137,9 @@ func checkAgentRoutes(t *testing.T, yaml string) {
 	routes, err := routing.ParseRoutes([]byte(yaml), "README.md")
 	if err != nil {
 		t.Fatalf("the routing example does not parse: %v", err)
+	}
+	if !routes.Named("agent-writes").OfferAlwaysAllow || routes.Named("agent-reads").OfferAlwaysAllow {
+		t.Errorf("the example offers Claude Code's always-allow rule on %v, %v; want agent-writes only", routes.Named("agent-reads").OfferAlwaysAllow, routes.Named("agent-writes").OfferAlwaysAllow)
 	}
 	for _, tt := range []struct {
 		tool, route string
