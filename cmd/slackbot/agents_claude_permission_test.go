@@ -214,11 +214,7 @@ func TestClaudeCodePermissionUnreachable(t *testing.T) {
 		fakemodel.ToolTurn("toolu_down", "Bash", map[string]any{"command": "touch never.txt", "description": "Mark"}),
 		fakemodel.TextTurn("Gave up."))
 	c := newClaudePermissionRun(t, e, model)
-	for i, v := range c.env {
-		if strings.HasPrefix(v, "SLACKBOT_URL=") {
-			c.env[i] = "SLACKBOT_URL=http://" + hooktest.ClosedPort(t)
-		}
-	}
+	c.unreachable(t)
 	c.wait(t, c.start(t, "-p", "mark"))
 	if tr := toolResult(t, model, "toolu_down"); c.exists("never.txt") || !tr.IsError || !strings.Contains(tr.ResultText(), "could not be reached") {
 		t.Errorf("with slackbot down: ran %v, the model read %q; want a denial saying slackbot could not be reached", c.exists("never.txt"), tr.ResultText())
@@ -250,4 +246,70 @@ func (c *claudeRun) waitDenyingOthers(t *testing.T, e *env, done <-chan claudeOu
 		t.Fatalf("claude: %v (output: %v)\nstdout: %s\nstderr: %s", o.err, o.jsonErr, o.stdout, o.stderr)
 	}
 	return o.res
+}
+
+// TestClaudeCodePreToolUse: the same ways a call ends with slackbot as
+// Claude Code's PreToolUse hook (approval: TestClaudeCodeHookApproved):
+// a denial with a reason the model reads, an approval with edited
+// arguments that runs as edited (updatedInput), a Write nobody decides
+// within its route's 2 s, denied as expired.
+func TestClaudeCodePreToolUse(t *testing.T) {
+	t.Parallel()
+	e := newPermissionEnv(t)
+	model := fakemodel.NewAnthropic(t,
+		fakemodel.ToolTurn("toolu_deny", "Bash", map[string]any{"command": "touch denied.txt", "description": "Mark denial"}),
+		fakemodel.ToolTurn("toolu_edit", "Bash", map[string]any{"command": "touch asked.txt", "description": "Mark the edit"}),
+		fakemodel.ToolTurn("toolu_late", "Write", map[string]any{"file_path": "late.txt", "content": "too late\n"}),
+		fakemodel.TextTurn("Done."))
+	c := newClaudeRun(t, e, model)
+	before := len(e.cards())
+	done := c.start(t, "-p", "mark the project")
+
+	card := e.waitLiveCard(t, before, "touch denied.txt")
+	if _, ok := slacktest.Button(card, bot.ActionIDApproveAlways); ok {
+		t.Errorf("a PreToolUse card offers an always-allow rule: PreToolUse sends none")
+	}
+	e.denyWithReason(t, bob, card, "Nothing is marked denied in this repository.")
+	card = e.waitLiveCard(t, before+1, "touch asked.txt")
+	e.answerWithEdit(t, card, `{"command":"touch edited.txt","description":"Mark the edit"}`)
+	e.waitLiveCard(t, before+2, "Write", "late.txt")
+	if res := c.wait(t, done); res.Result != "Done." {
+		t.Errorf("claude's result %q, want Done.", res.Result)
+	}
+
+	if tr := toolResult(t, model, "toolu_deny"); c.exists("denied.txt") || !tr.IsError || !strings.Contains(tr.ResultText(), "Nothing is marked denied in this repository.") {
+		t.Errorf("the denied call: ran %v, the model read %q; want no run and the reason", c.exists("denied.txt"), tr.ResultText())
+	}
+	if c.exists("asked.txt") || !c.exists("edited.txt") || toolResult(t, model, "toolu_edit").IsError {
+		t.Errorf("the edited call: asked.txt %v, edited.txt %v; want the edited command to have run instead", c.exists("asked.txt"), c.exists("edited.txt"))
+	}
+	if tr := toolResult(t, model, "toolu_late"); c.exists("late.txt") || !tr.IsError || !strings.Contains(tr.ResultText(), "expired") {
+		t.Errorf("the Write nobody decided: written %v, the model read %q; want no file and the expiry", c.exists("late.txt"), tr.ResultText())
+	}
+}
+
+// TestClaudeCodePreToolUseUnreachable: with slackbot unreachable, the
+// PreToolUse hook denies, saying why, and the command does not run.
+func TestClaudeCodePreToolUseUnreachable(t *testing.T) {
+	t.Parallel()
+	e := newPermissionEnv(t)
+	model := fakemodel.NewAnthropic(t,
+		fakemodel.ToolTurn("toolu_down", "Bash", map[string]any{"command": "touch never.txt", "description": "Mark"}),
+		fakemodel.TextTurn("Gave up."))
+	c := newClaudeRun(t, e, model)
+	c.unreachable(t)
+	c.wait(t, c.start(t, "-p", "mark"))
+	if tr := toolResult(t, model, "toolu_down"); c.exists("never.txt") || !tr.IsError || !strings.Contains(tr.ResultText(), "could not be reached") {
+		t.Errorf("with slackbot down: ran %v, the model read %q; want a denial saying slackbot could not be reached", c.exists("never.txt"), tr.ResultText())
+	}
+}
+
+// unreachable points c's hook at a loopback port nothing listens on.
+func (c *claudeRun) unreachable(t *testing.T) {
+	t.Helper()
+	for i, v := range c.env {
+		if strings.HasPrefix(v, "SLACKBOT_URL=") {
+			c.env[i] = "SLACKBOT_URL=http://" + hooktest.ClosedPort(t)
+		}
+	}
 }
