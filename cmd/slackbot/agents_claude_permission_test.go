@@ -205,22 +205,6 @@ func TestClaudeCodeAlwaysAllow(t *testing.T) {
 	}
 }
 
-// TestClaudeCodePermissionUnreachable: with slackbot unreachable, the
-// call Claude Code asks about is denied, saying why, and does not run.
-func TestClaudeCodePermissionUnreachable(t *testing.T) {
-	t.Parallel()
-	e := newPermissionEnv(t)
-	model := fakemodel.NewAnthropic(t,
-		fakemodel.ToolTurn("toolu_down", "Bash", map[string]any{"command": "touch never.txt", "description": "Mark"}),
-		fakemodel.TextTurn("Gave up."))
-	c := newClaudePermissionRun(t, e, model)
-	c.unreachable(t)
-	c.wait(t, c.start(t, "-p", "mark"))
-	if tr := toolResult(t, model, "toolu_down"); c.exists("never.txt") || !tr.IsError || !strings.Contains(tr.ResultText(), "could not be reached") {
-		t.Errorf("with slackbot down: ran %v, the model read %q; want a denial saying slackbot could not be reached", c.exists("never.txt"), tr.ResultText())
-	}
-}
-
 // waitDenyingOthers waits for claude to end, failing the test for every
 // card after the first seen ones that shows up meanwhile (a call that
 // should not have reached Slack), which bob denies so that the run ends.
@@ -288,19 +272,27 @@ func TestClaudeCodePreToolUse(t *testing.T) {
 	}
 }
 
-// TestClaudeCodePreToolUseUnreachable: with slackbot unreachable, the
-// PreToolUse hook denies, saying why, and the command does not run.
-func TestClaudeCodePreToolUseUnreachable(t *testing.T) {
+// TestClaudeCodeHookUnreachable: with slackbot unreachable, both of
+// Claude Code's hooks deny the call, saying why, and it does not run.
+func TestClaudeCodeHookUnreachable(t *testing.T) {
 	t.Parallel()
 	e := newPermissionEnv(t)
-	model := fakemodel.NewAnthropic(t,
-		fakemodel.ToolTurn("toolu_down", "Bash", map[string]any{"command": "touch never.txt", "description": "Mark"}),
-		fakemodel.TextTurn("Gave up."))
-	c := newClaudeRun(t, e, model)
-	c.unreachable(t)
-	c.wait(t, c.start(t, "-p", "mark"))
-	if tr := toolResult(t, model, "toolu_down"); c.exists("never.txt") || !tr.IsError || !strings.Contains(tr.ResultText(), "could not be reached") {
-		t.Errorf("with slackbot down: ran %v, the model read %q; want a denial saying slackbot could not be reached", c.exists("never.txt"), tr.ResultText())
+	for name, newRun := range map[string]func(*testing.T, *env, *fakemodel.Anthropic) *claudeRun{
+		"PermissionRequest": newClaudePermissionRun,
+		"PreToolUse":        func(t *testing.T, e *env, m *fakemodel.Anthropic) *claudeRun { return newClaudeRun(t, e, m) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			model := fakemodel.NewAnthropic(t,
+				fakemodel.ToolTurn("toolu_down", "Bash", map[string]any{"command": "touch never.txt", "description": "Mark"}),
+				fakemodel.TextTurn("Gave up."))
+			c := newRun(t, e, model)
+			c.unreachable(t)
+			c.wait(t, c.start(t, "-p", "mark"))
+			if tr := toolResult(t, model, "toolu_down"); c.exists("never.txt") || !tr.IsError || !strings.Contains(tr.ResultText(), "could not be reached") {
+				t.Errorf("with slackbot down: ran %v, the model read %q; want a denial saying slackbot could not be reached", c.exists("never.txt"), tr.ResultText())
+			}
+		})
 	}
 }
 
