@@ -87,10 +87,17 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 			return nil, err
 		}
 	}
+	if d.AlwaysAllow {
+		if err := s.checkAlwaysAllow(r, c, d); err != nil {
+			return nil, err
+		}
+	}
+	d.Metadata = withOfferedRule(r, c, d)
 	if err := s.Authorize(ctx, r, c, by, d.Action); err != nil {
 		return nil, err
 	}
-	if d.Grant > 0 {
+	if d.Grant > 0 || d.AlwaysAllow {
+		// Both approve later calls, which never escalated.
 		if err := s.checkGrantor(ctx, r, c, by); err != nil {
 			return nil, err
 		}
@@ -134,6 +141,9 @@ func (s *Service) afterDecide(ctx context.Context, r *Request, c *Call, by Decid
 	}
 	if d.Grant > 0 && res.Call.Status == CallApproved {
 		s.grant(ctx, r, c, d)
+	}
+	if d.AlwaysAllow && res.Call.Status == CallApproved {
+		s.alwaysAllowed(ctx, r, c, d)
 	}
 	s.noteEscalation(ctx, r, c, by, d.Action)
 	s.metrics.Decision(string(res.Call.Status))
@@ -291,6 +301,9 @@ func (s *Service) authorizeAnswers(ctx context.Context, r *Request, by Decider, 
 func (s *Service) results(ctx context.Context, r *Request, client string, ds []Decision) (*agentrunner.DeferredToolResults, error) {
 	var bad, decided []string
 	for _, d := range ds {
+		if _, ok := d.Metadata[agentrunner.MetaAlwaysAllow]; ok {
+			return nil, Errorf(EINVALID, "%s", errClientRule)
+		}
 		c := r.Call(d.CallID)
 		switch {
 		case c == nil || !kindFits(c.Kind, d.Action):

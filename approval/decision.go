@@ -43,6 +43,11 @@ type Decision struct {
 	// on the same route for this long (a Grant), if the route offers it
 	// (any other non-zero length is refused, EINVALID).
 	Grant time.Duration
+	// AlwaysAllow, with ActionApprove by a person, also gives the coding
+	// agent the always-allow rule the request offered for the call
+	// (agentrunner.MetaAlwaysAllow), if the route offers it: the results'
+	// metadata carries that rule, and no other.
+	AlwaysAllow bool
 	// NotAfter, when set, is the last instant, by the store's clock, at
 	// which the decision may be recorded: one that reaches the store later
 	// records nothing (ETOOLATE), so a caller that gave up waiting at

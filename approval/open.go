@@ -183,6 +183,9 @@ func (s *Service) plan(ctx context.Context, o Opening, routes *routing.Routes) (
 		Token: o.Token, RunID: o.RunID, Requests: o.Requests, Origin: o.Origin,
 		Context: o.Context, CallbackURL: o.CallbackURL, CreatedAt: now, State: StatePending,
 	}
+	if err := checkOffered(o.Requests); err != nil {
+		return nil, err
+	}
 	timeout := time.Duration(0)
 	for _, id := range o.Requests.IDs() {
 		call, _ := o.Requests.Call(id)

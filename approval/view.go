@@ -86,6 +86,12 @@ type CallView struct {
 	// GrantChoices are the "Approve for …" lengths offered (the route's
 	// grants: on a route with one required approval).
 	GrantChoices []time.Duration `json:"grant_choices,omitempty"`
+	// AlwaysAllow is the coding agent's always-allow rule in its own words
+	// ("Bash(npm test:*)"), offered as "Approve and always allow" (the
+	// route's offer_always_allow, on a route with one required approval);
+	// AlwaysAllowWhere says where the agent keeps it.
+	AlwaysAllow      string `json:"always_allow,omitempty"`
+	AlwaysAllowWhere string `json:"always_allow_where,omitempty"`
 	// EscalatedTo, once a pending call has escalated, are the user and
 	// usergroup ids that may now decide it too.
 	EscalatedTo []string `json:"escalated_to,omitempty"`
@@ -148,6 +154,9 @@ func (vw Viewer) View(r *Request, c *Call) CallView {
 		v.AutoApprove = route.AutoApprove
 		if c.Kind == agentrunner.KindApproval && c.Required <= 1 {
 			v.GrantChoices = route.GrantChoices()
+			if a := offeredRule(r, c.ID); a != nil && route.OfferAlwaysAllow {
+				v.AlwaysAllow, v.AlwaysAllowWhere = a.Rule(), a.Where()
+			}
 		}
 		if route.Escalated(r.CreatedAt, r.ExpiresAt, vw.now()) {
 			v.EscalatedTo = append(slices.Clone(route.Escalate.Users), route.Escalate.Usergroups...)
@@ -235,6 +244,7 @@ const (
 	ChooseApprove        ChoiceKind = "approve"
 	ChooseDeny           ChoiceKind = "deny"
 	ChooseApproveFor     ChoiceKind = "approve_for"
+	ChooseApproveAlways  ChoiceKind = "approve_always"
 	ChooseDenyWithReason ChoiceKind = "deny_reason"
 	ChooseEdit           ChoiceKind = "edit"
 	ChooseAnswer         ChoiceKind = "answer"
@@ -245,6 +255,8 @@ type Choice struct {
 	Kind ChoiceKind
 	// Grant is the length an ChooseApproveFor grants.
 	Grant time.Duration
+	// Rule is the agent's rule a ChooseApproveAlways gives it.
+	Rule string
 	// Confirm: the surface asks "are you sure?" (ConfirmWords) before it
 	// decides.
 	Confirm bool
@@ -264,8 +276,9 @@ func (c Choice) Form() bool {
 // offers them: nothing once it is decided or ended, nor while it waits
 // for an external result; an answer for a question; else Approve
 // (confirmed first when the route says so), Deny, Approve for each of the
-// route's grant lengths (on an approval), Deny with reason and Edit
-// arguments where allowed. Which person may take them is the Service's to
+// route's grant lengths (on an approval), Approve and always allow the
+// agent's rule where offered, Deny with reason and Edit arguments where
+// allowed. Which person may take them is the Service's to
 // authorize, on any surface alike.
 func (v CallView) Choices() []Choice {
 	if cmp.Or(v.State, CallPending) != CallPending {
@@ -282,6 +295,9 @@ func (v CallView) Choices() []Choice {
 	if kind == agentrunner.KindApproval {
 		for _, d := range v.GrantChoices {
 			out = append(out, Choice{Kind: ChooseApproveFor, Grant: d, Confirm: v.Confirm})
+		}
+		if v.AlwaysAllow != "" {
+			out = append(out, Choice{Kind: ChooseApproveAlways, Rule: v.AlwaysAllow, Confirm: v.Confirm})
 		}
 	}
 	if v.AllowDenyReason {

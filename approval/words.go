@@ -228,6 +228,8 @@ func ChoiceLabel(c Choice) string {
 		return "Deny"
 	case ChooseApproveFor:
 		return "Approve for " + FormatWait(c.Grant)
+	case ChooseApproveAlways:
+		return "Approve and always allow " + c.Rule
 	case ChooseDenyWithReason:
 		return "Deny with reason…"
 	case ChooseEdit:
@@ -386,4 +388,11 @@ func AnswerLabel(kind agentrunner.CallKind) string {
 // confirmation text.
 func ConfirmWords(tool string) (title, yes, no string) {
 	return "Approve " + tool + "?", "Approve", "Cancel"
+}
+
+// AlwaysAllowWords say what "Approve and always allow" gives a coding
+// agent: its rule, kept where, and what follows.
+func AlwaysAllowWords(rule, where string) string {
+	return "“Approve and always allow” also adds the agent's rule " + rule + " to " + where +
+		": its later calls that the rule covers run without asking slackbot."
 }

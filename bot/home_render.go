@@ -159,10 +159,12 @@ func cardWhere(ref approval.MessageRef) string {
 // no form (Approve with its confirm dialog, Deny, the grant buttons), with
 // the card's action ids and values, so a click decides as a click on the
 // card does; nil when the call has none (a question, an external result).
+// An agent's always-allow rule is offered on the card alone, which shows
+// the rule whole.
 func homeActions(c Card, i int) *slack.ActionBlock {
 	var oneClick []approval.Choice
 	for _, ch := range c.Choices() {
-		if !ch.Form() {
+		if !ch.Form() && ch.Kind != approval.ChooseApproveAlways {
 			oneClick = append(oneClick, ch)
 		}
 	}

@@ -33,6 +33,9 @@ const (
 	// ActionIDApproveFor is the prefix of the grant buttons' action ids
 	// ("approve_for_480m": approve, and grant for 8 h); see GrantActionID.
 	ActionIDApproveFor = "approve_for_"
+	// ActionIDApproveAlways approves the call and gives the coding agent
+	// the always-allow rule it offered (the card shows which).
+	ActionIDApproveAlways = "approve_always"
 )
 
 // The block_id of the approval message's blocks that carry buttons, before
@@ -118,6 +121,9 @@ func (l *cardLayout) blocks() []slack.Block {
 	if c.Kind == agentrunner.KindExternal {
 		return append(blocks, slack.NewSectionBlock(plain(approval.ExternalWaitText, true), nil, nil))
 	}
+	if c.AlwaysAllow != "" {
+		blocks = append(blocks, alwaysAllowBlock(c))
+	}
 	return append(blocks, actionsBlock(c, l.version))
 }
 
@@ -159,6 +165,9 @@ func normalize(c Card) Card {
 	}
 	if strings.TrimSpace(c.Confirmation) == "" {
 		c.Confirmation = unsetConfirmation(c)
+	}
+	if c.AlwaysAllow != "" && !alwaysAllowShown(c) {
+		c.AlwaysAllow = "" // never offer a rule the card cannot show whole
 	}
 	return c
 }
@@ -318,7 +327,7 @@ func choiceButtons(c Card, choices []approval.Choice) []slack.BlockElement {
 	value := EncodeAction(c.Token, c.ToolCallID)
 	var elems []slack.BlockElement
 	for _, ch := range choices {
-		b := slack.NewButtonBlockElement(choiceActionID(ch), value, plain(approval.ChoiceLabel(ch), true))
+		b := slack.NewButtonBlockElement(choiceActionID(ch), value, plain(fitPlain(approval.ChoiceLabel(ch), maxButtonText), true))
 		switch ch.Kind {
 		case approval.ChooseApprove, approval.ChooseAnswer:
 			b = b.WithStyle(slack.StylePrimary)
@@ -342,6 +351,8 @@ func choiceActionID(ch approval.Choice) string {
 		return ActionIDDeny
 	case approval.ChooseApproveFor:
 		return GrantActionID(ch.Grant)
+	case approval.ChooseApproveAlways:
+		return ActionIDApproveAlways
 	case approval.ChooseDenyWithReason:
 		return ActionIDDenyReason
 	case approval.ChooseEdit:

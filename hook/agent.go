@@ -37,6 +37,14 @@ type hookEvent struct {
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
 	ToolUseID      string          `json:"tool_use_id"`
+	// PermissionSuggestions are Claude Code's PermissionRequest
+	// suggestions (claude_permission.go).
+	PermissionSuggestions json.RawMessage `json:"permission_suggestions"`
+
+	// offered is the always-allow rule the hook offered slackbot, and
+	// offeredRaw that rule as the agent wrote it.
+	offered    *agentrunner.AlwaysAllow
+	offeredRaw json.RawMessage
 }
 
 // hookAgent is one agent's hook contract.
@@ -64,11 +72,14 @@ type hookAgent struct {
 	// vet, when set, checks a decision against what the agent will do
 	// with it (gemini.go: an edit Gemini CLI cannot run exactly).
 	vet func(*hookEvent, hookDecision) hookDecision
+	// offersRules, when set, says whether ev offers always-allow rules,
+	// which the hook passes to slackbot and back (claude_permission.go).
+	offersRules func(ev *hookEvent) bool
 }
 
 var hookAgents = map[string]*hookAgent{
-	"claude-code": {name: "claude-code", product: "Claude Code", events: []string{"PreToolUse"},
-		editable: func(*hookEvent) bool { return true }, output: claudeCodeOutput},
+	"claude-code": {name: "claude-code", product: "Claude Code", events: []string{"PreToolUse", claudeEventPermissionRequest},
+		editable: func(*hookEvent) bool { return true }, output: claudeCodeOutput, offersRules: isClaudePermissionRequest},
 	"codex": codexAgent,
 	"gemini": {name: "gemini", product: "Gemini CLI", events: []string{"BeforeTool"},
 		editable: func(*hookEvent) bool { return true }, output: geminiOutput, schema: geminiSchema, wait: geminiDefaultWait, vet: geminiEdit},
@@ -94,6 +105,9 @@ func (a *hookAgent) request(ev *hookEvent, callID string) client.CreateRequest {
 		if s := a.schema(ev.ToolName); s != nil {
 			req.Metadata = map[string]map[string]any{callID: {argsSchemaKey: s}}
 		}
+	}
+	if a.offersRules != nil && a.offersRules(ev) {
+		offerRule(ev, callID, &req)
 	}
 	return req
 }

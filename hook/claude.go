@@ -14,7 +14,12 @@ type claudePreToolUse struct {
 	UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
 }
 
-func claudeCodeOutput(_ *hookEvent, d hookDecision) any {
+// claudeCodeOutput answers ev in its own event's shape: PermissionRequest
+// (claude_permission.go) or PreToolUse.
+func claudeCodeOutput(ev *hookEvent, d hookDecision) any {
+	if isClaudePermissionRequest(ev) {
+		return claudePermissionOutput(d)
+	}
 	out := claudePreToolUse{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: d.reason}
 	switch {
 	case d.allow:

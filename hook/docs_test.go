@@ -68,8 +68,8 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 			shells = append(shells, m[2])
 		}
 	}
-	if len(yamls) != 1 || len(jsons) != 6 || len(shells) != 2 {
-		t.Fatalf("the section has %d yaml, %d json and %d sh blocks, want 1, 6 (Cursor, VS Code, Claude Code, Codex PreToolUse and PermissionRequest, Gemini CLI) and 2 (Claude Code, Gemini CLI)", len(yamls), len(jsons), len(shells))
+	if len(yamls) != 1 || len(jsons) != 7 || len(shells) != 2 {
+		t.Fatalf("the section has %d yaml, %d json and %d sh blocks, want 1, 7 (Cursor, VS Code, Claude Code PreToolUse and PermissionRequest, Codex PreToolUse and PermissionRequest, Gemini CLI) and 2 (Claude Code, Gemini CLI)", len(yamls), len(jsons), len(shells))
 	}
 	checkAgentRoutes(t, yamls[0])
 
@@ -111,6 +111,8 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 				checkClaudeMatcher(t, groups[0].Matcher)
 			case agent == "codex" && event == "PreToolUse":
 				checkCodexMatcher(t, groups[0].Matcher)
+			case agent == "claude-code" && event == "PermissionRequest" && groups[0].Matcher != "*":
+				t.Errorf("Claude Code's PermissionRequest matcher %q, want * (the hook fires only when Claude Code would ask)", groups[0].Matcher)
 			}
 		}
 		if before, ok := doc.Hooks["BeforeTool"]; ok {
@@ -118,7 +120,7 @@ func TestHookDocsAgreeWithTheCode(t *testing.T) {
 			checkGeminiSettings(t, before[0].Matcher, before[0].Hooks, block)
 		}
 	}
-	if want := "[claude-code PreToolUse codex PreToolUse codex PermissionRequest gemini]"; len(mcpURLs) != 2 || fmt.Sprint(hooked) != want {
+	if want := "[claude-code PreToolUse codex PreToolUse codex PermissionRequest claude-code PermissionRequest gemini]"; len(mcpURLs) != 2 || fmt.Sprint(hooked) != want {
 		t.Errorf("the JSON blocks configure MCP at %v and hooks for %v; want Cursor and VS Code, and hooks for %s", mcpURLs, hooked, want)
 	}
 	for _, u := range mcpURLs {
@@ -145,6 +147,9 @@ func checkAgentRoutes(t *testing.T, yaml string) {
 	routes, err := routing.ParseRoutes([]byte(yaml), "README.md")
 	if err != nil {
 		t.Fatalf("the routing example does not parse: %v", err)
+	}
+	if !routes.Named("agent-writes").OfferAlwaysAllow || routes.Named("agent-reads").OfferAlwaysAllow {
+		t.Errorf("the example offers Claude Code's always-allow rule on %v, %v; want agent-writes only", routes.Named("agent-reads").OfferAlwaysAllow, routes.Named("agent-writes").OfferAlwaysAllow)
 	}
 	for _, tt := range []struct {
 		tool, route string

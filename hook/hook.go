@@ -54,10 +54,10 @@ const (
 // Usage is the hook command's usage.
 const Usage = `usage: slackbot hook claude-code|codex|gemini [--timeout 9m] [--defer]
 
-Reads the agent's hook event (Claude Code PreToolUse, Codex PreToolUse or
-PermissionRequest, Gemini CLI BeforeTool) on stdin, asks slackbot
-(SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits at most --timeout,
-and prints the agent's hook decision JSON`
+Reads the agent's hook event (Claude Code PreToolUse or PermissionRequest,
+Codex PreToolUse or PermissionRequest, Gemini CLI BeforeTool) on stdin, asks
+slackbot (SLACKBOT_URL, SLACKBOT_API_KEY) for a decision, waits at most
+--timeout, and prints the agent's hook decision JSON`
 
 // ExitBlock is the exit status of a hook command for which Run returned
 // an error: the one status Claude Code reads as "block the call".
@@ -124,7 +124,9 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	if err != nil {
 		return denyf("slackbot hook %s is not configured: %v", agent.name, err), ev
 	}
-	if *deferFlag || getenv(DeferEnv) == "1" {
+	// Claude Code's PermissionRequest has no defer: it is asked and waited
+	// for, as without --defer.
+	if (*deferFlag || getenv(DeferEnv) == "1") && (agent.name != "claude-code" || !isClaudePermissionRequest(ev)) {
 		explicit := false
 		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "timeout" })
 		return deferCall(ctx, api, agent, ev, deferOptions{timeout: *timeout, explicit: explicit, callback: getenv("SLACKBOT_CALLBACK_URL"),
@@ -147,6 +149,9 @@ type hookDecision struct {
 	// deferred: nobody decided yet, and the agent stops the run until a
 	// resume asks again (Claude Code's "defer"; reason says where).
 	deferred bool
+	// rule is the always-allow rule an approver gave the agent, as the
+	// agent offered it (claude_permission.go).
+	rule json.RawMessage
 }
 
 func denyf(format string, args ...any) hookDecision {
@@ -251,7 +256,11 @@ func ask(ctx context.Context, api *client.Client, agent *hookAgent, ev *hookEven
 		cancelQuietly(api, token)
 		return unreachable(api, err)
 	}
-	return agent.decision(ev, st, callID)
+	d := agent.decision(ev, st, callID)
+	if agent.offersRules != nil && agent.offersRules(ev) {
+		d = withRule(d, st, callID, ev)
+	}
+	return d
 }
 
 const (

@@ -111,7 +111,8 @@ func (r *Route) IsEscalationApprover(ctx context.Context, user string, members U
 	return e.IsApprover(ctx, user, members)
 }
 
-// attentionField decodes confirm, remind_every, escalate and grants into
+// attentionField decodes confirm, remind_every, escalate, grants and
+// offer_always_allow into
 // r, and reports whether fl was one of them.
 func (d *routesDecoder) attentionField(r *Route, fl field, at *routeNodes) bool {
 	switch fl.key {
@@ -131,6 +132,11 @@ func (d *routesDecoder) attentionField(r *Route, fl field, at *routeNodes) bool 
 		}
 	case "escalate":
 		r.Escalate = d.escalate(fl, at)
+	case "offer_always_allow":
+		at.alwaysAllow = fl.value
+		if b, ok := d.boolean(fl); ok {
+			r.OfferAlwaysAllow = b
+		}
 	default:
 		return false
 	}
@@ -178,7 +184,8 @@ func (d *routesDecoder) escalate(fl field, at *routeNodes) *Escalation {
 
 // checkAttention reports settings that could never take effect or that
 // break a rule: reminders too often or after the timeout, an escalation
-// after the timeout, grants on a quorum route or longer than MaxGrant.
+// after the timeout, grants on a quorum route or longer than MaxGrant,
+// offer_always_allow on a quorum route.
 func (d *routesDecoder) checkAttention(r *Route, at routeNodes) {
 	switch {
 	case at.remindEvery == nil:
@@ -199,6 +206,11 @@ func (d *routesDecoder) checkAttention(r *Route, at routeNodes) {
 	case r.RequiredApprovals > 1:
 		d.problemAt(at.grants, "grants need required_approvals: 1: route %q needs %d approvers, and a grant is one person's say", r.Name, r.RequiredApprovals)
 	}
+	if r.OfferAlwaysAllow && r.RequiredApprovals > 1 {
+		// An agent's rule approves every later call it covers, as a grant
+		// does, but for good: one person's say, never a quorum's.
+		d.problemAt(at.alwaysAllow, "offer_always_allow needs required_approvals: 1: route %q needs %d approvers, and an always-allow rule is one person's say", r.Name, r.RequiredApprovals)
+	}
 }
 
 // attentionText says, for routes check, what a route asks beyond the card.
@@ -216,6 +228,9 @@ func (r *Route) attentionText() string {
 	}
 	if r.Grants > 0 {
 		s = append(s, "grants up to "+formatDuration(r.Grants))
+	}
+	if r.OfferAlwaysAllow {
+		s = append(s, "offers the agent's always-allow rule")
 	}
 	return listOr(s, "")
 }

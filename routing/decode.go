@@ -173,9 +173,9 @@ type routeNodes struct {
 	quorum                ast.Node // required_approvals, else the route
 	approvers             ast.Node // the approvers key, when present
 	autoApprove, autoDeny field
-	// remindEvery, escalateAfter and grants are the values of those
-	// fields, when present.
-	remindEvery, escalateAfter, grants ast.Node
+	// remindEvery, escalateAfter, grants and alwaysAllow are the values
+	// of those fields, when present.
+	remindEvery, escalateAfter, grants, alwaysAllow ast.Node
 }
 
 func (d *routesDecoder) route(env *cel.Env, item ast.Node, index int, defaultTimeout time.Duration) *Route {
@@ -199,7 +199,7 @@ func (d *routesDecoder) route(env *cel.Env, item ast.Node, index int, defaultTim
 	at := routeNodes{quorum: d.resolve(item)}
 	for _, fl := range d.known(fields, what, "name", "when", "channel", "approvers",
 		"required_approvals", "allow_self_approval", "timeout", "auto_approve", "auto_deny",
-		"confirm", "remind_every", "escalate", "grants") {
+		"confirm", "remind_every", "escalate", "grants", "offer_always_allow") {
 		if !d.attentionField(r, fl, &at) {
 			d.routeField(r, fl, &at)
 		}

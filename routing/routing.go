@@ -80,6 +80,10 @@ type Route struct {
 	// (same tool, same arguments, same requester) for a while, up to
 	// Grants (GrantChoices).
 	Grants time.Duration
+	// OfferAlwaysAllow offers, on a coding agent's card that carries the
+	// agent's own "always allow" rule (agentrunner.MetaAlwaysAllow), an
+	// "Approve and always allow <rule>" button (offer_always_allow: true).
+	OfferAlwaysAllow bool
 
 	autoApprove cel.Program
 	autoDeny    cel.Program

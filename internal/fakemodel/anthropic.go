@@ -213,12 +213,17 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Lock()
 	a.requests = append(a.requests, req)
+	n := len(a.requests)
 	a.mu.Unlock()
 	turn := TextTurn("OK")
 	if len(req.Tools) > 0 {
 		turn = a.turnFor(req)
 	}
 	msg := turn.message(req.Model)
+	// Each reply its own id: Claude Code 2.1.332 merges consecutive
+	// assistant messages that share an id into one, so that a third
+	// scripted turn would never be reached.
+	msg.id = fmt.Sprintf("msg_fake_%d", n)
 	if !req.Stream {
 		writeJSON(w, msg.final())
 		return
@@ -250,6 +255,7 @@ func (a *Anthropic) turnFor(req MessagesRequest) Turn {
 
 // reply is a turn as a message of the API.
 type reply struct {
+	id     string
 	model  string
 	blocks []map[string]any
 	inputs []string // the JSON input of each tool_use block, "" for text
@@ -276,7 +282,7 @@ func (t Turn) message(model string) reply {
 
 func (m reply) head() map[string]any {
 	return map[string]any{
-		"id": "msg_fake", "type": "message", "role": "assistant", "model": m.model,
+		"id": m.id, "type": "message", "role": "assistant", "model": m.model,
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 100, "output_tokens": 1},
 	}
