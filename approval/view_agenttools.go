@@ -1,0 +1,242 @@
+package approval
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/slackapprove/slackbot/agentrunner"
+)
+
+// The coding agents' own tools slackbot knows: how each one's change is
+// shown (BuildChange), its JSON Schema (AgentSchema) and which of its
+// arguments a person edits on the card (EditFields). The server knows
+// them by agent and tool name rather than taking a schema from the hook:
+// the schema is the same for every hook of a version, a hook's schema
+// would only be the client's word again (ArgsSchemaKey, which a known
+// tool never lets a client loosen), and the card's fields and its schema
+// must read the same members.
+//
+// Shapes, and where they come from:
+//   - Claude Code 2.1.332 (@anthropic-ai/claude-code sdk-tools.d.ts:
+//     BashInput, FileEditInput, FileWriteInput; MultiEdit from the
+//     binary's tool list, for versions that still send it): Bash
+//     {command, description?, timeout?, run_in_background?,
+//     dangerouslyDisableSandbox?}, Edit {file_path, old_string,
+//     new_string, replace_all?}, MultiEdit {file_path, edits: [{old_string,
+//     new_string, replace_all?}]}, Write {file_path, content}.
+//   - Codex 0.171.0: its model calls shell, exec_command, local_shell
+//     and apply_patch, but its hooks see them under their hook names
+//     (codex-rs core/src/tools/hook_names.rs, HookToolName): every shell
+//     tool is "Bash" with {command: a string, description?}, and
+//     apply_patch is "apply_patch" with the patch in {command} (the
+//     ApplyPatchHandler's pre_tool_use_payload and the apply-patch
+//     runtime's permission_request_payload).
+//   - Gemini CLI 0.61.0 (@google/gemini-cli bundle, tool definitions):
+//     run_shell_command {command, description?, dir_path?, is_background?,
+//     delay_ms?, additional_permissions?}, replace {file_path,
+//     instruction?, old_string, new_string, allow_multiple?}, write_file
+//     {file_path, content}.
+//
+// Members a schema does not name are allowed (a newer version's): they
+// are shown on the card (Change.Rest) and kept as they are by an edit.
+
+// knownTool is one agent tool slackbot shows as a change.
+type knownTool struct {
+	change func(map[string]json.RawMessage) *Change
+	// shown are the members the change shows itself; the rest is Rest.
+	shown  []string
+	schema string
+	// fields are the members a person edits, in the form's order; an
+	// entry "edits[]" stands for each edit of a MultiEdit.
+	fields []string
+
+	once sync.Once
+	tool *agentrunner.Tool
+	err  error
+}
+
+var (
+	claudeBash = &knownTool{change: commandChange, shown: []string{"command", "description"}, fields: []string{"command"},
+		schema: obj(`"command"`, `"command":{"type":"string","minLength":1},"description":{"type":"string"},"timeout":{"type":"number","minimum":0},"run_in_background":{"type":"boolean"},"dangerouslyDisableSandbox":{"type":"boolean"}`)}
+	claudeEdit = &knownTool{change: editChange("replace_all"), shown: []string{"file_path", "old_string", "new_string", "replace_all"},
+		fields: []string{"file_path", "old_string", "new_string"},
+		schema: obj(`"file_path","old_string","new_string"`, `"file_path":{"type":"string","minLength":1},"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}`)}
+	claudeMultiEdit = &knownTool{change: multiEditChange, shown: []string{"file_path", "edits"}, fields: []string{"file_path", "edits[]"},
+		schema: obj(`"file_path","edits"`, `"file_path":{"type":"string","minLength":1},"edits":{"type":"array","minItems":1,"items":{"type":"object","required":["old_string","new_string"],"properties":{"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}}}}`)}
+	writeFile = &knownTool{change: contentChange, shown: []string{"file_path", "content"}, fields: []string{"file_path", "content"},
+		schema: obj(`"file_path","content"`, `"file_path":{"type":"string","minLength":1},"content":{"type":"string"}`)}
+	codexBash = &knownTool{change: commandChange, shown: []string{"command", "description"}, fields: []string{"command"},
+		schema: obj(`"command"`, `"command":{"type":"string","minLength":1},"description":{"type":"string"}`)}
+	// A patch Codex can apply starts with "*** Begin Patch" and ends with
+	// "*** End Patch" (codex-rs apply-patch's parser).
+	codexPatch = &knownTool{change: patchChange, shown: []string{"command"}, fields: []string{"command"},
+		schema: obj(`"command"`, `"command":{"type":"string","pattern":"^\\s*\\*\\*\\* Begin Patch[\\s\\S]*\\*\\*\\* End Patch\\s*$"}`)}
+	geminiShell = &knownTool{change: commandChange, shown: []string{"command", "description"}, fields: []string{"command"},
+		schema: obj(`"command"`, `"command":{"type":"string","minLength":1},"description":{"type":"string"},"dir_path":{"type":"string"},"is_background":{"type":"boolean"},"delay_ms":{"type":"integer","minimum":0},"additional_permissions":{"type":"object"}`)}
+	geminiReplace = &knownTool{change: editChange("allow_multiple"), shown: []string{"file_path", "old_string", "new_string", "allow_multiple"},
+		fields: []string{"file_path", "old_string", "new_string"},
+		schema: obj(`"file_path","old_string","new_string"`, `"file_path":{"type":"string","minLength":1},"instruction":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"allow_multiple":{"type":"boolean"}`)}
+)
+
+// agentTools are the known tools by agent and tool name.
+var agentTools = map[string]map[string]*knownTool{
+	AgentClaudeCode: {"Bash": claudeBash, "Edit": claudeEdit, "MultiEdit": claudeMultiEdit, "Write": writeFile},
+	AgentCodex:      {"Bash": codexBash, "apply_patch": codexPatch},
+	AgentGemini:     {"run_shell_command": geminiShell, "replace": geminiReplace, "write_file": writeFile},
+}
+
+// obj is an object schema with required members and properties.
+func obj(required, properties string) string {
+	return `{"type":"object","required":[` + required + `],"properties":{` + properties + `}}`
+}
+
+func agentTool(agent, tool string) *knownTool { return agentTools[agent][tool] }
+
+// AgentSchema returns the built-in tool that checks the arguments of
+// agent's tool (its JSON Schema), or nil when slackbot knows none.
+func AgentSchema(agent, tool string) *agentrunner.Tool {
+	t := agentTool(agent, tool)
+	if t == nil {
+		return nil
+	}
+	t.once.Do(func() {
+		t.tool, t.err = agentrunner.NewRawTool(tool, "", json.RawMessage(t.schema), nil)
+	})
+	if t.err != nil {
+		panic(fmt.Sprintf("approval: built-in schema of %s %s: %v", agent, tool, t.err)) // a bug, caught by the tests
+	}
+	return t.tool
+}
+
+// EditField is one argument a person edits on an agent tool's card: a
+// string member of the arguments (Key: its name, or "edits.<i>.<name>"
+// inside a MultiEdit), its Label and current Value.
+type EditField struct {
+	Key       string
+	Label     string
+	Value     string
+	Multiline bool
+}
+
+// EditFields are the fields a person edits of agent's tool called with
+// args, in order; nil when the tool is not one slackbot knows or args are
+// not as it takes them. The other members are kept as they are.
+func EditFields(agent, tool string, args json.RawMessage) []EditField {
+	t := agentTool(agent, tool)
+	if t == nil {
+		return nil
+	}
+	in, ok := decodeObject(args)
+	if !ok || t.change(in) == nil {
+		return nil
+	}
+	var out []EditField
+	for _, f := range t.fields {
+		if f != "edits[]" {
+			v, _ := str(in, f)
+			out = append(out, EditField{Key: f, Label: fieldLabel(f), Value: v, Multiline: f != "file_path"})
+			continue
+		}
+		var edits []map[string]json.RawMessage
+		_ = json.Unmarshal(in["edits"], &edits) // multiEditChange read them
+		for i, e := range edits[:min(len(edits), maxEdits)] {
+			for _, m := range []string{"old_string", "new_string"} {
+				v, _ := str(e, m)
+				out = append(out, EditField{Key: "edits." + strconv.Itoa(i) + "." + m,
+					Label: fmt.Sprintf("Edit %d: %s", i+1, fieldLabel(m)), Value: v, Multiline: true})
+			}
+		}
+	}
+	return out
+}
+
+func fieldLabel(member string) string {
+	switch member {
+	case "command":
+		return "Command"
+	case "file_path":
+		return "File"
+	case "old_string":
+		return "Text to replace"
+	case "new_string":
+		return "Replace it with"
+	case "content":
+		return "Content"
+	}
+	return member
+}
+
+// EditedArgs returns args with the string members named by values' keys
+// (EditFields' Keys) set to values'. A value that differs from the
+// current one only in white space at its end keeps the current one: a
+// form's input may trim it, and a person who left the field alone meant
+// no change. A key that names no such member is refused (EINVALID). The
+// result is checked by CheckEdit like any edit; members are written in
+// sorted order, numbers as they came.
+func EditedArgs(args json.RawMessage, values map[string]string) (json.RawMessage, error) {
+	if err := agentrunner.CheckArgs(args); err != nil {
+		return nil, Errorf(EINVALID, "The arguments could be read two ways, so they cannot be edited: %s.", truncate(err.Error(), 500))
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var in map[string]any
+	if err := dec.Decode(&in); err != nil || in == nil {
+		return nil, Errorf(EINVALID, "The arguments must be a JSON object.")
+	}
+	for key, v := range values {
+		parent, member, ok := fieldParent(in, key)
+		if !ok {
+			return nil, Errorf(EINVALID, "The arguments have no field %q to edit.", key)
+		}
+		cur, isString := parent[member].(string)
+		if !isString {
+			return nil, Errorf(EINVALID, "The field %q is not text.", key)
+		}
+		if strings.TrimRight(v, " \t\r\n") == strings.TrimRight(cur, " \t\r\n") {
+			continue
+		}
+		parent[member] = v
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(in); err != nil {
+		return nil, Errorf(EINVALID, "The edited arguments cannot be written as JSON: %v", err)
+	}
+	return bytes.TrimSpace(b.Bytes()), nil
+}
+
+// fieldParent finds the object holding the member key names: in itself,
+// or for "edits.<i>.<name>", the i-th edit.
+func fieldParent(in map[string]any, key string) (parent map[string]any, member string, ok bool) {
+	parts := strings.Split(key, ".")
+	switch len(parts) {
+	case 1:
+		_, ok = in[key]
+		return in, key, ok
+	case 3:
+		edits, _ := in[parts[0]].([]any)
+		i, err := strconv.Atoi(parts[1])
+		if parts[0] != "edits" || err != nil || i < 0 || i >= len(edits) || strconv.Itoa(i) != parts[1] {
+			return nil, "", false
+		}
+		e, isObject := edits[i].(map[string]any)
+		if !isObject {
+			return nil, "", false
+		}
+		_, ok = e[parts[2]]
+		return e, parts[2], ok
+	}
+	return nil, "", false
+}
+
+// agentEditable reports whether call id of r is a coding agent's tool
+// whose schema slackbot knows, so an approver may edit it on its card.
+func agentEditable(r *Request, id string) bool {
+	call, ok := r.Requests.Call(id)
+	return ok && AgentSchema(CallAgent(r, id), call.ToolName) != nil
+}
