@@ -67,7 +67,7 @@ const MaxChangeText = 320 << 10
 // it to decide.
 type Change struct {
 	// Agent is the MetaAgent the call came with ("claude-code").
-	Agent string `json:"agent"`
+	Agent string     `json:"agent"`
 	Kind  ChangeKind `json:"kind"`
 	// Path is the file an edit, a write or a diff is about; empty for a
 	// command or a patch (a patch names its files itself).
