@@ -240,3 +240,19 @@ func agentEditable(r *Request, id string) bool {
 	call, ok := r.Requests.Call(id)
 	return ok && AgentSchema(CallAgent(r, id), call.ToolName) != nil
 }
+
+// EditAgentArgs is EditedArgs for agent's tool, limited to its EditFields:
+// a form that names any other member is refused (EINVALID), whoever sent
+// it.
+func EditAgentArgs(agent, tool string, args json.RawMessage, values map[string]string) (json.RawMessage, error) {
+	offered := map[string]bool{}
+	for _, f := range EditFields(agent, tool, args) {
+		offered[f.Key] = true
+	}
+	for key := range values {
+		if !offered[key] {
+			return nil, Errorf(EINVALID, "The field %q cannot be edited here.", key)
+		}
+	}
+	return EditedArgs(args, values)
+}

@@ -342,3 +342,23 @@ func capText(s string) (text string, cut bool) {
 	}
 	return s[:n], true
 }
+
+// DescriptionLabel comes before an agent's own description of its call,
+// which is its words, not what runs.
+const DescriptionLabel = "The agent's description: "
+
+// RestLabel comes before a change's other arguments.
+const RestLabel = "Other arguments: "
+
+// ChangeCutWords says that a change is longer than slackbot shows, and
+// that all of it runs.
+func ChangeCutWords(ch *Change) string {
+	return fmt.Sprintf("This %s is longer than %d KiB: slackbot shows its start only, and the whole of it runs. Deny it unless you know the rest.",
+		strings.ToLower(ch.Label()), MaxChangeText>>10)
+}
+
+// AgentEditIntro is the first line of the form that edits an agent's
+// tool call.
+func AgentEditIntro(ch *Change) string {
+	return ch.Lead() + ". Edit what it runs, then approve: the other arguments stay as they are, and the edit is checked against the tool's schema and the route's policy."
+}

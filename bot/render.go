@@ -103,6 +103,8 @@ func (l *cardLayout) blocks() []slack.Block {
 	if l.edited() {
 		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsRequestedLabel), l.args, "", false)...)
 		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsApprovedLabel), l.override, "", false)...)
+	} else if c.Change != nil {
+		blocks = append(blocks, l.changeBlocks(pending)...)
 	} else {
 		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsLabel), l.args, l.blockID(BlockIDArgs), pending)...)
 	}
