@@ -54,8 +54,8 @@ type cardLayout struct {
 	// of a Write (render_change.go).
 	change, local preview
 	answer        preview
-	answerText     string
-	answerIsText   bool
+	answerText    string
+	answerIsText  bool
 }
 
 func newCardLayout(c Card) *cardLayout {

@@ -43,7 +43,7 @@ func changeCards(t testing.TB) map[string]Card {
 		"change_bash": agentCard(t, approval.AgentClaudeCode, "Bash", map[string]any{
 			"command": "rm -rf build/ && npm run build", "description": "Rebuild the app from scratch", "timeout": 120000}, nil),
 		"change_edit": agentCard(t, approval.AgentClaudeCode, "Edit", map[string]any{
-			"file_path": "/home/dev/shop/src/cart.ts",
+			"file_path":  "/home/dev/shop/src/cart.ts",
 			"old_string": "export function total(items: Item[]) {\n  return items.reduce((s, i) => s + i.price, 0);\n}\n",
 			"new_string": "export function total(items: Item[]) {\n  return items.reduce((s, i) => s + i.price * i.quantity, 0);\n}\n"}, nil),
 		"change_multiedit": agentCard(t, approval.AgentClaudeCode, "MultiEdit", map[string]any{"file_path": "/home/dev/shop/config.ts", "edits": edits}, nil),
@@ -75,8 +75,8 @@ func hostileChanges(t testing.TB) map[string]*approval.Change {
 		return ch
 	}
 	return map[string]*approval.Change{
-		"bash": build(approval.AgentClaudeCode, "Bash", map[string]any{"command": hostile + "\n```\n" + hostile, "description": hostile, "EVIL <!here>": hostile}, nil),
-		"edit": build(approval.AgentClaudeCode, "Edit", map[string]any{"file_path": path, "old_string": lines, "new_string": strings.ToUpper(lines)}, nil),
+		"bash":      build(approval.AgentClaudeCode, "Bash", map[string]any{"command": hostile + "\n```\n" + hostile, "description": hostile, "EVIL <!here>": hostile}, nil),
+		"edit":      build(approval.AgentClaudeCode, "Edit", map[string]any{"file_path": path, "old_string": lines, "new_string": strings.ToUpper(lines)}, nil),
 		"multiedit": build(approval.AgentClaudeCode, "MultiEdit", map[string]any{"file_path": path, "edits": edits}, nil),
 		"write": build(approval.AgentGemini, "write_file", map[string]any{"file_path": path, "content": lines},
 			map[string]any{approval.MetaLocalDiff: strings.Repeat("-"+hostile+"\n+```\n", 2000)}),
