@@ -44,6 +44,8 @@ type hookEvent struct {
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
 	ToolUseID      string          `json:"tool_use_id"`
+	// localDiff is a Write's diff against the file here (cards.go).
+	localDiff string
 }
 
 // hookAgent is one agent's hook contract.
@@ -100,6 +102,7 @@ func codexOutput(d hookDecision) any {
 func (a *hookAgent) request(ev *hookEvent, callID string) client.CreateRequest {
 	return client.CreateRequest{
 		Approvals: []agentrunner.ToolCallPart{{ToolName: ev.ToolName, Args: ev.ToolInput, ToolCallID: callID}},
+		Metadata:  a.metadata(ev, callID),
 		Requester: a.requester(ev),
 		Context:   a.context(ev),
 	}
