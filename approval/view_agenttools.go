@@ -174,64 +174,137 @@ func fieldLabel(member string) string {
 // (EditFields' Keys) set to values'. A value that differs from the
 // current one only in white space at its end keeps the current one: a
 // form's input may trim it, and a person who left the field alone meant
-// no change. A key that names no such member is refused (EINVALID). The
-// result is checked by CheckEdit like any edit; members are written in
-// sorted order, numbers as they came.
+// no change. A key that names no string member is refused (EINVALID).
+// Every other member stays as it came, in its place; the result is
+// compact JSON, checked by CheckEdit like any edit.
 func EditedArgs(args json.RawMessage, values map[string]string) (json.RawMessage, error) {
 	if err := agentrunner.CheckArgs(args); err != nil {
 		return nil, Errorf(EINVALID, "The arguments could be read two ways, so they cannot be edited: %s.", truncate(err.Error(), 500))
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var in map[string]any
-	if err := dec.Decode(&in); err != nil || in == nil {
-		return nil, Errorf(EINVALID, "The arguments must be a JSON object.")
-	}
+	top := map[string]string{}
+	nested := map[string]map[int]map[string]string{} // "edits" → index → member → value
 	for key, v := range values {
-		parent, member, ok := fieldParent(in, key)
-		if !ok {
+		parts := strings.Split(key, ".")
+		switch len(parts) {
+		case 1:
+			top[key] = v
+		case 3:
+			i, err := strconv.Atoi(parts[1])
+			if err != nil || i < 0 || strconv.Itoa(i) != parts[1] {
+				return nil, Errorf(EINVALID, "The arguments have no field %q to edit.", key)
+			}
+			if nested[parts[0]] == nil {
+				nested[parts[0]] = map[int]map[string]string{}
+			}
+			if nested[parts[0]][i] == nil {
+				nested[parts[0]][i] = map[string]string{}
+			}
+			nested[parts[0]][i][parts[2]] = v
+		default:
 			return nil, Errorf(EINVALID, "The arguments have no field %q to edit.", key)
 		}
-		cur, isString := parent[member].(string)
-		if !isString {
-			return nil, Errorf(EINVALID, "The field %q is not text.", key)
-		}
-		if strings.TrimRight(v, " \t\r\n") == strings.TrimRight(cur, " \t\r\n") {
-			continue
-		}
-		parent[member] = v
 	}
+	out, err := setMembers(args, top, nested)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, out); err != nil {
+		return nil, Errorf(EINVALID, "The edited arguments are not JSON: %v", err)
+	}
+	return b.Bytes(), nil
+}
+
+// setMembers rewrites the object obj member by member, in order: the
+// members of set get their new text (they must be strings), the arrays
+// named in nested have the objects at its indexes rewritten alike.
+func setMembers(obj json.RawMessage, set map[string]string, nested map[string]map[int]map[string]string) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, Errorf(EINVALID, "The arguments must be a JSON object.")
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		var raw json.RawMessage
+		if err != nil || !isKey || dec.Decode(&raw) != nil {
+			return nil, Errorf(EINVALID, "The arguments must be a JSON object.")
+		}
+		seen[key] = true
+		if v, ok := set[key]; ok {
+			var cur string
+			if json.Unmarshal(raw, &cur) != nil {
+				return nil, Errorf(EINVALID, "The field %q is not text.", key)
+			}
+			if strings.TrimRight(v, " \t\r\n") != strings.TrimRight(cur, " \t\r\n") {
+				raw = marshalText(v)
+			}
+		}
+		if idx, ok := nested[key]; ok {
+			if raw, err = setElements(key, raw, idx); err != nil {
+				return nil, err
+			}
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(marshalText(key))
+		b.WriteByte(':')
+		b.Write(raw)
+	}
+	for key := range set {
+		if !seen[key] {
+			return nil, Errorf(EINVALID, "The arguments have no field %q to edit.", key)
+		}
+	}
+	for key := range nested {
+		if !seen[key] {
+			return nil, Errorf(EINVALID, "The arguments have no field %q to edit.", key)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// setElements rewrites the objects at the indexes of idx in the array arr
+// (the member name of the arguments).
+func setElements(name string, arr json.RawMessage, idx map[int]map[string]string) (json.RawMessage, error) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(arr, &elems); err != nil {
+		return nil, Errorf(EINVALID, "The field %q is not a list.", name)
+	}
+	for i, set := range idx {
+		if i >= len(elems) {
+			return nil, Errorf(EINVALID, "The arguments have no item %d in %q to edit.", i, name)
+		}
+		e, err := setMembers(elems[i], set, nil)
+		if err != nil {
+			return nil, err
+		}
+		elems[i] = e
+	}
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, e := range elems {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(e)
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
+// marshalText is s as a JSON string, with <, > and & as they are.
+func marshalText(s string) json.RawMessage {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(in); err != nil {
-		return nil, Errorf(EINVALID, "The edited arguments cannot be written as JSON: %v", err)
-	}
-	return bytes.TrimSpace(b.Bytes()), nil
-}
-
-// fieldParent finds the object holding the member key names: in itself,
-// or for "edits.<i>.<name>", the i-th edit.
-func fieldParent(in map[string]any, key string) (parent map[string]any, member string, ok bool) {
-	parts := strings.Split(key, ".")
-	switch len(parts) {
-	case 1:
-		_, ok = in[key]
-		return in, key, ok
-	case 3:
-		edits, _ := in[parts[0]].([]any)
-		i, err := strconv.Atoi(parts[1])
-		if parts[0] != "edits" || err != nil || i < 0 || i >= len(edits) || strconv.Itoa(i) != parts[1] {
-			return nil, "", false
-		}
-		e, isObject := edits[i].(map[string]any)
-		if !isObject {
-			return nil, "", false
-		}
-		_, ok = e[parts[2]]
-		return e, parts[2], ok
-	}
-	return nil, "", false
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimSpace(b.Bytes())
 }
 
 // agentEditable reports whether call id of r is a coding agent's tool

@@ -156,8 +156,8 @@ func TestViewOfAnAgentsToolCall(t *testing.T) {
 
 // TestEditedArgs checks the fields a person edits and the arguments the
 // edit makes: only the named string members change, the rest are kept as
-// they came, trailing white space a form trimmed is no change, and a
-// field the arguments do not have is refused.
+// they came and where they came, trailing white space a form trimmed is
+// no change, and a field the arguments do not have is refused.
 func TestEditedArgs(t *testing.T) {
 	args := json.RawMessage(`{"command":"rm -rf build/\n","timeout":60000.0,"description":"<b>x</b>"}`)
 	fields := approval.EditFields(approval.AgentClaudeCode, "Bash", args)
@@ -165,14 +165,14 @@ func TestEditedArgs(t *testing.T) {
 		t.Errorf("EditFields = %+v, want %+v", fields, want)
 	}
 	got, err := approval.EditedArgs(args, map[string]string{"command": "rm -rf build/tmp"})
-	if want := `{"command":"rm -rf build/tmp","description":"<b>x</b>","timeout":60000.0}`; err != nil || string(got) != want {
+	if want := `{"command":"rm -rf build/tmp","timeout":60000.0,"description":"<b>x</b>"}`; err != nil || string(got) != want {
 		t.Errorf("EditedArgs = %s, %v; want %s", got, err, want)
 	}
 	got, err = approval.EditedArgs(args, map[string]string{"command": "rm -rf build/"})
 	if err != nil || !strings.Contains(string(got), `"rm -rf build/\n"`) {
 		t.Errorf("a trimmed, unchanged field = %s, %v; want the command as it was", got, err)
 	}
-	for _, key := range []string{"timeout", "nothing", "edits.0.old_string", "edits.x.y.z"} {
+	for _, key := range []string{"timeout", "nothing", "edits.0.old_string", "edits.x.y.z", "edits.01.old_string"} {
 		if _, err := approval.EditedArgs(args, map[string]string{key: "1"}); approval.ErrorCode(err) != approval.EINVALID {
 			t.Errorf("EditedArgs of %q: %v, want EINVALID", key, err)
 		}
@@ -186,7 +186,7 @@ func TestEditedArgs(t *testing.T) {
 		t.Errorf("MultiEdit fields = %v, want %v", keys, want)
 	}
 	got, err = approval.EditedArgs(multi, map[string]string{"edits.1.new_string": "D"})
-	if want := `{"edits":[{"new_string":"b","old_string":"a"},{"new_string":"D","old_string":"c"}],"file_path":"f"}`; err != nil || string(got) != want {
+	if want := `{"file_path":"f","edits":[{"old_string":"a","new_string":"b"},{"old_string":"c","new_string":"D"}]}`; err != nil || string(got) != want {
 		t.Errorf("EditedArgs of an edit = %s, %v; want %s", got, err, want)
 	}
 	if _, err := approval.EditedArgs(json.RawMessage(`{"command":"a","command":"b"}`), map[string]string{"command": "c"}); approval.ErrorCode(err) != approval.EINVALID {

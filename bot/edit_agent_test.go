@@ -28,7 +28,7 @@ func TestAgentEditFormSubmission(t *testing.T) {
 		{"a command", approval.AgentClaudeCode, "Bash", `{"command":"rm -rf build/","timeout":60000}`,
 			map[string]string{"command": "rm -rf build/tmp"}, `{"command":"rm -rf build/tmp","timeout":60000}`, ""},
 		{"the strings of an edit", approval.AgentClaudeCode, "Edit", `{"file_path":"f","old_string":"a\n","new_string":"b\n"}`,
-			map[string]string{"file_path": "f", "old_string": "a", "new_string": "c"}, `{"file_path":"f","new_string":"c","old_string":"a\n"}`, ""},
+			map[string]string{"file_path": "f", "old_string": "a", "new_string": "c"}, `{"file_path":"f","old_string":"a\n","new_string":"c"}`, ""},
 		{"an empty command", approval.AgentClaudeCode, "Bash", `{"command":"ls"}`, map[string]string{"command": ""}, "", "command"},
 		{"a field not offered", approval.AgentClaudeCode, "Bash", `{"command":"ls","description":"List"}`,
 			map[string]string{"command": "ls", "description": "Something else"}, "", `"description" cannot be edited here`},
