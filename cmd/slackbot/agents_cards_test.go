@@ -144,8 +144,12 @@ func TestAgentCardEditRefused(t *testing.T) {
 		t.Fatalf("an empty command: the form answered %s, want an error naming the command", body)
 	}
 	token, callID := e.requestOfCard(t, card)
-	if r, err := e.app.store.Get(t.Context(), token); err != nil || r.Call(callID).Status != approval.CallPending {
-		t.Fatalf("after a refused edit the call is %v (%v), want pending", r.Call(callID).Status, err)
+	r, err := e.app.store.Get(t.Context(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Call(callID).Status; st != approval.CallPending {
+		t.Fatalf("after a refused edit the call is %s, want pending", st)
 	}
 	e.answerWithEdit(t, card, map[string]string{"command": "make deploy-staging"})
 	out := waitHook(t, done).Stdout
