@@ -72,3 +72,15 @@ func TestHookLocalDiff(t *testing.T) {
 		t.Errorf("request metadata %v, want the diff", got)
 	}
 }
+
+// TestHookCardsDocs: the README says how to turn on the local diff and
+// which member names the agent, as the code spells them.
+func TestHookCardsDocs(t *testing.T) {
+	section := readmeSection(t, "## Approvals for MCP clients and coding agents")
+	for _, want := range []string{"`" + LocalDiffEnv + "=1`", "`" + metaAgent + "`", "go test ./cmd/slackbot -run TestDevBrowserAgentCards -screenshots",
+		"](docs/agent-bash-card.png)", "](docs/agent-edit-card.png)"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("the README's section does not say %s", want)
+		}
+	}
+}
