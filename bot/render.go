@@ -135,7 +135,7 @@ func ApprovalText(c Card) string {
 		return fit(s, maxFallbackText, "…", neutralRune)
 	}
 	s = fit(s+" — ", maxFallbackText-minFallbackConfirmation, "… — ", neutralRune)
-	return s + fitEnds(c.Confirmation, maxFallbackText-textLen(s), linePiece(neutralRune))
+	return s + fitEnds(summary(c), maxFallbackText-textLen(s), linePiece(neutralRune))
 }
 
 // minFallbackConfirmation is the room the fallback text keeps for the

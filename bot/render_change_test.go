@@ -141,6 +141,10 @@ func TestChangeCardsAtAGlance(t *testing.T) {
 			}
 		})
 	}
+	// A notification, one line, still says which command runs.
+	if got := ApprovalText(cards["change_bash"]); !strings.Contains(got, "Claude Code wants to run a command: rm -rf build/ &amp;&amp; npm run build") {
+		t.Errorf("ApprovalText = %q, want the command in it", got)
+	}
 	// The button on a long diff is labelled for it.
 	for _, b := range find(toJSON(t, slack.Blocks{BlockSet: ApprovalBlocks(cards["change_long_diff"])}), "button") {
 		if b["action_id"] == ActionIDViewArgs && b["text"].(map[string]any)["text"] != "View full diff" {
