@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -209,5 +208,4 @@ func TestAgentEditForm(t *testing.T) {
 	if editedFields(map[string]map[string]slack.BlockAction{BlockIDEditArgs: {ActionIDEditArgsInput: {Value: "{}"}}}) != nil {
 		t.Error("the JSON form read as fields")
 	}
-	_ = json.Valid
 }
