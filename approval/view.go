@@ -112,6 +112,9 @@ type CallView struct {
 	// diff, content or patch), built from Args (view_change.go); nil for
 	// any other call, whose Args are shown as they are.
 	Change *Change `json:"change,omitempty"`
+	// EditedChange is the change of OverrideArgs, what the call runs with
+	// when it was approved with edited arguments; nil otherwise.
+	EditedChange *Change `json:"edited_change,omitempty"`
 }
 
 // Viewer builds CallViews: from a request and what the routing file and
@@ -159,6 +162,10 @@ func (vw Viewer) View(r *Request, c *Call) CallView {
 	}
 	if agent := CallAgent(r, c.ID); agent != "" {
 		v.Change = BuildChange(agent, call.ToolName, args, r.Requests.Metadata[c.ID])
+		if len(c.OverrideArgs) > 0 && v.Change != nil {
+			// The hook's diff was against the content asked for: not this.
+			v.EditedChange = BuildChange(agent, call.ToolName, c.OverrideArgs, nil)
+		}
 	}
 	if agent := PromptAgent(r, c.ID); agent != "" {
 		// The agent's own tool (Bash, Edit): slackbot has no confirmation

@@ -147,6 +147,12 @@ func TestViewOfAnAgentsToolCall(t *testing.T) {
 	if got.Change == nil || got.Change.Kind != approval.ChangeDiff || got.Confirmation != "Claude Code wants to edit f" {
 		t.Errorf("permission prompt: change, confirmation = %+v, %q", got.Change, got.Confirmation)
 	}
+	// Approved with an edit: the view has the change that runs too.
+	r, c = agentRequest(approval.AgentCodex, "Bash", `{"command":"git push"}`)
+	c.Status, c.OverrideArgs = approval.CallApproved, json.RawMessage(`{"command":"git push --dry-run"}`)
+	if got := newViewer(t, viewCreated).View(r, c); got.EditedChange == nil || got.EditedChange.Text != "git push --dry-run" || got.Change.Text != "git push" {
+		t.Errorf("an edited call: change %+v, edited %+v", got.Change, got.EditedChange)
+	}
 	// Without the agent's name, a tool called Bash is any API tool.
 	r, c = viewRequest(approval.Origin{Client: "laptop"}, "fs", "Bash", `{"command":"ls"}`)
 	if got := newViewer(t, viewCreated).View(r, c); got.Change != nil || got.AllowEdit {

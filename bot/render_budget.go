@@ -51,8 +51,9 @@ type cardLayout struct {
 
 	args, override preview
 	// change and local are a coding agent's change and the hook's diff
-	// of a Write (render_change.go).
-	change, local preview
+	// of a Write, editedChange the change it was approved with
+	// (render_change.go).
+	change, local, editedChange preview
 	answer        preview
 	answerText    string
 	answerIsText  bool
@@ -61,9 +62,13 @@ type cardLayout struct {
 func newCardLayout(c Card) *cardLayout {
 	l := &cardLayout{c: c, version: cardVersion(c), caps: fullCaps, argsLimit: maxSectionText}
 	l.args = prettyJSONEnds(c.Args, maxSectionText, maxSectionText/3)
-	if l.edited() {
+	switch {
+	case l.edited() && c.Change != nil && c.EditedChange != nil:
+		l.change = textPreview(codeText(c.Change.Text), maxSectionText, maxSectionText/3)
+		l.editedChange = textPreview(codeText(c.EditedChange.Text), maxSectionText, maxSectionText/3)
+	case l.edited():
 		l.override = prettyJSONEnds(c.OverrideArgs, maxSectionText, maxSectionText/3)
-	} else if c.Change != nil {
+	case c.Change != nil:
 		l.change = textPreview(codeText(c.Change.Text), maxSectionText, maxSectionText/3)
 		l.local = textPreview(codeText(c.Change.LocalDiff), maxSectionText, maxSectionText/3)
 	}

@@ -18,20 +18,25 @@ import (
 // blocks escape &, < and > and break runs of backticks (fitCode), and the
 // description is plain text.
 
-// changeBlocks show l's change in place of the arguments.
-func (l *cardLayout) changeBlocks(viewButton bool) []slack.Block {
-	ch := l.c.Change
+// changeBlocks show the change ch (its text previewed in p, a Write's
+// local diff in local) in place of the arguments, under heading when it
+// is one of two (as requested, as approved); blockID names its section.
+func (l *cardLayout) changeBlocks(ch *approval.Change, p, local preview, heading, blockID string, viewButton bool) []slack.Block {
 	var blocks []slack.Block
 	if strings.TrimSpace(ch.Description) != "" {
 		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain(approval.DescriptionLabel+"“"+ch.Description+"”", l.caps.context), false), nil, nil))
 	}
-	code := codeSectionEnds(changeLabel(ch), l.change, l.argsLimit)
+	label := changeLabel(ch)
+	if heading != "" {
+		label = cardMarks{}.Strong(heading) + "\n" + label
+	}
+	code := codeSectionEnds(label, p, l.argsLimit)
 	var accessory *slack.Accessory
 	if (code.truncated() || ch.Cut) && viewButton {
 		accessory = slack.NewAccessory(viewChangeButton(l.c))
 	}
 	section := slack.NewSectionBlock(mrkdwn(code.text), nil, accessory)
-	section.BlockID = l.blockID(BlockIDArgs)
+	section.BlockID = blockID
 	blocks = append(blocks, section)
 	if code.end != "" {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.gapNote())),
@@ -43,15 +48,15 @@ func (l *cardLayout) changeBlocks(viewButton bool) []slack.Block {
 	if ch.Cut {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(approval.ChangeCutWords(ch))))
 	}
-	if ch.LocalDiff != "" {
-		local := codeSectionEnds("_"+approval.LocalDiffLabel+"_", l.local, l.argsLimit)
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(local.text), nil, nil))
-		if local.end != "" {
-			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(local.gapNote())),
-				slack.NewSectionBlock(mrkdwn(local.end), nil, nil))
+	if ch.LocalDiff != "" && local.total > 0 {
+		code := codeSectionEnds("_"+approval.LocalDiffLabel+"_", local, l.argsLimit)
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(code.text), nil, nil))
+		if code.end != "" {
+			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(code.gapNote())),
+				slack.NewSectionBlock(mrkdwn(code.end), nil, nil))
 		}
-		if local.truncated() || ch.LocalDiffCut {
-			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(strings.TrimSuffix(local.note(false), ".")+" of the hook's diff.")))
+		if code.truncated() || ch.LocalDiffCut {
+			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(strings.TrimSuffix(code.note(false), ".")+" of the hook's diff.")))
 		}
 	}
 	if len(ch.Rest) > 0 {

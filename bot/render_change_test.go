@@ -91,7 +91,23 @@ func TestChangeCardsGolden(t *testing.T) {
 			checkGolden(t, name, marshalGolden(t, map[string]any{"text": ApprovalText(c), "blocks": slack.Blocks{BlockSet: blocks}}))
 		})
 	}
-	c := changeCards(t)["change_long_diff"]
+	// Approved with an edit: what was asked and what runs, both as diffs.
+	c := changeCards(t)["change_edit"]
+	c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
+	c.OverrideArgs = mustMarshal(t, map[string]any{"file_path": c.Change.Path, "old_string": "  return items.reduce((s, i) => s + i.price, 0);\n",
+		"new_string": "  return items.reduce((s, i) => s + i.price * (i.quantity ?? 1), 0);\n"})
+	c.EditedChange = approval.BuildChange(approval.AgentClaudeCode, "Edit", c.OverrideArgs, nil)
+	blocks := ApprovalBlocks(c)
+	checkMessage(t, c, blocks)
+	checkGolden(t, "change_edit_approved_edited", marshalGolden(t, map[string]any{"text": ApprovalText(c), "blocks": slack.Blocks{BlockSet: blocks}}))
+	all := strings.Join(texts(toJSON(t, slack.Blocks{BlockSet: blocks})), "\n")
+	for _, want := range []string{"*Arguments as requested*\n*Diff*", "*Arguments as approved (edited)*\n*Diff*", "+  return items.reduce((s, i) =&gt; s + i.price * (i.quantity ?? 1), 0);"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the approved card does not show %q:\n%s", want, all)
+		}
+	}
+
+	c = changeCards(t)["change_long_diff"]
 	view := ArgsModal(c)
 	checkModal(t, c, view)
 	checkGolden(t, "modal_change_long_diff", marshalGolden(t, view))

@@ -336,6 +336,8 @@ func hostileCards(t testing.TB) map[string]Card {
 		cards["change/"+name] = c
 		c.State = approval.CallDenied
 		cards["change/"+name+"/denied"] = c
+		c.State, c.EditedChange = approval.CallApproved, ch
+		cards["change/"+name+"/approved-edited"] = c
 	}
 	return cards
 }
