@@ -54,9 +54,9 @@ type cardLayout struct {
 	// of a Write, editedChange the change it was approved with
 	// (render_change.go).
 	change, local, editedChange preview
-	answer        preview
-	answerText    string
-	answerIsText  bool
+	answer                      preview
+	answerText                  string
+	answerIsText                bool
 }
 
 func newCardLayout(c Card) *cardLayout {
