@@ -23,7 +23,7 @@ func (s *Service) editable(r *Request, c *Call) bool {
 		return true
 	}
 	agent, _ := r.Requests.Metadata[c.ID][MetaPermissionPrompt].(string)
-	return Editable(s.tools, r, c.ID) || agent != ""
+	return Editable(s.tools, r, c.ID) || agent != "" || agentEditable(r, c.ID)
 }
 
 // CheckEdit checks edited arguments before call c of r may run with them,
@@ -93,13 +93,17 @@ func (s *Service) CheckEdit(ctx context.Context, r *Request, c *Call, edited jso
 }
 
 // argsTool returns what checks the arguments of call id of r: the tool
-// if slackbot knows it, else the schema the request carries for the call
-// (ArgsSchemaKey), else nil.
+// if slackbot knows it, else a coding agent's own tool's built-in schema
+// (AgentSchema, which the client cannot replace), else the schema the
+// request carries for the call (ArgsSchemaKey), else nil.
 func (s *Service) argsTool(r *Request, id, name string) (*agentrunner.Tool, error) {
 	if s.tools != nil {
 		if tool, ok := s.tools.Tool(name); ok {
 			return tool, nil
 		}
+	}
+	if tool := AgentSchema(CallAgent(r, id), name); tool != nil {
+		return tool, nil
 	}
 	tool, _, err := argsSchemaTool(name, r.Requests.Metadata[id])
 	return tool, err

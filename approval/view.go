@@ -114,6 +114,13 @@ type CallView struct {
 	// PromptAgent names the coding agent ("Claude Code") of a permission
 	// prompt; its view leads with what the tool will do.
 	PromptAgent string `json:"prompt_agent,omitempty"`
+	// Change is what a coding agent's own tool call changes (its command,
+	// diff, content or patch), built from Args (view_change.go); nil for
+	// any other call, whose Args are shown as they are.
+	Change *Change `json:"change,omitempty"`
+	// EditedChange is the change of OverrideArgs, what the call runs with
+	// when it was approved with edited arguments; nil otherwise.
+	EditedChange *Change `json:"edited_change,omitempty"`
 }
 
 // Viewer builds CallViews: from a request and what the routing file and
@@ -162,10 +169,20 @@ func (vw Viewer) View(r *Request, c *Call) CallView {
 			v.EscalatedTo = append(slices.Clone(route.Escalate.Users), route.Escalate.Usergroups...)
 		}
 	}
+	if agent := CallAgent(r, c.ID); agent != "" {
+		v.Change = BuildChange(agent, call.ToolName, args, r.Requests.Metadata[c.ID])
+		if len(c.OverrideArgs) > 0 && v.Change != nil {
+			// The hook's diff was against the content asked for: not this.
+			v.EditedChange = BuildChange(agent, call.ToolName, c.OverrideArgs, nil)
+		}
+	}
 	if agent := PromptAgent(r, c.ID); agent != "" {
 		// The agent's own tool (Bash, Edit): slackbot has no confirmation
 		// text of its own for it.
 		v.PromptAgent = agent
+		if v.Change != nil {
+			v.Confirmation = v.Change.Lead()
+		}
 		return v
 	}
 	for _, p := range vw.pendingCalls(r.Requests) {
@@ -174,6 +191,11 @@ func (vw Viewer) View(r *Request, c *Call) CallView {
 			if p.Message == agentrunner.DefaultConfirmation(p.Call) {
 				p.Call.ToolName = v.ToolLabel
 				v.Confirmation = agentrunner.DefaultConfirmation(p.Call)
+				if v.Change != nil {
+					// The change below shows the arguments; the JSON of
+					// the default text would only repeat them.
+					v.Confirmation = v.Change.Lead()
+				}
 			}
 		}
 	}
@@ -199,7 +221,7 @@ func (vw Viewer) ToolLabel(name string) string {
 // command) is the agent's to check, as when a person edits it in the
 // agent's own prompt.
 func (vw Viewer) Editable(r *Request, id string) bool {
-	return Editable(vw.Tools, r, id) || PromptAgent(r, id) != ""
+	return Editable(vw.Tools, r, id) || PromptAgent(r, id) != "" || agentEditable(r, id)
 }
 
 // PromptAgent names the coding agent of a permission prompt

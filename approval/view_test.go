@@ -97,14 +97,20 @@ func TestViewOfAnAPIRequest(t *testing.T) {
 }
 
 // TestViewOfAPermissionPrompt checks that a coding agent's prompt is
-// named, editable (its input is the agent's to check), and leaves its
-// confirmation to the surface.
+// named, editable (its input is the agent's to check), and leads with its
+// change (a tool whose change slackbot shows) or leaves its confirmation
+// to the surface (any other).
 func TestViewOfAPermissionPrompt(t *testing.T) {
 	r, c := viewRequest(approval.Origin{Client: "laptop"}, "fs", "Bash", `{"command":"ls"}`)
 	r.Requests.Metadata = map[string]map[string]any{"c1": {approval.MetaPermissionPrompt: "Claude Code"}}
 	got := newViewer(t, viewCreated).View(r, c)
-	if got.PromptAgent != "Claude Code" || !got.AllowEdit || got.Confirmation != "" {
-		t.Errorf("prompt agent, edit, confirmation = %q, %v, %q; want Claude Code, true, empty", got.PromptAgent, got.AllowEdit, got.Confirmation)
+	if got.PromptAgent != "Claude Code" || !got.AllowEdit || got.Confirmation != "Claude Code wants to run a command" || got.Change == nil {
+		t.Errorf("prompt agent, edit, confirmation, change = %q, %v, %q, %v; want Claude Code, true, the change's lead, the change", got.PromptAgent, got.AllowEdit, got.Confirmation, got.Change)
+	}
+	r, c = viewRequest(approval.Origin{Client: "laptop"}, "fs", "WebFetch", `{"url":"https://example.com"}`)
+	r.Requests.Metadata = map[string]map[string]any{"c1": {approval.MetaPermissionPrompt: "Claude Code"}}
+	if got := newViewer(t, viewCreated).View(r, c); got.Confirmation != "" || got.Change != nil {
+		t.Errorf("WebFetch's prompt: confirmation, change = %q, %v; want empty, none", got.Confirmation, got.Change)
 	}
 }
 

@@ -116,7 +116,7 @@ func waitingText(c Card, it HomeItem) string {
 	m := cardMarks{}
 	lines := []string{
 		approval.HomeTitle(c, m),
-		inlineCodeEnds(c.Confirmation, maxHomeConfirmation),
+		inlineCodeEnds(summary(c), maxHomeConfirmation),
 		requesterLine(c),
 	}
 	status := []string{approval.ExpiresWords(c, m)}
@@ -143,7 +143,7 @@ func requestText(c Card, it HomeItem) string {
 	if n := approval.ApprovalCount(c); n != "" {
 		status = n + " · " + status
 	}
-	return line + "\n" + inlineCodeEnds(c.Confirmation, maxHomeConfirmation) + "\n" + status
+	return line + "\n" + inlineCodeEnds(summary(c), maxHomeConfirmation) + "\n" + status
 }
 
 // cardWhere says where a call's card is; a reference that is no Slack

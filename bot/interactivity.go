@@ -416,6 +416,9 @@ func (b *Bot) formDecision(cb *slack.InteractionCallback, t *clickTarget) (d app
 		// Which calls may be edited is the Service's rule (DecideOn); the
 		// card shows Edit for them only.
 		d.Action = approval.ActionApprove
+		if fields := editedFields(values); fields != nil {
+			return editedAgentArgs(d, t, fields)
+		}
 		d.OverrideArgs = json.RawMessage(values[BlockIDEditArgs][ActionIDEditArgsInput].Value)
 		if len(strings.TrimSpace(string(d.OverrideArgs))) == 0 {
 			d.OverrideArgs = json.RawMessage(" ") // the Service's check refuses it as not JSON

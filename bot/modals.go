@@ -77,6 +77,9 @@ type metadataJSON struct {
 // button.
 func ArgsModal(c Card) slack.ModalViewRequest {
 	c = normalize(c)
+	if c.Change != nil {
+		return changeModal(c)
+	}
 	blocks := []slack.Block{
 		slack.NewSectionBlock(plain(fitPlain("Arguments of "+c.ToolLabel, maxSectionText), false), nil, nil),
 	}
@@ -152,6 +155,11 @@ func EditArgsModal(c Card, ref approval.MessageRef, current json.RawMessage) sla
 		current = c.Args
 	}
 	w := approval.Form(approval.ChooseEdit, c)
+	if c.Change != nil {
+		if view, ok := agentEditModal(c, ref, current, w); ok {
+			return view
+		}
+	}
 	view := slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      CallbackEditArgs,

@@ -103,10 +103,18 @@ func (l *cardLayout) blocks() []slack.Block {
 	if strings.TrimSpace(c.Context) != "" {
 		blocks = append(blocks, slack.NewSectionBlock(plain(fitPlain(approval.ContextLabel+c.Context, l.caps.context), false), nil, nil))
 	}
-	if l.edited() {
+	switch {
+	case l.edited() && c.Change != nil && c.EditedChange != nil:
+		// What was asked and what runs, each as its change; the hook's
+		// diff was against the content asked for, so neither shows it.
+		blocks = append(blocks, l.changeBlocks(c.Change, l.change, preview{}, approval.ArgsRequestedLabel, "", false)...)
+		blocks = append(blocks, l.changeBlocks(c.EditedChange, l.editedChange, preview{}, approval.ArgsApprovedLabel, "", false)...)
+	case l.edited():
 		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsRequestedLabel), l.args, "", false)...)
 		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsApprovedLabel), l.override, "", false)...)
-	} else {
+	case c.Change != nil:
+		blocks = append(blocks, l.changeBlocks(c.Change, l.change, l.local, "", l.blockID(BlockIDArgs), pending)...)
+	default:
 		blocks = append(blocks, l.argsBlocks(cardMarks{}.Strong(approval.ArgsLabel), l.args, l.blockID(BlockIDArgs), pending)...)
 	}
 	if line := statusLine(c, l.caps.status); line != "" {
@@ -139,7 +147,7 @@ func ApprovalText(c Card) string {
 		return fit(s, maxFallbackText, "…", neutralRune)
 	}
 	s = fit(s+" — ", maxFallbackText-minFallbackConfirmation, "… — ", neutralRune)
-	return s + fitEnds(c.Confirmation, maxFallbackText-textLen(s), linePiece(neutralRune))
+	return s + fitEnds(summary(c), maxFallbackText-textLen(s), linePiece(neutralRune))
 }
 
 // minFallbackConfirmation is the room the fallback text keeps for the

@@ -50,16 +50,27 @@ type cardLayout struct {
 	argsLimit int // characters of each arguments section
 
 	args, override preview
-	answer         preview
-	answerText     string
-	answerIsText   bool
+	// change and local are a coding agent's change and the hook's diff
+	// of a Write, editedChange the change it was approved with
+	// (render_change.go).
+	change, local, editedChange preview
+	answer                      preview
+	answerText                  string
+	answerIsText                bool
 }
 
 func newCardLayout(c Card) *cardLayout {
 	l := &cardLayout{c: c, version: cardVersion(c), caps: fullCaps, argsLimit: maxSectionText}
 	l.args = prettyJSONEnds(c.Args, maxSectionText, maxSectionText/3)
-	if l.edited() {
+	switch {
+	case l.edited() && c.Change != nil && c.EditedChange != nil:
+		l.change = textPreview(codeText(c.Change.Text), maxSectionText, maxSectionText/3)
+		l.editedChange = textPreview(codeText(c.EditedChange.Text), maxSectionText, maxSectionText/3)
+	case l.edited():
 		l.override = prettyJSONEnds(c.OverrideArgs, maxSectionText, maxSectionText/3)
+	case c.Change != nil:
+		l.change = textPreview(codeText(c.Change.Text), maxSectionText, maxSectionText/3)
+		l.local = textPreview(codeText(c.Change.LocalDiff), maxSectionText, maxSectionText/3)
 	}
 	if len(bytes.TrimSpace(c.Answer)) > 0 {
 		if err := json.Unmarshal(c.Answer, &l.answerText); err == nil {
@@ -84,7 +95,7 @@ func (l *cardLayout) edited() bool {
 // above) is rendered minimal.
 func (l *cardLayout) fit() []slack.Block {
 	sections := 1
-	if l.edited() {
+	if l.edited() || (l.c.Change != nil && l.c.Change.LocalDiff != "") {
 		sections = 2
 	}
 	for _, caps := range []textCaps{fullCaps, tightCaps} {

@@ -330,6 +330,15 @@ func hostileCards(t testing.TB) map[string]Card {
 	fake.Answer = mustMarshal(t, map[string]any{"x": hostile})
 	fake.Outcome = &approval.Outcome{Status: hostile, Summary: hostile}
 	cards["fake-user"] = fake
+	for name, ch := range hostileChanges(t) {
+		c := base
+		c.State, c.Change = approval.CallPending, ch
+		cards["change/"+name] = c
+		c.State = approval.CallDenied
+		cards["change/"+name+"/denied"] = c
+		c.State, c.EditedChange = approval.CallApproved, ch
+		cards["change/"+name+"/approved-edited"] = c
+	}
 	return cards
 }
 

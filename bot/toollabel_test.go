@@ -85,7 +85,7 @@ func marshalText(t *testing.T, v any) string {
 
 // TestPermissionPromptCard: a coding agent's permission prompt (the MCP
 // gateway's approval_prompt) leads with what its tool will do and can be
-// edited, though slackbot does not know the agent's tool.
+// edited.
 func TestPermissionPromptCard(t *testing.T) {
 	routes, err := routing.ParseRoutes([]byte("routes:\n  - channel: C0APPROVALS\n    approvers: {users: [U0ALICE]}\n"), "r.yaml")
 	if err != nil {
@@ -101,9 +101,18 @@ func TestPermissionPromptCard(t *testing.T) {
 	if card.PromptAgent != "Claude Code" || !card.AllowEdit {
 		t.Errorf("card prompt agent %q, edit %v; want Claude Code, editable", card.PromptAgent, card.AllowEdit)
 	}
-	if got := normalize(card).Confirmation; got != "Claude Code wants to run `Bash`: `rm -rf build/`" {
+	// Bash's change is its command: the card leads with it as code.
+	if got := normalize(card).Confirmation; got != "Claude Code wants to run a command" || card.Change == nil || card.Change.Text != "rm -rf build/" {
+		t.Errorf("confirmation %q, change %+v", got, card.Change)
+	}
+	// A tool with no change to show leads with its input.
+	a.Requests.Approvals[0].ToolName = "WebFetch"
+	a.Requests.Approvals[0].Args = json.RawMessage(`{"url":"https://example.com/x"}`)
+	card = b.cards.card(a, &approval.Call{ID: "toolu_1", Kind: agentrunner.KindApproval, Status: approval.CallPending})
+	if got := normalize(card).Confirmation; got != "Claude Code wants to run `WebFetch`: `https://example.com/x`" {
 		t.Errorf("confirmation %q", got)
 	}
+	a.Requests.Approvals[0].ToolName = "Bash"
 	a.Requests.Metadata = nil
 	if card := b.cards.card(a, &approval.Call{ID: "toolu_1", Kind: agentrunner.KindApproval, Status: approval.CallPending}); card.PromptAgent != "" || card.AllowEdit {
 		t.Errorf("a Bash call not from a prompt: prompt agent %q, edit %v; want neither", card.PromptAgent, card.AllowEdit)

@@ -45,6 +45,8 @@ type hookEvent struct {
 	// offeredRaw that rule as the agent wrote it.
 	offered    *agentrunner.AlwaysAllow
 	offeredRaw json.RawMessage
+	// localDiff is a Write's diff against the file here (cards.go).
+	localDiff string
 }
 
 // hookAgent is one agent's hook contract.
@@ -63,9 +65,6 @@ type hookAgent struct {
 	// reading was refused (another event's name). It returns nil when the
 	// agent has no JSON for ev; the command then exits ExitBlock.
 	output func(ev *hookEvent, d hookDecision) any
-	// schema, when set, returns the JSON Schema of a tool's input, which
-	// the request carries so that its card offers Edit arguments…
-	schema func(tool string) json.RawMessage
 	// wait, when set, is the wait without --timeout, if the agent kills
 	// its hooks before DefaultTimeout.
 	wait time.Duration
@@ -82,7 +81,7 @@ var hookAgents = map[string]*hookAgent{
 		editable: func(*hookEvent) bool { return true }, output: claudeCodeOutput, offersRules: isClaudePermissionRequest},
 	"codex": codexAgent,
 	"gemini": {name: "gemini", product: "Gemini CLI", events: []string{"BeforeTool"},
-		editable: func(*hookEvent) bool { return true }, output: geminiOutput, schema: geminiSchema, wait: geminiDefaultWait, vet: geminiEdit},
+		editable: func(*hookEvent) bool { return true }, output: geminiOutput, wait: geminiDefaultWait, vet: geminiEdit},
 }
 
 // defaultWait is the hook's wait without --timeout.
@@ -98,24 +97,15 @@ func (a *hookAgent) defaultWait() time.Duration {
 func (a *hookAgent) request(ev *hookEvent, callID string) client.CreateRequest {
 	req := client.CreateRequest{
 		Approvals: []agentrunner.ToolCallPart{{ToolName: ev.ToolName, Args: ev.ToolInput, ToolCallID: callID}},
+		Metadata:  a.metadata(ev, callID),
 		Requester: a.requester(ev),
 		Context:   a.context(ev),
 	}
-	if a.schema != nil {
-		if s := a.schema(ev.ToolName); s != nil {
-			req.Metadata = map[string]map[string]any{callID: {argsSchemaKey: s}}
-		}
-	}
 	if a.offersRules != nil && a.offersRules(ev) {
-		offerRule(ev, callID, &req)
+		offerRule(ev, req.Metadata[callID])
 	}
 	return req
 }
-
-// argsSchemaKey is the member of a call's metadata in which a /v1 client
-// sends the JSON Schema of a tool slackbot does not know
-// (approval.ArgsSchemaKey; README, "HTTP API for agents in any language").
-const argsSchemaKey = "slackbot_args_schema"
 
 // requester is "Claude Code (/home/me/app)", within the API's 200 bytes:
 // the agent and where it works, which the card names and a grant on the

@@ -66,10 +66,10 @@ func claudePermissionOutput(d hookDecision) any {
 }
 
 // offerRule puts the first always-allow rule among ev's
-// permission_suggestions, as Claude Code wrote it, in req's metadata for
-// call callID, with the session it comes from (the audit stream names
+// permission_suggestions, as Claude Code wrote it, in md, the metadata of
+// the call, with the session it comes from (the audit stream names
 // it); suggestions that are no always-allow rule are not offered.
-func offerRule(ev *hookEvent, callID string, req *client.CreateRequest) {
+func offerRule(ev *hookEvent, md map[string]any) {
 	var suggestions []json.RawMessage
 	if json.Unmarshal(ev.PermissionSuggestions, &suggestions) != nil {
 		return
@@ -80,11 +80,10 @@ func offerRule(ev *hookEvent, callID string, req *client.CreateRequest) {
 			continue
 		}
 		ev.offered, ev.offeredRaw = a, bytes.TrimSpace(s)
-		md := map[string]any{agentrunner.MetaAlwaysAllow: ev.offeredRaw}
+		md[agentrunner.MetaAlwaysAllow] = ev.offeredRaw
 		if ev.SessionID != "" {
 			md[agentrunner.MetaAgentSession] = shorten(ev.SessionID, 200)
 		}
-		req.Metadata = map[string]map[string]any{callID: md}
 		return
 	}
 }

@@ -42,41 +42,6 @@ import (
 // past its wait to end the request; 45 s leaves room for that.
 const geminiDefaultWait = 45 * time.Second
 
-// geminiSchemas are the JSON Schemas of the input of Gemini CLI's tools
-// that change things, as Gemini CLI 0.61.0 declares them to the model
-// (parametersJsonSchema in its requests' tools; descriptions shortened).
-// The request carries the called tool's, so its card offers Edit
-// arguments… and slackbot checks an edit against it.
-var geminiSchemas = map[string]string{
-	"run_shell_command": `{"type":"object","properties":{
-		"command":{"type":"string","description":"Exact bash command to execute as bash -c <command>"},
-		"description":{"type":"string","description":"Brief description of the command for the user"},
-		"dir_path":{"type":"string","description":"The directory to run the command in, within the workspace; the project root if not given"},
-		"is_background":{"type":"boolean","description":"Run the command in the background"},
-		"delay_ms":{"type":"integer","description":"Milliseconds to wait after starting a background process"}},
-		"required":["command"]}`,
-	"write_file": `{"type":"object","properties":{
-		"file_path":{"type":"string","description":"The path to the file to write to"},
-		"content":{"type":"string","description":"The content to write to the file"}},
-		"required":["file_path","content"]}`,
-	"replace": `{"type":"object","properties":{
-		"file_path":{"type":"string","description":"The path to the file to modify"},
-		"instruction":{"type":"string","description":"What the change is for"},
-		"old_string":{"type":"string","description":"The exact literal text to replace"},
-		"new_string":{"type":"string","description":"The exact literal text to replace old_string with"},
-		"allow_multiple":{"type":"boolean","description":"Replace every occurrence of old_string"}},
-		"required":["file_path","instruction","old_string","new_string"]}`,
-}
-
-// geminiSchema returns the schema of tool's input, nil for a tool not in
-// geminiSchemas.
-func geminiSchema(tool string) json.RawMessage {
-	if s, ok := geminiSchemas[tool]; ok {
-		return json.RawMessage(s)
-	}
-	return nil
-}
-
 // geminiBeforeTool is Gemini CLI's BeforeTool hook output.
 type geminiBeforeTool struct {
 	Decision           string                `json:"decision"`

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackapprove/slackbot/agentrunner"
 )
 
 // TestHookGeminiFailsClosed: slackbot down and input the hook cannot act
@@ -98,34 +97,3 @@ func TestGeminiEdit(t *testing.T) {
 	}
 }
 
-// TestGeminiSchemas: the schemas of Gemini CLI's tools compile, accept
-// the recorded calls, refuse a call without a required argument, and go
-// with the request of a call (so its card offers Edit arguments…) and
-// only of a tool with one.
-func TestGeminiSchemas(t *testing.T) {
-	t.Parallel()
-	for tool := range geminiSchemas {
-		var ev hookEvent
-		if err := json.Unmarshal(hookInput(t, "gemini/"+tool+".json"), &ev); err != nil {
-			t.Fatal(err)
-		}
-		rt, err := agentrunner.NewRawTool(tool, "", geminiSchema(tool), nil)
-		if err != nil {
-			t.Fatalf("%s: %v", tool, err)
-		}
-		if _, err := rt.ValidateArgs(ev.ToolInput); err != nil {
-			t.Errorf("%s: the recorded call does not fit the schema: %v", tool, err)
-		}
-		if _, err := rt.ValidateArgs(json.RawMessage(`{"description":"no command, no file"}`)); err == nil {
-			t.Errorf("%s: a call without its required arguments fits the schema", tool)
-		}
-		req := hookAgents["gemini"].request(&ev, "hook_1")
-		if got := req.Metadata["hook_1"][argsSchemaKey]; got == nil {
-			t.Errorf("%s: the request carries no schema: %v", tool, req.Metadata)
-		}
-	}
-	req := hookAgents["gemini"].request(&hookEvent{ToolName: "web_fetch", ToolInput: json.RawMessage(`{}`)}, "hook_2")
-	if req.Metadata != nil {
-		t.Errorf("web_fetch: the request carries %v, want no schema", req.Metadata)
-	}
-}

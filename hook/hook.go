@@ -120,6 +120,7 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	if err != nil {
 		return denyf("slackbot hook %s: %v", agent.name, err), ev
 	}
+	ev.localDiff = agent.localDiff(ev, getenv)
 	api, err := newAPIClient(getenv("SLACKBOT_URL"), getenv("SLACKBOT_API_KEY"))
 	if err != nil {
 		return denyf("slackbot hook %s is not configured: %v", agent.name, err), ev

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -143,6 +144,14 @@ func cardIs(tool, predicate string) string {
 // if the test fails; screenshots go to docs/ with -screenshots.
 func devBrowser(t *testing.T) *browsertest.Page {
 	t.Helper()
+	p, _ := devBrowserEnv(t, nil)
+	return p
+}
+
+// devBrowserEnv is devBrowser with env added to slackbot's environment;
+// it returns slackbot's base URL too.
+func devBrowserEnv(t *testing.T, env map[string]string) (*browsertest.Page, string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
@@ -152,7 +161,9 @@ func devBrowser(t *testing.T) *browsertest.Page {
 	if *screenshots {
 		shots = docsDir
 	}
-	base, logs := startRun(t, map[string]string{"ADDR": "127.0.0.1:0", "LOG_FORMAT": "text"}, "dev")
+	vars := map[string]string{"ADDR": "127.0.0.1:0", "LOG_FORMAT": "text"}
+	maps.Copy(vars, env)
+	base, logs := startRun(t, vars, "dev")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("slackbot's log:\n%s", logs)
@@ -162,5 +173,5 @@ func devBrowser(t *testing.T) *browsertest.Page {
 	p.Do("open the emulator", chromedp.Navigate(base+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
 	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
 	p.Do("open #general", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0GENERAL"]`)))
-	return p
+	return p, base
 }

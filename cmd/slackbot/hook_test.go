@@ -7,14 +7,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/slackapprove/slackbot/approval"
+	"github.com/slack-go/slack"
+
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/internal/hooktest"
 	"github.com/slackapprove/slackbot/internal/slackfake"
@@ -161,24 +161,62 @@ func (e *env) requestOfCard(t *testing.T, card slackfake.Message) (token, callID
 	return token, callID
 }
 
-// answerWithEdit records alice's approval of the call of card with args,
-// to check what the hook makes of an approval with edited arguments. The
-// cards of tools slackbot has no schema for (an agent's Bash or Edit)
-// offer no "Edit arguments…" form, and the Service refuses such an edit
-// from a person whatever door it comes through (checked here first); the
-// key that asked may not approve its own call. So the edited approval is
-// recorded in the store directly, as the test's setup.
-func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, args string) {
+// answerWithEdit has alice approve the call of card with edited fields
+// through the card's "Edit arguments…" form: an agent's own tool (Bash,
+// Edit) is edited by its command or strings, the form's other inputs
+// submitted as they were prefilled, as Slack sends them.
+func (e *env) answerWithEdit(t *testing.T, card slackfake.Message, fields map[string]string) {
 	t.Helper()
-	token, callID := e.requestOfCard(t, card)
-	d := approval.Decision{CallID: callID, By: alice, Action: approval.ActionApprove, OverrideArgs: json.RawMessage(args)}
-	_, err := e.app.svc.Decide(t.Context(), token, approval.Decider{User: alice, Message: approval.MessageRef{Channel: card.Channel, ID: card.TS}}, d)
-	if approval.ErrorCode(err) != approval.EINVALID {
-		t.Fatalf("a person's edit of a call slackbot cannot check: %v; want EINVALID", err)
+	view := e.openEditForm(t, alice, card)
+	values := map[string]map[string]string{}
+	for _, b := range view.Blocks {
+		in, ok := b.(*slack.InputBlock)
+		if !ok {
+			continue
+		}
+		el, ok := in.Element.(*slack.PlainTextInputBlockElement)
+		if !ok {
+			t.Fatalf("edit form input %s is a %T", in.BlockID, in.Element)
+		}
+		key, isField := strings.CutPrefix(el.ActionID, "field.")
+		if !isField {
+			t.Fatalf("edit form input %s/%s: want the tool's fields, not its JSON", in.BlockID, el.ActionID)
+		}
+		v, edited := fields[key]
+		if !edited {
+			v = el.InitialValue
+		}
+		values[in.BlockID] = map[string]string{el.ActionID: v}
 	}
-	if _, err := e.app.store.Decide(t.Context(), token, d); err != nil {
-		t.Fatalf("approve with edited arguments: %v", err)
+	if body := e.submit(alice, view, values); body != "" {
+		t.Fatalf("the edit form answered %s, want it closed", body)
 	}
+}
+
+// openEditForm clicks "Edit arguments…" on card as user and returns the
+// form Slack shows.
+func (e *env) openEditForm(t *testing.T, user string, card slackfake.Message) slackfake.View {
+	t.Helper()
+	btn, ok := slacktest.Button(card, bot.ActionIDEdit)
+	if !ok {
+		t.Fatalf("card %s has no %q button", card.TS, bot.ActionIDEdit)
+	}
+	trigger := e.slack.IssueTrigger(user, "")
+	click := slacktest.Click{Team: testTeam, User: user, Message: card, Button: btn, TriggerID: trigger}.Payload()
+	if status, err := e.slackPost(t.Context(), click); err != nil || status != 200 {
+		t.Fatalf("click edit: got %d, %v", status, err)
+	}
+	var view slackfake.View
+	waitUntil(t, 30*time.Second, "the edit form", func() bool {
+		for _, v := range e.slack.Views() {
+			if v.TriggerID == trigger && v.CallbackID == bot.CallbackEditArgs {
+				view = v
+				return true
+			}
+		}
+		return false
+	})
+	return view
 }
 
 // TestHookClaudeCode: Claude Code's PreToolUse events become cards that
@@ -205,7 +243,7 @@ func TestHookClaudeCode(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), hookInput(t, "claude-code/edit.json"), vars, "claude-code")
 		card := e.waitLiveCard(t, before, "Edit", "replicas: 30")
-		e.answerWithEdit(t, card, `{"file_path":"/home/dev/shop/config/prod.yaml","old_string":"replicas: 3","new_string":"replicas: 5","replace_all":false}`)
+		e.answerWithEdit(t, card, map[string]string{"new_string": "replicas: 5"})
 		checkHookGolden(t, "claude-code-edit-allow-edited", waitHook(t, done).Stdout)
 	})
 	t.Run("Write denied with a reason", func(t *testing.T) {
@@ -252,7 +290,7 @@ func TestHookCodex(t *testing.T) {
 		before := len(e.cards())
 		done := startHook(t.Context(), input, vars, "codex")
 		card := e.waitLiveCard(t, before, "git push --force-with-lease origin release")
-		e.answerWithEdit(t, card, `{"command":"git push --force-with-lease origin release-candidate","description":"Publish the rebased release branch"}`)
+		e.answerWithEdit(t, card, map[string]string{"command": "git push --force-with-lease origin release-candidate"})
 		checkHookGolden(t, "codex-bash-allow-edited", waitHook(t, done).Stdout)
 	})
 	t.Run("denied with a reason", func(t *testing.T) {

@@ -110,8 +110,8 @@ mcp_servers:
 		done <- result{res, err}
 	}()
 	card = e.waitCards(2)[1]
-	if !strings.Contains(cardText(card), "Claude Code wants to run `Bash`: `rm -rf build/`") {
-		t.Errorf("prompt card %s; want it to lead with the command", card.BlocksJSON)
+	if text := cardText(card); !strings.Contains(text, "Claude Code wants to run a command") || !strings.Contains(text, `*Command*\n`+"```"+`\nrm -rf build/\n`+"```") {
+		t.Errorf("prompt card %s; want it to lead with the command, as code", card.BlocksJSON)
 	}
 	postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
 	select {
