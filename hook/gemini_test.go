@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestHookGeminiFailsClosed: slackbot down and input the hook cannot act
@@ -96,4 +95,3 @@ func TestGeminiEdit(t *testing.T) {
 		})
 	}
 }
-
