@@ -119,7 +119,7 @@ func TestClaudeCodePermissionRequest(t *testing.T) {
 	e.denyWithReason(t, bob, card, "Nothing is marked denied in this repository.")
 
 	card = e.waitLiveCard(t, before+2, "touch asked.txt")
-	e.answerWithEdit(t, card, `{"command":"touch edited.txt","description":"Mark the edit"}`)
+	e.answerWithEdit(t, card, map[string]string{"command": "touch edited.txt"})
 
 	e.waitLiveCard(t, before+3, "Write", "late.txt")
 	res := c.wait(t, done)
@@ -255,7 +255,7 @@ func TestClaudeCodePreToolUse(t *testing.T) {
 	}
 	e.denyWithReason(t, bob, card, "Nothing is marked denied in this repository.")
 	card = e.waitLiveCard(t, before+1, "touch asked.txt")
-	e.answerWithEdit(t, card, `{"command":"touch edited.txt","description":"Mark the edit"}`)
+	e.answerWithEdit(t, card, map[string]string{"command": "touch edited.txt"})
 	e.waitLiveCard(t, before+2, "Write", "late.txt")
 	if res := c.wait(t, done); res.Result != "Done." {
 		t.Errorf("claude's result %q, want Done.", res.Result)

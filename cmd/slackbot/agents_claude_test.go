@@ -86,6 +86,9 @@ type claudeResult struct {
 func (c *claudeRun) start(t *testing.T, args ...string) <-chan claudeOutcome {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), c.claude, append(args, "--output-format", "json")...)
+	// The agent's hook commands inherit its output: once it is killed,
+	// a hook still waiting must not keep Wait from returning.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env, cmd.Dir = c.env, c.dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -179,6 +182,9 @@ func TestClaudeCodeHookApproved(t *testing.T) {
 func (c *claudeRun) agent(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), c.bin, append([]string{"agent"}, args...)...)
+	// The agent's hook commands inherit its output: once it is killed,
+	// a hook still waiting must not keep Wait from returning.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env, cmd.Dir = c.env, c.dir
 	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errs

@@ -85,6 +85,9 @@ func startCodex(t *testing.T, o codexOptions) *codexRun {
 	// The bound only keeps a broken run from hanging the test binary.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 3*time.Minute)
 	cmd := exec.CommandContext(ctx, codex, args...)
+	// The agent's hook commands inherit its output: once it is killed,
+	// a hook still waiting must not keep Wait from returning.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = r.proj
 	// Anything Codex would fetch beyond the loopback fake goes to a
 	// closed port and fails at once.
@@ -247,7 +250,7 @@ func TestCodexExec(t *testing.T) {
 		t.Parallel()
 		r := startCodex(t, codexOptions{vars: vars, hookCommand: slackbotHook(t, ""), turns: []fakemodel.OpenAITurn{{Exec: "touch unedited.txt"}}})
 		card := e.waitLiveCard(t, 0, "Bash", "touch unedited.txt")
-		e.answerWithEdit(t, card, `{"command":"touch edited.txt"}`)
+		e.answerWithEdit(t, card, map[string]string{"command": "touch edited.txt"})
 		out := r.wait(t)
 		if !r.exists("edited.txt") || r.exists("unedited.txt") {
 			t.Errorf("edited.txt exists %v, unedited.txt exists %v; want only the edited command run\n%s", r.exists("edited.txt"), r.exists("unedited.txt"), out)

@@ -57,6 +57,9 @@ func startGemini(t *testing.T, settings map[string]any, vars map[string]string, 
 		}
 	}
 	cmd := exec.CommandContext(t.Context(), bin, "-p", "do what the model says", "--approval-mode", "yolo", "-m", "gemini-2.5-flash")
+	// The agent's hook commands inherit its output: once it is killed,
+	// a hook still waiting must not keep Wait from returning.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = r.dir
 	cmd.Env = append(r.model.Env(fakemodel.GeminiHome(t, settings)), "PATH="+os.Getenv("PATH"))
 	for k, v := range vars {
