@@ -85,33 +85,7 @@ func ArgsModal(c Card) slack.ModalViewRequest {
 	}
 	// No more than the modal can show is ever indented or kept.
 	p := prettyJSONEnds(c.Args, (maxModalBlocks-2)*maxSectionText, maxSectionText)
-	shown := 0
-	// Leave room for the final note, and for the end and what stands for
-	// the middle when it cannot all be shown.
-	last := maxModalBlocks - 1
-	if !p.whole() {
-		last -= 2
-	}
-	for p.prefix != "" && len(blocks) < last {
-		chunk := codeSection("", p, shown, maxSectionText)
-		if chunk.shown == shown {
-			break // nothing fits: cannot happen with Slack's limits, but never loop
-		}
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(chunk.text), nil, nil))
-		shown, p.prefix = chunk.shown, chunk.rest
-	}
-	end := codeBlock{shown: shown, total: p.total}
-	if shown < p.total && p.suffix != "" {
-		text, n := fitCodeEnd(p.suffix, maxSectionText-textLen(fenceOpen+fenceClose), p.total-shown)
-		end.end, end.tail = fenceOpen+text+fenceClose, n
-		if end.truncated() {
-			blocks = append(blocks, slack.NewContextBlock("", mrkdwn(end.gapNote())))
-		}
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(end.end), nil, nil))
-	}
-	if end.truncated() {
-		blocks = append(blocks, slack.NewContextBlock("", mrkdwn(strings.TrimSuffix(end.note(false), ".")+": the rest is too long for Slack.")))
-	}
+	blocks = append(blocks, previewChunks(p, maxModalBlocks-len(blocks))...)
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      CallbackViewArgs,
