@@ -29,14 +29,14 @@ func TestApprovalPrompt(t *testing.T) {
 	}{
 		{"Bash", approval.Decision{Action: approval.ActionApprove},
 			`{"behavior":"allow","updatedInput":{"command":"rm -rf build/","description":"Remove the build directory"}}`,
-			"Claude Code wants to run `Bash`: `rm -rf build/`"},
+			"Claude Code wants to run a command"},
 		{"Bash", approval.Decision{Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"command":"rm -rf build/tmp","description":"Remove the build directory"}`)},
 			`{"behavior":"allow","updatedInput":{"command":"rm -rf build/tmp","description":"Remove the build directory"}}`, ""},
 		{"Bash", approval.Decision{Action: approval.ActionDeny, Reason: "Not on main."},
 			`{"behavior":"deny","message":"Not on main."}`, ""},
 		{"Edit", approval.Decision{Action: approval.ActionApprove},
 			`{"behavior":"allow","updatedInput":{"file_path":"/repo/main.go","old_string":"v1","new_string":"v2"}}`,
-			"Claude Code wants to run `Edit`: `/repo/main.go`"},
+			"Claude Code wants to edit /repo/main.go"},
 		{"Edit", approval.Decision{Action: approval.ActionApprove, OverrideArgs: json.RawMessage(`{"file_path":"/repo/main.go","old_string":"v1","new_string":"v3"}`)},
 			`{"behavior":"allow","updatedInput":{"file_path":"/repo/main.go","old_string":"v1","new_string":"v3"}}`, ""},
 		{"Edit", approval.Decision{Action: approval.ActionDeny},
@@ -62,6 +62,12 @@ func TestApprovalPrompt(t *testing.T) {
 				blocks, _ := json.Marshal(card.Blocks)
 				if !strings.Contains(string(blocks), jsonString(tt.card)) {
 					t.Errorf("card %s; want it to lead with %q", blocks, tt.card)
+				}
+				// The change itself, as code: the command, the diff's lines.
+				for _, part := range map[string][]string{"Bash": {"rm -rf build/"}, "Edit": {"-v1", "+v2"}}[tt.prompt] {
+					if !strings.Contains(string(blocks), jsonString(part)) {
+						t.Errorf("card %s; want it to show %q", blocks, part)
+					}
 				}
 				if _, ok := slacktest.Button(card, bot.ActionIDEdit); !ok {
 					t.Errorf("card %s; want an Edit button: the input may be edited before it runs", blocks)
