@@ -91,11 +91,14 @@ func (s *Store) sessionIndex(group string) string {
 // same call once more). It returns approval.ErrNotFound when the
 // request's record is gone, and ERATELIMITED past MaxSessionsPerResumer.
 func (s *Store) RegisterSession(ctx context.Context, sess *approval.AgentSession) (*approval.AgentSession, error) {
-	ttl, err := s.rdb.PTTL(ctx, s.recKey(sess.Token)).Result()
+	// The record's end as an instant on Redis's clock (PEXPIRETIME), which
+	// the session gets as its own (PXAT): a TTL read here and set later
+	// would let the session outlive the record by the round trip between.
+	end, err := s.rdb.Do(ctx, "PEXPIRETIME", s.recKey(sess.Token)).Int64()
 	if err != nil {
 		return nil, fmt.Errorf("register session: %w", err)
 	}
-	if ttl <= 0 {
+	if end <= 0 { // -2: no record; -1: a record with no end is none of ours
 		return nil, approval.ErrNotFound
 	}
 	group := sessionGroup(sess.Client, sess.Resumer)
@@ -113,7 +116,7 @@ func (s *Store) RegisterSession(ctx context.Context, sess *approval.AgentSession
 		return nil, fmt.Errorf("register session: %w", err)
 	}
 	v, err := registerSessionScript.Run(ctx, s.rdb, []string{s.sessionKey(rec.ID), s.sessionIndex(group)},
-		string(b), rec.ID, ttl.Milliseconds(), now.UnixMilli(), MaxSessionsPerResumer).Text()
+		string(b), rec.ID, end, now.UnixMilli(), MaxSessionsPerResumer).Text()
 	if err != nil {
 		return nil, fmt.Errorf("register session: %w", err)
 	}
@@ -131,7 +134,7 @@ func decodeSession(v string) (*approval.AgentSession, error) {
 	return rec.session()
 }
 
-// registerSessionScript sets KEYS[1] to ARGV[1] for ARGV[3] ms unless it
+// registerSessionScript sets KEYS[1] to ARGV[1] until ARGV[3] (Unix ms) unless it
 // holds a session not yet done or failed, and indexes ARGV[2] in KEYS[2]
 // (at most ARGV[5] members, the index living as long as its longest
 // session). It returns the session stored, or "full".
@@ -142,9 +145,9 @@ if cur then
   if s.state ~= 'done' and s.state ~= 'failed' then return cur end
 end
 if not cur and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 'full' end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+if redis.call('PEXPIRETIME', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIREAT', KEYS[2], ARGV[3]) end
 return ARGV[1]
 `)
 
