@@ -124,13 +124,10 @@ func (a *hookAgent) context(ev *hookEvent) string {
 	if ev.Cwd != "" {
 		first += " in " + ev.Cwd
 	}
+	// The call's own description is not repeated here: the card shows it
+	// with the change (a command's "The agent's description") or among
+	// the arguments.
 	lines := []string{first + "."}
-	var in struct {
-		Description string `json:"description"`
-	}
-	if json.Unmarshal(ev.ToolInput, &in) == nil && in.Description != "" {
-		lines = append(lines, "Its reason: "+in.Description)
-	}
 	var about []string
 	for _, f := range []struct{ name, value string }{
 		{"session", ev.SessionID}, {"turn", ev.TurnID}, {"model", ev.Model}, {"permission mode", ev.PermissionMode},
