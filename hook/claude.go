@@ -6,7 +6,8 @@ import "encoding/json"
 // output (https://code.claude.com/docs/en/hooks, "PreToolUse decision
 // control"; the event it reads is hookEvent in agent.go).
 
-// claudePreToolUse is Claude Code's PreToolUse hookSpecificOutput.
+// claudePreToolUse is Claude Code's PreToolUse hookSpecificOutput, which
+// Codex's PreToolUse shares (codex.go).
 type claudePreToolUse struct {
 	HookEventName            string          `json:"hookEventName"`
 	PermissionDecision       string          `json:"permissionDecision"`

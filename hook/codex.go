@@ -97,16 +97,10 @@ func codexOutput(ev *hookEvent, d hookDecision) any {
 	return nil
 }
 
-// codexPreToolUse is Codex's PreToolUse hookSpecificOutput.
-type codexPreToolUse struct {
-	HookEventName            string          `json:"hookEventName"`
-	PermissionDecision       string          `json:"permissionDecision"`
-	PermissionDecisionReason string          `json:"permissionDecisionReason"`
-	UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
-}
-
-func codexPreToolUseOutput(ev *hookEvent, d hookDecision) codexPreToolUse {
-	out := codexPreToolUse{HookEventName: codexEventPreToolUse, PermissionDecision: "deny", PermissionDecisionReason: codexReason(d)}
+// codexPreToolUseOutput is Codex's PreToolUse hookSpecificOutput, the
+// same shape as Claude Code's (claude.go), which Codex copied.
+func codexPreToolUseOutput(ev *hookEvent, d hookDecision) claudePreToolUse {
+	out := claudePreToolUse{HookEventName: codexEventPreToolUse, PermissionDecision: "deny", PermissionDecisionReason: codexReason(d)}
 	if d.allow {
 		out.PermissionDecision, out.UpdatedInput = "allow", d.edited
 		if len(out.UpdatedInput) == 0 {
