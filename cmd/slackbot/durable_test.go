@@ -27,6 +27,7 @@ import (
 var (
 	binOnce sync.Once
 	binPath string
+	binDir  string
 	binErr  error
 )
 
@@ -53,6 +54,7 @@ func buildSlackbot() {
 			binErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "slackbot")
 		// -buildvcs=false: the binary needs no VCS stamp, and reading the
 		// repository's status would fail while a git command holds its lock.
@@ -66,6 +68,17 @@ func buildSlackbot() {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
+}
+
+// removeSlackbot removes the built program's directory once the tests
+// are done (each run's build is ~100 MB; a CI machine that runs the suite
+// again and again must not fill its disk). A build still under way is
+// waited for; one never started is not started.
+func removeSlackbot() {
+	binOnce.Do(func() {})
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
 }
 
 // proc is one slackbot process.

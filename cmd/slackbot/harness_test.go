@@ -54,7 +54,9 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" && !testing.Short() {
 		go buildSlackbot()
 	}
-	redistest.Main(m)
+	code := redistest.Run(m)
+	removeSlackbot()
+	os.Exit(code)
 }
 
 // minParallel is how many tests run at once on a small machine.

@@ -81,12 +81,19 @@ func URL(t testing.TB) string {
 // Main runs the tests of m, then stops the shared redis-server if one was
 // started, and exits with the tests' exit code.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main for a TestMain with cleanup of its own to do before it
+// exits: it runs the tests of m, stops the shared redis-server if one was
+// started, and returns the tests' exit code.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if shared.srv != nil {
 		_ = shared.srv.stop()
 		_ = os.RemoveAll(shared.srv.Dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // Client returns a client of the shared test Redis and a key prefix that is
