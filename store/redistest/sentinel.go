@@ -255,16 +255,21 @@ func (st *Sentinel) KillPrimary(t testing.TB) *Server {
 func (st *Sentinel) WaitFailover(t testing.TB, old *Server) *Server {
 	t.Helper()
 	var primary *Server
-	waitFor(t, 60*time.Second, "the sentinels to promote a replica", func(ctx context.Context) bool {
+	// why is the check that failed last: when the wait runs out, it and
+	// the Sentinels' logs say where the failover stopped.
+	why := ""
+	ok := poll(60*time.Second, func(ctx context.Context) bool {
 		addr := ""
 		for _, s := range st.sentinels {
 			a, err := sentinelPrimary(ctx, s, st.opts.MasterName)
 			if err != nil || (addr != "" && addr != a) {
+				why = fmt.Sprintf("sentinel %s names %q (%v), another %q", s.Addr(), a, err, addr)
 				return false
 			}
 			addr = a
 		}
 		if addr == old.Addr() {
+			why = "the sentinels still name the old primary " + addr
 			return false
 		}
 		primary = nil
@@ -273,17 +278,40 @@ func (st *Sentinel) WaitFailover(t testing.TB, old *Server) *Server {
 				primary = n
 			}
 		}
-		if primary == nil || role(ctx, primary) != "master" {
+		if primary == nil {
+			why = "the sentinels name " + addr + ", no node of the test"
+			return false
+		}
+		if r := role(ctx, primary); r != "master" {
+			why = fmt.Sprintf("%s, named the primary, says role %q", addr, r)
 			return false
 		}
 		for _, n := range st.nodes {
 			if n != primary && n != old && n.running() && !linkUp(ctx, n) {
+				why = "replica " + n.Addr() + " is not in sync with " + addr
 				return false
 			}
 		}
 		return true
 	})
+	if !ok {
+		var logs strings.Builder
+		for _, s := range st.sentinels {
+			fmt.Fprintf(&logs, "\n--- sentinel %s:\n%s", s.Addr(), s.logTail(40))
+		}
+		t.Fatalf("redistest: waited 60s for the sentinels to promote a replica of %s: %s%s", old.Addr(), why, logs.String())
+	}
 	return primary
+}
+
+// logTail returns the last n lines of s's log file.
+func (s *Server) logTail(n int) string {
+	b, err := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func (s *Server) running() bool {
@@ -343,16 +371,23 @@ func infoField(ctx context.Context, n *Server, field string) string {
 // waitFor polls cond every 50ms until it holds, failing t after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) bool) {
 	t.Helper()
+	if !poll(timeout, cond) {
+		t.Fatalf("redistest: waited %s for %s", timeout, what)
+	}
+}
+
+// poll calls cond until it holds (true) or timeout has passed (false).
+func poll(timeout time.Duration, cond func(ctx context.Context) bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		ok := cond(ctx)
 		cancel()
 		if ok {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redistest: waited %s for %s", timeout, what)
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
