@@ -71,7 +71,18 @@ const confirmLaterText = "slackbot could not confirm in time whether this was re
 func (b *Bot) confirmLater(ctx context.Context, t *clickTarget, d approval.Decision) {
 	channel, user := t.channel, t.by.User
 	b.goAsync(ctx, "confirm a late decision", func(ctx context.Context) error {
-		a, err := b.svc.Get(ctx, t.approval.Token)
+		// The store that was too slow for the budget is often in the middle
+		// of a failover: a network error is tried again (backing off, about
+		// half a minute in all) before the person is told slackbot could not
+		// find out. Unknown requests and other refusals are not retried.
+		var a *approval.Request
+		retry := b.retry
+		retry.Attempts = max(retry.Attempts, confirmLaterAttempts)
+		err := retry.Do(ctx, func(ctx context.Context) error {
+			var err error
+			a, err = b.svc.Get(ctx, t.approval.Token)
+			return err
+		})
 		var c *approval.Call
 		if err == nil {
 			c = a.Call(t.call.ID)
@@ -88,6 +99,11 @@ func (b *Bot) confirmLater(ctx context.Context, t *clickTarget, d approval.Decis
 		}
 	})
 }
+
+// confirmLaterAttempts is how many times confirmLater reads a request
+// whose store fails with a network error: with Retry's backoff (250 ms
+// doubling to at most 10 s) that spans a Sentinel or Cluster failover.
+const confirmLaterAttempts = 8
 
 // recorded reports whether by's decision is on the call: it decided the
 // call, or its approval counts towards the call's quorum.

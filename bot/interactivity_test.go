@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,6 +164,9 @@ type stallingApprovals struct {
 	// Redis ran the script but its answer never came back.
 	stallGet, stallDecide, lateReply bool
 	tooLate                          bool // Decide answers approval.ErrTooLate
+	// failGets is how many Gets fail next with a network error, as while
+	// Redis fails over: the connection to the old primary is refused.
+	failGets int
 }
 
 func (s *stallingApprovals) flags() (get, decide, late, tooLate bool) {
@@ -179,6 +184,15 @@ func (s *stallingApprovals) Get(ctx context.Context, token string) (*approval.Re
 	if get, _, _, _ := s.flags(); get {
 		<-ctx.Done()
 		return nil, fmt.Errorf("get %s: %w", token, ctx.Err())
+	}
+	s.mu.Lock()
+	fail := s.failGets > 0
+	if fail {
+		s.failGets--
+	}
+	s.mu.Unlock()
+	if fail {
+		return nil, fmt.Errorf("get %s: %w", token, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
 	}
 	return s.recordingApprovals.Get(ctx, token)
 }
@@ -253,11 +267,17 @@ func TestFrozenStoreDecidesNothing(t *testing.T) {
 		wantState approval.CallStatus
 		wantTold  string
 		wantCard  bool // the card was updated
+		failGets  int  // Gets that fail after the acknowledgement
 	}{
-		{"loading the request stalls", func(s *stallingApprovals) { s.stallGet = true }, approval.CallPending, tooLateText, false},
-		{"recording stalls", func(s *stallingApprovals) { s.stallDecide = true }, approval.CallPending, tooLateText, false},
-		{"the store refuses the decision as late", func(s *stallingApprovals) { s.tooLate = true }, approval.CallPending, tooLateText, false},
-		{"recorded, but the answer came too late", func(s *stallingApprovals) { s.lateReply = true }, approval.CallApproved, "Your click was recorded", true},
+		{"loading the request stalls", func(s *stallingApprovals) { s.stallGet = true }, approval.CallPending, tooLateText, false, 0},
+		{"recording stalls", func(s *stallingApprovals) { s.stallDecide = true }, approval.CallPending, tooLateText, false, 0},
+		{"the store refuses the decision as late", func(s *stallingApprovals) { s.tooLate = true }, approval.CallPending, tooLateText, false, 0},
+		{"recorded, but the answer came too late", func(s *stallingApprovals) { s.lateReply = true }, approval.CallApproved, "Your click was recorded", true, 0},
+		// The store fails over after the acknowledgement: confirmLater
+		// reads again until it finds out, instead of telling the person
+		// it could not (a chaos soak under load saw both clicks of card 47
+		// told "could not confirm" while Redis was failing over).
+		{"recorded, the answer came too late, and the store fails over", func(s *stallingApprovals) { s.lateReply = true }, approval.CallApproved, "Your click was recorded", true, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,6 +295,7 @@ func TestFrozenStoreDecidesNothing(t *testing.T) {
 			// answers again.
 			stalling.mu.Lock()
 			stalling.stallGet, stalling.stallDecide, stalling.lateReply = false, false, false
+			stalling.failGets = tt.failGets
 			stalling.mu.Unlock()
 			e.settle()
 

@@ -132,7 +132,8 @@ func (s *soak) checkDecisions(c *chaosCounts, cards []slackfake.Message, recs []
 // sent at next: "failed" (no 200), "uncertain" (the process was killed
 // within 3s of answering, so it may have died before it could say the
 // click did not count), "refused" (an ephemeral said it did not count)
-// or "acked" (no complaint, or a later "was recorded").
+// or "acked" (no complaint, or a later "Your click was recorded"); a
+// later "could not confirm" is "uncertain" too.
 func (s *soak) verdict(a *attempt, eph []slackfake.Ephemeral, next time.Time) string {
 	if a.err != nil || a.status != 200 {
 		return "failed"
@@ -145,8 +146,14 @@ func (s *soak) verdict(a *attempt, eph []slackfake.Ephemeral, next time.Time) st
 		if m.Posted.Before(a.sent) || !m.Posted.Before(next) {
 			continue
 		}
-		if strings.Contains(m.Text, "was recorded") {
+		switch {
+		case strings.HasPrefix(m.Text, "Your click was recorded"):
 			return "acked"
+		case strings.HasPrefix(m.Text, "slackbot could not confirm in time whether your click was recorded"):
+			// slackbot said it could not find out: the card, which shows
+			// the decision, is the person's answer. (This text also holds
+			// "was recorded", which the check once took for a confirmation.)
+			return "uncertain"
 		}
 		verdict = "refused"
 	}
