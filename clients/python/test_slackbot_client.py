@@ -22,11 +22,15 @@ import types
 import unittest
 import uuid
 
+import pai_mode  # first: it decides which pydantic_ai the client meets
+
 import slackbot_client as sc
 import slackbot_receipt as sr
 from test_receipt import *  # noqa: F401,F403 -- the receipt verifier's tests run with these (TestPythonExample)
 from test_wire import *  # noqa: F401,F403 -- the wire rules' tests run with these (TestPythonExample)
 from test_wire import REQUESTS_LITERAL, RESULTS_LITERAL, compact, wire_problems
+
+print(pai_mode.describe(), flush=True)
 
 
 class FakePydanticAITest(unittest.TestCase):
