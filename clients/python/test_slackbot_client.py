@@ -26,6 +26,7 @@ import pai_mode  # first: it decides which pydantic_ai the client meets
 
 import slackbot_client as sc
 import slackbot_receipt as sr
+from test_py310 import *  # noqa: F401,F403 -- the Python 3.10 checks run with these (TestPythonExample)
 from test_receipt import *  # noqa: F401,F403 -- the receipt verifier's tests run with these (TestPythonExample)
 from test_wire import *  # noqa: F401,F403 -- the wire rules' tests run with these (TestPythonExample)
 from test_wire import REQUESTS_LITERAL, RESULTS_LITERAL, compact, wire_problems
@@ -453,6 +454,8 @@ class InstallTest(unittest.TestCase):
             self.assertTrue(out.startswith(os.path.join(target, "slackbot_receipt.py")), out)
             dist = [d for d in os.listdir(target) if d.endswith(".dist-info")]
             self.assertEqual(dist, ["slackbot_client-0.2.0.dist-info"])
+            with open(os.path.join(target, dist[0], "METADATA"), encoding="utf-8") as f:
+                self.assertIn("Requires-Python: >=3.10\n", f.read())
 
 
 LIVE_URL = os.environ.get("SLACKBOT_URL")
