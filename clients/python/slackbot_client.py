@@ -52,11 +52,14 @@ import urllib.parse
 import urllib.request
 from typing import Any, Awaitable, Callable, Mapping
 
+from slackbot_schemas import args_schemas_of
+
 __all__ = [
     "NO_DECISION_PREFIX",
     "SlackbotClient",
     "SlackbotError",
     "Waiter",
+    "args_schemas_of",
     "ask",
     "callback_secret",
     "collect",
@@ -479,9 +482,13 @@ def make_handler(
     its calls is a request of its own.
     on_token(token, approval) sees each request once its cards are posted
     (see ask): the way to hand the token to whoever computes an external
-    call's result. create takes the keyword arguments of SlackbotClient.create.
+    call's result. create takes the keyword arguments of SlackbotClient.create;
+    its args_schemas may also be a function of the run's context, called
+    for each batch: ``args_schemas=args_schemas_of`` sends the schema of
+    every tool the run's step offers, so every card offers Edit.
     """
     waiter = waiter or Waiter(client)
+    schemas = create.pop("args_schemas", None)
 
     async def handler(ctx: Any, requests: Any) -> Any:
         wire = requests_to_json(requests)
@@ -489,7 +496,9 @@ def make_handler(
         # later run reusing them would get this one's decisions.
         run_id = getattr(ctx, "run_id", None) or "unnamed-" + secrets.token_hex(16)
         key = idempotency_key(run_id, wire, run_step=getattr(ctx, "run_step", None))
-        return await ask(client, wire, waiter=waiter, idempotency_key=key, on_token=on_token, **create)
+        args_schemas = schemas(ctx) if callable(schemas) else schemas
+        return await ask(client, wire, waiter=waiter, idempotency_key=key, on_token=on_token,
+                         args_schemas=args_schemas, **create)
 
     return handler
 

@@ -27,6 +27,7 @@ import pai_mode  # first: it decides which pydantic_ai the client meets
 import slackbot_client as sc
 import slackbot_receipt as sr
 from test_py310 import *  # noqa: F401,F403 -- the Python 3.10 checks run with these (TestPythonExample)
+from test_schemas import *  # noqa: F401,F403 -- args_schemas_of's tests run with these (TestPythonExample)
 from test_receipt import *  # noqa: F401,F403 -- the receipt verifier's tests run with these (TestPythonExample)
 from test_wire import *  # noqa: F401,F403 -- the wire rules' tests run with these (TestPythonExample)
 from test_wire import REQUESTS_LITERAL, RESULTS_LITERAL, compact, wire_problems
@@ -510,8 +511,20 @@ class LiveTest(unittest.TestCase):
         # approver edits the path shown (/tmp/edit-me.txt) in Slack's form,
         # and the run gets the edit as the approval's override_args, with a
         # receipt for the edited arguments.
-        schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
-        handler = sc.make_handler(self.client, args_schemas={"delete_file": schema}, context="Live test: an edit in Slack.")
+        # The schema comes from the agent's tool through args_schemas_of:
+        # Pydantic AI's Agent when it is importable, its ToolDefinition as a
+        # dict otherwise.
+        pai = sc._pydantic_ai()
+        if pai is not None:
+            agent = pai.Agent(None)
+
+            @agent.tool_plain(requires_approval=True)
+            def delete_file(path: str) -> str:
+                return "deleted " + path
+        else:
+            agent = {"name": "delete_file", "parameters_json_schema":
+                     {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
+        handler = sc.make_handler(self.client, args_schemas=sc.args_schemas_of(agent), context="Live test: an edit in Slack.")
         requests = {"approvals": [{"tool_name": "delete_file", "args": {"path": "/tmp/edit-me.txt"}, "tool_call_id": "call_edit_1"}]}
         results = asyncio.run(asyncio.wait_for(handler(types.SimpleNamespace(run_id=self.run_id), requests), LIVE_TIMEOUT))
         print("LIVE slack edit results:", compact(results_form(self, results)), flush=True)

@@ -1,6 +1,6 @@
 """A PEP 517 build backend on the standard library only.
 
-It builds the wheel (slackbot_client, slackbot_receipt, slackbot_ed25519) (and sdist) of slackbot-client, so
+It builds the wheel (slackbot_client, slackbot_schemas, slackbot_receipt, slackbot_ed25519) (and sdist) of slackbot-client, so
 ``pip install ./clients/python`` needs nothing from an index. The project's
 name, version, summary and Python requirement are read from pyproject.toml:
 with tomllib on Python >= 3.11, and on 3.10 (which has none, and where pip
@@ -24,7 +24,7 @@ except ImportError:  # Python 3.10
     tomllib = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULES = ["slackbot_client.py", "slackbot_receipt.py", "slackbot_ed25519.py"]
+MODULES = ["slackbot_client.py", "slackbot_schemas.py", "slackbot_receipt.py", "slackbot_ed25519.py"]
 
 
 def _project() -> dict:
