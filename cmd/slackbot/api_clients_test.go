@@ -262,6 +262,7 @@ func TestTypeScriptClients(t *testing.T) {
 	t.Cleanup(control.Close)
 
 	runNode(t, dir, nil, node, filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", ".")
+	checkLibBuilt(t, node, dir)
 	tests, err := filepath.Glob(filepath.Join(dir, "dist", "test", "*.test.js"))
 	if err != nil || len(tests) == 0 {
 		t.Fatalf("no compiled tests in clients/typescript/dist/test (%v)", err)
