@@ -263,6 +263,8 @@ func TestTypeScriptClients(t *testing.T) {
 
 	runNode(t, dir, nil, node, filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", ".")
 	checkLibBuilt(t, node, dir)
+	// The READMEs' TypeScript snippets (TestReadmeTypeScriptExamples), under strict.
+	runNode(t, dir, nil, node, filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.examples.json")
 	tests, err := filepath.Glob(filepath.Join(dir, "dist", "test", "*.test.js"))
 	if err != nil || len(tests) == 0 {
 		t.Fatalf("no compiled tests in clients/typescript/dist/test (%v)", err)
