@@ -351,14 +351,17 @@ def results_to_json(results: Any) -> dict:
     }
 
 
-def results_from_json(data: Mapping, *, pydantic: bool | None = None) -> Any:
+def results_from_json(data: Any, *, pydantic: bool | None = None) -> Any:
     """The DeferredToolResults to resume a run with, from slackbot's JSON.
 
     data is an approval as slackbot returns it (its "results") or the
     results themselves. With pydantic_ai installed (or pydantic=True) it
     returns pydantic_ai.DeferredToolResults with ToolApproved, ToolDenied,
     ModelRetry and ToolFailed objects; otherwise the normalized JSON.
+    data may also be a DeferredToolResults already (what a handler returned).
     """
+    if not isinstance(data, Mapping):
+        data = results_to_json(data)
     if "token" in data and "status" in data:
         if data.get("results") is None:
             raise ValueError(f"approval {data['token'][:6]}… is {data['status']}: it has no results yet")

@@ -417,6 +417,15 @@ class RealPydanticAITest(unittest.TestCase):
         self.assertIsInstance(back.approvals["a3"], PAI.ToolDenied)
         self.assertEqual(adapter.dump_python(back, mode="json"), adapter.dump_python(original, mode="json"))
 
+    def test_results_from_json_takes_the_objects(self):
+        # What a handler returned (objects) may be handed on as it is.
+        original = PAI.DeferredToolResults(approvals={"a1": PAI.ToolApproved(override_args={"path": "/tmp/b"})},
+                                           metadata={"a1": {"slackbot_receipt": "r"}})
+        back = sc.results_from_json(original)
+        self.assertIsInstance(back, PAI.DeferredToolResults)
+        self.assertEqual(back.approvals["a1"], PAI.ToolApproved(override_args={"path": "/tmp/b"}))
+        self.assertEqual(sc.results_from_json(original, pydantic=False)["metadata"], {"a1": {"slackbot_receipt": "r"}})
+
     def test_a_tool_return_dump_is_a_tool_return(self):
         dumped = sc.results_to_json(PAI.DeferredToolResults(calls={"c1": PAI.ToolReturn(return_value="ok")}))
         back = sc.results_from_json(dumped)
