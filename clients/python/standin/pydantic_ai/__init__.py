@@ -18,7 +18,9 @@ Copied from pydantic/pydantic-ai at commit
 - ``pydantic_ai_slim/pydantic_ai/exceptions.py``: ModelRetry and ToolFailed
   with their ``__get_pydantic_core_schema__``;
 - ``pydantic_ai_slim/pydantic_ai/messages.py``: ToolReturn, RetryPromptPart
-  and ToolCallPart with their wire fields (the parts' helpers left out);
+  and ToolCallPart (BaseToolCallPart's fields) with their fields and
+  defaults; their helpers and custom reprs left out, ToolReturn's value
+  typed Any (ToolReturnContent there);
 - ``pydantic_ai_slim/pydantic_ai/tools.py``: ToolDefinition's fields that
   matter here (name, parameters_json_schema, description, kind, metadata)
   and Tool.tool_def;
@@ -160,6 +162,7 @@ class ToolCallPart:
     args: str | dict[str, Any] | None = None
     tool_call_id: str = field(default_factory=_generate_tool_call_id)
     _: KW_ONLY
+    tool_kind: Literal['tool-search', 'capability-load'] | None = None
     id: str | None = None
     provider_name: str | None = None
     provider_details: dict[str, Any] | None = None
