@@ -30,7 +30,12 @@ Everything works on plain dicts in the wire format when pydantic_ai is
 not installed; when it is, results are converted with its own
 ``TypeAdapter(DeferredToolResults)`` both ways, so every result kind
 (ToolReturn, RetryPromptPart, ModelRetry, ToolApproved, ToolDenied)
-round-trips exactly.
+round-trips exactly, and what a run gets back is Pydantic AI's
+DeferredToolResults (results_to_json gives its JSON). Python >= 3.10.
+
+So that approvers can edit a call on its card, pass its tool's JSON Schema:
+``make_handler(client, args_schemas=args_schemas_of)`` sends those of the
+tools the run's step offers (see slackbot_schemas.args_schemas_of).
 """
 
 from __future__ import annotations
