@@ -30,7 +30,12 @@ Everything works on plain dicts in the wire format when pydantic_ai is
 not installed; when it is, results are converted with its own
 ``TypeAdapter(DeferredToolResults)`` both ways, so every result kind
 (ToolReturn, RetryPromptPart, ModelRetry, ToolApproved, ToolDenied)
-round-trips exactly.
+round-trips exactly, and what a run gets back is Pydantic AI's
+DeferredToolResults (results_to_json gives its JSON). Python >= 3.10.
+
+So that approvers can edit a call on its card, pass its tool's JSON Schema:
+``make_handler(client, args_schemas=args_schemas_of)`` sends those of the
+tools the run's step offers (see slackbot_schemas.args_schemas_of).
 """
 
 from __future__ import annotations
@@ -52,11 +57,14 @@ import urllib.parse
 import urllib.request
 from typing import Any, Awaitable, Callable, Mapping
 
+from slackbot_schemas import args_schemas_of
+
 __all__ = [
     "NO_DECISION_PREFIX",
     "SlackbotClient",
     "SlackbotError",
     "Waiter",
+    "args_schemas_of",
     "ask",
     "callback_secret",
     "collect",
@@ -348,14 +356,17 @@ def results_to_json(results: Any) -> dict:
     }
 
 
-def results_from_json(data: Mapping, *, pydantic: bool | None = None) -> Any:
+def results_from_json(data: Any, *, pydantic: bool | None = None) -> Any:
     """The DeferredToolResults to resume a run with, from slackbot's JSON.
 
     data is an approval as slackbot returns it (its "results") or the
     results themselves. With pydantic_ai installed (or pydantic=True) it
     returns pydantic_ai.DeferredToolResults with ToolApproved, ToolDenied,
     ModelRetry and ToolFailed objects; otherwise the normalized JSON.
+    data may also be a DeferredToolResults already (what a handler returned).
     """
+    if not isinstance(data, Mapping):
+        data = results_to_json(data)
     if "token" in data and "status" in data:
         if data.get("results") is None:
             raise ValueError(f"approval {data['token'][:6]}… is {data['status']}: it has no results yet")
@@ -479,9 +490,13 @@ def make_handler(
     its calls is a request of its own.
     on_token(token, approval) sees each request once its cards are posted
     (see ask): the way to hand the token to whoever computes an external
-    call's result. create takes the keyword arguments of SlackbotClient.create.
+    call's result. create takes the keyword arguments of SlackbotClient.create;
+    its args_schemas may also be a function of the run's context, called
+    for each batch: ``args_schemas=args_schemas_of`` sends the schema of
+    every tool the run's step offers, so every card offers Edit.
     """
     waiter = waiter or Waiter(client)
+    schemas = create.pop("args_schemas", None)
 
     async def handler(ctx: Any, requests: Any) -> Any:
         wire = requests_to_json(requests)
@@ -489,7 +504,9 @@ def make_handler(
         # later run reusing them would get this one's decisions.
         run_id = getattr(ctx, "run_id", None) or "unnamed-" + secrets.token_hex(16)
         key = idempotency_key(run_id, wire, run_step=getattr(ctx, "run_step", None))
-        return await ask(client, wire, waiter=waiter, idempotency_key=key, on_token=on_token, **create)
+        args_schemas = schemas(ctx) if callable(schemas) else schemas
+        return await ask(client, wire, waiter=waiter, idempotency_key=key, on_token=on_token,
+                         args_schemas=args_schemas, **create)
 
     return handler
 

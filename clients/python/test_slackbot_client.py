@@ -22,75 +22,38 @@ import types
 import unittest
 import uuid
 
+import pai_mode  # first: it decides which pydantic_ai the client meets
+
 import slackbot_client as sc
 import slackbot_receipt as sr
+from test_pydantic_ai import *  # noqa: F401,F403 -- the conversions with Pydantic AI's objects (TestPythonExample)
+from test_py310 import *  # noqa: F401,F403 -- the Python 3.10 checks run with these (TestPythonExample)
+from test_schemas import *  # noqa: F401,F403 -- args_schemas_of's tests run with these (TestPythonExample)
+from test_readme import *  # noqa: F401,F403 -- the READMEs' Python snippets compile (TestPythonExample)
 from test_receipt import *  # noqa: F401,F403 -- the receipt verifier's tests run with these (TestPythonExample)
 from test_wire import *  # noqa: F401,F403 -- the wire rules' tests run with these (TestPythonExample)
 from test_wire import REQUESTS_LITERAL, RESULTS_LITERAL, compact, wire_problems
 
+print(pai_mode.describe(), flush=True)
 
-class FakePydanticAITest(unittest.TestCase):
-    """results_from_json builds Pydantic AI's objects when it is installed.
-    pydantic_ai cannot be installed here, so a stand-in with the same names
-    and fields plays it."""
 
-    def setUp(self):
-        fake = types.ModuleType("pydantic_ai")
+def results_form(test: unittest.TestCase, results) -> dict:
+    """results as JSON, after checking they come in the form a run takes:
+    Pydantic AI's DeferredToolResults when pydantic_ai is importable (the
+    real package or the stand-in), the wire dict otherwise. The JSON of the
+    objects goes through the client's own conversion (results_to_json);
+    Pydantic AI's objects have no answered_by, so theirs is empty."""
+    pai = sc._pydantic_ai()
+    if pai is None:
+        test.assertIsInstance(results, dict)
+        return results
+    test.assertIsInstance(results, pai.DeferredToolResults)
+    return sc.results_to_json(results)
 
-        @dataclasses.dataclass
-        class ToolApproved:
-            override_args: dict | None = None
-            kind: str = "tool-approved"
 
-        @dataclasses.dataclass
-        class ToolDenied:
-            message: str = "The tool call was denied."
-            kind: str = "tool-denied"
-
-        class ModelRetry(Exception):
-            def __init__(self, message):
-                super().__init__(message)
-                self.message = message
-
-        class ToolFailed(Exception):
-            def __init__(self, message):
-                super().__init__(message)
-                self.message = message
-
-        @dataclasses.dataclass
-        class DeferredToolResults:
-            calls: dict = dataclasses.field(default_factory=dict)
-            approvals: dict = dataclasses.field(default_factory=dict)
-            metadata: dict = dataclasses.field(default_factory=dict)
-
-        for cls in (ToolApproved, ToolDenied, ModelRetry, ToolFailed, DeferredToolResults):
-            setattr(fake, cls.__name__, cls)
-        self.fake = fake
-        self.saved = sys.modules.get("pydantic_ai")
-        sys.modules["pydantic_ai"] = fake
-
-    def tearDown(self):
-        if self.saved is None:
-            del sys.modules["pydantic_ai"]
-        else:
-            sys.modules["pydantic_ai"] = self.saved
-
-    def test_objects_and_back(self):
-        literal = (
-            '{"calls":{"c1":{"rows":3},"c2":{"message":"timeout","kind":"tool-failed"},'
-            '"c3":{"message":"ask again","kind":"model-retry"}},'
-            '"approvals":{"a1":true,"a3":{"override_args":{"path":"/tmp/b"},"kind":"tool-approved"},'
-            '"a4":{"message":"No.","kind":"tool-denied"}},"metadata":{"a1":{"ticket":42}},"answered_by":{}}'
-        )
-        res = sc.results_from_json(json.loads(literal))
-        self.assertIsInstance(res, self.fake.DeferredToolResults)
-        self.assertIs(res.approvals["a1"], True)
-        self.assertEqual(res.approvals["a3"], self.fake.ToolApproved(override_args={"path": "/tmp/b"}))
-        self.assertEqual(res.approvals["a4"], self.fake.ToolDenied("No."))
-        self.assertIsInstance(res.calls["c2"], self.fake.ToolFailed)
-        self.assertIsInstance(res.calls["c3"], self.fake.ModelRetry)
-        self.assertEqual(res.calls["c1"], {"rows": 3})
-        self.assertEqual(compact(sc.results_to_json(res)), literal)
+def wire_of(results) -> dict:
+    """results as JSON, whichever form they come in."""
+    return results if isinstance(results, dict) else sc.results_to_json(results)
 
 
 class CallbackTest(unittest.TestCase):
@@ -268,7 +231,7 @@ class StubServerTest(unittest.TestCase):
         handler = sc.make_handler(c, context="why")
         reqs = json.loads(REQUESTS_LITERAL)
         got = asyncio.run(handler(types.SimpleNamespace(run_id="run-1"), reqs))
-        self.assertEqual(compact(got), RESULTS_LITERAL)
+        self.assertEqual(compact(results_form(self, got)), RESULTS_LITERAL)
         keys = {s[4]["idempotency_key"] for s in self.seen if s[0] == "POST"}
         asyncio.run(handler(types.SimpleNamespace(run_id="run-1"), reqs))
         again = {s[4]["idempotency_key"] for s in self.seen if s[0] == "POST"}
@@ -351,50 +314,6 @@ class StubServerTest(unittest.TestCase):
         self.assertEqual(self.seen[-1][4]["calls"], {"call_2": {"rows": 3}})
 
 
-def _real_pydantic_ai():
-    try:
-        import pydantic_ai
-    except ImportError:
-        return None
-    return pydantic_ai if getattr(pydantic_ai, "__version__", None) else None
-
-
-PAI = _real_pydantic_ai()
-
-
-@unittest.skipUnless(PAI, "pydantic_ai is not installed (PyPI is unreachable here): the TypeAdapter path is NOT TESTED against the real package")
-class RealPydanticAITest(unittest.TestCase):
-    """Issue 17 (a) and (b) against the real Pydantic AI: results go both
-    ways through its TypeAdapter(DeferredToolResults), so every kind
-    round-trips as the object it was."""
-
-    def test_every_kind_round_trips(self):
-        from pydantic import TypeAdapter
-
-        adapter = TypeAdapter(PAI.DeferredToolResults)
-        when = datetime.datetime(2026, 12, 1, 11, 30, tzinfo=datetime.timezone.utc)
-        original = PAI.DeferredToolResults(
-            calls={"c1": PAI.ToolReturn(return_value={"rows": 3, "at": when}), "c2": PAI.ModelRetry("ask again"), "c3": {"rows": 3}},
-            approvals={"a1": True, "a2": PAI.ToolApproved(override_args={"path": "/tmp/b"}), "a3": PAI.ToolDenied("No.")},
-            metadata={"a1": {"ticket": 42}},
-        )
-        wire = sc.results_to_json(original)
-        json.dumps(wire)  # JSON as it is sent
-        self.assertEqual(wire_problems("/v1/approvals/t/results", wire), [])
-        back = sc.results_from_json(wire)
-        self.assertIsInstance(back, PAI.DeferredToolResults)
-        self.assertIsInstance(back.calls["c1"], PAI.ToolReturn)
-        self.assertIsInstance(back.calls["c2"], PAI.ModelRetry)
-        self.assertIsInstance(back.approvals["a2"], PAI.ToolApproved)
-        self.assertIsInstance(back.approvals["a3"], PAI.ToolDenied)
-        self.assertEqual(adapter.dump_python(back, mode="json"), adapter.dump_python(original, mode="json"))
-
-    def test_a_tool_return_dump_is_a_tool_return(self):
-        dumped = sc.results_to_json(PAI.DeferredToolResults(calls={"c1": PAI.ToolReturn(return_value="ok")}))
-        back = sc.results_from_json(dumped)
-        self.assertIsInstance(back.calls["c1"], PAI.ToolReturn, "the model would see the wrapper dict")
-
-
 def _has_pip() -> bool:
     import importlib.util
 
@@ -430,6 +349,8 @@ class InstallTest(unittest.TestCase):
             self.assertTrue(out.startswith(os.path.join(target, "slackbot_receipt.py")), out)
             dist = [d for d in os.listdir(target) if d.endswith(".dist-info")]
             self.assertEqual(dist, ["slackbot_client-0.2.0.dist-info"])
+            with open(os.path.join(target, dist[0], "METADATA"), encoding="utf-8") as f:
+                self.assertIn("Requires-Python: >=3.10\n", f.read())
 
 
 LIVE_URL = os.environ.get("SLACKBOT_URL")
@@ -451,17 +372,17 @@ class LiveTest(unittest.TestCase):
         self.client = sc.SlackbotClient(LIVE_URL, LIVE_KEY)
         self.run_id = "live-" + uuid.uuid4().hex[:12]
 
-    def assertReceipt(self, results: dict, call_id: str, tool: str, args, **kw) -> dict:
+    def assertReceipt(self, results, call_id: str, tool: str, args, **kw) -> dict:
         """The approved call's receipt, as slackbot signed it, verifies; for other arguments it does not."""
-        md = results["metadata"].get(call_id)
+        md = wire_of(results)["metadata"].get(call_id)
         claims = sr.verify_metadata(md, self.jwks, call_id=call_id, tool=tool, args=args, **kw)
         self.assertEqual(claims["by"], ["U0ALICE"])
         with self.assertRaises(sr.ReceiptMismatch):
             sr.verify_metadata(md, self.jwks, call_id=call_id, tool=tool, args=dict(args, extra=1), **kw)
         return claims
 
-    def assertNoReceipt(self, results: dict, call_id: str) -> None:
-        self.assertNotIn(sr.METADATA_KEY, results["metadata"].get(call_id) or {}, f"{call_id} was not approved")
+    def assertNoReceipt(self, results, call_id: str) -> None:
+        self.assertNotIn(sr.METADATA_KEY, wire_of(results)["metadata"].get(call_id) or {}, f"{call_id} was not approved")
 
     def test_handler_waits_for_a_click(self):
         handler = sc.make_handler(self.client, requester="pydantic-ai example", context="Live test of the deferred-tool handler.")
@@ -472,8 +393,8 @@ class LiveTest(unittest.TestCase):
         }
         ctx = types.SimpleNamespace(run_id=self.run_id)
         results = asyncio.run(asyncio.wait_for(handler(ctx, requests), LIVE_TIMEOUT))
-        print("LIVE handler results:", compact(results), flush=True)
-        self.assertEqual(results["approvals"], {"call_live_1": True})
+        print("LIVE handler results:", compact(results_form(self, results)), flush=True)
+        self.assertEqual(results_form(self, results)["approvals"], {"call_live_1": True})
         self.assertReceipt(results, "call_live_1", "delete_file", {"path": "/tmp/live.txt"})
         # The same run asking for the same calls gets the same answer, not new cards.
         again = asyncio.run(asyncio.wait_for(handler(ctx, requests), 10))
@@ -484,13 +405,26 @@ class LiveTest(unittest.TestCase):
         # approver edits the path shown (/tmp/edit-me.txt) in Slack's form,
         # and the run gets the edit as the approval's override_args, with a
         # receipt for the edited arguments.
-        schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
-        handler = sc.make_handler(self.client, args_schemas={"delete_file": schema}, context="Live test: an edit in Slack.")
+        # The schema comes from the agent's tool through args_schemas_of:
+        # Pydantic AI's Agent when it is importable, its ToolDefinition as a
+        # dict otherwise.
+        pai = sc._pydantic_ai()
+        if pai is not None:
+            agent = pai.Agent(None)
+
+            @agent.tool_plain(requires_approval=True)
+            def delete_file(path: str) -> str:
+                return "deleted " + path
+        else:
+            agent = {"name": "delete_file", "parameters_json_schema":
+                     {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
+        handler = sc.make_handler(self.client, args_schemas=sc.args_schemas_of(agent), context="Live test: an edit in Slack.")
         requests = {"approvals": [{"tool_name": "delete_file", "args": {"path": "/tmp/edit-me.txt"}, "tool_call_id": "call_edit_1"}]}
         results = asyncio.run(asyncio.wait_for(handler(types.SimpleNamespace(run_id=self.run_id), requests), LIVE_TIMEOUT))
-        print("LIVE slack edit results:", compact(results), flush=True)
-        self.assertEqual(results["approvals"], {"call_edit_1": {"override_args": {"path": "/tmp/edited.txt"}, "kind": "tool-approved"}})
-        self.assertEqual(results["answered_by"], {"call_edit_1": "U0ALICE"})
+        print("LIVE slack edit results:", compact(results_form(self, results)), flush=True)
+        self.assertEqual(results_form(self, results)["approvals"], {"call_edit_1": {"override_args": {"path": "/tmp/edited.txt"}, "kind": "tool-approved"}})
+        if isinstance(results, dict):  # Pydantic AI's objects have no answered_by: the receipt names who
+            self.assertEqual(results["answered_by"], {"call_edit_1": "U0ALICE"})
         self.assertReceipt(results, "call_edit_1", "delete_file", {"path": "/tmp/edited.txt"})
 
     def test_runs_reusing_call_ids(self):
@@ -508,7 +442,8 @@ class LiveTest(unittest.TestCase):
                     types.SimpleNamespace(run_id=self.run_id + "-b", run_step=1)):
             results = asyncio.run(asyncio.wait_for(handler(ctx, requests), LIVE_TIMEOUT))
             self.assertEqual(len(set(tokens)), len(tokens), "a round got an earlier round's request")
-            self.assertEqual(results["answered_by"], {call_id: "U0ALICE"})
+            if isinstance(results, dict):  # else the receipt names who
+                self.assertEqual(results["answered_by"], {call_id: "U0ALICE"})
             self.assertReceipt(results, call_id, "delete_file", {"path": "/tmp/reused.txt"}, token=tokens[-1])
         # Stop the world: a retried submit of the run finds its request, another run's is its own.
         first = sc.submit(self.client, requests, run_id=self.run_id + "-c", context="Live test: reused call ids.")
@@ -517,7 +452,7 @@ class LiveTest(unittest.TestCase):
         self.assertEqual(again["token"], first["token"])
         self.assertNotIn(other["token"], (first["token"], *tokens))
         for t in (first["token"], other["token"]):
-            self.assertEqual(sc.collect(self.client, t, timeout=LIVE_TIMEOUT)["approvals"], {call_id: True})
+            self.assertEqual(results_form(self, sc.collect(self.client, t, timeout=LIVE_TIMEOUT))["approvals"], {call_id: True})
 
     def test_stop_the_world(self):
         # The run ended with DeferredToolRequests: hand them over.
@@ -533,13 +468,13 @@ class LiveTest(unittest.TestCase):
         self.assertEqual([c["state"] for c in part["calls"] if c["tool_call_id"] == "call_2"], ["answered"])
         # People approve the rest; then the run resumes with these results.
         results = sc.collect(self.client, token, timeout=LIVE_TIMEOUT)
-        print("LIVE stop-the-world results:", compact(results), flush=True)
-        self.assertEqual(results["calls"], {"call_2": {"rows": 3}})
-        self.assertEqual(results["approvals"], {"call_1": True, "call_3": True})
+        print("LIVE stop-the-world results:", compact(results_form(self, results)), flush=True)
+        self.assertEqual(results_form(self, results)["calls"], {"call_2": {"rows": 3}})
+        self.assertEqual(results_form(self, results)["approvals"], {"call_1": True, "call_3": True})
         self.assertReceipt(results, "call_1", "delete_file", {"order_id": "A-1002", "amount": 250}, token=token)
         self.assertReceipt(results, "call_3", "delete_file", {"order_id": "A-1003", "amount": 900}, token=token)
         with self.assertRaises(sr.ReceiptMismatch):  # one call's receipt is no other call's
-            sr.verify_receipt(results["metadata"]["call_1"][sr.METADATA_KEY], self.jwks, call_id="call_3",
+            sr.verify_receipt(results_form(self, results)["metadata"]["call_1"][sr.METADATA_KEY], self.jwks, call_id="call_3",
                               tool="delete_file", args={"order_id": "A-1003", "amount": 900})
         with self.assertRaises(sr.ReceiptMismatch):  # nor another request's
             self.assertReceipt(results, "call_1", "delete_file", {"order_id": "A-1002", "amount": 250}, token="x" * 43)

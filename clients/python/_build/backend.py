@@ -1,8 +1,11 @@
 """A PEP 517 build backend on the standard library only.
 
-It builds the wheel (slackbot_client, slackbot_receipt, slackbot_ed25519) (and sdist) of slackbot-client, so
+It builds the wheel (slackbot_client, slackbot_schemas, slackbot_receipt, slackbot_ed25519) (and sdist) of slackbot-client, so
 ``pip install ./clients/python`` needs nothing from an index. The project's
-name, version, summary and Python requirement are read from pyproject.toml.
+name, version, summary and Python requirement are read from pyproject.toml:
+with tomllib on Python >= 3.11, and on 3.10 (which has none, and where pip
+may offer no tomli to a backend) with _read_project, which reads the
+``key = value`` lines of pyproject.toml's [project] tables.
 """
 
 from __future__ import annotations
@@ -12,16 +15,60 @@ import hashlib
 import io
 import os
 import tarfile
-import tomllib
+import ast
 import zipfile
 
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    tomllib = None
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULES = ["slackbot_client.py", "slackbot_receipt.py", "slackbot_ed25519.py"]
+MODULES = ["slackbot_client.py", "slackbot_schemas.py", "slackbot_receipt.py", "slackbot_ed25519.py"]
 
 
 def _project() -> dict:
-    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        return tomllib.load(f)["project"]
+    path = os.path.join(ROOT, "pyproject.toml")
+    if tomllib is not None:
+        with open(path, "rb") as f:
+            return tomllib.load(f)["project"]
+    with open(path, encoding="utf-8") as f:
+        return _read_project(f.read())
+
+
+def _read_project(text: str) -> dict:
+    """pyproject.toml's [project] table, for Python 3.10: the single-line
+    ``key = value`` entries whose value is a string or an array of strings
+    (what the metadata needs), [project.optional-dependencies] as a nested
+    table. Other values (inline tables) are left out; anything else in a
+    [project] table is an error naming the line, never a guess."""
+    project: dict = {}
+    table = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            name = line.strip("[]").strip()
+            table = project if name == "project" else None
+            if name.startswith("project."):
+                table = project.setdefault(name[len("project."):], {})
+            continue
+        if table is None:
+            continue
+        key, sep, value = (part.strip() for part in line.partition("="))
+        if not sep or not key:
+            raise ValueError(f"pyproject.toml:{n}: not a key = value line: {raw!r}")
+        if value.startswith("{"):
+            continue
+        try:
+            parsed = ast.literal_eval(value)
+        except (ValueError, SyntaxError) as err:
+            raise ValueError(f"pyproject.toml:{n}: {key}: not a one-line string or array of strings: {value!r}") from err
+        if not (isinstance(parsed, str) or (isinstance(parsed, list) and all(isinstance(v, str) for v in parsed))):
+            raise ValueError(f"pyproject.toml:{n}: {key}: not a string or an array of strings: {value!r}")
+        table[key.strip('"')] = parsed
+    return project
 
 
 def _dist(p: dict) -> str:
