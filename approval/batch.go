@@ -129,6 +129,10 @@ func (s *Service) DecideAll(ctx context.Context, r *Request, by Decider, d Decis
 		if err != nil {
 			b.Left = append(b.Left, s.batchCall(r, c, res, err))
 			if ErrorCode(err) == EINTERNAL {
+				// Whether it was recorded is unknown: no more is sent.
+				for _, c := range calls[i+1:] {
+					b.Left = append(b.Left, s.batchCall(r, c, nil, ErrTooLate))
+				}
 				return b, err
 			}
 			continue

@@ -33,8 +33,9 @@ func BatchConfirmWords(c Choice, m Marks) (title, text, yes, no string) {
 		}
 	}
 	title = verb + " all " + n + " pending calls?"
-	text = does + " each of the " + n + " pending calls of this request that you may decide, as its own card would: " +
-		strings.Join(tools, ", ") + ". Those you may not decide stay pending; you are told which."
+	// The tools last: a surface that must cut the text cuts the list.
+	text = does + " each pending call of this request that you may decide, as a click on its own card would; those you may not decide stay pending, and you are told which. The " +
+		n + " calls: " + strings.Join(tools, ", ") + "."
 	return title, text, yes, "Cancel"
 }
 
@@ -95,6 +96,8 @@ func leftWhy(bc BatchCall, route *routing.Route, m Marks) string {
 		return "already decided."
 	case ETOOLATE:
 		return "not recorded: time ran out. Click again to decide it."
+	case EINTERNAL:
+		return "slackbot could not confirm whether this one was recorded; its card shows every decision."
 	case ENOROUTE, EWRONGMESSAGE:
 		return ErrorMessage(bc.Err)
 	}
