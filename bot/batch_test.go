@@ -74,13 +74,31 @@ func (e *batchEnv) open(t *testing.T, calls ...agentrunner.ToolCallPart) *approv
 // signed with secret. It returns the status of the answer.
 func (e *batchEnv) click(t *testing.T, secret, user string, ref approval.MessageRef, actionID, value string) int {
 	t.Helper()
-	payload, _ := json.Marshal(map[string]any{
+	return e.send(t, secret, map[string]any{
 		"type": "block_actions", "user": map[string]any{"id": user}, "team": map[string]any{"id": "T0DEMO"},
 		"trigger_id": "trigger-1", "api_app_id": "A0APP",
 		"container": map[string]any{"type": "message", "channel_id": ref.Channel, "message_ts": ref.ID},
 		"channel":   map[string]any{"id": ref.Channel}, "message": map[string]any{"ts": ref.ID},
 		"actions": []any{map[string]any{"type": "button", "action_id": actionID, "block_id": "approval_actions.x", "value": value}},
 	})
+}
+
+// homeClick sends user's click on the button actionID of their Home tab.
+func (e *batchEnv) homeClick(t *testing.T, user, actionID, value string) int {
+	t.Helper()
+	return e.send(t, batchSecret, map[string]any{
+		"type": "block_actions", "user": map[string]any{"id": user}, "team": map[string]any{"id": "T0DEMO"},
+		"trigger_id": "trigger-1", "api_app_id": "A0APP",
+		"container": map[string]any{"type": "view", "view_id": "V0HOME"}, "view": map[string]any{"id": "V0HOME", "type": "home"},
+		"actions": []any{map[string]any{"type": "button", "action_id": actionID, "block_id": "home_call.0", "value": value}},
+	})
+}
+
+// send posts a block_actions payload as Slack does: form-encoded, signed
+// with secret.
+func (e *batchEnv) send(t *testing.T, secret string, cb map[string]any) int {
+	t.Helper()
+	payload, _ := json.Marshal(cb)
 	body := url.Values{"payload": {string(payload)}}.Encode()
 	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/slack/interactivity", strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -111,7 +129,7 @@ func (e *batchEnv) buttonOf(t *testing.T, ref approval.MessageRef, actionID stri
 			ActionID string          `json:"action_id"`
 			Value    string          `json:"value"`
 			Text     json.RawMessage `json:"text"`
-			Confirm *struct {
+			Confirm  *struct {
 				Title struct{ Text string } `json:"title"`
 				Text  struct{ Text string } `json:"text"`
 			} `json:"confirm"`
@@ -240,4 +258,43 @@ func TestApproveAllRefusesForgedClicks(t *testing.T) {
 			t.Errorf("replies %q do not say %q", texts, want)
 		}
 	}
+}
+
+// Alice's Home offers Approve all on a request with two calls she may
+// decide; her click there decides both, as from their cards, and her Home
+// says so.
+func TestApproveAllFromHome(t *testing.T) {
+	e := newBatchEnv(t)
+	r := e.open(t, call("r1", "issue_refund", `{"amount":500}`), call("r2", "issue_refund", `{"amount":600}`))
+	if err := e.bot.PublishHome(t.Context(), "U0ALICE", ""); err != nil {
+		t.Fatal(err)
+	}
+	home := e.homeOf(t, "U0ALICE")
+	if !strings.Contains(home, `"action_id":"approve_all"`) || !strings.Contains(home, "Approve all 2") {
+		t.Fatalf("Alice's Home offers no Approve all 2: %s", home)
+	}
+	if code := e.homeClick(t, "U0ALICE", bot.ActionIDApproveAll, bot.EncodeAction(r.Token, "r2")); code != http.StatusOK {
+		t.Fatalf("Home click answered %d", code)
+	}
+	e.settle()
+	got, _ := e.store.Get(t.Context(), r.Token)
+	if got.State != approval.StateResolved || got.Call("r1").Status != approval.CallApproved || got.Call("r2").Status != approval.CallApproved {
+		t.Errorf("after Approve all from Home: %s, r1 %s, r2 %s; want resolved, both approved", got.State, got.Call("r1").Status, got.Call("r2").Status)
+	}
+	if home := e.homeOf(t, "U0ALICE"); !strings.Contains(home, "You approved 2 calls: `issue_refund`, `issue_refund`.") {
+		t.Errorf("Alice's Home does not say what she approved: %s", home)
+	}
+	if _, _, _, ok := e.buttonOf(t, got.Call("r1").Message, bot.ActionIDApprove); ok {
+		t.Error("r1's card still has buttons")
+	}
+}
+
+// homeOf is the JSON of the Home tab last published for user.
+func (e *batchEnv) homeOf(t *testing.T, user string) string {
+	t.Helper()
+	v, ok := e.slack.Home(user)
+	if !ok {
+		t.Fatalf("no Home published for %s", user)
+	}
+	return string(v.JSON)
 }
