@@ -261,17 +261,26 @@ func TestApproveAllRefusesForgedClicks(t *testing.T) {
 }
 
 // Alice's Home offers Approve all on a request with two calls she may
-// decide; her click there decides both, as from their cards, and her Home
-// says so.
+// decide, not on one of which she may decide only one; her click decides
+// both, as from their cards, and her Home says so.
 func TestApproveAllFromHome(t *testing.T) {
 	e := newBatchEnv(t)
 	r := e.open(t, call("r1", "issue_refund", `{"amount":500}`), call("r2", "issue_refund", `{"amount":600}`))
+	// Of this one, only the refund waits for Alice (Bob deploys): its row
+	// offers no batch.
+	other := e.open(t, call("x1", "issue_refund", `{"amount":700}`), call("x2", "deploy_web", `{}`))
 	if err := e.bot.PublishHome(t.Context(), "U0ALICE", ""); err != nil {
 		t.Fatal(err)
 	}
 	home := e.homeOf(t, "U0ALICE")
-	if !strings.Contains(home, `"action_id":"approve_all"`) || !strings.Contains(home, "Approve all 2") {
-		t.Fatalf("Alice's Home offers no Approve all 2: %s", home)
+	button := func(actionID, token, id string) string {
+		return `"action_id":"` + actionID + `","value":"` + bot.EncodeAction(token, id) + `"`
+	}
+	if !strings.Contains(home, button(bot.ActionIDApproveAll, r.Token, "r2")) || !strings.Contains(home, "Approve all 2") {
+		t.Fatalf("Alice's Home offers no Approve all 2 on r2: %s", home)
+	}
+	if !strings.Contains(home, button(bot.ActionIDApprove, other.Token, "x1")) || strings.Contains(home, button(bot.ActionIDApproveAll, other.Token, "x1")) {
+		t.Errorf("Alice's Home row of x1 should offer Approve but no Approve all (she decides no other call of its request): %s", home)
 	}
 	if code := e.homeClick(t, "U0ALICE", bot.ActionIDApproveAll, bot.EncodeAction(r.Token, "r2")); code != http.StatusOK {
 		t.Fatalf("Home click answered %d", code)

@@ -27,7 +27,7 @@ const homePublishTimeout = 30 * time.Second
 func (cs *Cards) homeContent(v *approval.HomeView, notice string) HomeContent {
 	h := HomeContent{Notice: notice, MoreWaiting: v.MoreWaiting, MoreRequests: v.MoreRequests, Partial: v.Partial}
 	item := func(hc approval.HomeCall) HomeItem {
-		return HomeItem{Card: cs.card(hc.Request, hc.Call), Message: hc.Call.Message, Escalated: hc.Escalated}
+		return HomeItem{Card: hc.View(cs.viewer()), Message: hc.Call.Message, Escalated: hc.Escalated}
 	}
 	for _, hc := range v.Waiting {
 		h.Waiting = append(h.Waiting, item(hc))
