@@ -74,8 +74,8 @@ func (r *Request) PendingApprovals() []*Call {
 // audited), the request's end (EEXPIRED, ECANCELLED, ERESOLVED, EFAILED),
 // and EDECIDED when no approval of r is pending. A decision whose
 // recording is uncertain (EINTERNAL: the store's reply was lost) ends the
-// batch there: the error is returned with the Batch so far, and the call
-// is the last of Batch.Left.
+// batch there: the error is returned with the Batch, that call in
+// Batch.Left with it and the calls after it with ETOOLATE (never sent).
 func (s *Service) DecideAll(ctx context.Context, r *Request, by Decider, d Decision) (*Batch, error) {
 	if by.User == "" || by.Client != "" || (d.Action != ActionApprove && d.Action != ActionDeny) {
 		return nil, Errorf(EINVALID, "decide all: a person approves or denies all the pending calls of a request")

@@ -94,10 +94,10 @@ func homeClick(cb *slack.InteractionCallback) bool {
 // homeAction acts on a click on the clicker's Home: Approve, Deny, a
 // grant, Approve all or Deny all decide through the Service as the card's
 // buttons do (the same authorization; the cards are updated), Revoke ends
-// a grant. What became
-// of it is said at the top of the Home, republished after the ack: a
-// Home has no channel for an ephemeral message, and the person is
-// looking at their Home, where the call they decided leaves the list.
+// a grant. What became of it is said at the top of the Home, republished
+// after the ack: a Home has no channel for an ephemeral message, and the
+// person is looking at their Home, where the call they decided leaves the
+// list.
 func (b *Bot) homeAction(ctx context.Context, cb *slack.InteractionCallback) {
 	act := cb.ActionCallback.BlockActions[0]
 	user := cb.User.ID
