@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -333,4 +334,24 @@ func hasChoice(cs []approval.Choice, k approval.ChoiceKind) bool {
 		}
 	}
 	return false
+}
+
+// Once the click's deadline has passed, a batch sends nothing more: each
+// call not yet decided is left, told as "time ran out", and stays pending.
+func TestDecideAllSendsNothingPastItsDeadline(t *testing.T) {
+	f := newFixture(t)
+	r := f.Open(t, "UERIN", call("r1", "refund", `{"amount":500}`), call("r2", "refund", `{"amount":600}`))
+	card, _ := f.Poster.Card("r1")
+	b, err := f.Svc.DecideAll(t.Context(), r, approval.Decider{User: "UDAVE", Message: card},
+		approval.Decision{CallID: "r1", By: "UDAVE", Action: approval.ActionApprove, NotAfter: time.Now().Add(-time.Second)})
+	if err != nil || len(b.Decided) != 0 || ids(b.Left) != "r1,r2" || approval.ErrorCode(b.Left[0].Err) != approval.ETOOLATE {
+		t.Fatalf("late batch: %+v, %v; want both left as too late", b, err)
+	}
+	if words := batchWords(f, b); !strings.Contains(words, "Nothing changed.") || !strings.Contains(words, "not recorded: time ran out") {
+		t.Errorf("reply %q does not say nothing changed, and why", words)
+	}
+	got, _ := f.Store.Get(t.Context(), r.Token)
+	if len(got.PendingApprovals()) != 2 {
+		t.Errorf("%d calls pending after a late batch, want 2", len(got.PendingApprovals()))
+	}
 }
