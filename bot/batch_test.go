@@ -14,10 +14,7 @@ import (
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
-	"github.com/slackapprove/slackbot/internal/slackfake"
-	"github.com/slackapprove/slackbot/internal/slackfaketest"
 	"github.com/slackapprove/slackbot/store"
-	"github.com/slackapprove/slackbot/store/redistest"
 )
 
 const batchSecret = "batch-signing-secret"
@@ -33,24 +30,11 @@ type batchEnv struct {
 
 func newBatchEnv(t *testing.T) *batchEnv {
 	t.Helper()
-	now := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	fake, srv := slackfaketest.NewTestServer(t, slackfake.WithDemoWorkspace(), slackfake.WithClock(clock))
-	rdb, prefix := redistest.Embedded(t)
-	st := store.New(rdb, store.Options{Prefix: prefix, Now: clock})
-	api := leanClient(fake.Token(), slackfaketest.APIURL(srv))
-	routes := parseRoutes(t, apiRoutes)
-	cards := bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes, Now: clock})
-	groups := &bot.Usergroups{Slack: api}
-	svc := approval.New(approval.Config{Store: st, Poster: cards, Directory: groups, Routes: routes, Now: clock})
-	b := bot.New(bot.Config{Slack: api, Service: svc, Cards: cards, Usergroups: groups, TeamID: "T0DEMO", Now: clock})
-	t.Cleanup(svc.Close)
+	e := newOpenEnv(t)
+	b := bot.New(bot.Config{Slack: e.api, Service: e.svc, Cards: e.cards, Usergroups: e.groups, TeamID: "T0DEMO",
+		Now: func() time.Time { return e.now }})
 	t.Cleanup(b.Close)
-	return &batchEnv{
-		openEnv: &openEnv{svc: svc, cards: cards, store: st, slack: fake, now: now},
-		bot:     b,
-		handler: bot.VerifySlack(batchSecret, slog.New(slog.DiscardHandler), b.HandleInteraction()),
-	}
+	return &batchEnv{openEnv: e, bot: b, handler: bot.VerifySlack(batchSecret, slog.New(slog.DiscardHandler), b.HandleInteraction())}
 }
 
 // open opens an API request of the billing client with calls, and returns
