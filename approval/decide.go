@@ -74,7 +74,15 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	if by.Client != "" {
 		return s.answer(ctx, r, by, ds)
 	}
-	token, d := r.Token, ds[0]
+	return s.decideOne(ctx, r, by, ds[0], true)
+}
+
+// decideOne is a person's decision d on one call of r. others: the cards
+// of the request's other pending approvals are brought up to date too
+// when this decision changes how many are pending (their "Approve all N");
+// DecideAll, which decides them in turn, updates them once at its end.
+func (s *Service) decideOne(ctx context.Context, r *Request, by Decider, d Decision, others bool) (*Decided, error) {
+	token := r.Token
 	c := r.Call(d.CallID)
 	if c == nil {
 		return nil, fmt.Errorf("decide %s: %w", d.CallID, ErrNotFound)
@@ -125,6 +133,9 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 		return res, err
 	}
 	s.afterDecide(ctx, r, c, by, d, res)
+	if others && res.Changed && res.Call != nil && res.Call.Status != CallPending {
+		s.updateOtherCards(ctx, res.Request, c.ID)
+	}
 	return res, nil
 }
 

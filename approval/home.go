@@ -78,6 +78,20 @@ type HomeCall struct {
 	Call    *Call
 	// Escalated: the viewer may decide it because it escalated to them.
 	Escalated bool
+	// Single: fewer than two of its request's pending approvals wait for
+	// the viewer, so its row offers no batch (see View).
+	Single bool
+}
+
+// View is the view of hc's call as the viewer's Home shows it: the card's
+// (vw.View), without "Approve all" where the viewer may decide only this
+// one of its request's calls.
+func (hc HomeCall) View(vw Viewer) CallView {
+	v := vw.View(hc.Request, hc.Call)
+	if hc.Single {
+		v.Batch = nil
+	}
+	return v
 }
 
 // HomeView is what a person's Home shows.
@@ -143,8 +157,24 @@ func (s *Service) Home(ctx context.Context, viewer string) (*HomeView, error) {
 			}
 		}
 	}
+	markSingles(waiting)
 	v.Waiting, v.MoreWaiting = shareRoom(waiting, MaxHomeCalls)
 	return v, nil
+}
+
+// markSingles marks the approvals that are the only ones of their request
+// waiting for the viewer: a batch from their row would decide nothing
+// more than their own buttons, and refuse the rest.
+func markSingles(waiting []HomeCall) {
+	n := map[string]int{}
+	for _, hc := range waiting {
+		if hc.Call.Kind == agentrunner.KindApproval {
+			n[hc.Request.Token]++
+		}
+	}
+	for i := range waiting {
+		waiting[i].Single = n[waiting[i].Request.Token] < 2
+	}
 }
 
 // shareRoom keeps at most room of calls (oldest first), taken from their

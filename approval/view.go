@@ -121,6 +121,20 @@ type CallView struct {
 	// EditedChange is the change of OverrideArgs, what the call runs with
 	// when it was approved with edited arguments; nil otherwise.
 	EditedChange *Change `json:"edited_change,omitempty"`
+	// Batch, on a pending approval of a request with at least two pending
+	// approvals, is what "Approve all" and "Deny all" decide
+	// (Service.DecideAll); nil otherwise.
+	Batch *BatchView `json:"batch,omitempty"`
+}
+
+// BatchView is what a batch decision on a call's request covers: its
+// pending approvals (Request.PendingApprovals), this call among them.
+type BatchView struct {
+	// Count is how many there are (at least 2).
+	Count int `json:"count"`
+	// Tools are their tools as people see them, in the order of the
+	// request's calls, a tool called twice named twice.
+	Tools []string `json:"tools"`
 }
 
 // Viewer builds CallViews: from a request and what the routing file and
@@ -169,6 +183,7 @@ func (vw Viewer) View(r *Request, c *Call) CallView {
 			v.EscalatedTo = append(slices.Clone(route.Escalate.Users), route.Escalate.Usergroups...)
 		}
 	}
+	v.Batch = vw.batch(r, c)
 	if agent := CallAgent(r, c.ID); agent != "" {
 		v.Change = BuildChange(agent, call.ToolName, args, r.Requests.Metadata[c.ID])
 		if len(c.OverrideArgs) > 0 && v.Change != nil {
@@ -200,6 +215,24 @@ func (vw Viewer) View(r *Request, c *Call) CallView {
 		}
 	}
 	return v
+}
+
+// batch is the BatchView of call c of r, or nil when no batch is offered
+// on it: it is not a pending approval, or the only one.
+func (vw Viewer) batch(r *Request, c *Call) *BatchView {
+	if c.Kind != agentrunner.KindApproval || c.Status != CallPending {
+		return nil
+	}
+	pending := r.PendingApprovals()
+	if len(pending) < 2 {
+		return nil
+	}
+	b := &BatchView{Count: len(pending)}
+	for _, p := range pending {
+		call, _ := r.Requests.Call(p.ID)
+		b.Tools = append(b.Tools, vw.ToolLabel(call.ToolName))
+	}
+	return b
 }
 
 // ToolLabel is how people see a tool: "<server>.<tool>" for a tool of one
@@ -270,6 +303,10 @@ const (
 	ChooseDenyWithReason ChoiceKind = "deny_reason"
 	ChooseEdit           ChoiceKind = "edit"
 	ChooseAnswer         ChoiceKind = "answer"
+	// ChooseApproveAll and ChooseDenyAll decide every pending approval of
+	// the call's request (CallView.Batch; Service.DecideAll).
+	ChooseApproveAll ChoiceKind = "approve_all"
+	ChooseDenyAll    ChoiceKind = "deny_all"
 )
 
 // Choice is one choice a person has on a call, as a surface offers it.
@@ -279,9 +316,11 @@ type Choice struct {
 	Grant time.Duration
 	// Rule is the agent's rule a ChooseApproveAlways gives it.
 	Rule string
-	// Confirm: the surface asks "are you sure?" (ConfirmWords) before it
-	// decides.
+	// Confirm: the surface asks "are you sure?" (ConfirmWords, or
+	// BatchConfirmWords for a batch) before it decides.
 	Confirm bool
+	// Batch is what a ChooseApproveAll or ChooseDenyAll decides.
+	Batch *BatchView
 }
 
 // Form reports whether the choice needs a form before it decides: a
@@ -300,7 +339,8 @@ func (c Choice) Form() bool {
 // (confirmed first when the route says so), Deny, Approve for each of the
 // route's grant lengths (on an approval), Approve and always allow the
 // agent's rule where offered, Deny with reason and Edit arguments where
-// allowed. Which person may take them is the Service's to
+// allowed, then Approve all and Deny all on a request with several pending
+// approvals (Batch). Which person may take them is the Service's to
 // authorize, on any surface alike.
 func (v CallView) Choices() []Choice {
 	if cmp.Or(v.State, CallPending) != CallPending {
@@ -327,6 +367,12 @@ func (v CallView) Choices() []Choice {
 	}
 	if v.AllowEdit {
 		out = append(out, Choice{Kind: ChooseEdit})
+	}
+	if kind == agentrunner.KindApproval && v.Batch != nil && v.Batch.Count >= 2 {
+		// They decide calls this card does not show: always confirmed,
+		// naming them.
+		out = append(out, Choice{Kind: ChooseApproveAll, Confirm: true, Batch: v.Batch},
+			Choice{Kind: ChooseDenyAll, Confirm: true, Batch: v.Batch})
 	}
 	return out
 }

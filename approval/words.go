@@ -236,6 +236,10 @@ func ChoiceLabel(c Choice) string {
 		return "Edit arguments…"
 	case ChooseAnswer:
 		return "Answer…"
+	case ChooseApproveAll:
+		return "Approve all " + strconv.Itoa(batchCount(c.Batch))
+	case ChooseDenyAll:
+		return "Deny all " + strconv.Itoa(batchCount(c.Batch))
 	}
 	return string(c.Kind)
 }

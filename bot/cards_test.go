@@ -55,6 +55,9 @@ type openEnv struct {
 	store *store.Store
 	slack *slackfake.Server
 	now   time.Time
+	// api is the Slack client of the cards, groups the Service's Directory.
+	api    bot.SlackAPI
+	groups *bot.Usergroups
 }
 
 // newOpenEnv is an openEnv over the production Slack client
@@ -83,11 +86,12 @@ func newOpenEnvWith(t *testing.T, client func(token, apiURL string) bot.SlackAPI
 	api := client(fake.Token(), slackfaketest.APIURL(srv))
 	routes := parseRoutes(t, apiRoutes)
 	cards := bot.NewCards(bot.CardsConfig{Slack: api, Routes: routes})
+	groups := &bot.Usergroups{Slack: api}
 	svc := approval.New(approval.Config{
-		Store: st, Poster: cards, Directory: &bot.Usergroups{Slack: api}, Routes: routes, Now: clock,
+		Store: st, Poster: cards, Directory: groups, Routes: routes, Now: clock,
 	})
 	t.Cleanup(svc.Close)
-	return &openEnv{svc: svc, cards: cards, store: st, slack: fake, now: now}
+	return &openEnv{svc: svc, cards: cards, store: st, slack: fake, now: now, api: api, groups: groups}
 }
 
 func parseRoutes(t *testing.T, src string) *routing.Routes {

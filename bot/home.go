@@ -27,7 +27,7 @@ const homePublishTimeout = 30 * time.Second
 func (cs *Cards) homeContent(v *approval.HomeView, notice string) HomeContent {
 	h := HomeContent{Notice: notice, MoreWaiting: v.MoreWaiting, MoreRequests: v.MoreRequests, Partial: v.Partial}
 	item := func(hc approval.HomeCall) HomeItem {
-		return HomeItem{Card: cs.card(hc.Request, hc.Call), Message: hc.Call.Message, Escalated: hc.Escalated}
+		return HomeItem{Card: hc.View(cs.viewer()), Message: hc.Call.Message, Escalated: hc.Escalated}
 	}
 	for _, hc := range v.Waiting {
 		h.Waiting = append(h.Waiting, item(hc))
@@ -91,12 +91,13 @@ func homeClick(cb *slack.InteractionCallback) bool {
 	return cb.Container.Type == "view" && cb.View.Type == slack.VTHomeTab
 }
 
-// homeAction acts on a click on the clicker's Home: Approve, Deny or a
-// grant decide through the Service as the card's buttons do (the same
-// authorization; the card is updated), Revoke ends a grant. What became
-// of it is said at the top of the Home, republished after the ack: a
-// Home has no channel for an ephemeral message, and the person is
-// looking at their Home, where the call they decided leaves the list.
+// homeAction acts on a click on the clicker's Home: Approve, Deny, a
+// grant, Approve all or Deny all decide through the Service as the card's
+// buttons do (the same authorization; the cards are updated), Revoke ends
+// a grant. What became of it is said at the top of the Home, republished
+// after the ack: a Home has no channel for an ephemeral message, and the
+// person is looking at their Home, where the call they decided leaves the
+// list.
 func (b *Bot) homeAction(ctx context.Context, cb *slack.InteractionCallback) {
 	act := cb.ActionCallback.BlockActions[0]
 	user := cb.User.ID
@@ -115,6 +116,12 @@ func (b *Bot) homeAction(ctx context.Context, cb *slack.InteractionCallback) {
 		return
 	}
 	t.by.Home = true
+	if act.ActionID == ActionIDApproveAll || act.ActionID == ActionIDDenyAll {
+		if text := b.decideAll(ctx, t, batchAction(act.ActionID)); text != "" {
+			b.publishHomeLater(ctx, user, text)
+		}
+		return
+	}
 	d := approval.Decision{CallID: t.call.ID, By: user, Action: approval.ActionApprove}
 	switch grant, isGrant := grantOf(act.ActionID); {
 	case act.ActionID == ActionIDDeny:

@@ -46,7 +46,12 @@ func homeGoldenContent() map[string]HomeContent {
 			Args: json.RawMessage(`{"command":"npm test"}`), By: "U0ALICE", CreatedAt: created, Until: created.Add(time.Hour),
 		}}},
 	}
-	return map[string]HomeContent{"home": full, "home_empty": {}}
+	batched := pendingCard()
+	batched.Batch = &approval.BatchView{Count: 2, Tools: []string{"delete_file", "refund"}}
+	batchedToo := escalated
+	batchedToo.Votes, batchedToo.Batch = nil, batched.Batch
+	withBatch := HomeContent{Waiting: []HomeItem{{Card: batched, Message: card}, {Card: batchedToo, Message: card}}}
+	return map[string]HomeContent{"home": full, "home_empty": {}, "home_batch": withBatch}
 }
 
 func TestHomeBlocksGolden(t *testing.T) {

@@ -237,6 +237,8 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 		if text := b.decide(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: action}); text != "" && text != confirmLaterText {
 			b.tell(ctx, msg.Channel, user, text)
 		}
+	case ActionIDApproveAll, ActionIDDenyAll:
+		b.tell(ctx, msg.Channel, user, b.decideAll(ctx, t, batchAction(act.ActionID)))
 	case ActionIDApproveAlways:
 		// The rule is the one the request offered: the click names none.
 		if text := b.decide(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: approval.ActionApprove, AlwaysAllow: true}); text != "" && text != confirmLaterText {

@@ -36,6 +36,11 @@ const (
 	// ActionIDApproveAlways approves the call and gives the coding agent
 	// the always-allow rule it offered (the card shows which).
 	ActionIDApproveAlways = "approve_always"
+	// ActionIDApproveAll and ActionIDDenyAll decide every pending approval
+	// of the card's request (approval.Service.DecideAll), each confirmed
+	// first in a dialog that counts and names them.
+	ActionIDApproveAll = "approve_all"
+	ActionIDDenyAll    = "deny_all"
 )
 
 // The block_id of the approval message's blocks that carry buttons, before
@@ -342,7 +347,10 @@ func choiceButtons(c Card, choices []approval.Choice) []slack.BlockElement {
 		case approval.ChooseDeny:
 			b = b.WithStyle(slack.StyleDanger)
 		}
-		if ch.Confirm {
+		switch {
+		case ch.Confirm && ch.Batch != nil:
+			b = b.WithConfirm(batchConfirmDialog(ch))
+		case ch.Confirm:
 			b = b.WithConfirm(confirmDialog(c))
 		}
 		elems = append(elems, b)
@@ -365,6 +373,10 @@ func choiceActionID(ch approval.Choice) string {
 		return ActionIDDenyReason
 	case approval.ChooseEdit:
 		return ActionIDEdit
+	case approval.ChooseApproveAll:
+		return ActionIDApproveAll
+	case approval.ChooseDenyAll:
+		return ActionIDDenyAll
 	default:
 		return ActionIDAnswer
 	}

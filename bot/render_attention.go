@@ -51,6 +51,8 @@ func inlineCodeEnds(s string, max int) string {
 const (
 	maxConfirmTitle = 100
 	maxConfirmText  = 300
+	// maxConfirmButton is Slack's limit on a confirm dialog's buttons.
+	maxConfirmButton = 30
 )
 
 // confirmDialog is the "Are you sure?" of an Approve button
@@ -65,6 +67,27 @@ func confirmDialog(c Card) *slack.ConfirmationBlockObject {
 	d.Style = slack.StylePrimary
 	return d
 }
+
+// batchConfirmDialog asks "are you sure?" before "Approve all N" or
+// "Deny all N", counting and naming the calls it decides
+// (approval.BatchConfirmWords), within Slack's limits.
+func batchConfirmDialog(ch approval.Choice) *slack.ConfirmationBlockObject {
+	title, text, yes, no := approval.BatchConfirmWords(ch, confirmMarks{})
+	d := slack.NewConfirmationBlockObject(plain(fitPlain(title, maxConfirmTitle), false),
+		plain(fitPlain(text, maxConfirmText), false), plain(fitPlain(yes, maxConfirmButton), false), plain(no, false))
+	d.Style = slack.StylePrimary
+	if ch.Kind == approval.ChooseDenyAll {
+		d.Style = slack.StyleDanger
+	}
+	return d
+}
+
+// confirmMarks write a confirm dialog's plain text: names as they are, on
+// one line (plain text formats and mentions nothing).
+type confirmMarks struct{ cardMarks }
+
+// Name is s on one line.
+func (confirmMarks) Name(s string) string { return oneLine(s) }
 
 // GrantActionID is the action id of the button that approves and grants
 // for d: ActionIDApproveFor and d in whole minutes.

@@ -223,6 +223,13 @@ func cardVersion(c Card) string {
 		str(clip(c.Outcome.Summary, 4*maxSummary))
 	}
 	str(strconv.Itoa(c.RequiredApprovals))
+	if c.Batch != nil {
+		// Only when there is one, so cards without a batch keep their ids.
+		str(strconv.Itoa(c.Batch.Count))
+		for _, t := range c.Batch.Tools {
+			str(t)
+		}
+	}
 	return strconv.FormatUint(uint64(h.Sum32()), 36)
 }
 

@@ -30,8 +30,8 @@ func checkMessageText(t *testing.T, v any) {
 
 // longestCard has every text a card can carry at its longest: 1 MiB of
 // worst-case arguments and as many edited ones, 3,000-character
-// confirmation, context, reason and answer, two hundred usergroups and
-// fifty voters.
+// confirmation, context, reason and answer, two hundred usergroups, fifty
+// voters, and a batch over fifty calls.
 func longestCard(t testing.TB) Card {
 	c := pendingCard()
 	long := strings.Repeat("é🙂 <&> long text ", 400)
@@ -54,6 +54,10 @@ func longestCard(t testing.TB) Card {
 		c.Votes = append(c.Votes, approval.Vote{By: fmt.Sprintf("U%08d", i), At: decided, Key: key})
 	}
 	c.AllowDenyReason, c.AllowEdit = true, true
+	c.Batch = &approval.BatchView{Count: 50}
+	for range 50 {
+		c.Batch.Tools = append(c.Batch.Tools, c.ToolName)
+	}
 	c.DecidedBy, c.DecidedAt = strings.Repeat("api-client", 30), decided
 	c.Reason = long
 	c.OverrideArgs = worstArgs(1 << 20)

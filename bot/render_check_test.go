@@ -130,6 +130,12 @@ func checkLimits(t *testing.T, v any) {
 		if id, ok := m["action_id"]; ok {
 			atMost("action_id", id, 255)
 		}
+		if c, ok := m["confirm"].(map[string]any); ok {
+			for field, max := range map[string]int{"title": maxConfirmTitle, "text": maxConfirmText, "confirm": maxConfirmButton, "deny": maxConfirmButton} {
+				obj, _ := c[field].(map[string]any)
+				atMost("confirm dialog's "+field, obj["text"], max)
+			}
+		}
 		text, _ := m["text"].(map[string]any)
 		switch m["type"] {
 		case "plain_text", "mrkdwn":

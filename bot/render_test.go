@@ -66,6 +66,9 @@ func goldenCards() map[string]Card {
 		c.AllowDenyReason, c.AllowEdit = true, true
 	})
 	add("pending_confirm", func(c *Card) { c.Confirm = true })
+	add("pending_batch", func(c *Card) {
+		c.Batch = &approval.BatchView{Count: 3, Tools: []string{"delete_file", "refund_order", "delete_file"}}
+	})
 	add("pending_grants", func(c *Card) { c.GrantChoices = []time.Duration{time.Hour, 8 * time.Hour} })
 	add("pending_why", func(c *Card) {
 		c.Rule, c.AutoApprove = approval.RuleArguments, "args.amount <= 100"

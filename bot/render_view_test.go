@@ -34,6 +34,7 @@ func TestCardsRenderTheView(t *testing.T) {
 			actionID := map[approval.ChoiceKind]string{
 				approval.ChooseApprove: ActionIDApprove, approval.ChooseDeny: ActionIDDeny,
 				approval.ChooseDenyWithReason: ActionIDDenyReason, approval.ChooseEdit: ActionIDEdit, approval.ChooseAnswer: ActionIDAnswer,
+				approval.ChooseApproveAll: ActionIDApproveAll, approval.ChooseDenyAll: ActionIDDenyAll,
 			}
 			var want, got []string
 			for _, ch := range n.Choices() {
