@@ -8,46 +8,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { asSchema, generateText, tool, type ModelMessage, type ToolSet } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
+import type { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import { argsSchemasOf, generateWithApprovals, holdApprovals, type Message } from "../src/ai-sdk.js";
+import { callingModel } from "./support/ai-sdk-model.js";
 import { FormRefused, assertReceipt, click, client, editInSlack, uniqueId } from "./support/live.js";
-
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
-
-type Output = { type: string; value?: unknown; reason?: string };
-
-/** said is how a tool result reads to the model. */
-export function said(o: Output): string {
-  if (o.type === "execution-denied") return `denied: ${o.reason ?? ""}`;
-  if (o.type === "error-text" || o.type === "error-json") return `error: ${typeof o.value === "string" ? o.value : JSON.stringify(o.value)}`;
-  return typeof o.value === "string" ? o.value : JSON.stringify(o.value);
-}
-
-/** callingModel asks for toolName with input once, then says what the tool results were. */
-export function callingModel(toolName: string, input: Record<string, unknown>, callId: string) {
-  return new MockLanguageModelV3({
-    doGenerate: async (options) => {
-      const results = options.prompt
-        .filter((m) => m.role === "tool")
-        .flatMap((m) => m.content)
-        .filter((p) => p.type === "tool-result");
-      if (results.length === 0) {
-        return {
-          content: [{ type: "tool-call", toolCallId: callId, toolName, input: JSON.stringify(input) }],
-          finishReason: { unified: "tool-calls", raw: "tool_calls" },
-          usage,
-          warnings: [],
-        };
-      }
-      const text = results.map((r) => `${r.toolCallId}: ${said(r.output as Output)}`).join("\n");
-      return { content: [{ type: "text", text }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] };
-    },
-  });
-}
 
 function generator(model: MockLanguageModelV3, tools: ToolSet) {
   return (messages: Message[]) => generateText({ model, tools, messages: messages as ModelMessage[] });
