@@ -96,18 +96,35 @@ export function isHeld(t: { needsApproval?: unknown }): boolean {
  * id: what the SDK's collectToolApprovals reads, from the same message.
  */
 function approvedInLastMessage(messages: readonly unknown[], id: string): boolean {
+  return approvalOf(messages, id) !== undefined;
+}
+
+/** ApprovalResponseInMessage is a tool-approval-response part as the adapter writes it. */
+export interface ApprovalResponseInMessage {
+  type: "tool-approval-response";
+  approvalId: string;
+  approved: boolean;
+  providerOptions?: { slackbot?: { receipt?: string } };
+}
+
+/**
+ * approvalOf returns the approving tool-approval-response for call id in
+ * the last message, a tool message (what the SDK's collectToolApprovals
+ * reads), or undefined.
+ */
+export function approvalOf(messages: readonly unknown[], id: string): ApprovalResponseInMessage | undefined {
   const last = messages.at(-1) as Message | undefined;
-  if (last?.role !== "tool" || !Array.isArray(last.content)) return false;
-  const approved = new Set(
-    last.content.filter((p: { type?: string; approved?: unknown }) => p?.type === "tool-approval-response" && p.approved === true).map((p: { approvalId: string }) => p.approvalId),
-  );
-  if (approved.size === 0) return false;
-  return messages.some(
-    (m) =>
-      (m as Message).role === "assistant" &&
-      Array.isArray((m as Message).content) &&
-      ((m as Message).content as ApprovalRequestInMessage[]).some((p) => p?.type === "tool-approval-request" && p.toolCallId === id && approved.has(p.approvalId)),
-  );
+  if (last?.role !== "tool" || !Array.isArray(last.content)) return undefined;
+  const approved = new Map<string, ApprovalResponseInMessage>();
+  for (const p of last.content as ApprovalResponseInMessage[]) if (p?.type === "tool-approval-response" && p.approved === true) approved.set(p.approvalId, p);
+  if (approved.size === 0) return undefined;
+  for (const m of messages as Message[]) {
+    if (m?.role !== "assistant" || !Array.isArray(m.content)) continue;
+    for (const p of m.content as ApprovalRequestInMessage[]) {
+      if (p?.type === "tool-approval-request" && p.toolCallId === id && approved.has(p.approvalId)) return approved.get(p.approvalId);
+    }
+  }
+  return undefined;
 }
 
 /**

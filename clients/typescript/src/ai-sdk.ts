@@ -17,7 +17,7 @@
 
 import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
 import { type Outcome, type SubmitOptions, idempotencyKeyOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
-import { isHeld, rewriteEdits, strictDefaults } from "./ai-sdk-edits.js";
+import { approvalOf, isHeld, rewriteEdits, strictDefaults } from "./ai-sdk-edits.js";
 import { type RunOutcome, reportOutcomes } from "./ai-sdk-outcomes.js";
 
 export type { Outcome } from "./decisions.js";
@@ -46,6 +46,8 @@ export interface ApprovalResponsePart {
   approvalId: string;
   approved: boolean;
   reason?: string;
+  /** slackbot.receipt: the approval receipt, for the tool to check (receiptFor). */
+  providerOptions?: { slackbot: { receipt: string } };
 }
 
 /** Message is a model message as the SDK's response.messages hold them. */
@@ -114,9 +116,9 @@ export function answer(result: StepResult, a: Approval): Answer {
   const messages = rewriteEdits(result.response.messages, edits);
   const responses: ApprovalResponsePart[] = parts.map((p, i) => {
     const o = outcomes[i];
-    return o.approved
-      ? { type: "tool-approval-response", approvalId: p.approvalId, approved: true }
-      : { type: "tool-approval-response", approvalId: p.approvalId, approved: false, reason: o.message };
+    if (!o.approved) return { type: "tool-approval-response", approvalId: p.approvalId, approved: false, reason: o.message };
+    const receipt = o.receipt ? { providerOptions: { slackbot: { receipt: o.receipt } } } : {};
+    return { type: "tool-approval-response", approvalId: p.approvalId, approved: true, ...receipt };
   });
   return { messages: [...messages, { role: "tool", content: responses }], outcomes, approval: a };
 }
@@ -128,6 +130,17 @@ function editedInput(v: unknown): unknown {
   } catch {
     return v;
   }
+}
+
+/**
+ * receiptFor returns the approval receipt slackbot signed for the call a
+ * tool's execute runs, from the options the SDK gives it ({ toolCallId,
+ * messages }): the answer's approval response carries it. Check it with
+ * verifyReceipt before acting; undefined (which verifyReceipt refuses,
+ * kind "missing") when the call was not approved through slackbot.
+ */
+export function receiptFor(options: { toolCallId: string; messages: readonly unknown[] }): string | undefined {
+  return approvalOf(options.messages, options.toolCallId)?.providerOptions?.slackbot?.receipt;
 }
 
 /**

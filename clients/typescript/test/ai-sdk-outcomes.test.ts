@@ -9,7 +9,7 @@ import { MockLanguageModelV3 } from "ai/test";
 import type { LanguageModelV3StreamPart } from "@ai-sdk/provider"; // ai's own dependency
 import { z } from "zod";
 import { verifyReceipt } from "../src/index.js";
-import { argsSchemasOf, generateWithApprovals, type Message } from "../src/ai-sdk.js";
+import { argsSchemasOf, generateWithApprovals, receiptFor, type Message } from "../src/ai-sdk.js";
 import { callingModel, usage } from "./support/ai-sdk-model.js";
 import { click, client, editInSlack, jwks, uniqueId } from "./support/live.js";
 
@@ -64,14 +64,21 @@ describe("Vercel AI SDK: outcomes", () => {
     assert.match(call?.outcome?.summary ?? "", /does not match the validated schema output/);
   });
 
-  test("generateWithApprovals returns each call's outcome with its receipt, and slackbot hears it ran", async () => {
+  // The tool checks its receipt before acting (receiptFor reads it from
+  // the messages the SDK hands execute), and the run helper returns it too.
+  test("generateWithApprovals returns each call's outcome with its receipt, which the tool checked, and slackbot hears it ran", async () => {
     const callId = uniqueId("call_ai_receipt");
+    const checked: string[] = [];
     const tools = {
       delete_file: tool({
         description: "Deletes a file.",
         inputSchema: z.object({ path: z.string() }),
         needsApproval: true,
-        execute: async ({ path }) => `deleted ${path}`,
+        execute: async ({ path }, { toolCallId, messages }) => {
+          await verifyReceipt(receiptFor({ toolCallId, messages }), await jwks(), { callId: toolCallId, tool: "delete_file", args: { path } });
+          checked.push(toolCallId);
+          return `deleted ${path}`;
+        },
       }),
     };
     const model = callingModel("delete_file", { path: "/srv/old" }, callId);
@@ -79,6 +86,7 @@ describe("Vercel AI SDK: outcomes", () => {
     const { outcomes } = await generateWithApprovals((messages: ModelMessage[]) => generateText({ model, tools, messages }), start, client, {
       onPending: (a) => click((token = a.token), callId, "approve"),
     });
+    assert.deepEqual(checked, [callId], "the tool did not check its receipt");
     assert.equal(outcomes.length, 1);
     const [o] = outcomes;
     assert.equal(o.callId, callId);
