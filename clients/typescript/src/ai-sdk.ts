@@ -289,7 +289,21 @@ export async function resume(
   saved: Suspended,
   opts: { wait?: boolean; signal?: AbortSignal } = {},
 ): Promise<Message[] | undefined> {
+  return (await resumeAnswer(client, saved, opts))?.messages;
+}
+
+/**
+ * resumeAnswer is resume with the whole Answer: its messages are what
+ * resume returns, its outcomes each call's decision and receipt; pass it
+ * and the next result to reportOutcomes to tell slackbot what became of
+ * the approved calls.
+ */
+export async function resumeAnswer(
+  client: SlackbotClient,
+  saved: Suspended,
+  opts: { wait?: boolean; signal?: AbortSignal } = {},
+): Promise<Answer | undefined> {
   const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
   if (a.status === "pending") return undefined;
-  return answer({ content: saved.approvals, response: { messages: saved.messages } }, a).messages;
+  return answer({ content: saved.approvals, response: { messages: saved.messages } }, a);
 }

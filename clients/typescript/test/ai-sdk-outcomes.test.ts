@@ -9,7 +9,7 @@ import { MockLanguageModelV3 } from "ai/test";
 import type { LanguageModelV3StreamPart } from "@ai-sdk/provider"; // ai's own dependency
 import { z } from "zod";
 import { verifyReceipt } from "../src/index.js";
-import { argsSchemasOf, generateWithApprovals, receiptFor, type Message } from "../src/ai-sdk.js";
+import { argsSchemasOf, generateWithApprovals, receiptFor, reportOutcomes, resumeAnswer, suspend, type Message } from "../src/ai-sdk.js";
 import { callingModel, usage } from "./support/ai-sdk-model.js";
 import { click, client, editInSlack, jwks, uniqueId } from "./support/live.js";
 
@@ -146,5 +146,31 @@ describe("Vercel AI SDK: outcomes", () => {
     assert.ok(outcomes[0].receipt, "the approved call's receipt");
     assert.equal((messages as Message[]).at(-1)?.role, "assistant");
     assert.equal(model.doStreamCalls.length, 2);
+  });
+
+  // Stop the world: whoever resumes reports what became of the calls.
+  test("stop the world: resumeAnswer and reportOutcomes tell slackbot the approved call ran", async () => {
+    const callId = uniqueId("call_ai_saved");
+    const tools = {
+      delete_file: tool({
+        description: "Deletes a file.",
+        inputSchema: z.object({ path: z.string() }),
+        needsApproval: true,
+        execute: async ({ path }) => `deleted ${path}`,
+      }),
+    };
+    const model = callingModel("delete_file", { path: "/srv/saved" }, callId);
+    const generate = (messages: ModelMessage[]) => generateText({ model, tools, messages });
+    const saved = JSON.parse(JSON.stringify(await suspend(client, await generate(start), start)));
+    assert.equal(await resumeAnswer(client, saved), undefined, "nobody decided yet");
+    await click(saved.token, callId, "approve");
+    const answered = await resumeAnswer(client, saved, { wait: true });
+    assert.ok(answered);
+    const next = await generate(answered.messages as ModelMessage[]);
+    assert.equal(next.text, `${callId}: deleted /srv/saved`);
+    const outcomes = await reportOutcomes(client, answered, next);
+    assert.deepEqual(outcomes.map((o) => [o.callId, o.ran, o.reportError]), [[callId, true, undefined]]);
+    const call = (await client.get(saved.token)).calls.find((c) => c.tool_call_id === callId);
+    assert.deepEqual(call?.outcome, { status: "ran" });
   });
 });
