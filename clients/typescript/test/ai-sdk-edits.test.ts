@@ -20,24 +20,47 @@ function generator(model: MockLanguageModelV3, tools: ToolSet) {
 
 const start: Message[] = [{ role: "user", content: "clean up" }];
 
+/** withDefault is delete_file with a schema whose recursive has a default, and the inputs it ran with. */
+function withDefault() {
+  const ran: unknown[] = [];
+  const tools = {
+    delete_file: tool({
+      description: "Deletes a file.",
+      inputSchema: z.object({ path: z.string(), recursive: z.boolean().default(false) }),
+      needsApproval: true,
+      execute: async (input) => {
+        ran.push(input);
+        return `deleted ${input.path}`;
+      },
+    }),
+  };
+  return { ran, tools };
+}
+
+/** withThreshold is delete_rows, which needs approval past 100 rows, and the inputs it ran with. */
+function withThreshold() {
+  const ran: unknown[] = [];
+  const tools = {
+      delete_rows: tool({
+        description: "Deletes rows of a table.",
+        inputSchema: z.object({ table: z.string(), rows: z.number() }),
+        needsApproval: async ({ rows }) => rows > 100,
+        execute: async (input) => {
+          ran.push(input);
+          return `deleted ${input.rows} rows`;
+        },
+      }),
+  };
+  return { ran, tools };
+}
+
 describe("Vercel AI SDK: edits that hold", () => {
   // The model leaves out recursive; the schema's default fills it in, so
   // the SDK's tool call holds {path, recursive: false} and its approval
   // request the model's own input, which the SDK parses again.
   test("an edit on a tool whose schema has a default runs with exactly the edited arguments", async () => {
     const callId = uniqueId("call_ai_default");
-    const ran: unknown[] = [];
-    const tools = {
-      delete_file: tool({
-        description: "Deletes a file.",
-        inputSchema: z.object({ path: z.string(), recursive: z.boolean().default(false) }),
-        needsApproval: true,
-        execute: async (input) => {
-          ran.push(input);
-          return `deleted ${input.path}`;
-        },
-      }),
-    };
+    const { ran, tools } = withDefault();
     const model = callingModel("delete_file", { path: "/srv/data" }, callId);
     let token = "";
     const { result, outcomes } = await generateWithApprovals(generator(model, tools), start, client, {
@@ -60,18 +83,7 @@ describe("Vercel AI SDK: edits that hold", () => {
   // has a default, so the form refuses such an edit before anything runs.
   test("an edit that leaves out a defaulted member is refused in the form", async () => {
     const callId = uniqueId("call_ai_default_missing");
-    const ran: unknown[] = [];
-    const tools = {
-      delete_file: tool({
-        description: "Deletes a file.",
-        inputSchema: z.object({ path: z.string(), recursive: z.boolean().default(false) }),
-        needsApproval: true,
-        execute: async (input) => {
-          ran.push(input);
-          return `deleted ${input.path}`;
-        },
-      }),
-    };
+    const { ran, tools } = withDefault();
     const model = callingModel("delete_file", { path: "/srv/data" }, callId);
     await generateWithApprovals(generator(model, tools), start, client, {
       argsSchemas: await argsSchemasOf(tools, asSchema),
@@ -88,18 +100,7 @@ describe("Vercel AI SDK: edits that hold", () => {
   // approval"). Such a tool gets no Edit unless holdApprovals wraps it.
   test("a conditional needsApproval: no Edit on the card unless the tools are held", async () => {
     const callId = uniqueId("call_ai_threshold");
-    const ran: unknown[] = [];
-    const tools = {
-      delete_rows: tool({
-        description: "Deletes rows of a table.",
-        inputSchema: z.object({ table: z.string(), rows: z.number() }),
-        needsApproval: async ({ rows }) => rows > 100,
-        execute: async (input) => {
-          ran.push(input);
-          return `deleted ${input.rows} rows`;
-        },
-      }),
-    };
+    const { ran, tools } = withThreshold();
     assert.deepEqual(Object.keys(await argsSchemasOf(tools, asSchema)), [], "a conditional tool was offered for Edit");
     const model = callingModel("delete_rows", { table: "orders", rows: 500 }, callId);
     await generateWithApprovals(generator(model, tools), start, client, {
@@ -114,18 +115,9 @@ describe("Vercel AI SDK: edits that hold", () => {
 
   test("a conditional needsApproval held: an edit below the threshold runs as edited", async () => {
     const callId = uniqueId("call_ai_held");
-    const ran: unknown[] = [];
-    const tools = holdApprovals({
-      delete_rows: tool({
-        description: "Deletes rows of a table.",
-        inputSchema: z.object({ table: z.string(), rows: z.number() }),
-        needsApproval: async ({ rows }) => rows > 100,
-        execute: async (input) => {
-          ran.push(input);
-          return `deleted ${input.rows} rows`;
-        },
-      }),
-    });
+    const threshold = withThreshold();
+    const ran = threshold.ran;
+    const tools = holdApprovals(threshold.tools);
     const model = callingModel("delete_rows", { table: "orders", rows: 500 }, callId);
     let token = "";
     const { result } = await generateWithApprovals(generator(model, tools), start, client, {
