@@ -8,7 +8,7 @@ import { asSchema, generateText, simulateReadableStream, streamText, tool, type 
 import { MockLanguageModelV3 } from "ai/test";
 import type { LanguageModelV3StreamPart } from "@ai-sdk/provider"; // ai's own dependency
 import { z } from "zod";
-import { verifyReceipt } from "../src/index.js";
+import { SlackbotError, verifyReceipt } from "../src/index.js";
 import { argsSchemasOf, generateWithApprovals, receiptFor, reportOutcomes, resumeAnswer, suspend, type Message } from "../src/ai-sdk.js";
 import { callingModel, usage } from "./support/ai-sdk-model.js";
 import { click, client, editInSlack, jwks, uniqueId } from "./support/live.js";
@@ -172,5 +172,11 @@ describe("Vercel AI SDK: outcomes", () => {
     assert.deepEqual(outcomes.map((o) => [o.callId, o.ran, o.reportError]), [[callId, true, undefined]]);
     const call = (await client.get(saved.token)).calls.find((c) => c.tool_call_id === callId);
     assert.deepEqual(call?.outcome, { status: "ran" });
+    // The report stands: the same again changes nothing, another is a conflict.
+    assert.deepEqual((await client.reportOutcome(saved.token, { tool_call_id: callId, ran: true })).calls[0].outcome, { status: "ran" });
+    await assert.rejects(
+      client.reportOutcome(saved.token, { tool_call_id: callId, ran: false, error: "changed my mind" }),
+      (err: Error) => err instanceof SlackbotError && err.status === 409 && err.code === "conflict" && /reported already/.test(err.message),
+    );
   });
 });
