@@ -52,6 +52,13 @@ type Store interface {
 	// SetOutcome records what a decided call's tool did, on the call and
 	// in the audit stream.
 	SetOutcome(ctx context.Context, token, callID string, o Outcome) error
+	// ReportOutcome records what became of an approved call as by (an API
+	// client) reports it, once, on the call and in the audit stream: it
+	// returns the outcome the call holds and whether this report recorded
+	// it (false: an earlier report had, and nothing changed). It returns
+	// ENOTFOUND for an unknown token or call and ECONFLICT for a call that
+	// is not approved.
+	ReportOutcome(ctx context.Context, token, callID, by string, o Outcome) (Outcome, bool, error)
 	// Refused records a refused attempt to decide in the audit stream:
 	// code is the Error code, reason what the person was told.
 	Refused(ctx context.Context, token, callID, by, code, reason string) error

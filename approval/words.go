@@ -44,6 +44,10 @@ type Marks interface {
 const (
 	OutcomeRan    = "ran"
 	OutcomeFailed = "failed"
+	// OutcomeNotRun: the call was approved, but the program that asked
+	// did not run it (its framework refused the approved input, say), as
+	// it reported.
+	OutcomeNotRun = "not_run"
 )
 
 // StateWords are the emoji and words that say where a call of kind stands,
@@ -215,6 +219,8 @@ func OutcomeWords(status string) (head string, known bool) {
 		return "🟢 The tool ran", true
 	case OutcomeFailed:
 		return "🔴 The tool failed", true
+	case OutcomeNotRun:
+		return "⛔ Approved, but the tool did not run", true
 	}
 	return "ℹ️ Tool outcome: ", false
 }

@@ -160,6 +160,12 @@ func goldenCards() map[string]Card {
 		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
 		c.Outcome = &approval.Outcome{Status: OutcomeFailed, Summary: "permission denied: temp.txt"}
 	})
+	// The program that asked reported that it did not run the approved
+	// call (POST /v1/approvals/{token}/outcomes).
+	add("tool_not_run", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
+		c.Outcome = &approval.Outcome{Status: approval.OutcomeNotRun, Summary: "Invalid input for tool delete_file: Approved tool input does not match the validated schema output."}
+	})
 	// A command padded with 4,000 spaces before what it really does,
 	// asked for by approval_prompt and by a hook (render_ends_test.go).
 	padded := paddedCards(strings.Repeat(" ", 4000))

@@ -35,6 +35,9 @@ func (stubStore) Fail(context.Context, string, string, string) (*approval.Reques
 	return nil, errStub
 }
 func (stubStore) SetOutcome(context.Context, string, string, approval.Outcome) error { return nil }
+func (stubStore) ReportOutcome(context.Context, string, string, string, approval.Outcome) (approval.Outcome, bool, error) {
+	return approval.Outcome{}, false, nil
+}
 func (stubStore) Refused(context.Context, string, string, string, string, string) error {
 	return nil
 }

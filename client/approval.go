@@ -92,4 +92,15 @@ type Call struct {
 	// Results), not a person, a policy or a grant. Coding-agent hooks
 	// run no call their own key approved.
 	ByClient bool `json:"by_client"`
+	// Outcome is what became of the call once decided, when a run or
+	// ReportOutcome reported it; nil until then.
+	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// Outcome is what became of a decided call: Status "ran", "failed",
+// "not_run" (approved, but it did not run) or "lost", and a short
+// summary of its result or error.
+type Outcome struct {
+	Status  string `json:"status"`
+	Summary string `json:"summary,omitempty"`
 }

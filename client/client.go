@@ -112,6 +112,23 @@ func (c *Client) Results(ctx context.Context, token string, results agentrunner.
 	return c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(token)+"/results", results)
 }
 
+// OutcomeReport says what became of an approved call once the program
+// acted on the decision: Ran (Error: how the tool failed, if it did), or
+// not (Error: why it did not run, required).
+type OutcomeReport struct {
+	ToolCallID string `json:"tool_call_id"`
+	Ran        bool   `json:"ran"`
+	Error      string `json:"error,omitempty"`
+}
+
+// ReportOutcome reports what became of an approved call of the key's own
+// request (POST /v1/approvals/{token}/outcomes), which its card then
+// shows: once per call; the same report again changes nothing, a
+// different one is CodeConflict, as is a call not approved.
+func (c *Client) ReportOutcome(ctx context.Context, token string, report OutcomeReport) (*Approval, error) {
+	return c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(token)+"/outcomes", report)
+}
+
 // Cancel cancels a pending request (DELETE /v1/approvals/{token}): its
 // cards say nobody needs to decide any more.
 func (c *Client) Cancel(ctx context.Context, token string) (*Approval, error) {

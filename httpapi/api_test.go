@@ -82,6 +82,9 @@ func TestAPI(t *testing.T) {
 	t.Run("callback redirects", testCallbackRedirect)
 	t.Run("agent sessions", testAgentSessions)
 	t.Run("agent sessions refused", testAgentSessionRegistrationRefused)
+	t.Run("outcome of an approved call that did not run", testReportOutcomeNotRun)
+	t.Run("outcomes ran and failed", testReportOutcomeRanAndFailed)
+	t.Run("outcomes refused", testReportOutcomeRefusals)
 	if !t.Failed() {
 		apitest.Load(t).CheckCoverage(t)
 	}

@@ -79,6 +79,8 @@ type callView struct {
 	// person, a policy, a grant or slackbot; the doors of coding agents
 	// run no approval it made.
 	ByClient bool `json:"by_client"`
+	// Outcome is what became of the call once decided, when reported.
+	Outcome *approval.Outcome `json:"outcome"`
 }
 
 // statusOf is the status the API reports for rec.
@@ -112,7 +114,7 @@ func view(rec *approval.Request, receipts approval.Signer) approvalView {
 	for _, c := range rec.Calls {
 		cv := callView{
 			ToolCallID: c.ID, ToolName: c.Tool, Kind: c.Kind, State: string(c.Status),
-			Route: c.Route, ByClient: c.ByClient, Votes: c.QuorumVotes(), Required: c.Required,
+			Route: c.Route, ByClient: c.ByClient, Votes: c.QuorumVotes(), Required: c.Required, Outcome: c.Outcome,
 		}
 		if c.Status != approval.CallPending && !c.Decided() {
 			// Calls left undecided take the request's end: expired,

@@ -28,7 +28,7 @@ func TestOpenAPIDocument(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range []string{"CreateApprovalRequest", "DeferredToolResultsInput"} {
+	for _, s := range []string{"CreateApprovalRequest", "DeferredToolResultsInput", "OutcomeReport"} {
 		doc.Schema(t, "/components/schemas/"+s)
 	}
 }

@@ -30,6 +30,13 @@ type Approvals interface {
 	// Cancel ends the client's pending request: ENOTFOUND for another
 	// client's, the request's end if it ended.
 	Cancel(ctx context.Context, token string, by approval.Decider) (*approval.Request, error)
+	// ReportOutcome records, once, what became of an approved call as the
+	// request's own client reports it, and shows it on the call's card
+	// (see approval.Service.ReportOutcome): ENOTFOUND for another
+	// client's request, EINVALID for an unknown call or an outcome it
+	// cannot take, ECONFLICT for a call not approved or an outcome
+	// reported differently before.
+	ReportOutcome(ctx context.Context, token string, by approval.Decider, callID string, o approval.Outcome) (*approval.Request, error)
 	// Fail ends a request whose opening failed after it was recorded:
 	// ENOTFOUND, or the request's end if it ended meanwhile.
 	Fail(ctx context.Context, token, reason string) (*approval.Request, error)

@@ -37,6 +37,7 @@ func newServer(d deps) http.Handler {
 	mux.Handle("POST /v1/approvals", auth(handleCreate(d.approvals, d.store, create)))
 	mux.Handle("GET /v1/approvals/{token}", auth(handleGet(d.approvals, d.store, d.events, d.receipts, d.stopping)))
 	mux.Handle("POST /v1/approvals/{token}/results", auth(handleResults(d.approvals, d.store, d.receipts)))
+	mux.Handle("POST /v1/approvals/{token}/outcomes", auth(handleOutcomes(d.approvals, d.store, d.receipts)))
 	mux.Handle("DELETE /v1/approvals/{token}", auth(handleCancel(d.approvals, d.store, d.receipts)))
 	mux.Handle("POST /v1/agent-sessions", auth(handleRegisterSession(d.approvals, d.store)))
 	mux.Handle("GET /v1/agent-sessions", auth(handleListSessions(d.approvals, d.store, d.events, d.stopping)))
@@ -48,6 +49,7 @@ func newServer(d deps) http.Handler {
 		"/v1/approvals":                  "POST",
 		"/v1/approvals/{token}":          "GET, DELETE",
 		"/v1/approvals/{token}/results":  "POST",
+		"/v1/approvals/{token}/outcomes": "POST",
 		"/v1/openapi.json":               "GET",
 		"/v1/agent-sessions":             "GET, POST",
 		"/v1/agent-sessions/{id}/claim":  "POST",

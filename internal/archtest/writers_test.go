@@ -23,7 +23,7 @@ import (
 // approval calls them (docs/ARCHITECTURE.md, "Ways in"), so that every
 // change of a request does what follows it (audit, metrics, cards,
 // resume) in one place.
-var requestWriters = []string{"Create", "Decide", "Answer", "Fail", "Cancel", "Sweep", "SetMessage", "SetOutcome"}
+var requestWriters = []string{"Create", "Decide", "Answer", "Fail", "Cancel", "Sweep", "SetMessage", "SetOutcome", "ReportOutcome"}
 
 // writerHomes are the packages whose request-writing methods those are.
 var writerHomes = []string{module + "/store", module + "/approval"}

@@ -4,16 +4,25 @@
 // decided, answers with tool-approval-response parts (the denial reason
 // included, which the SDK sends to the model in its execution-denied
 // result). Edited arguments replace the tool call's input in the
-// response messages, which the SDK executes from. It uses the SDK's
-// message shapes structurally: no runtime dependency on "ai".
+// response messages, which the SDK executes from, in a way its checks of
+// an approved call let through (ai-sdk-edits.ts). What became of each
+// approved call (ran, failed, or refused by the SDK) is read from the
+// next result and reported to slackbot (ai-sdk-outcomes.ts), so no card
+// stays "approved" for a call that never ran. It uses the SDK's message
+// shapes structurally: no runtime dependency on "ai".
 //
 // With experimental_toolApprovalSecret set, the SDK binds each approval to
-// the call's original input, so an edit makes it refuse the call.
+// the call's original input, so an edit makes it refuse the call (and the
+// adapter reports it as not run).
 
 import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
 import { type Outcome, type SubmitOptions, idempotencyKeyOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
+import { approvalOf, isHeld, rewriteEdits, strictDefaults } from "./ai-sdk-edits.js";
+import { type RunOutcome, reportOutcomes } from "./ai-sdk-outcomes.js";
 
 export type { Outcome } from "./decisions.js";
+export { holdApprovals } from "./ai-sdk-edits.js";
+export { type RunOutcome, reportOutcomes, ranOutcomes } from "./ai-sdk-outcomes.js";
 
 /** ToolCallPart is the SDK's tool-call part (in result.content and in messages). */
 export interface ToolCallPart {
@@ -37,6 +46,8 @@ export interface ApprovalResponsePart {
   approvalId: string;
   approved: boolean;
   reason?: string;
+  /** slackbot.receipt: the approval receipt, for the tool to check (receiptFor). */
+  providerOptions?: { slackbot: { receipt: string } };
 }
 
 /** Message is a model message as the SDK's response.messages hold them. */
@@ -46,13 +57,31 @@ export interface Message {
   [k: string]: unknown;
 }
 
-/** StepResult is what generateText's result (or an awaited streamText's) offers the adapter. */
+/** StepResult is what generateText's result offers the adapter. */
 export interface StepResult {
   readonly content: ReadonlyArray<{ type: string }>;
   readonly response: { readonly messages: readonly Message[] };
 }
 
-/** approvalRequests returns the tool-approval-request parts of a result. */
+/** StreamedResult is what streamText's result offers the adapter: the same, as promises settled when the stream ends. */
+export interface StreamedResult {
+  readonly content: PromiseLike<ReadonlyArray<{ type: string }>>;
+  readonly response: PromiseLike<{ readonly messages: readonly Message[] }>;
+}
+
+/** Generated is a result of generateText or of streamText. */
+export type Generated = StepResult | StreamedResult;
+
+/**
+ * settle waits for a streamText result's stream to end (a generateText
+ * result is settled already) and returns what the adapter reads of it.
+ */
+export async function settle(result: Generated): Promise<StepResult> {
+  const [content, response] = await Promise.all([result.content, result.response]);
+  return { content, response: { messages: response.messages } };
+}
+
+/** approvalRequests returns the tool-approval-request parts of a (settled) result. */
 export function approvalRequests(result: StepResult): ApprovalRequestPart[] {
   return result.content.filter((p): p is ApprovalRequestPart => p.type === "tool-approval-request");
 }
@@ -68,6 +97,7 @@ export function requestsFor(parts: readonly ApprovalRequestPart[]): DeferredTool
 export interface Answer {
   /** result.response.messages (edited arguments applied) and one tool message of approval responses. */
   messages: Message[];
+  /** Each call's decision, with the receipt of an approved call. */
   outcomes: Outcome[];
   approval: Approval;
 }
@@ -82,19 +112,13 @@ export interface Answer {
 export function answer(result: StepResult, a: Approval): Answer {
   const parts = approvalRequests(result);
   const outcomes = parts.map((p) => outcomeOf(p.toolCall.toolCallId, a.results?.approvals?.[p.toolCall.toolCallId], a));
-  const edits = new Map(outcomes.filter((o) => o.approved && o.overrideArgs != null).map((o) => [o.callId, o.overrideArgs]));
-  const messages = result.response.messages.map((m) => {
-    if (m.role !== "assistant" || !Array.isArray(m.content) || edits.size === 0) return m;
-    const content = m.content.map((p: ToolCallPart) =>
-      p?.type === "tool-call" && edits.has(p.toolCallId) ? { ...p, input: editedInput(edits.get(p.toolCallId)) } : p,
-    );
-    return { ...m, content };
-  });
+  const edits = new Map(outcomes.filter((o) => o.approved && o.overrideArgs != null).map((o) => [o.callId, editedInput(o.overrideArgs)]));
+  const messages = rewriteEdits(result.response.messages, edits);
   const responses: ApprovalResponsePart[] = parts.map((p, i) => {
     const o = outcomes[i];
-    return o.approved
-      ? { type: "tool-approval-response", approvalId: p.approvalId, approved: true }
-      : { type: "tool-approval-response", approvalId: p.approvalId, approved: false, reason: o.message };
+    if (!o.approved) return { type: "tool-approval-response", approvalId: p.approvalId, approved: false, reason: o.message };
+    const receipt = o.receipt ? { providerOptions: { slackbot: { receipt: o.receipt } } } : {};
+    return { type: "tool-approval-response", approvalId: p.approvalId, approved: true, ...receipt };
   });
   return { messages: [...messages, { role: "tool", content: responses }], outcomes, approval: a };
 }
@@ -106,6 +130,17 @@ function editedInput(v: unknown): unknown {
   } catch {
     return v;
   }
+}
+
+/**
+ * receiptFor returns the approval receipt slackbot signed for the call a
+ * tool's execute runs, from the options the SDK gives it ({ toolCallId,
+ * messages }): the answer's approval response carries it. Check it with
+ * verifyReceipt before acting; undefined (which verifyReceipt refuses,
+ * kind "missing") when the call was not approved through slackbot.
+ */
+export function receiptFor(options: { toolCallId: string; messages: readonly unknown[] }): string | undefined {
+  return approvalOf(options.messages, options.toolCallId)?.providerOptions?.slackbot?.receipt;
 }
 
 /**
@@ -139,13 +174,21 @@ export type SchemaOf = (inputSchema: never) => { jsonSchema: unknown };
 /**
  * argsSchemasOf returns the JSON Schema of each tool's input, by name, for
  * AskOptions.argsSchemas: pass the tools given to generateText and the
- * SDK's asSchema (import { asSchema } from "ai").
+ * SDK's asSchema (import { asSchema } from "ai"). Members with a default
+ * are required in it, so an approver's edit is what runs (the SDK refuses
+ * an edit its schema would fill in). A tool whose needsApproval is a
+ * function is left out (its cards offer no Edit: the SDK asks it again
+ * with the edit, and an edit below its threshold would become a denial)
+ * unless holdApprovals wrapped the tools.
  */
-export async function argsSchemasOf(tools: Record<string, { inputSchema?: unknown }>, asSchema: SchemaOf): Promise<Record<string, Record<string, unknown>>> {
+export async function argsSchemasOf(
+  tools: Record<string, { inputSchema?: unknown; needsApproval?: unknown }>,
+  asSchema: SchemaOf,
+): Promise<Record<string, Record<string, unknown>>> {
   const out: Record<string, Record<string, unknown>> = {};
   for (const [name, t] of Object.entries(tools)) {
-    if (t.inputSchema === undefined) continue;
-    const schema = await asSchema(t.inputSchema as never).jsonSchema;
+    if (t.inputSchema === undefined || !isHeld(t)) continue;
+    const schema = strictDefaults(await asSchema(t.inputSchema as never).jsonSchema);
     if (schema !== null && typeof schema === "object") out[name] = schema as Record<string, unknown>;
   }
   return out;
@@ -156,32 +199,54 @@ export async function argsSchemasOf(tools: Record<string, { inputSchema?: unknow
  * and returns the messages to append before calling the model again;
  * undefined when the result asks for no approval.
  */
-export async function ask(client: SlackbotClient, result: StepResult, opts: AskOptions = {}): Promise<Answer | undefined> {
-  if (approvalRequests(result).length === 0) return undefined;
+export async function ask(client: SlackbotClient, result: Generated, opts: AskOptions = {}): Promise<Answer | undefined> {
+  const settled = await settle(result);
+  if (approvalRequests(settled).length === 0) return undefined;
   const { signal, onPending, ...create } = opts;
-  const pending = await submit(client, result, create);
+  const pending = await submit(client, settled, create);
   await onPending?.(pending);
-  return answer(result, await client.wait(pending.token, { signal }));
+  return answer(settled, await client.wait(pending.token, { signal }));
+}
+
+/** WithApprovals is what generateWithApprovals returns. */
+export interface WithApprovals<R, M> {
+  /** The last result: it asks for no approval. A streamText result's stream has ended. */
+  result: R;
+  /** The whole conversation, the last result's response messages included. */
+  messages: M[];
+  /**
+   * Every decided call of the run, in order, with the receipt of each
+   * approved one (hand it to whoever checks it) and, for an approved one,
+   * whether it ran and how it failed.
+   */
+  outcomes: RunOutcome[];
 }
 
 /**
  * generateWithApprovals calls generate with the conversation and, while
  * the result asks for approvals, asks slackbot and calls it again with
- * the answers appended. generate is typically
- * (messages) => generateText({ model, tools, messages }).
+ * the answers appended; what became of each approved call is read from
+ * the next result and reported to slackbot (reportOutcomes), and all of
+ * it returned in outcomes. generate is typically
+ * (messages: ModelMessage[]) => generateText({ model, tools, messages }),
+ * or streamText(...) in its place.
  */
-export async function generateWithApprovals<R extends StepResult>(
-  generate: (messages: Message[]) => Promise<R>,
-  messages: Message[],
+export async function generateWithApprovals<R extends Generated, M extends Message = Message>(
+  generate: (messages: M[]) => R | Promise<R>,
+  messages: M[],
   client: SlackbotClient,
   opts: AskOptions = {},
-): Promise<{ result: R; messages: Message[] }> {
+): Promise<WithApprovals<R, M>> {
   let conversation = [...messages];
+  const outcomes: RunOutcome[] = [];
+  let answered: Answer | undefined;
   for (;;) {
     const result = await generate(conversation);
-    const a = await ask(client, result, opts);
-    if (!a) return { result, messages: [...conversation, ...result.response.messages] };
-    conversation = [...conversation, ...a.messages];
+    const settled = await settle(result);
+    if (answered) outcomes.push(...(await reportOutcomes(client, answered, settled)));
+    answered = await ask(client, settled, opts);
+    if (!answered) return { result, messages: [...conversation, ...(settled.response.messages as M[])], outcomes };
+    conversation = [...conversation, ...(answered.messages as M[])];
   }
 }
 
@@ -204,12 +269,13 @@ export interface Suspended {
  */
 export async function suspend(
   client: SlackbotClient,
-  result: StepResult,
+  result: Generated,
   conversation: readonly Message[],
   opts: SubmitOptions = {},
 ): Promise<Suspended> {
-  const a = await submit(client, result, opts);
-  return { token: a.token, messages: [...conversation, ...result.response.messages], approvals: approvalRequests(result) };
+  const settled = await settle(result);
+  const a = await submit(client, settled, opts);
+  return { token: a.token, messages: [...conversation, ...settled.response.messages], approvals: approvalRequests(settled) };
 }
 
 /**
@@ -223,7 +289,21 @@ export async function resume(
   saved: Suspended,
   opts: { wait?: boolean; signal?: AbortSignal } = {},
 ): Promise<Message[] | undefined> {
+  return (await resumeAnswer(client, saved, opts))?.messages;
+}
+
+/**
+ * resumeAnswer is resume with the whole Answer: its messages are what
+ * resume returns, its outcomes each call's decision and receipt; pass it
+ * and the next result to reportOutcomes to tell slackbot what became of
+ * the approved calls.
+ */
+export async function resumeAnswer(
+  client: SlackbotClient,
+  saved: Suspended,
+  opts: { wait?: boolean; signal?: AbortSignal } = {},
+): Promise<Answer | undefined> {
   const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
   if (a.status === "pending") return undefined;
-  return answer({ content: saved.approvals, response: { messages: saved.messages } }, a).messages;
+  return answer({ content: saved.approvals, response: { messages: saved.messages } }, a);
 }

@@ -56,6 +56,8 @@ export interface CallState {
   decided_by: string | null;
   votes: number;
   required: number;
+  /** What became of the call once it was decided, when reported (by a run, or reportOutcome). */
+  outcome?: { status: "ran" | "failed" | "not_run"; summary?: string } | null;
 }
 
 /** Approval is a request: GET /v1/approvals/{token}. */
@@ -85,6 +87,18 @@ export interface CreateOptions {
   callback_url?: string;
   /** The same key and body return the same token: retries post no second card. */
   idempotency_key?: string;
+}
+
+/**
+ * OutcomeReport says what became of an approved call once the program
+ * acted on the decision: ran (error: how the tool failed, if it did) or
+ * not (error: why it did not run). slackbot shows it on the call's card.
+ */
+export interface OutcomeReport {
+  tool_call_id: string;
+  ran: boolean;
+  /** Why the call did not run, or how the tool failed; at most 1,000 characters. */
+  error?: string;
 }
 
 /** ErrorCode is one of /v1's stable error codes. */
@@ -178,6 +192,15 @@ export class SlackbotClient {
    */
   results(token: string, results: DeferredToolResults): Promise<Approval> {
     return this.#do("POST", `/v1/approvals/${encodeURIComponent(token)}/results`, results);
+  }
+
+  /**
+   * reportOutcome records what became of an approved call (POST
+   * /v1/approvals/{token}/outcomes): once per call, a repeat of the same
+   * report changes nothing, a different one is a conflict (409).
+   */
+  reportOutcome(token: string, report: OutcomeReport): Promise<Approval> {
+    return this.#do("POST", `/v1/approvals/${encodeURIComponent(token)}/outcomes`, report);
   }
 
   /** cancel ends a pending request: its cards say cancelled. */
