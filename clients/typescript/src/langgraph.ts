@@ -225,6 +225,7 @@ export async function resume<R extends object>(
   opts: { wait?: boolean; signal?: AbortSignal } = {},
 ): Promise<R | undefined> {
   const round = readRound({ __interrupt__: saved.interrupts }, { callIds: saved.call_ids });
+  if (round.length === 0) throw new InterruptError("not_interrupted", `the stored round of request ${saved.token} holds no interrupt`);
   const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
   if (a.status === "pending") return undefined;
   return graph.invoke(new Command({ resume: answerRound(round, a) }), { configurable: { thread_id: saved.thread_id } });

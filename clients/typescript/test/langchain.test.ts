@@ -23,23 +23,24 @@ interface Ran {
   callId?: string;
 }
 
-const moveSchema = {
+// The tools' names fit the test routes (internal/apitest): delete_* and fetch_*, both decided by U0ALICE.
+const fetchSchema = {
   type: "object",
-  properties: { from: { type: "string" }, to: { type: "string", pattern: "^/srv/" } },
-  required: ["from", "to"],
+  properties: { url: { type: "string", pattern: "^https://" } },
+  required: ["url"],
   additionalProperties: false,
 };
 
 /**
  * agentOf is a createAgent whose fake model calls delete_file and
- * move_file in one turn (fresh call ids), then answers with the tool
+ * fetch_url in one turn (fresh call ids), then answers with the tool
  * messages it sees; interruptOn gates both tools unless told otherwise.
  */
 function agentOf(interruptOn: Record<string, boolean | InterruptOnConfig> = {
   delete_file: { allowedDecisions: ["approve", "reject"] },
-  move_file: { allowedDecisions: ["approve", "edit", "reject"], argsSchema: moveSchema },
+  fetch_url: { allowedDecisions: ["approve", "edit", "reject"], argsSchema: fetchSchema },
 }) {
-  const ids = { del: uniqueId("call_lc_del"), mv: uniqueId("call_lc_mv") };
+  const ids = { del: uniqueId("call_lc_del"), get: uniqueId("call_lc_get") };
   const ran: Ran[] = [];
   const deleteFile = tool(
     async ({ path }, config) => {
@@ -48,23 +49,23 @@ function agentOf(interruptOn: Record<string, boolean | InterruptOnConfig> = {
     },
     { name: "delete_file", description: "Deletes a file.", schema: z.object({ path: z.string() }) },
   );
-  const moveFile = tool(
-    async ({ from, to }, config) => {
-      ran.push({ tool: "move_file", args: { from, to }, callId: config.toolCall?.id });
-      return `moved ${from} to ${to}`;
+  const fetchUrl = tool(
+    async ({ url }, config) => {
+      ran.push({ tool: "fetch_url", args: { url }, callId: config.toolCall?.id });
+      return `fetched ${url}`;
     },
-    { name: "move_file", description: "Moves a file.", schema: z.object({ from: z.string(), to: z.string() }) },
+    { name: "fetch_url", description: "Fetches a URL.", schema: z.object({ url: z.string() }) },
   );
   const seen = (msgs: BaseMessage[]) => msgs.filter((m) => m.type === "tool").map((m) => String(m.content)).join(" | ");
   const model = fakeModel()
     .respondWithTools([
       { name: "delete_file", args: { path: "/srv/old" }, id: ids.del },
-      { name: "move_file", args: { from: "/srv/a", to: "/srv/b" }, id: ids.mv },
+      { name: "fetch_url", args: { url: "https://a.example/x" }, id: ids.get },
     ])
     .respond((msgs) => new AIMessage(`done: ${seen(msgs)}`));
   const agent = createAgent({
     model,
-    tools: [deleteFile, moveFile],
+    tools: [deleteFile, fetchUrl],
     middleware: [humanInTheLoopMiddleware({ interruptOn })],
     checkpointer: new MemorySaver(),
   });
@@ -92,18 +93,18 @@ describe("LangChain createAgent + humanInTheLoopMiddleware", () => {
       onPending: async (a) => {
         pending = a;
         // The model's own call ids, in the order of its tool calls.
-        assert.deepEqual(a.calls.map((c) => [c.tool_call_id, c.tool_name]), [[f.ids.del, "delete_file"], [f.ids.mv, "move_file"]]);
+        assert.deepEqual(a.calls.map((c) => [c.tool_call_id, c.tool_name]), [[f.ids.del, "delete_file"], [f.ids.get, "fetch_url"]]);
         await click(a.token, f.ids.del, "approve");
-        await editInSlack(a.token, f.ids.mv, { from: "/srv/a", to: "/srv/c" });
+        await editInSlack(a.token, f.ids.get, { url: "https://b.example/y" });
       },
     });
     assert.deepEqual(f.ran, [
       { tool: "delete_file", args: { path: "/srv/old" }, callId: f.ids.del },
-      { tool: "move_file", args: { from: "/srv/a", to: "/srv/c" }, callId: f.ids.mv },
+      { tool: "fetch_url", args: { url: "https://b.example/y" }, callId: f.ids.get },
     ]);
-    assert.equal(last(out), "done: deleted /srv/old | moved /srv/a to /srv/c");
+    assert.equal(last(out), "done: deleted /srv/old | fetched https://b.example/y");
     await assertSigned(pending!.token, f.ids.del, "delete_file", { path: "/srv/old" });
-    await assertSigned(pending!.token, f.ids.mv, "move_file", { from: "/srv/a", to: "/srv/c" });
+    await assertSigned(pending!.token, f.ids.get, "fetch_url", { url: "https://b.example/y" });
   });
 
   // LangChain (hitl.js, langchain 1.5.14): once any call of the batch is
@@ -113,7 +114,7 @@ describe("LangChain createAgent + humanInTheLoopMiddleware", () => {
     const out = await invokeWithApprovals(f.agent, f.input, f.config, client, Command, {
       onPending: async (a) => {
         await click(a.token, f.ids.del, "deny_reason", "Keep /srv/old until Monday.");
-        await click(a.token, f.ids.mv, "approve");
+        await click(a.token, f.ids.get, "approve");
       },
     });
     assert.deepEqual(f.ran, []);
@@ -127,36 +128,36 @@ describe("LangChain createAgent + humanInTheLoopMiddleware", () => {
       onPending: async (a) => {
         await assert.rejects(editInSlack(a.token, f.ids.del, { path: "/srv/other" }), /409/);
         await click(a.token, f.ids.del, "approve");
-        await click(a.token, f.ids.mv, "approve");
+        await click(a.token, f.ids.get, "approve");
       },
     });
-    assert.deepEqual(f.ran.map((r) => r.args), [{ path: "/srv/old" }, { from: "/srv/a", to: "/srv/b" }]);
-    assert.equal(last(out), "done: deleted /srv/old | moved /srv/a to /srv/b");
+    assert.deepEqual(f.ran.map((r) => r.args), [{ path: "/srv/old" }, { url: "https://a.example/x" }]);
+    assert.equal(last(out), "done: deleted /srv/old | fetched https://a.example/x");
   });
 
   test("a denial where the tool's allowedDecisions lack reject is an error naming the call; nothing is sent, the thread stays interrupted", async () => {
-    const f = agentOf({ delete_file: { allowedDecisions: ["approve", "edit"] }, move_file: true });
+    const f = agentOf({ delete_file: { allowedDecisions: ["approve", "edit"] }, fetch_url: true });
     let token = "";
     await assert.rejects(
       invokeWithApprovals(f.agent, f.input, f.config, client, Command, {
         onPending: async (a) => {
           token = a.token;
           await click(a.token, f.ids.del, "deny_reason", "No.");
-          await click(a.token, f.ids.mv, "approve");
+          await click(a.token, f.ids.get, "approve");
         },
       }),
       (err: Error & { kind?: string }) => {
         assert.equal(err.kind, "decision_not_allowed");
         assert.match(err.message, new RegExp(`${f.ids.del} \\(delete_file\\) was denied, but its allowed decisions are approve, edit`));
         assert.ok(err.message.includes(token), err.message);
-        assert.ok(!err.message.includes(f.ids.mv), err.message);
+        assert.ok(!err.message.includes(f.ids.get), err.message);
         return true;
       },
     );
     assert.deepEqual(f.ran, []);
     // The thread still waits on the same interrupt: a resume of one's own goes on from it.
     const out = await f.agent.invoke(new Command({ resume: { decisions: [{ type: "approve" }, { type: "approve" }] } }), f.config);
-    assert.equal(last(out), "done: deleted /srv/old | moved /srv/a to /srv/b");
+    assert.equal(last(out), "done: deleted /srv/old | fetched https://a.example/x");
   });
 
   test("stop the world: suspend stores the round as JSON; resume answers it from the stored token, once", async () => {
@@ -166,10 +167,10 @@ describe("LangChain createAgent + humanInTheLoopMiddleware", () => {
     assert.equal((await suspend(client, first, f.config.configurable.thread_id)).token, saved.token);
     assert.equal(await resume(client, f.agent, Command, saved), undefined);
     await click(saved.token, f.ids.del, "approve");
-    await editInSlack(saved.token, f.ids.mv, { from: "/srv/a", to: "/srv/z" });
+    await editInSlack(saved.token, f.ids.get, { url: "https://z.example/" });
     const out = await resume(client, f.agent, Command, saved, { wait: true });
-    assert.deepEqual(f.ran.map((r) => [r.callId, r.args]), [[f.ids.del, { path: "/srv/old" }], [f.ids.mv, { from: "/srv/a", to: "/srv/z" }]]);
-    assert.equal(last(out!), "done: deleted /srv/old | moved /srv/a to /srv/z");
-    await assertSigned(saved.token, f.ids.mv, "move_file", { from: "/srv/a", to: "/srv/z" });
+    assert.deepEqual(f.ran.map((r) => [r.callId, r.args]), [[f.ids.del, { path: "/srv/old" }], [f.ids.get, { url: "https://z.example/" }]]);
+    assert.equal(last(out!), "done: deleted /srv/old | fetched https://z.example/");
+    await assertSigned(saved.token, f.ids.get, "fetch_url", { url: "https://z.example/" });
   });
 });

@@ -33,7 +33,7 @@ function inbox(action: string, args: Record<string, unknown>, config: Partial<Hu
   return { action_request: { action, args }, config: { ...none, ...config }, description: `Review ${action}.` };
 }
 
-/** callsOf returns the request's call ids by tool name, in order. */
+/** callsOf returns the request's call ids, in order. Tool names fit the test routes (internal/apitest). */
 function callsOf(a: Approval): string[] {
   return a.calls.map((c) => c.tool_call_id);
 }
@@ -42,29 +42,29 @@ describe("LangGraph HumanInterrupt (Agent Inbox)", () => {
   test("accept, edit, response and ignore, each as its config allows, in order", async () => {
     const { graph, config } = inboxGraph([
       inbox("delete_file", { path: "/srv/a" }, { allow_accept: true, allow_respond: true }),
-      inbox("move_file", { from: "/srv/b", to: "/srv/c" }, { allow_accept: true, allow_edit: true }),
-      inbox("send_email", { to: "ops@example.com" }, { allow_accept: true, allow_respond: true, allow_ignore: true }),
-      inbox("restart", { service: "api" }, { allow_accept: true, allow_ignore: true }),
+      inbox("fetch_url", { url: "https://a.example/x" }, { allow_accept: true, allow_edit: true }),
+      inbox("sandbox_email", { to: "ops@example.com" }, { allow_accept: true, allow_respond: true, allow_ignore: true }),
+      inbox("sandbox_restart", { service: "api" }, { allow_accept: true, allow_ignore: true }),
     ]);
     const out = await invokeWithApprovals(graph, {}, config, client, Command, {
       argsSchemas: {
-        move_file: { type: "object", properties: { from: { type: "string" }, to: { type: "string" } }, required: ["from", "to"] },
+        fetch_url: { type: "object", properties: { url: { type: "string" } }, required: ["url"] },
         delete_file: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
       },
       onPending: async (a) => {
-        assert.deepEqual(a.calls.map((c) => c.tool_name), ["delete_file", "move_file", "send_email", "restart"]);
-        const [del, mv, mail, restart] = callsOf(a);
+        assert.deepEqual(a.calls.map((c) => c.tool_name), ["delete_file", "fetch_url", "sandbox_email", "sandbox_restart"]);
+        const [del, get, mail, restart] = callsOf(a);
         // allow_edit is false for delete_file: no Edit button though its schema was given.
         await assert.rejects(editInSlack(a.token, del, { path: "/srv/x" }), /409/);
         await click(a.token, del, "approve");
-        await editInSlack(a.token, mv, { from: "/srv/b", to: "/srv/d" });
+        await editInSlack(a.token, get, { url: "https://b.example/y" });
         await click(a.token, mail, "deny_reason", "Not to ops.");
         await click(a.token, restart, "deny");
       },
     });
     assert.deepEqual(out.responses, [
       { type: "accept", args: null },
-      { type: "edit", args: { action: "move_file", args: { from: "/srv/b", to: "/srv/d" } } },
+      { type: "edit", args: { action: "fetch_url", args: { url: "https://b.example/y" } } },
       { type: "response", args: "Not to ops." },
       { type: "ignore", args: null },
     ]);
@@ -99,13 +99,15 @@ describe("interrupts the adapter does not understand", () => {
     const first = await graph.invoke({}, config);
     const id = (first as { __interrupt__?: Array<{ id?: string }> }).__interrupt__?.[0]?.id;
     assert.ok(id);
-    const named = (err: Error & { kind?: string }) => {
+    const namedAs = (want: string | RegExp) => (err: Error & { kind?: string }) => {
       assert.equal(err.kind, "unknown_interrupt");
-      assert.ok(err.message.includes(id), err.message);
+      assert.match(err.message, typeof want === "string" ? new RegExp(`interrupt ${want},`) : want);
       assert.match(err.message, /\{"question":"Which region\?"/);
       return true;
     };
-    await assert.rejects(invokeWithApprovals(graph, {}, { configurable: { thread_id: randomUUID() } }, client, Command), named);
+    const named = namedAs(id);
+    // Another thread: another interrupt, with an id of its own.
+    await assert.rejects(invokeWithApprovals(graph, {}, { configurable: { thread_id: randomUUID() } }, client, Command), namedAs(/interrupt [0-9a-f]{32},/));
     await assert.rejects(submit(client, first, { threadId: config.configurable.thread_id }), named);
     await assert.rejects(suspend(client, first, config.configurable.thread_id), named);
     const stored = { token: "unused", thread_id: config.configurable.thread_id, interrupts: (first as { __interrupt__?: unknown[] }).__interrupt__ };
@@ -125,7 +127,8 @@ describe("interrupts the adapter does not understand", () => {
       .compile({ checkpointer: new MemorySaver() });
     let asked = false;
     await assert.rejects(
-      invokeWithApprovals(graph, {}, { configurable: { thread_id: randomUUID() } }, client, Command, { onPending: () => void (asked = true) }),
+      // A one-second timeout: an adapter that asked about the understood one alone would not wait long.
+      invokeWithApprovals(graph, {}, { configurable: { thread_id: randomUUID() } }, client, Command, { timeout: 1, onPending: () => void (asked = true) }),
       (err: Error & { kind?: string }) => {
         assert.equal(err.kind, "unknown_interrupt");
         assert.match(err.message, /"free text: continue\?"/);
