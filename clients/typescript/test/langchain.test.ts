@@ -121,6 +121,15 @@ describe("LangChain createAgent + humanInTheLoopMiddleware", () => {
     assert.equal(last(out), "done: Keep /srv/old until Monday.");
   });
 
+  test("expiry: both calls are rejected with 'no decision', which the model reads; nothing runs", async () => {
+    const f = agentOf();
+    // One second, the shortest timeout slackbot takes; nobody clicks.
+    const out = await invokeWithApprovals(f.agent, f.input, f.config, client, Command, { timeout: 1 });
+    assert.deepEqual(f.ran, []);
+    const expired = "No decision on this tool call arrived: the request expired"; // slackbot's words for an expired call
+    assert.equal(last(out), `done: ${expired} | ${expired}`);
+  });
+
   test("a tool whose allowedDecisions lack edit gets no Edit button, even with its schema in argsSchemas", async () => {
     const f = agentOf();
     const out = await invokeWithApprovals(f.agent, f.input, f.config, client, Command, {
