@@ -199,7 +199,9 @@ function synthetic(i: Interrupt, n: number): string[] {
 
 function idsOr(i: Interrupt, opts: ReadOptions, n: number, derive: () => string[]): string[] {
   if (opts.ids === undefined) return derive();
-  if (opts.ids.length !== n) throw malformed(i, `a round of ${n} calls, but ${opts.ids.length} stored call ids came with it`);
+  if (opts.ids.length !== n) {
+    throw new InterruptError("malformed_interrupt", `${named(i)} asks about ${n} calls, but the stored round gives it ${opts.ids.length} call ids`, i.id);
+  }
   return [...opts.ids];
 }
 
