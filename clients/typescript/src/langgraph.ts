@@ -1,49 +1,44 @@
-// The adapter for LangGraph.js (@langchain/langgraph): a node calls
-// interrupt(pendingToolCalls(calls)) with the tool calls it may not run
-// alone; the adapter finds those interrupts in the graph's result, submits
-// every call as one slackbot request, and when people have decided resumes
-// the thread with Command({ resume }) carrying one ToolDecision per call
-// (edited arguments included). The node gets the decisions as interrupt()'s
-// return value and runs only the approved calls, with decision.args.
+// The adapter for LangGraph.js (@langchain/langgraph) and LangChain v1's
+// createAgent: it finds the interrupts in the graph's result, submits all
+// their tool calls as one slackbot request, and when people have decided
+// resumes the thread with Command({ resume }) carrying the answer each
+// interrupt expects. It answers three kinds (src/interrupts.ts): its own
+// interrupt(pendingToolCalls(calls)), whose node gets one ToolDecision per
+// call id (edited arguments included) and runs only the approved calls;
+// LangChain's humanInTheLoopMiddleware (HITLRequest → HITLResponse); and
+// LangGraph's prebuilt HumanInterrupt[] (→ HumanResponse[]). Any other
+// interrupt is an InterruptError naming it, never a silent return.
 // LangGraph re-runs a node from its start on resume, so tools run after
 // the interrupt() call, never before. No runtime dependency on LangGraph:
 // the Command class is passed in.
 
-import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { type Outcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
+import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient } from "./client.js";
+import { ArgsSchemaKey, type SubmitOptions, idempotencyKeyOf, nonceOf, toolArgs } from "./decisions.js";
+import { type Interrupt, InterruptError, type PendingToolCall, type PendingToolCalls, type Reading, isPending, readInterrupt } from "./interrupts.js";
 
 export type { Outcome } from "./decisions.js";
-
-/** PendingToolCall is a LangChain tool call: {id, name, args}. */
-export interface PendingToolCall {
-  id: string;
-  name: string;
-  args: Record<string, unknown>;
-}
-
-/** PendingToolCalls is the interrupt value this adapter answers. */
-export interface PendingToolCalls {
-  type: "slackbot/tool-approvals";
-  tool_calls: PendingToolCall[];
-}
-
-/** ToolDecision is the decision on one call: what interrupt() returns for it, by call id. */
-export type ToolDecision =
-  | { type: "approve"; args: Record<string, unknown>; edited: boolean; decidedBy?: string }
-  | { type: "reject"; message: string; decidedBy?: string };
-
-/** Decisions are the resume value of one PendingToolCalls interrupt. */
-export type Decisions = Record<string, ToolDecision>;
+export {
+  type Asked,
+  type Decisions,
+  type HITLDecision,
+  type HITLDecisionType,
+  type HITLRequest,
+  type HITLResponse,
+  type HumanInterrupt,
+  type HumanInterruptConfig,
+  type HumanResponse,
+  type Interrupt,
+  InterruptError,
+  type InterruptErrorKind,
+  type PendingToolCall,
+  type PendingToolCalls,
+  type Reading,
+  type ToolDecision,
+} from "./interrupts.js";
 
 /** pendingToolCalls is the value to pass to interrupt() for calls that need a person. */
 export function pendingToolCalls(calls: readonly PendingToolCall[]): PendingToolCalls {
   return { type: "slackbot/tool-approvals", tool_calls: calls.map((c) => ({ id: c.id, name: c.name, args: c.args })) };
-}
-
-/** Interrupt is LangGraph's interrupt record ({id, value}) as invoke's __interrupt__ holds it. */
-export interface Interrupt {
-  id?: string;
-  value?: unknown;
 }
 
 /** InterruptedResult is invoke's result: the state, plus __interrupt__ when interrupted. */
@@ -51,44 +46,77 @@ export interface InterruptedResult {
   __interrupt__?: Interrupt[];
 }
 
-function isPending(v: unknown): v is PendingToolCalls {
-  return (v as PendingToolCalls | undefined)?.type === "slackbot/tool-approvals" && Array.isArray((v as PendingToolCalls).tool_calls);
-}
-
-/** pendingInterrupts returns the PendingToolCalls interrupts of an invoke result. */
+/** pendingInterrupts returns the PendingToolCalls interrupts of an invoke result (readRound reads every kind). */
 export function pendingInterrupts(result: object): Array<Interrupt & { value: PendingToolCalls }> {
   return ((result as InterruptedResult).__interrupt__ ?? []).filter((i): i is Interrupt & { value: PendingToolCalls } => isPending(i.value));
 }
 
-/** requestsFor turns the interrupts' calls into one DeferredToolRequests. */
+/** requestsFor turns PendingToolCalls interrupts' calls into one DeferredToolRequests. */
 export function requestsFor(interrupts: ReadonlyArray<{ value: PendingToolCalls }>): DeferredToolRequests {
   return {
     approvals: interrupts.flatMap((i) => i.value.tool_calls.map((c) => ({ tool_name: c.name, args: toolArgs(c.args), tool_call_id: c.id }))),
   };
 }
 
-function decision(call: PendingToolCall, o: Outcome): ToolDecision {
-  if (!o.approved) return { type: "reject", message: o.message ?? "The tool call was denied.", decidedBy: o.decidedBy };
-  if (o.overrideArgs == null) return { type: "approve", args: call.args, edited: false, decidedBy: o.decidedBy };
-  const edited = toolArgs(o.overrideArgs);
-  const args = edited !== null && typeof edited === "object" ? edited : call.args;
-  return { type: "approve", args, edited: true, decidedBy: o.decidedBy };
+/**
+ * readRound reads every interrupt of an invoke result (none when it is not
+ * interrupted), or throws InterruptError naming the first one this adapter
+ * does not answer. callIds are the ids a stored round's calls were
+ * submitted under (Suspended.call_ids); without them a HITLRequest's calls
+ * take their tool call ids from the result's messages, when it stopped on
+ * that one interrupt.
+ */
+export function readRound(result: object, opts: { argsSchemas?: SubmitOptions["argsSchemas"]; callIds?: ReadonlyArray<readonly string[]> } = {}): Reading[] {
+  const interrupts = (result as InterruptedResult).__interrupt__ ?? [];
+  const messages = interrupts.length === 1 ? (result as { messages?: unknown }).messages : undefined;
+  return interrupts.map((i, n) => readInterrupt(i, { argsSchemas: opts.argsSchemas, ids: opts.callIds?.[n], messages }));
+}
+
+/** callIdsOf returns the slackbot call ids of each interrupt's calls, as submit gives them. */
+export function callIdsOf(round: readonly Reading[]): string[][] {
+  return round.map((r) => r.calls.map((c) => c.id));
+}
+
+function requestOf(round: readonly Reading[]): DeferredToolRequests {
+  const calls = round.flatMap((r) => r.calls);
+  const metadata: Record<string, Record<string, unknown>> = {};
+  for (const c of calls) if (c.schema) metadata[c.id] = { [ArgsSchemaKey]: c.schema };
+  const approvals = calls.map((c) => ({ tool_name: c.name, args: toolArgs(c.args), tool_call_id: c.id }));
+  return Object.keys(metadata).length > 0 ? { approvals, metadata } : { approvals };
 }
 
 /**
- * resumeValue is the Command resume value answering the interrupts as the
- * ended request a says: the Decisions themselves for one interrupt, or a
- * map from interrupt id to Decisions for several. A call nobody decided
- * is rejected with a message saying no decision arrived.
+ * answerRound is the Command resume value answering the round as the
+ * ended request a decided it: the one interrupt's own answer, or a map
+ * from interrupt id to answers for several. It throws InterruptError
+ * (unknown_call) when a call is not one of a's, so that a wrong token or
+ * call id never answers a call as undecided, and (decision_not_allowed)
+ * when a decision breaks the interrupt's rules.
  */
-export function resumeValue(interrupts: ReadonlyArray<Interrupt & { value: PendingToolCalls }>, a: Approval): unknown {
-  const perInterrupt = interrupts.map((i) => {
-    const d: Decisions = {};
-    for (const c of i.value.tool_calls) d[c.id] = decision(c, outcomeOf(c.id, a.results?.approvals?.[c.id], a));
-    return d;
-  });
-  if (perInterrupt.length === 1) return perInterrupt[0];
-  return Object.fromEntries(interrupts.map((i, n) => [i.id, perInterrupt[n]]));
+export function answerRound(round: readonly Reading[], a: Approval): unknown {
+  const known = new Set((a.calls ?? []).map((c) => c.tool_call_id));
+  for (const r of round) {
+    const missing = r.calls.find((c) => !known.has(c.id));
+    if (missing) {
+      throw new InterruptError(
+        "unknown_call",
+        `request ${a.token} has no call ${missing.id} (${missing.name}) of interrupt ${r.interrupt.id ?? "with no id"}: resume with the request submit opened for this round, and its call ids`,
+        r.interrupt.id,
+      );
+    }
+  }
+  const answers = round.map((r) => r.answer(a));
+  if (round.length === 1) return answers[0];
+  return Object.fromEntries(round.map((r, n) => [r.interrupt.id, answers[n]]));
+}
+
+/**
+ * resumeValue is answerRound for interrupts read again: callIds are the
+ * ids their calls were submitted under (Suspended.call_ids), needed for a
+ * HITLRequest whose calls took their ids from the agent's messages.
+ */
+export function resumeValue(interrupts: readonly Interrupt[], a: Approval, callIds?: ReadonlyArray<readonly string[]>): unknown {
+  return answerRound(readRound({ __interrupt__: [...interrupts] }, { callIds }), a);
 }
 
 /** CommandClass is LangGraph's Command class. */
@@ -127,17 +155,23 @@ export interface ThreadOptions extends SubmitOptions {
  */
 export async function submit(client: SlackbotClient, result: object, opts: ThreadOptions = {}): Promise<Approval> {
   const { argsSchemas, threadId, ...create } = opts;
-  const interrupts = pendingInterrupts(result);
-  const run = interrupts.map((i) => (i.id ? `interrupt:${i.id}` : `object:${nonceOf(i)}`));
+  return submitRound(client, readRound(result, { argsSchemas }), threadId, create);
+}
+
+async function submitRound(client: SlackbotClient, round: readonly Reading[], threadId: string | undefined, create: CreateOptions): Promise<Approval> {
+  if (round.length === 0) throw new InterruptError("not_interrupted", "the result is not interrupted: there is no call to ask about");
+  const run = round.map(({ interrupt: i }) => (i.id ? `interrupt:${i.id}` : `object:${nonceOf(i)}`));
   if (threadId !== undefined) run.push(`thread:${threadId}`);
-  const ids = interrupts.flatMap((i) => i.value.tool_calls.map((c) => c.id));
-  return client.create(withArgsSchemas(requestsFor(interrupts), argsSchemas), { idempotency_key: await idempotencyKeyOf("langgraph", run, ids), ...create });
+  const ids = callIdsOf(round).flat();
+  return client.create(requestOf(round), { idempotency_key: await idempotencyKeyOf("langgraph", run, ids), ...create });
 }
 
 /**
  * invokeWithApprovals invokes graph on input in config's thread and, while
- * the result is interrupted for tool approvals, asks slackbot and resumes
- * the thread with new Command({ resume }) carrying the decisions. The
+ * the result is interrupted, asks slackbot about every interrupt's calls
+ * and resumes the thread with new Command({ resume }) carrying the answers.
+ * An interrupt it does not answer, or a decision the interrupt's rules do
+ * not allow, throws InterruptError and leaves the thread interrupted. The
  * graph needs a checkpointer (MemorySaver or a durable one).
  */
 export async function invokeWithApprovals<R extends object>(
@@ -148,35 +182,40 @@ export async function invokeWithApprovals<R extends object>(
   Command: CommandClass,
   opts: AskOptions = {},
 ): Promise<R> {
-  const { signal, onPending, ...create } = opts;
+  const { signal, onPending, argsSchemas, ...create } = opts;
   let result = await graph.invoke(input, config);
   for (;;) {
-    const interrupts = pendingInterrupts(result);
-    if (interrupts.length === 0) return result;
-    const pending = await submit(client, result, { ...create, threadId: config.configurable.thread_id });
+    const round = readRound(result, { argsSchemas });
+    if (round.length === 0) return result;
+    const pending = await submitRound(client, round, config.configurable.thread_id, create);
     await onPending?.(pending);
     const done = await client.wait(pending.token, { signal });
-    result = await graph.invoke(new Command({ resume: resumeValue(interrupts, done) }), config);
+    result = await graph.invoke(new Command({ resume: answerRound(round, done) }), config);
   }
 }
 
-/** Suspended is an interrupted thread and the slackbot token deciding it. Store it anywhere. */
+/** Suspended is an interrupted thread and the slackbot token deciding it: plain JSON, store it anywhere. */
 export interface Suspended {
   token: string;
   thread_id: string;
-  interrupts: Array<Interrupt & { value: PendingToolCalls }>;
+  interrupts: Interrupt[];
+  /** The slackbot call ids of each interrupt's calls (absent in rounds stored before it was added: each call's own id). */
+  call_ids?: string[][];
 }
 
 /** suspend submits the interrupted thread's calls and returns what to store; no process waits. */
 export async function suspend(client: SlackbotClient, result: object, threadId: string, opts: SubmitOptions = {}): Promise<Suspended> {
-  const a = await submit(client, result, { ...opts, threadId });
-  return { token: a.token, thread_id: threadId, interrupts: pendingInterrupts(result) };
+  const { argsSchemas, ...create } = opts;
+  const round = readRound(result, { argsSchemas });
+  const a = await submitRound(client, round, threadId, create);
+  return { token: a.token, thread_id: threadId, interrupts: round.map((r) => r.interrupt), call_ids: callIdsOf(round) };
 }
 
 /**
  * resume resumes a suspended thread with the decisions once its request
  * has ended (waiting when opts.wait is set), and returns invoke's result;
- * undefined while people are still deciding.
+ * undefined while people are still deciding. A stored interrupt it does
+ * not answer throws InterruptError before anything is read.
  */
 export async function resume<R extends object>(
   client: SlackbotClient,
@@ -185,7 +224,9 @@ export async function resume<R extends object>(
   saved: Suspended,
   opts: { wait?: boolean; signal?: AbortSignal } = {},
 ): Promise<R | undefined> {
+  const round = readRound({ __interrupt__: saved.interrupts }, { callIds: saved.call_ids });
+  if (round.length === 0) throw new InterruptError("not_interrupted", `the stored round of request ${saved.token} holds no interrupt`);
   const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
   if (a.status === "pending") return undefined;
-  return graph.invoke(new Command({ resume: resumeValue(saved.interrupts, a) }), { configurable: { thread_id: saved.thread_id } });
+  return graph.invoke(new Command({ resume: answerRound(round, a) }), { configurable: { thread_id: saved.thread_id } });
 }
