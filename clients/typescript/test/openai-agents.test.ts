@@ -3,7 +3,8 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Agent, Runner, RunState, Usage, tool } from "@openai/agents";
+import * as agents from "@openai/agents";
+import * as agentsV014 from "@openai/agents-v0.14";
 import type { AgentInputItem, Model, ModelRequest, ModelResponse } from "@openai/agents";
 import { z } from "zod";
 import { type Approval, verifyReceipt } from "../src/index.js";
@@ -30,13 +31,13 @@ class ScriptedModel implements Model {
     const results = items.filter((i) => i.type === "function_call_result");
     if (results.length === 0) {
       return {
-        usage: new Usage(),
+        usage: new agents.Usage(),
         output: [{ type: "function_call", id: `fc_${this.callId}`, callId: this.callId, name: "delete_file", arguments: JSON.stringify(this.args), status: "completed" }],
       };
     }
     const text = results.map((r) => `${(r as { callId: string }).callId}: ${outputText((r as { output: unknown }).output)}`).join("\n");
     return {
-      usage: new Usage(),
+      usage: new agents.Usage(),
       output: [{ type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text }] }],
     };
   }
@@ -54,7 +55,8 @@ class ScriptedModel implements Model {
  * the request of f.token. callId is fresh unless given (one an earlier
  * run's model used too).
  */
-function fixture(path = "/srv/data", callId = uniqueId("call_oa")) {
+function fixture(sdk: typeof agents, path = "/srv/data", callId = uniqueId("call_oa")) {
+  const { Agent, Runner, tool } = sdk;
   const model = new ScriptedModel(callId, { path });
   const ran: string[] = [];
   const f = { token: "" };
@@ -73,13 +75,15 @@ function fixture(path = "/srv/data", callId = uniqueId("call_oa")) {
   });
   const agent = new Agent({ name: "janitor", instructions: "Clean up.", model, tools: [deleteFile] });
   const runner = new Runner({ tracingDisabled: true });
-  const run = (a: typeof agent, input: string | RunState<any, typeof agent>) => runner.run(a, input);
+  const run = (a: typeof agent, input: string | agents.RunState<any, typeof agent>) => runner.run(a, input);
   return Object.assign(f, { callId, model, ran, agent, run });
 }
 
-describe("OpenAI Agents SDK", () => {
+for (const [version, sdk] of [["0.20.0", agents], ["0.14.3", agentsV014 as unknown as typeof agents]] as const) {
+const { RunState } = sdk;
+describe(`OpenAI Agents SDK ${version}`, () => {
   test("approve: the tool runs once and the model sees its result", async () => {
-    const f = fixture();
+    const f = fixture(sdk);
     let pending: Approval | undefined;
     const result = await runWithApprovals(f.run, f.agent, "clean /srv/data", client, {
       requester: "janitor agent",
@@ -98,7 +102,7 @@ describe("OpenAI Agents SDK", () => {
   });
 
   test("deny with a reason: the tool never runs and the model sees the reason", async () => {
-    const f = fixture();
+    const f = fixture(sdk);
     const result = await runWithApprovals(f.run, f.agent, "clean /srv/data", client, {
       onPending: (a) => click((f.token = a.token), f.callId, "deny_reason", "Not on a Friday."),
     });
@@ -108,7 +112,7 @@ describe("OpenAI Agents SDK", () => {
   });
 
   test("plain Deny: the model sees slackbot's denial", async () => {
-    const f = fixture();
+    const f = fixture(sdk);
     const result = await runWithApprovals(f.run, f.agent, "clean", client, {
       onPending: (a) => click((f.token = a.token), f.callId, "deny"),
     });
@@ -119,7 +123,7 @@ describe("OpenAI Agents SDK", () => {
 
   // An approver's edit (a program's override_args arrives the same way).
   test("edited arguments reach the tool: an approver's edit in Slack, checked against the tool's parameters", async () => {
-    const f = fixture("/srv/all");
+    const f = fixture(sdk, "/srv/all");
     let token = "";
     const result = await runWithApprovals(f.run, f.agent, "clean", client, {
       onPending: async (a) => {
@@ -136,7 +140,7 @@ describe("OpenAI Agents SDK", () => {
   });
 
   test("expiry: the tool never runs and the model is told no decision arrived", async () => {
-    const f = fixture();
+    const f = fixture(sdk);
     let token = "";
     // One second, the shortest timeout slackbot takes; nobody clicks.
     const result = await runWithApprovals(f.run, f.agent, "clean", client, {
@@ -155,13 +159,13 @@ describe("OpenAI Agents SDK", () => {
   // call ids from run to run: each run's approval is its own.
   test("a model that reuses call ids across runs: each run gets its own card", async () => {
     const callId = uniqueId("call_oa_reused");
-    const first = fixture("/srv/data", callId);
+    const first = fixture(sdk, "/srv/data", callId);
     await runWithApprovals(first.run, first.agent, "clean /srv/data", client, {
       onPending: (a) => click((first.token = a.token), callId, "approve"),
     });
     assert.deepEqual(first.ran, ["/srv/data"]);
 
-    const second = fixture("/srv/data", callId);
+    const second = fixture(sdk, "/srv/data", callId);
     const result = await runWithApprovals(second.run, second.agent, "clean /srv/data", client, {
       onPending: (a) => {
         second.token = a.token;
@@ -176,7 +180,7 @@ describe("OpenAI Agents SDK", () => {
   });
 
   test("stop the world: the state is stored as a string and resumed later, once", async () => {
-    const f = fixture("/srv/old");
+    const f = fixture(sdk, "/srv/old");
     const first = await f.run(f.agent, "clean /srv/old");
     assert.equal(first.interruptions.length, 1);
     const stored = JSON.stringify(await suspend(client, first, { context: "nightly cleanup" }));
@@ -195,7 +199,7 @@ describe("OpenAI Agents SDK", () => {
   });
 
   test("stop the world with edited arguments", async () => {
-    const f = fixture("/srv/all");
+    const f = fixture(sdk, "/srv/all");
     const first = await f.run(f.agent, "clean");
     const saved = await suspend(client, first); // with delete_file's parameters, from the interruption's agent
     f.token = saved.token;
@@ -206,3 +210,4 @@ describe("OpenAI Agents SDK", () => {
     assert.equal(result.finalOutput, `${f.callId}: deleted /srv/all/old`);
   });
 });
+}
