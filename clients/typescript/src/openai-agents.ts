@@ -102,11 +102,13 @@ export function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>
     const edited = o.overrideArgs == null ? undefined : typeof o.overrideArgs === "string" ? o.overrideArgs : JSON.stringify(o.overrideArgs);
     const run = runOf(state.usage);
     if (edited !== undefined && (!run || !isEditable(toolOf(item)))) {
-      const message = `The approver edited the arguments of this ${toolName(item)} call, which cannot run with edited arguments here (its tool is not wrapped with editable()), so it did not run.`;
+      const why = run ? "its tool is not wrapped with editable()" : "the run state has no usage to bind the edit to";
+      const message = `The approver edited the arguments of this ${toolName(item)} call, which cannot run with edited arguments here (${why}), so it did not run.`;
       state.reject(item, { message });
       return { callId: o.callId, approved: false, message, decidedBy: o.decidedBy };
     }
     run?.set(o.callId, { tool: toolName(item), original: item.rawItem.arguments, edited, receipt: o.receipt });
+    if (edited !== undefined) unrun.set(unrunKey(toolName(item), o.callId, item.rawItem.arguments), new WeakRef(state.usage!));
     state.approve(item);
     return o;
   });
@@ -127,6 +129,17 @@ interface Decided {
 // (runContext.usage) share, in 0.14 and 0.20 alike, so an edit or a receipt
 // reaches only the run it was decided for, however the model reuses call ids.
 const runs = new WeakMap<object, Map<string, Decided>>();
+
+// Edited calls not yet run, by tool, call id and the model's arguments,
+// with the run they were decided for: an invocation of the same call that
+// finds no decision in its own run (a nested agent's run, with a Usage of
+// its own) is refused rather than run with the arguments the person
+// replaced. An entry goes once its edit ran or its run is gone.
+const unrun = new Map<string, WeakRef<object>>();
+
+function unrunKey(tool: string, id: string, original: string | undefined): string {
+  return JSON.stringify([tool, id, original ?? null]);
+}
 
 function runOf(usage: unknown): Map<string, Decided> | undefined {
   if (usage === null || typeof usage !== "object") return undefined;
@@ -192,16 +205,25 @@ function toolOf(item: ApprovalItem): object | undefined {
  * edit is refused (the call does not run).
  */
 export function editable<T extends FunctionToolLike>(tool: T): T {
+  if (editables.has(tool)) return tool;
   if (tool.type !== "function") throw new TypeError(`slackbot: editable() takes a function tool; ${tool.name} is a ${tool.type} tool`);
   const invoke = (tool.invoke as unknown as Invoke).bind(tool);
   const copy = Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool)) as T;
   const edited: Invoke = async (runContext, input, details) => {
     const id = details?.toolCall?.callId;
     const d = id === undefined ? undefined : decidedIn(runContext, id);
-    if (d?.edited === undefined) return invoke(runContext, input, details);
+    if (d?.edited === undefined) {
+      const key = unrunKey(tool.name, id ?? "", input);
+      if (unrun.get(key)?.deref() !== undefined) {
+        throw new Error(`slackbot: ${tool.name} call ${id} was approved with edited arguments in another run than this one; it did not run`);
+      }
+      unrun.delete(key);
+      return invoke(runContext, input, details);
+    }
     if (d.tool !== tool.name || d.original !== input) {
       throw new Error(`slackbot: ${tool.name} call ${id} was approved with edited arguments for other arguments than the ones it ran with; it did not run`);
     }
+    unrun.delete(unrunKey(tool.name, id!, input));
     return invoke(runContext, d.edited, { ...details, toolCall: { ...details?.toolCall, arguments: d.edited } });
   };
   Object.defineProperty(copy, "invoke", { value: edited, writable: true, enumerable: true, configurable: true });

@@ -189,6 +189,23 @@ for (const [version, sdk] of [
       assert.equal(result.finalOutput, `${f.callId}: ${outcomes[0].message}`);
     });
 
+    test("an edited call invoked in another run (a nested agent's, say) is refused, never run with the model's arguments", async () => {
+      const f = fixture(sdk, ["/srv/all"]);
+      const stopped = await f.run(f.agent, "clean");
+      const saved = await suspend(client, stopped);
+      f.token = saved.token;
+      await editInSlack(saved.token, f.callId, { path: "/srv/all/tmp" });
+      const state = await resume(client, sdk.RunState, f.agent, saved, { wait: true });
+      const wrapped = f.agent.tools[0] as agents.FunctionTool;
+      const args = stopped.interruptions[0].arguments!;
+      const toolCall = { type: "function_call" as const, callId: f.callId, name: "delete_file", arguments: args };
+      await assert.rejects(wrapped.invoke(new sdk.RunContext(), args, { toolCall }), /delete_file call .* was approved with edited arguments in another run than this one; it did not run/);
+      assert.deepEqual(f.ran, []);
+      // Its own run runs the edit.
+      await f.run(f.agent, state!);
+      assert.deepEqual(f.ran, ["/srv/all/tmp"]);
+    });
+
     test("parallel calls in one turn: one request with every call, each decision reaching its call", async () => {
       const f = fixture(sdk, ["/srv/a", "/srv/b", "/srv/c"]);
       const [a, b, c] = f.callIds;
