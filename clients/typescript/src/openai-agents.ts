@@ -9,6 +9,7 @@
 // has no runtime dependency on it and serves both versions.
 
 import type { Approval, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
+import { canonicalJson } from "./canonical.js";
 import { type ArgsSchemas, type Outcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
 
 export type { Outcome } from "./decisions.js";
@@ -99,7 +100,7 @@ export function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>
       state.reject(item, { message: o.message });
       return o;
     }
-    const edited = o.overrideArgs == null ? undefined : typeof o.overrideArgs === "string" ? o.overrideArgs : JSON.stringify(o.overrideArgs);
+    const edited = editOf(item, o.overrideArgs);
     const run = runOf(state.usage);
     if (edited !== undefined && (!run || !isEditable(toolOf(item)))) {
       const why = run ? "its tool is not wrapped with editable()" : "the run state has no usage to bind the edit to";
@@ -108,10 +109,26 @@ export function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>
       return { callId: o.callId, approved: false, message, decidedBy: o.decidedBy };
     }
     run?.set(o.callId, { tool: toolName(item), original: item.rawItem.arguments, edited, receipt: o.receipt });
-    if (edited !== undefined) unrun.set(unrunKey(toolName(item), o.callId, item.rawItem.arguments), new WeakRef(state.usage!));
+    if (edited !== undefined) remember(unrunKey(toolName(item), o.callId, item.rawItem.arguments), state.usage!);
     state.approve(item);
     return o;
   });
+}
+
+/**
+ * editOf returns the edited arguments (JSON text) an approval carries for
+ * item, or undefined when it carries none or the same arguments the model
+ * gave (canonically), which need no edit.
+ */
+function editOf(item: ApprovalItem, overrideArgs: unknown): string | undefined {
+  if (overrideArgs == null) return undefined;
+  const edited = typeof overrideArgs === "string" ? overrideArgs : JSON.stringify(overrideArgs);
+  try {
+    if (canonicalJson(toolArgs(edited)) === canonicalJson(toolArgs(item.rawItem.arguments))) return undefined;
+  } catch {
+    // Arguments canonicalJson refuses are compared no further: an edit.
+  }
+  return edited;
 }
 
 /** Decided is what the adapter keeps of one approved call for its run's tools. */
@@ -139,6 +156,11 @@ const unrun = new Map<string, WeakRef<object>>();
 
 function unrunKey(tool: string, id: string, original: string | undefined): string {
   return JSON.stringify([tool, id, original ?? null]);
+}
+
+function remember(key: string, usage: object): void {
+  for (const [k, r] of unrun) if (r.deref() === undefined) unrun.delete(k);
+  unrun.set(key, new WeakRef(usage));
 }
 
 function runOf(usage: unknown): Map<string, Decided> | undefined {

@@ -68,6 +68,7 @@ function fixture(sdk: typeof agents, paths: string[], opts: { callIds?: string[]
     paths.map((path, i) => ({ callId: callIds[i], args: { path } })),
   );
   const ran: string[] = [];
+  const invoked: string[] = []; // before the receipt check
   const f = { token: "" };
   const deleteFile = sdk.tool({
     name: "delete_file",
@@ -76,6 +77,7 @@ function fixture(sdk: typeof agents, paths: string[], opts: { callIds?: string[]
     needsApproval: true,
     execute: async ({ path }, ctx, details) => {
       const { callId: id, name, arguments: args } = details!.toolCall!;
+      invoked.push(path);
       await verifyReceipt(receiptOf(ctx, id), await jwks(), { callId: id, tool: name, args, token: f.token });
       ran.push(path);
       return `deleted ${path}`;
@@ -84,7 +86,7 @@ function fixture(sdk: typeof agents, paths: string[], opts: { callIds?: string[]
   const agent = new sdk.Agent({ name: "janitor", instructions: "Clean up.", model, tools: [opts.plain ? deleteFile : editable(deleteFile)] });
   const runner = new sdk.Runner({ tracingDisabled: true });
   const run = (a: typeof agent, input: string | agents.RunState<any, typeof agent>) => runner.run(a, input);
-  return Object.assign(f, { callId: callIds[0], callIds, model, ran, agent, run });
+  return Object.assign(f, { callId: callIds[0], callIds, model, ran, invoked, agent, run });
 }
 
 for (const [version, sdk] of [
@@ -182,11 +184,28 @@ for (const [version, sdk] of [
           await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/all/tmp" } } } });
         },
       });
-      assert.deepEqual(f.ran, []);
+      assert.deepEqual(f.invoked, []);
       assert.equal(outcomes[0].approved, false);
       assert.equal(outcomes[0].receipt, undefined);
       assert.match(outcomes[0].message ?? "", /edited the arguments of this delete_file call.*did not run/);
       assert.equal(result.finalOutput, `${f.callId}: ${outcomes[0].message}`);
+    });
+
+    test("a program's override_args equal to the model's arguments is no edit: the call of a tool not wrapped runs", async () => {
+      const f = fixture(sdk, ["/srv/same"], { plain: true });
+      const { outcomes } = await runWithApprovals(f.run, f.agent, "clean", client, {
+        route: selfApproved,
+        onPending: async (a) => {
+          f.token = a.token;
+          await client.results(a.token, { approvals: { [f.callId]: { kind: "tool-approved", override_args: { path: "/srv/same" } } } });
+        },
+      });
+      // The key's own approval carries no receipt (slackbot signs none for
+      // a self-approval), so the tool, invoked with the model's arguments,
+      // refuses to act.
+      assert.deepEqual(f.invoked, ["/srv/same"]);
+      assert.deepEqual(f.ran, []);
+      assert.equal(outcomes[0].approved, true);
     });
 
     test("an edited call invoked in another run (a nested agent's, say) is refused, never run with the model's arguments", async () => {
