@@ -45,6 +45,11 @@ export interface CallState {
     decided_by: string | null;
     votes: number;
     required: number;
+    /** What became of the call once it was decided, when reported (by a run, or reportOutcome). */
+    outcome?: {
+        status: "ran" | "failed" | "not_run";
+        summary?: string;
+    } | null;
 }
 /** Approval is a request: GET /v1/approvals/{token}. */
 export interface Approval {
@@ -72,6 +77,17 @@ export interface CreateOptions {
     callback_url?: string;
     /** The same key and body return the same token: retries post no second card. */
     idempotency_key?: string;
+}
+/**
+ * OutcomeReport says what became of an approved call once the program
+ * acted on the decision: ran (error: how the tool failed, if it did) or
+ * not (error: why it did not run). slackbot shows it on the call's card.
+ */
+export interface OutcomeReport {
+    tool_call_id: string;
+    ran: boolean;
+    /** Why the call did not run, or how the tool failed; at most 1,000 characters. */
+    error?: string;
 }
 /** ErrorCode is one of /v1's stable error codes. */
 export type ErrorCode = "unauthorized" | "not_found" | "method_not_allowed" | "invalid_request" | "route_forbidden" | "self_approval" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "bad_response";
@@ -113,6 +129,12 @@ export declare class SlackbotClient {
      * with allow_self_approval: true (403 self_approval otherwise).
      */
     results(token: string, results: DeferredToolResults): Promise<Approval>;
+    /**
+     * reportOutcome records what became of an approved call (POST
+     * /v1/approvals/{token}/outcomes): once per call, a repeat of the same
+     * report changes nothing, a different one is a conflict (409).
+     */
+    reportOutcome(token: string, report: OutcomeReport): Promise<Approval>;
     /** cancel ends a pending request: its cards say cancelled. */
     cancel(token: string): Promise<Approval>;
 }

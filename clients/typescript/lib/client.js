@@ -60,6 +60,14 @@ export class SlackbotClient {
     results(token, results) {
         return this.#do("POST", `/v1/approvals/${encodeURIComponent(token)}/results`, results);
     }
+    /**
+     * reportOutcome records what became of an approved call (POST
+     * /v1/approvals/{token}/outcomes): once per call, a repeat of the same
+     * report changes nothing, a different one is a conflict (409).
+     */
+    reportOutcome(token, report) {
+        return this.#do("POST", `/v1/approvals/${encodeURIComponent(token)}/outcomes`, report);
+    }
     /** cancel ends a pending request: its cards say cancelled. */
     cancel(token) {
         return this.#do("DELETE", `/v1/approvals/${encodeURIComponent(token)}`);

@@ -1,58 +1,51 @@
 import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
 import { type SubmitOptions } from "./decisions.js";
+import { type Interrupt, type PendingToolCall, type PendingToolCalls, type Reading } from "./interrupts.js";
 export type { Outcome } from "./decisions.js";
-/** PendingToolCall is a LangChain tool call: {id, name, args}. */
-export interface PendingToolCall {
-    id: string;
-    name: string;
-    args: Record<string, unknown>;
-}
-/** PendingToolCalls is the interrupt value this adapter answers. */
-export interface PendingToolCalls {
-    type: "slackbot/tool-approvals";
-    tool_calls: PendingToolCall[];
-}
-/** ToolDecision is the decision on one call: what interrupt() returns for it, by call id. */
-export type ToolDecision = {
-    type: "approve";
-    args: Record<string, unknown>;
-    edited: boolean;
-    decidedBy?: string;
-} | {
-    type: "reject";
-    message: string;
-    decidedBy?: string;
-};
-/** Decisions are the resume value of one PendingToolCalls interrupt. */
-export type Decisions = Record<string, ToolDecision>;
+export { type Asked, type Decisions, type HITLDecision, type HITLDecisionType, type HITLRequest, type HITLResponse, type HumanInterrupt, type HumanInterruptConfig, type HumanResponse, type Interrupt, InterruptError, type InterruptErrorKind, type PendingToolCall, type PendingToolCalls, type Reading, type ToolDecision, } from "./interrupts.js";
 /** pendingToolCalls is the value to pass to interrupt() for calls that need a person. */
 export declare function pendingToolCalls(calls: readonly PendingToolCall[]): PendingToolCalls;
-/** Interrupt is LangGraph's interrupt record ({id, value}) as invoke's __interrupt__ holds it. */
-export interface Interrupt {
-    id?: string;
-    value?: unknown;
-}
 /** InterruptedResult is invoke's result: the state, plus __interrupt__ when interrupted. */
 export interface InterruptedResult {
     __interrupt__?: Interrupt[];
 }
-/** pendingInterrupts returns the PendingToolCalls interrupts of an invoke result. */
+/** pendingInterrupts returns the PendingToolCalls interrupts of an invoke result (readRound reads every kind). */
 export declare function pendingInterrupts(result: object): Array<Interrupt & {
     value: PendingToolCalls;
 }>;
-/** requestsFor turns the interrupts' calls into one DeferredToolRequests. */
+/** requestsFor turns PendingToolCalls interrupts' calls into one DeferredToolRequests. */
 export declare function requestsFor(interrupts: ReadonlyArray<{
     value: PendingToolCalls;
 }>): DeferredToolRequests;
 /**
- * resumeValue is the Command resume value answering the interrupts as the
- * ended request a says: the Decisions themselves for one interrupt, or a
- * map from interrupt id to Decisions for several. A call nobody decided
- * is rejected with a message saying no decision arrived.
+ * readRound reads every interrupt of an invoke result (none when it is not
+ * interrupted), or throws InterruptError naming the first one this adapter
+ * does not answer. callIds are the ids a stored round's calls were
+ * submitted under (Suspended.call_ids); without them a HITLRequest's calls
+ * take their tool call ids from the result's messages, when it stopped on
+ * that one interrupt.
  */
-export declare function resumeValue(interrupts: ReadonlyArray<Interrupt & {
-    value: PendingToolCalls;
-}>, a: Approval): unknown;
+export declare function readRound(result: object, opts?: {
+    argsSchemas?: SubmitOptions["argsSchemas"];
+    callIds?: ReadonlyArray<readonly string[]>;
+}): Reading[];
+/** callIdsOf returns the slackbot call ids of each interrupt's calls, as submit gives them. */
+export declare function callIdsOf(round: readonly Reading[]): string[][];
+/**
+ * answerRound is the Command resume value answering the round as the
+ * ended request a decided it: the one interrupt's own answer, or a map
+ * from interrupt id to answers for several. It throws InterruptError
+ * (unknown_call) when a call is not one of a's, so that a wrong token or
+ * call id never answers a call as undecided, and (decision_not_allowed)
+ * when a decision breaks the interrupt's rules.
+ */
+export declare function answerRound(round: readonly Reading[], a: Approval): unknown;
+/**
+ * resumeValue is answerRound for interrupts read again: callIds are the
+ * ids their calls were submitted under (Suspended.call_ids), needed for a
+ * HITLRequest whose calls took their ids from the agent's messages.
+ */
+export declare function resumeValue(interrupts: readonly Interrupt[], a: Approval, callIds?: ReadonlyArray<readonly string[]>): unknown;
 /** CommandClass is LangGraph's Command class. */
 export type CommandClass = new (params: {
     resume: unknown;
@@ -92,8 +85,10 @@ export interface ThreadOptions extends SubmitOptions {
 export declare function submit(client: SlackbotClient, result: object, opts?: ThreadOptions): Promise<Approval>;
 /**
  * invokeWithApprovals invokes graph on input in config's thread and, while
- * the result is interrupted for tool approvals, asks slackbot and resumes
- * the thread with new Command({ resume }) carrying the decisions. The
+ * the result is interrupted, asks slackbot about every interrupt's calls
+ * and resumes the thread with new Command({ resume }) carrying the answers.
+ * An interrupt it does not answer, or a decision the interrupt's rules do
+ * not allow, throws InterruptError and leaves the thread interrupted. The
  * graph needs a checkpointer (MemorySaver or a durable one).
  */
 export declare function invokeWithApprovals<R extends object>(graph: Graph<R>, input: unknown, config: {
@@ -101,20 +96,21 @@ export declare function invokeWithApprovals<R extends object>(graph: Graph<R>, i
         thread_id: string;
     };
 } & Record<string, unknown>, client: SlackbotClient, Command: CommandClass, opts?: AskOptions): Promise<R>;
-/** Suspended is an interrupted thread and the slackbot token deciding it. Store it anywhere. */
+/** Suspended is an interrupted thread and the slackbot token deciding it: plain JSON, store it anywhere. */
 export interface Suspended {
     token: string;
     thread_id: string;
-    interrupts: Array<Interrupt & {
-        value: PendingToolCalls;
-    }>;
+    interrupts: Interrupt[];
+    /** The slackbot call ids of each interrupt's calls (absent in rounds stored before it was added: each call's own id). */
+    call_ids?: string[][];
 }
 /** suspend submits the interrupted thread's calls and returns what to store; no process waits. */
 export declare function suspend(client: SlackbotClient, result: object, threadId: string, opts?: SubmitOptions): Promise<Suspended>;
 /**
  * resume resumes a suspended thread with the decisions once its request
  * has ended (waiting when opts.wait is set), and returns invoke's result;
- * undefined while people are still deciding.
+ * undefined while people are still deciding. A stored interrupt it does
+ * not answer throws InterruptError before anything is read.
  */
 export declare function resume<R extends object>(client: SlackbotClient, graph: Graph<R>, Command: CommandClass, saved: Suspended, opts?: {
     wait?: boolean;

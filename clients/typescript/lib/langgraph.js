@@ -1,56 +1,87 @@
-// The adapter for LangGraph.js (@langchain/langgraph): a node calls
-// interrupt(pendingToolCalls(calls)) with the tool calls it may not run
-// alone; the adapter finds those interrupts in the graph's result, submits
-// every call as one slackbot request, and when people have decided resumes
-// the thread with Command({ resume }) carrying one ToolDecision per call
-// (edited arguments included). The node gets the decisions as interrupt()'s
-// return value and runs only the approved calls, with decision.args.
+// The adapter for LangGraph.js (@langchain/langgraph) and LangChain v1's
+// createAgent: it finds the interrupts in the graph's result, submits all
+// their tool calls as one slackbot request, and when people have decided
+// resumes the thread with Command({ resume }) carrying the answer each
+// interrupt expects. It answers three kinds (src/interrupts.ts): its own
+// interrupt(pendingToolCalls(calls)), whose node gets one ToolDecision per
+// call id (edited arguments included) and runs only the approved calls;
+// LangChain's humanInTheLoopMiddleware (HITLRequest → HITLResponse); and
+// LangGraph's prebuilt HumanInterrupt[] (→ HumanResponse[]). Any other
+// interrupt is an InterruptError naming it, never a silent return.
 // LangGraph re-runs a node from its start on resume, so tools run after
 // the interrupt() call, never before. No runtime dependency on LangGraph:
 // the Command class is passed in.
-import { idempotencyKeyOf, nonceOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
+import { ArgsSchemaKey, idempotencyKeyOf, nonceOf, toolArgs } from "./decisions.js";
+import { InterruptError, isPending, readInterrupt } from "./interrupts.js";
+export { InterruptError, } from "./interrupts.js";
 /** pendingToolCalls is the value to pass to interrupt() for calls that need a person. */
 export function pendingToolCalls(calls) {
     return { type: "slackbot/tool-approvals", tool_calls: calls.map((c) => ({ id: c.id, name: c.name, args: c.args })) };
 }
-function isPending(v) {
-    return v?.type === "slackbot/tool-approvals" && Array.isArray(v.tool_calls);
-}
-/** pendingInterrupts returns the PendingToolCalls interrupts of an invoke result. */
+/** pendingInterrupts returns the PendingToolCalls interrupts of an invoke result (readRound reads every kind). */
 export function pendingInterrupts(result) {
     return (result.__interrupt__ ?? []).filter((i) => isPending(i.value));
 }
-/** requestsFor turns the interrupts' calls into one DeferredToolRequests. */
+/** requestsFor turns PendingToolCalls interrupts' calls into one DeferredToolRequests. */
 export function requestsFor(interrupts) {
     return {
         approvals: interrupts.flatMap((i) => i.value.tool_calls.map((c) => ({ tool_name: c.name, args: toolArgs(c.args), tool_call_id: c.id }))),
     };
 }
-function decision(call, o) {
-    if (!o.approved)
-        return { type: "reject", message: o.message ?? "The tool call was denied.", decidedBy: o.decidedBy };
-    if (o.overrideArgs == null)
-        return { type: "approve", args: call.args, edited: false, decidedBy: o.decidedBy };
-    const edited = toolArgs(o.overrideArgs);
-    const args = edited !== null && typeof edited === "object" ? edited : call.args;
-    return { type: "approve", args, edited: true, decidedBy: o.decidedBy };
+/**
+ * readRound reads every interrupt of an invoke result (none when it is not
+ * interrupted), or throws InterruptError naming the first one this adapter
+ * does not answer. callIds are the ids a stored round's calls were
+ * submitted under (Suspended.call_ids); without them a HITLRequest's calls
+ * take their tool call ids from the result's messages, when it stopped on
+ * that one interrupt.
+ */
+export function readRound(result, opts = {}) {
+    const interrupts = result.__interrupt__ ?? [];
+    const messages = interrupts.length === 1 ? result.messages : undefined;
+    return interrupts.map((i, n) => readInterrupt(i, { argsSchemas: opts.argsSchemas, ids: opts.callIds?.[n], messages }));
+}
+/** callIdsOf returns the slackbot call ids of each interrupt's calls, as submit gives them. */
+export function callIdsOf(round) {
+    return round.map((r) => r.calls.map((c) => c.id));
+}
+function requestOf(round) {
+    const calls = round.flatMap((r) => r.calls);
+    const metadata = {};
+    for (const c of calls)
+        if (c.schema)
+            metadata[c.id] = { [ArgsSchemaKey]: c.schema };
+    const approvals = calls.map((c) => ({ tool_name: c.name, args: toolArgs(c.args), tool_call_id: c.id }));
+    return Object.keys(metadata).length > 0 ? { approvals, metadata } : { approvals };
 }
 /**
- * resumeValue is the Command resume value answering the interrupts as the
- * ended request a says: the Decisions themselves for one interrupt, or a
- * map from interrupt id to Decisions for several. A call nobody decided
- * is rejected with a message saying no decision arrived.
+ * answerRound is the Command resume value answering the round as the
+ * ended request a decided it: the one interrupt's own answer, or a map
+ * from interrupt id to answers for several. It throws InterruptError
+ * (unknown_call) when a call is not one of a's, so that a wrong token or
+ * call id never answers a call as undecided, and (decision_not_allowed)
+ * when a decision breaks the interrupt's rules.
  */
-export function resumeValue(interrupts, a) {
-    const perInterrupt = interrupts.map((i) => {
-        const d = {};
-        for (const c of i.value.tool_calls)
-            d[c.id] = decision(c, outcomeOf(c.id, a.results?.approvals?.[c.id], a));
-        return d;
-    });
-    if (perInterrupt.length === 1)
-        return perInterrupt[0];
-    return Object.fromEntries(interrupts.map((i, n) => [i.id, perInterrupt[n]]));
+export function answerRound(round, a) {
+    const known = new Set((a.calls ?? []).map((c) => c.tool_call_id));
+    for (const r of round) {
+        const missing = r.calls.find((c) => !known.has(c.id));
+        if (missing) {
+            throw new InterruptError("unknown_call", `request ${a.token} has no call ${missing.id} (${missing.name}) of interrupt ${r.interrupt.id ?? "with no id"}: resume with the request submit opened for this round, and its call ids`, r.interrupt.id);
+        }
+    }
+    const answers = round.map((r) => r.answer(a));
+    if (round.length === 1)
+        return answers[0];
+    return Object.fromEntries(round.map((r, n) => [r.interrupt.id, answers[n]]));
+}
+/**
+ * resumeValue is answerRound for interrupts read again: callIds are the
+ * ids their calls were submitted under (Suspended.call_ids), needed for a
+ * HITLRequest whose calls took their ids from the agent's messages.
+ */
+export function resumeValue(interrupts, a, callIds) {
+    return answerRound(readRound({ __interrupt__: [...interrupts] }, { callIds }), a);
 }
 /**
  * submit hands the result's pending calls to slackbot and returns the
@@ -63,45 +94,57 @@ export function resumeValue(interrupts, a) {
  */
 export async function submit(client, result, opts = {}) {
     const { argsSchemas, threadId, ...create } = opts;
-    const interrupts = pendingInterrupts(result);
-    const run = interrupts.map((i) => (i.id ? `interrupt:${i.id}` : `object:${nonceOf(i)}`));
+    return submitRound(client, readRound(result, { argsSchemas }), threadId, create);
+}
+async function submitRound(client, round, threadId, create) {
+    if (round.length === 0)
+        throw new InterruptError("not_interrupted", "the result is not interrupted: there is no call to ask about");
+    const run = round.map(({ interrupt: i }) => (i.id ? `interrupt:${i.id}` : `object:${nonceOf(i)}`));
     if (threadId !== undefined)
         run.push(`thread:${threadId}`);
-    const ids = interrupts.flatMap((i) => i.value.tool_calls.map((c) => c.id));
-    return client.create(withArgsSchemas(requestsFor(interrupts), argsSchemas), { idempotency_key: await idempotencyKeyOf("langgraph", run, ids), ...create });
+    const ids = callIdsOf(round).flat();
+    return client.create(requestOf(round), { idempotency_key: await idempotencyKeyOf("langgraph", run, ids), ...create });
 }
 /**
  * invokeWithApprovals invokes graph on input in config's thread and, while
- * the result is interrupted for tool approvals, asks slackbot and resumes
- * the thread with new Command({ resume }) carrying the decisions. The
+ * the result is interrupted, asks slackbot about every interrupt's calls
+ * and resumes the thread with new Command({ resume }) carrying the answers.
+ * An interrupt it does not answer, or a decision the interrupt's rules do
+ * not allow, throws InterruptError and leaves the thread interrupted. The
  * graph needs a checkpointer (MemorySaver or a durable one).
  */
 export async function invokeWithApprovals(graph, input, config, client, Command, opts = {}) {
-    const { signal, onPending, ...create } = opts;
+    const { signal, onPending, argsSchemas, ...create } = opts;
     let result = await graph.invoke(input, config);
     for (;;) {
-        const interrupts = pendingInterrupts(result);
-        if (interrupts.length === 0)
+        const round = readRound(result, { argsSchemas });
+        if (round.length === 0)
             return result;
-        const pending = await submit(client, result, { ...create, threadId: config.configurable.thread_id });
+        const pending = await submitRound(client, round, config.configurable.thread_id, create);
         await onPending?.(pending);
         const done = await client.wait(pending.token, { signal });
-        result = await graph.invoke(new Command({ resume: resumeValue(interrupts, done) }), config);
+        result = await graph.invoke(new Command({ resume: answerRound(round, done) }), config);
     }
 }
 /** suspend submits the interrupted thread's calls and returns what to store; no process waits. */
 export async function suspend(client, result, threadId, opts = {}) {
-    const a = await submit(client, result, { ...opts, threadId });
-    return { token: a.token, thread_id: threadId, interrupts: pendingInterrupts(result) };
+    const { argsSchemas, ...create } = opts;
+    const round = readRound(result, { argsSchemas });
+    const a = await submitRound(client, round, threadId, create);
+    return { token: a.token, thread_id: threadId, interrupts: round.map((r) => r.interrupt), call_ids: callIdsOf(round) };
 }
 /**
  * resume resumes a suspended thread with the decisions once its request
  * has ended (waiting when opts.wait is set), and returns invoke's result;
- * undefined while people are still deciding.
+ * undefined while people are still deciding. A stored interrupt it does
+ * not answer throws InterruptError before anything is read.
  */
 export async function resume(client, graph, Command, saved, opts = {}) {
+    const round = readRound({ __interrupt__: saved.interrupts }, { callIds: saved.call_ids });
+    if (round.length === 0)
+        throw new InterruptError("not_interrupted", `the stored round of request ${saved.token} holds no interrupt`);
     const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
     if (a.status === "pending")
         return undefined;
-    return graph.invoke(new Command({ resume: resumeValue(saved.interrupts, a) }), { configurable: { thread_id: saved.thread_id } });
+    return graph.invoke(new Command({ resume: answerRound(round, a) }), { configurable: { thread_id: saved.thread_id } });
 }

@@ -1,10 +1,13 @@
-// The adapter for the OpenAI Agents SDK (@openai/agents): a run that stops
-// on tools with needsApproval hands its interruptions to slackbot as one
-// request; when people decide in Slack, each interruption is approved
-// (with edited arguments, if an approver or a program edited them) or
-// rejected with the reason, and the run goes on. It uses the SDK through
-// the few members it needs (structural types), so this package has no
-// runtime dependency on it.
+// The adapter for the OpenAI Agents SDK (@openai/agents, 0.14.3 up to
+// 0.20): a run that stops on tools with needsApproval hands its
+// interruptions to slackbot as one request; when people decide in Slack,
+// each interruption is approved or rejected with the reason through the
+// SDK's public RunState.approve/reject, and the run goes on. An approver's
+// edit runs only through a tool wrapped with editable() (see there); the
+// adapter never writes to the SDK's items or serialized state. It uses the
+// SDK through the few members it needs (structural types), so this package
+// has no runtime dependency on it and serves both versions.
+import { canonicalJson } from "./canonical.js";
 import { idempotencyKeyOf, nonceOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
 /** callId is the id slackbot knows an interruption by. */
 export function callId(item) {
@@ -13,8 +16,11 @@ export function callId(item) {
         throw new TypeError("slackbot: an interruption has no callId");
     return id;
 }
+function toolName(item) {
+    return item.name ?? item.rawItem.name ?? "unknown";
+}
 function toolCall(item) {
-    return { tool_name: item.name ?? item.rawItem.name ?? "unknown", args: toolArgs(item.rawItem.arguments), tool_call_id: callId(item) };
+    return { tool_name: toolName(item), args: toolArgs(item.rawItem.arguments), tool_call_id: callId(item) };
 }
 /** requestsFor turns interruptions into one DeferredToolRequests. */
 export function requestsFor(items) {
@@ -22,57 +28,191 @@ export function requestsFor(items) {
 }
 /**
  * idempotencyKey names one round of interruptions: their call ids and a
- * random id bound to each interruption object. The SDK makes new
- * interruption objects for every run and round, and nothing in them or in
- * the RunState is unique to the run (the trace id is shared by every run
- * of a trace and absent with tracing off; response ids come from the
- * model), so the same interruptions submitted again find the same request
- * and another run's get their own, whatever call ids its model reuses.
+ * random id bound to the result that stopped on them. The SDK makes a new
+ * result for every run and round (0.20 also new interruption objects on
+ * every read of result.interruptions), and nothing in it or in the
+ * RunState is unique to the run (the trace id is shared by every run of a
+ * trace and absent with tracing off; response ids come from the model), so
+ * the same result submitted again finds the same request and another
+ * run's get their own, whatever call ids its model reuses.
  */
-export function idempotencyKey(items) {
-    return idempotencyKeyOf("openai-agents", items.map(nonceOf), items.map(callId));
+export function idempotencyKey(result) {
+    return idempotencyKeyOf("openai-agents", [nonceOf(result)], (result.interruptions ?? []).map(callId));
 }
 /**
  * applyDecisions approves or rejects each interruption on state as the
  * ended request says; an interruption it does not decide (expired,
- * cancelled) is rejected with a message saying no decision arrived.
- * Edited arguments replace the call's arguments before it is approved.
+ * cancelled) is rejected with a message saying no decision arrived. A call
+ * approved with edited arguments is approved only if its tool is
+ * editable() (and state has its run's usage): the tool then runs with
+ * exactly the edit. Otherwise it is rejected, and its outcome says it did
+ * not run: neither SDK version lets a program change an approved call's
+ * arguments (RunState.approve takes only alwaysApprove), and the original
+ * arguments never run once a person approved others.
  */
 export function applyDecisions(state, items, a) {
     return items.map((item) => {
         const o = outcomeOf(callId(item), a.results?.approvals?.[callId(item)], a);
-        if (o.approved) {
-            if (o.overrideArgs !== undefined && o.overrideArgs !== null) {
-                item.rawItem.arguments = typeof o.overrideArgs === "string" ? o.overrideArgs : JSON.stringify(o.overrideArgs);
-            }
-            state.approve(item);
-        }
-        else {
+        if (!o.approved) {
             state.reject(item, { message: o.message });
+            return o;
         }
+        const edited = editOf(item, o.overrideArgs);
+        const run = runOf(state.usage);
+        if (edited !== undefined && (!run || !isEditable(toolOf(item)))) {
+            const why = run ? "its tool is not wrapped with editable()" : "the run state has no usage to bind the edit to";
+            const message = `The approver edited the arguments of this ${toolName(item)} call, which cannot run with edited arguments here (${why}), so it did not run.`;
+            state.reject(item, { message });
+            return { callId: o.callId, approved: false, message, decidedBy: o.decidedBy };
+        }
+        run?.set(o.callId, { tool: toolName(item), original: item.rawItem.arguments, edited, receipt: o.receipt });
+        if (edited !== undefined)
+            remember(unrunKey(toolName(item), o.callId, item.rawItem.arguments), state.usage);
+        state.approve(item);
         return o;
     });
 }
 /**
- * argsSchemasOf returns the parameters (JSON Schema) of the function tools
- * the interruptions' agents have, by name: sent with the calls, they let
- * an approver edit the arguments in Slack, checked against them.
+ * editOf returns the edited arguments (JSON text) an approval carries for
+ * item, or undefined when it carries none or the same arguments the model
+ * gave (canonically), which need no edit.
+ */
+function editOf(item, overrideArgs) {
+    if (overrideArgs == null)
+        return undefined;
+    const edited = typeof overrideArgs === "string" ? overrideArgs : JSON.stringify(overrideArgs);
+    try {
+        if (canonicalJson(toolArgs(edited)) === canonicalJson(toolArgs(item.rawItem.arguments)))
+            return undefined;
+    }
+    catch {
+        // Arguments canonicalJson refuses are compared no further: an edit.
+    }
+    return edited;
+}
+// Each run's approved calls, by call id, under the run's Usage: the one
+// object the RunState (state.usage) and every tool invocation of the run
+// (runContext.usage) share, in 0.14 and 0.20 alike, so an edit or a receipt
+// reaches only the run it was decided for, however the model reuses call ids.
+const runs = new WeakMap();
+// Edited calls not yet run, by tool, call id and the model's arguments,
+// with the run they were decided for: an invocation of the same call that
+// finds no decision in its own run (a nested agent's run, with a Usage of
+// its own) is refused rather than run with the arguments the person
+// replaced. An entry goes once its edit ran or its run is gone.
+const unrun = new Map();
+function unrunKey(tool, id, original) {
+    return JSON.stringify([tool, id, original ?? null]);
+}
+function remember(key, usage) {
+    for (const [k, r] of unrun)
+        if (r.deref() === undefined)
+            unrun.delete(k);
+    unrun.set(key, new WeakRef(usage));
+}
+function runOf(usage) {
+    if (usage === null || typeof usage !== "object")
+        return undefined;
+    let m = runs.get(usage);
+    if (!m)
+        runs.set(usage, (m = new Map()));
+    return m;
+}
+function decidedIn(runContext, id) {
+    const usage = runContext?.usage;
+    return usage !== null && typeof usage === "object" ? runs.get(usage)?.get(id) : undefined;
+}
+/**
+ * receiptOf returns the receipt slackbot signed for the approved call
+ * callId of the run whose RunContext a tool received (the second argument
+ * of a tool's execute), or undefined: a tool checks it with verifyReceipt
+ * before acting. It works on every path (runWithApprovals, ask, resume).
+ */
+export function receiptOf(runContext, callId) {
+    return decidedIn(runContext, callId)?.receipt;
+}
+const editables = new WeakSet();
+function isEditable(tool) {
+    return tool !== undefined && editables.has(tool);
+}
+function toolOf(item) {
+    const name = toolName(item);
+    return item.agent?.tools?.find((t) => t.type === "function" && t.name === name);
+}
+/**
+ * editable returns a copy of a function tool whose calls an approver may
+ * edit in Slack: the adapter sends its parameters as the call's schema
+ * (the card offers Edit), and when the call was approved with edited
+ * arguments the copy runs the tool with exactly them (its input, and
+ * details.toolCall.arguments, which a receipt check reads) instead of the
+ * model's. Give the agent the copy. Neither SDK version offers a public
+ * way to approve a call with other arguments (RunState.approve takes only
+ * alwaysApprove, RunToolApprovalItem.arguments is read-only, tool input
+ * guardrails allow or reject), so the edit is applied where the SDK
+ * publicly hands a tool its input: FunctionTool.invoke. The tool's input
+ * guardrails and needsApproval saw the model's arguments; slackbot checked
+ * the edit against the parameters and the route's auto_deny. Calls of a
+ * tool not wrapped are never editable: no Edit button, and a program's
+ * edit is refused (the call does not run).
+ */
+export function editable(tool) {
+    if (editables.has(tool))
+        return tool;
+    if (tool.type !== "function")
+        throw new TypeError(`slackbot: editable() takes a function tool; ${tool.name} is a ${tool.type} tool`);
+    const invoke = tool.invoke.bind(tool);
+    const copy = Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool));
+    const edited = async (runContext, input, details) => {
+        const id = details?.toolCall?.callId;
+        const d = id === undefined ? undefined : decidedIn(runContext, id);
+        if (d?.edited === undefined) {
+            const key = unrunKey(tool.name, id ?? "", input);
+            if (unrun.get(key)?.deref() !== undefined) {
+                throw new Error(`slackbot: ${tool.name} call ${id} was approved with edited arguments in another run than this one; it did not run`);
+            }
+            unrun.delete(key);
+            return invoke(runContext, input, details);
+        }
+        if (d.tool !== tool.name || d.original !== input) {
+            throw new Error(`slackbot: ${tool.name} call ${id} was approved with edited arguments for other arguments than the ones it ran with; it did not run`);
+        }
+        unrun.delete(unrunKey(tool.name, id, input));
+        return invoke(runContext, d.edited, { ...details, toolCall: { ...details?.toolCall, arguments: d.edited } });
+    };
+    Object.defineProperty(copy, "invoke", { value: edited, writable: true, enumerable: true, configurable: true });
+    editables.add(copy);
+    return copy;
+}
+/**
+ * argsSchemasOf returns the parameters (JSON Schema) of the editable()
+ * function tools the interruptions' agents have, by name: sent with the
+ * calls, they let an approver edit the arguments in Slack, checked
+ * against them.
  */
 export function argsSchemasOf(items) {
     const out = {};
     for (const item of items) {
-        const name = item.name ?? item.rawItem.name;
-        const t = item.agent?.tools?.find((t) => t.type === "function" && t.name === name);
-        if (name && t?.parameters !== null && typeof t?.parameters === "object")
-            out[name] = t.parameters;
+        const t = toolOf(item);
+        if (t && isEditable(t) && t.parameters !== null && typeof t.parameters === "object")
+            out[toolName(item)] = t.parameters;
     }
     return out;
 }
-/** submit hands a result's interruptions to slackbot and returns the pending request. */
-export async function submit(client, items, opts = {}) {
+/**
+ * submit hands a result's interruptions to slackbot and returns the
+ * pending request. A schema in argsSchemas for a tool that is not
+ * editable() is an error: its card would offer an Edit the run cannot
+ * apply.
+ */
+export async function submit(client, result, opts = {}) {
+    const items = result.interruptions ?? [];
     const { argsSchemas, ...create } = opts;
+    const refused = items.filter((i) => argsSchemas && Object.hasOwn(argsSchemas, toolName(i)) && !isEditable(toolOf(i))).map(toolName);
+    if (refused.length > 0) {
+        throw new TypeError(`slackbot: argsSchemas names ${[...new Set(refused)].join(", ")}, whose tool is not wrapped with editable(): its edits could not run`);
+    }
     const requests = withArgsSchemas(requestsFor(items), { ...argsSchemasOf(items), ...argsSchemas });
-    return client.create(requests, { idempotency_key: await idempotencyKey(items), ...create });
+    return client.create(requests, { idempotency_key: await idempotencyKey(result), ...create });
 }
 /**
  * ask submits the interruptions, waits while people decide, and applies
@@ -83,7 +223,7 @@ export async function ask(client, result, opts = {}) {
     if (items.length === 0)
         return [];
     const { signal, onPending, ...create } = opts;
-    const pending = await submit(client, items, create);
+    const pending = await submit(client, result, create);
     await onPending?.(pending);
     const done = await client.wait(pending.token, { signal });
     return applyDecisions(result.state, items, done);
@@ -91,65 +231,35 @@ export async function ask(client, result, opts = {}) {
 /**
  * runWithApprovals runs agent on input with run (the SDK's run), and each
  * time the run stops on interruptions asks slackbot and runs on from the
- * state, until a run ends without interruptions.
+ * state, until a run ends without interruptions. Its tools get their
+ * receipts with receiptOf(runContext, callId).
  */
 export async function runWithApprovals(run, agent, input, client, opts = {}) {
+    const outcomes = [];
     let result = await run(agent, input);
     while ((result.interruptions?.length ?? 0) > 0) {
-        await ask(client, result, opts);
+        outcomes.push(...(await ask(client, result, opts)));
         result = await run(agent, result.state);
     }
-    return result;
+    return { result, outcomes };
 }
 /** suspend submits the interruptions and returns what to store; no process waits. */
 export async function suspend(client, result, opts = {}) {
-    const a = await submit(client, result.interruptions ?? [], opts);
+    const a = await submit(client, result, opts);
     return { token: a.token, state: result.state.toString() };
 }
 /**
- * resume restores a suspended run's state (RunState.fromString) once its
- * request has ended and applies the decisions; it returns undefined while
- * people are still deciding (unless wait is set, then it waits). Run the
- * agent again with the returned state.
+ * resume restores a suspended run's state (RunState.fromString, the
+ * SDK's own serialized form, unchanged) once its request has ended and
+ * applies the decisions; it returns undefined while people are still
+ * deciding (unless wait is set, then it waits). Run the agent again with
+ * the returned state: an editable() tool runs with an approver's edit.
  */
 export async function resume(client, runState, agent, saved, opts = {}) {
     const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
     if (a.status === "pending")
         return undefined;
-    const state = await runState.fromString(agent, withEditedArguments(saved.state, a));
+    const state = await runState.fromString(agent, saved.state);
     applyDecisions(state, state.getInterruptions(), a);
     return state;
-}
-/**
- * withEditedArguments rewrites, in a serialized RunState, the arguments of
- * every function call that was approved with edited arguments. A restored
- * state keeps its own copy of each call for running the tools, apart from
- * the interruption items, so editing the items alone would not reach the
- * tool; the serialized form is the SDK's public, versioned one.
- */
-export function withEditedArguments(serialized, a) {
-    const edits = new Map();
-    for (const [id, r] of Object.entries(a.results?.approvals ?? {})) {
-        if (typeof r === "object" && r.kind === "tool-approved" && r.override_args != null) {
-            edits.set(id, typeof r.override_args === "string" ? r.override_args : JSON.stringify(r.override_args));
-        }
-    }
-    if (edits.size === 0)
-        return serialized;
-    const edit = (v) => {
-        if (Array.isArray(v)) {
-            v.forEach(edit);
-        }
-        else if (v !== null && typeof v === "object") {
-            const o = v;
-            const id = o.callId;
-            if (o.type === "function_call" && typeof id === "string" && edits.has(id) && typeof o.arguments === "string") {
-                o.arguments = edits.get(id);
-            }
-            Object.values(o).forEach(edit);
-        }
-    };
-    const parsed = JSON.parse(serialized);
-    edit(parsed);
-    return JSON.stringify(parsed);
 }
