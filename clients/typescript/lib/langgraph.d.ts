@@ -1,5 +1,5 @@
 import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { type SubmitOptions } from "./decisions.js";
+import { type Outcome, type SubmitOptions } from "./decisions.js";
 import { type Interrupt, type PendingToolCall, type PendingToolCalls, type Reading } from "./interrupts.js";
 export type { Outcome } from "./decisions.js";
 export { type Asked, type Decisions, type HITLDecision, type HITLDecisionType, type HITLRequest, type HITLResponse, type HumanInterrupt, type HumanInterruptConfig, type HumanResponse, type Interrupt, InterruptError, type InterruptErrorKind, type PendingToolCall, type PendingToolCalls, type Reading, type ToolDecision, } from "./interrupts.js";
@@ -67,7 +67,16 @@ export interface AskOptions extends SubmitOptions {
     signal?: AbortSignal;
     /** onPending sees the request once its cards are posted, before the wait (e.g. to store the token). */
     onPending?: (pending: Approval) => void | Promise<void>;
+    /**
+     * onOutcomes sees each round's decisions, with the receipts of approved
+     * calls, before the graph resumes: keep them by call id (a LangChain
+     * tool's own is config.toolCall.id) for the tools to check with
+     * verifyReceipt before they act.
+     */
+    onOutcomes?: (outcomes: Outcome[]) => void | Promise<void>;
 }
+/** roundOutcomes is what became of every call of a decided round. */
+export declare function roundOutcomes(round: readonly Reading[], a: Approval): Outcome[];
 /** ThreadOptions are the create options plus the thread the result is of. */
 export interface ThreadOptions extends SubmitOptions {
     /** The thread_id the graph ran in (invokeWithApprovals and suspend pass it). */

@@ -11,7 +11,7 @@
 // LangGraph re-runs a node from its start on resume, so tools run after
 // the interrupt() call, never before. No runtime dependency on LangGraph:
 // the Command class is passed in.
-import { ArgsSchemaKey, idempotencyKeyOf, nonceOf, toolArgs } from "./decisions.js";
+import { ArgsSchemaKey, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs } from "./decisions.js";
 import { InterruptError, isPending, readInterrupt } from "./interrupts.js";
 export { InterruptError, } from "./interrupts.js";
 /** pendingToolCalls is the value to pass to interrupt() for calls that need a person. */
@@ -83,6 +83,10 @@ export function answerRound(round, a) {
 export function resumeValue(interrupts, a, callIds) {
     return answerRound(readRound({ __interrupt__: [...interrupts] }, { callIds }), a);
 }
+/** roundOutcomes is what became of every call of a decided round. */
+export function roundOutcomes(round, a) {
+    return round.flatMap((r) => r.calls.map((c) => outcomeOf(c.id, a.results?.approvals?.[c.id], a)));
+}
 /**
  * submit hands the result's pending calls to slackbot and returns the
  * pending request. Its idempotency key names the thread, the interrupts'
@@ -114,7 +118,7 @@ async function submitRound(client, round, threadId, create) {
  * graph needs a checkpointer (MemorySaver or a durable one).
  */
 export async function invokeWithApprovals(graph, input, config, client, Command, opts = {}) {
-    const { signal, onPending, argsSchemas, ...create } = opts;
+    const { signal, onPending, onOutcomes, argsSchemas, ...create } = opts;
     let result = await graph.invoke(input, config);
     for (;;) {
         const round = readRound(result, { argsSchemas });
@@ -123,7 +127,9 @@ export async function invokeWithApprovals(graph, input, config, client, Command,
         const pending = await submitRound(client, round, config.configurable.thread_id, create);
         await onPending?.(pending);
         const done = await client.wait(pending.token, { signal });
-        result = await graph.invoke(new Command({ resume: answerRound(round, done) }), config);
+        const resume = answerRound(round, done);
+        await onOutcomes?.(roundOutcomes(round, done));
+        result = await graph.invoke(new Command({ resume }), config);
     }
 }
 /** suspend submits the interrupted thread's calls and returns what to store; no process waits. */

@@ -13,7 +13,7 @@
 // the Command class is passed in.
 
 import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { ArgsSchemaKey, type SubmitOptions, idempotencyKeyOf, nonceOf, toolArgs } from "./decisions.js";
+import { ArgsSchemaKey, type Outcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs } from "./decisions.js";
 import { type Interrupt, InterruptError, type PendingToolCall, type PendingToolCalls, type Reading, isPending, readInterrupt } from "./interrupts.js";
 
 export type { Outcome } from "./decisions.js";
@@ -136,6 +136,18 @@ export interface AskOptions extends SubmitOptions {
   signal?: AbortSignal;
   /** onPending sees the request once its cards are posted, before the wait (e.g. to store the token). */
   onPending?: (pending: Approval) => void | Promise<void>;
+  /**
+   * onOutcomes sees each round's decisions, with the receipts of approved
+   * calls, before the graph resumes: keep them by call id (a LangChain
+   * tool's own is config.toolCall.id) for the tools to check with
+   * verifyReceipt before they act.
+   */
+  onOutcomes?: (outcomes: Outcome[]) => void | Promise<void>;
+}
+
+/** roundOutcomes is what became of every call of a decided round. */
+export function roundOutcomes(round: readonly Reading[], a: Approval): Outcome[] {
+  return round.flatMap((r) => r.calls.map((c) => outcomeOf(c.id, a.results?.approvals?.[c.id], a)));
 }
 
 /** ThreadOptions are the create options plus the thread the result is of. */
@@ -182,7 +194,7 @@ export async function invokeWithApprovals<R extends object>(
   Command: CommandClass,
   opts: AskOptions = {},
 ): Promise<R> {
-  const { signal, onPending, argsSchemas, ...create } = opts;
+  const { signal, onPending, onOutcomes, argsSchemas, ...create } = opts;
   let result = await graph.invoke(input, config);
   for (;;) {
     const round = readRound(result, { argsSchemas });
@@ -190,7 +202,9 @@ export async function invokeWithApprovals<R extends object>(
     const pending = await submitRound(client, round, config.configurable.thread_id, create);
     await onPending?.(pending);
     const done = await client.wait(pending.token, { signal });
-    result = await graph.invoke(new Command({ resume: answerRound(round, done) }), config);
+    const resume = answerRound(round, done);
+    await onOutcomes?.(roundOutcomes(round, done));
+    result = await graph.invoke(new Command({ resume }), config);
   }
 }
 

@@ -5,23 +5,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { asSchema, generateText, tool, type ModelMessage } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 import type { Approval } from "../src/index.js";
 import { argsSchemasOf, generateWithApprovals, resume, suspend, type Message } from "../src/ai-sdk.js";
+import { callingModel } from "./support/ai-sdk-model.js";
 import { FormRefused, assertNoReceipt, assertReceipt, click, client, editInSlack, selfApproved, uniqueId } from "./support/live.js";
-
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
-
-type Output = { type: string; value?: unknown; reason?: string };
-
-function said(o: Output): string {
-  if (o.type === "execution-denied") return `denied: ${o.reason ?? ""}`;
-  return typeof o.value === "string" ? o.value : JSON.stringify(o.value);
-}
 
 /**
  * fixture is a model that asks for delete_file once, with callId (fresh by
@@ -30,24 +18,7 @@ function said(o: Output): string {
  */
 function fixture(path = "/srv/data", callId = uniqueId("call_ai")) {
   const ran: string[] = [];
-  const model = new MockLanguageModelV3({
-    doGenerate: async (options) => {
-      const results = options.prompt
-        .filter((m) => m.role === "tool")
-        .flatMap((m) => m.content)
-        .filter((p) => p.type === "tool-result");
-      if (results.length === 0) {
-        return {
-          content: [{ type: "tool-call", toolCallId: callId, toolName: "delete_file", input: JSON.stringify({ path }) }],
-          finishReason: { unified: "tool-calls", raw: "tool_calls" },
-          usage,
-          warnings: [],
-        };
-      }
-      const text = results.map((r) => `${r.toolCallId}: ${said(r.output as Output)}`).join("\n");
-      return { content: [{ type: "text", text }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] };
-    },
-  });
+  const model = callingModel("delete_file", { path }, callId);
   const tools = {
     delete_file: tool({
       description: "Deletes a file.",

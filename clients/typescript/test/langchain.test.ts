@@ -12,8 +12,8 @@ import { fakeModel } from "@langchain/core/testing";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { type InterruptOnConfig, createAgent, humanInTheLoopMiddleware, tool } from "langchain";
 import { z } from "zod";
-import { type Approval, verifyMetadata } from "../src/index.js";
-import { invokeWithApprovals, resume, suspend } from "../src/langgraph.js";
+import { type Approval, verifyMetadata, verifyReceipt } from "../src/index.js";
+import { type Outcome, invokeWithApprovals, resume, suspend } from "../src/langgraph.js";
 import { click, client, editInSlack, jwks, uniqueId } from "./support/live.js";
 
 /** Ran is what a tool received: its arguments and the tool call id LangChain gave it. */
@@ -105,6 +105,33 @@ describe("LangChain createAgent + humanInTheLoopMiddleware", () => {
     assert.equal(last(out), "done: deleted /srv/old | fetched https://b.example/y");
     await assertSigned(pending!.token, f.ids.del, "delete_file", { path: "/srv/old" });
     await assertSigned(pending!.token, f.ids.get, "fetch_url", { url: "https://b.example/y" });
+  });
+
+  test("onOutcomes hands each round's receipts over before the tools run; each verifies for exactly what its tool ran", async () => {
+    const f = agentOf();
+    const rounds: Outcome[][] = [];
+    let ranBefore = -1;
+    await invokeWithApprovals(f.agent, f.input, f.config, client, Command, {
+      onPending: async (a) => {
+        await click(a.token, f.ids.del, "approve");
+        await editInSlack(a.token, f.ids.get, { url: "https://b.example/z" });
+      },
+      onOutcomes: (outcomes) => {
+        ranBefore = f.ran.length;
+        rounds.push(outcomes);
+      },
+    });
+    assert.equal(ranBefore, 0, "onOutcomes ran after a tool: the tool could not have had its receipt");
+    assert.equal(rounds.length, 1);
+    const byId = new Map(rounds[0].map((o) => [o.callId, o]));
+    assert.deepEqual([...byId.keys()].sort(), [f.ids.del, f.ids.get].sort());
+    assert.equal(f.ran.length, 2);
+    for (const r of f.ran) {
+      const o = byId.get(r.callId!);
+      assert.ok(o?.approved && o.receipt, `${r.tool}: no approved outcome with a receipt`);
+      await verifyReceipt(o.receipt, await jwks(), { callId: r.callId!, tool: r.tool, args: r.args });
+    }
+    assert.deepEqual(byId.get(f.ids.get)?.overrideArgs, { url: "https://b.example/z" });
   });
 
   // LangChain (hitl.js, langchain 1.5.14): once any call of the batch is
