@@ -1,15 +1,7 @@
 import type { SlackbotClient } from "./client.js";
-import type { Outcome } from "./decisions.js";
+import type { RunOutcome } from "./decisions.js";
 import type { Answer, StepResult } from "./ai-sdk.js";
-/** RunOutcome is a call's Outcome and, for an approved call, what became of it. */
-export interface RunOutcome extends Outcome {
-    /** Whether the approved call ran; undefined for a call not approved, or whose result the SDK did not give. */
-    ran?: boolean;
-    /** Why the approved call did not run, or how its tool failed. */
-    error?: string;
-    /** Why slackbot could not be told what became of the call, if it could not. */
-    reportError?: string;
-}
+export type { RunOutcome } from "./decisions.js";
 /**
  * ranOutcomes returns the answer's outcomes with what result (the next
  * generateText or settled streamText result, generated from the answer's

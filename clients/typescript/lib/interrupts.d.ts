@@ -30,6 +30,14 @@ export interface Reading {
     calls: Asked[];
     /** answer is the resume value for this interrupt as the ended request a decided its calls. */
     answer(a: Approval): unknown;
+    /**
+     * notRun names the calls a approved that the framework will not run
+     * all the same, and why (absent: it runs every approved call).
+     */
+    notRun?(a: Approval): Array<{
+        id: string;
+        why: string;
+    }>;
 }
 /** ReadOptions are what a reading needs beyond the interrupt. */
 export interface ReadOptions {

@@ -146,6 +146,17 @@ function readHITL(i, v, opts) {
                 throw notAllowed(i, a, problems);
             return { decisions };
         },
+        // langchain 1.5.14 (dist/agents/middleware/hitl.js): once any decision
+        // of the batch is a rejection, the middleware runs none of its calls
+        // and asks the model again, so an approved call there never runs.
+        notRun(a) {
+            const problems = [];
+            const decisions = calls.map((c, k) => hitlDecision(c, read[k].cfg.allowed, a, problems));
+            if (problems.length > 0 || !decisions.some((d) => d.type === "reject"))
+                return [];
+            const why = "LangChain's humanInTheLoopMiddleware runs none of a batch of calls once one of them is rejected; the model was asked again";
+            return calls.filter((_, k) => decisions[k].type !== "reject").map((c) => ({ id: c.id, why }));
+        },
     };
 }
 /**

@@ -1,5 +1,5 @@
 import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { type Outcome, type SubmitOptions } from "./decisions.js";
+import { type Outcome, type RunOutcome, type SubmitOptions } from "./decisions.js";
 import { type Interrupt, type PendingToolCall, type PendingToolCalls, type Reading } from "./interrupts.js";
 export type { Outcome } from "./decisions.js";
 export { type Asked, type Decisions, type HITLDecision, type HITLDecisionType, type HITLRequest, type HITLResponse, type HumanInterrupt, type HumanInterruptConfig, type HumanResponse, type Interrupt, InterruptError, type InterruptErrorKind, type PendingToolCall, type PendingToolCalls, type Reading, type ToolDecision, } from "./interrupts.js";
@@ -73,8 +73,16 @@ export interface AskOptions extends SubmitOptions {
      * tool's own is config.toolCall.id) for the tools to check with
      * verifyReceipt before they act.
      */
-    onOutcomes?: (outcomes: Outcome[]) => void | Promise<void>;
+    onOutcomes?: (outcomes: RunOutcome[]) => void | Promise<void>;
 }
+/**
+ * reportNotRun tells slackbot about each approved call of a decided round
+ * that the framework will not run (Reading.notRun), so its card does not
+ * keep saying "approved" as if it ran; it marks those outcomes ran: false.
+ * A report slackbot refuses or cannot take is kept in reportError, not
+ * thrown: the run goes on.
+ */
+export declare function reportNotRun(client: SlackbotClient, round: readonly Reading[], a: Approval, outcomes: RunOutcome[]): Promise<void>;
 /** roundOutcomes is what became of every call of a decided round. */
 export declare function roundOutcomes(round: readonly Reading[], a: Approval): Outcome[];
 /** ThreadOptions are the create options plus the thread the result is of. */

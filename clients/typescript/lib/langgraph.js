@@ -83,6 +83,29 @@ export function answerRound(round, a) {
 export function resumeValue(interrupts, a, callIds) {
     return answerRound(readRound({ __interrupt__: [...interrupts] }, { callIds }), a);
 }
+/**
+ * reportNotRun tells slackbot about each approved call of a decided round
+ * that the framework will not run (Reading.notRun), so its card does not
+ * keep saying "approved" as if it ran; it marks those outcomes ran: false.
+ * A report slackbot refuses or cannot take is kept in reportError, not
+ * thrown: the run goes on.
+ */
+export async function reportNotRun(client, round, a, outcomes) {
+    const byId = new Map(outcomes.map((o) => [o.callId, o]));
+    const skipped = round.flatMap((r) => r.notRun?.(a) ?? []);
+    await Promise.all(skipped.map(async ({ id, why }) => {
+        const o = byId.get(id);
+        if (o)
+            Object.assign(o, { ran: false, error: why });
+        try {
+            await client.reportOutcome(a.token, { tool_call_id: id, ran: false, error: why });
+        }
+        catch (err) {
+            if (o)
+                o.reportError = err instanceof Error ? err.message : String(err);
+        }
+    }));
+}
 /** roundOutcomes is what became of every call of a decided round. */
 export function roundOutcomes(round, a) {
     return round.flatMap((r) => r.calls.map((c) => outcomeOf(c.id, a.results?.approvals?.[c.id], a)));
@@ -128,7 +151,9 @@ export async function invokeWithApprovals(graph, input, config, client, Command,
         await onPending?.(pending);
         const done = await client.wait(pending.token, { signal });
         const resume = answerRound(round, done);
-        await onOutcomes?.(roundOutcomes(round, done));
+        const outcomes = roundOutcomes(round, done);
+        await reportNotRun(client, round, done, outcomes);
+        await onOutcomes?.(outcomes);
         result = await graph.invoke(new Command({ resume }), config);
     }
 }

@@ -9,18 +9,10 @@
 // that never ran does not stay "approved".
 
 import type { SlackbotClient } from "./client.js";
-import type { Outcome } from "./decisions.js";
+import type { Outcome, RunOutcome } from "./decisions.js";
 import type { Answer, Message, StepResult } from "./ai-sdk.js";
 
-/** RunOutcome is a call's Outcome and, for an approved call, what became of it. */
-export interface RunOutcome extends Outcome {
-  /** Whether the approved call ran; undefined for a call not approved, or whose result the SDK did not give. */
-  ran?: boolean;
-  /** Why the approved call did not run, or how its tool failed. */
-  error?: string;
-  /** Why slackbot could not be told what became of the call, if it could not. */
-  reportError?: string;
-}
+export type { RunOutcome } from "./decisions.js";
 
 /** maxError is how much of an error slackbot takes (its /outcomes endpoint's bound). */
 const maxError = 1000;

@@ -21,6 +21,16 @@ export interface Outcome {
   receipt?: string;
 }
 
+/** RunOutcome is an Outcome and what became of the call once the framework acted on it. */
+export interface RunOutcome extends Outcome {
+  /** Whether the approved call ran; undefined for a call not approved, or whose result the SDK did not give. */
+  ran?: boolean;
+  /** Why the approved call did not run, or how its tool failed. */
+  error?: string;
+  /** Why slackbot could not be told what became of the call, if it could not. */
+  reportError?: string;
+}
+
 function noDecision(a: Approval): string {
   return `No decision on this tool call arrived: the request ${a.status === "resolved" ? "ended" : a.status}.`;
 }

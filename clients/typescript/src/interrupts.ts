@@ -58,6 +58,11 @@ export interface Reading {
   calls: Asked[];
   /** answer is the resume value for this interrupt as the ended request a decided its calls. */
   answer(a: Approval): unknown;
+  /**
+   * notRun names the calls a approved that the framework will not run
+   * all the same, and why (absent: it runs every approved call).
+   */
+  notRun?(a: Approval): Array<{ id: string; why: string }>;
 }
 
 /** ReadOptions are what a reading needs beyond the interrupt. */
@@ -258,6 +263,16 @@ function readHITL(i: Interrupt, v: Record<string, unknown>, opts: ReadOptions): 
       const decisions = calls.map((c, k) => hitlDecision(c, read[k].cfg.allowed, a, problems));
       if (problems.length > 0) throw notAllowed(i, a, problems);
       return { decisions } satisfies HITLResponse;
+    },
+    // langchain 1.5.14 (dist/agents/middleware/hitl.js): once any decision
+    // of the batch is a rejection, the middleware runs none of its calls
+    // and asks the model again, so an approved call there never runs.
+    notRun(a) {
+      const problems: string[] = [];
+      const decisions = calls.map((c, k) => hitlDecision(c, read[k].cfg.allowed, a, problems));
+      if (problems.length > 0 || !decisions.some((d) => d.type === "reject")) return [];
+      const why = "LangChain's humanInTheLoopMiddleware runs none of a batch of calls once one of them is rejected; the model was asked again";
+      return calls.filter((_, k) => decisions[k].type !== "reject").map((c) => ({ id: c.id, why }));
     },
   };
 }

@@ -13,7 +13,7 @@
 // the Command class is passed in.
 
 import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { ArgsSchemaKey, type Outcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs } from "./decisions.js";
+import { ArgsSchemaKey, type Outcome, type RunOutcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs } from "./decisions.js";
 import { type Interrupt, InterruptError, type PendingToolCall, type PendingToolCalls, type Reading, isPending, readInterrupt } from "./interrupts.js";
 
 export type { Outcome } from "./decisions.js";
@@ -142,7 +142,30 @@ export interface AskOptions extends SubmitOptions {
    * tool's own is config.toolCall.id) for the tools to check with
    * verifyReceipt before they act.
    */
-  onOutcomes?: (outcomes: Outcome[]) => void | Promise<void>;
+  onOutcomes?: (outcomes: RunOutcome[]) => void | Promise<void>;
+}
+
+/**
+ * reportNotRun tells slackbot about each approved call of a decided round
+ * that the framework will not run (Reading.notRun), so its card does not
+ * keep saying "approved" as if it ran; it marks those outcomes ran: false.
+ * A report slackbot refuses or cannot take is kept in reportError, not
+ * thrown: the run goes on.
+ */
+export async function reportNotRun(client: SlackbotClient, round: readonly Reading[], a: Approval, outcomes: RunOutcome[]): Promise<void> {
+  const byId = new Map(outcomes.map((o) => [o.callId, o]));
+  const skipped = round.flatMap((r) => r.notRun?.(a) ?? []);
+  await Promise.all(
+    skipped.map(async ({ id, why }) => {
+      const o = byId.get(id);
+      if (o) Object.assign(o, { ran: false, error: why });
+      try {
+        await client.reportOutcome(a.token, { tool_call_id: id, ran: false, error: why });
+      } catch (err) {
+        if (o) o.reportError = err instanceof Error ? err.message : String(err);
+      }
+    }),
+  );
 }
 
 /** roundOutcomes is what became of every call of a decided round. */
@@ -203,7 +226,9 @@ export async function invokeWithApprovals<R extends object>(
     await onPending?.(pending);
     const done = await client.wait(pending.token, { signal });
     const resume = answerRound(round, done);
-    await onOutcomes?.(roundOutcomes(round, done));
+    const outcomes: RunOutcome[] = roundOutcomes(round, done);
+    await reportNotRun(client, round, done, outcomes);
+    await onOutcomes?.(outcomes);
     result = await graph.invoke(new Command({ resume }), config);
   }
 }

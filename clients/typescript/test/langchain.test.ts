@@ -138,14 +138,25 @@ describe("LangChain createAgent + humanInTheLoopMiddleware", () => {
   // rejected, none of the others runs and the model is asked again.
   test("reject with a reason: the model sees the reason; the batch's approved call does not run", async () => {
     const f = agentOf();
+    let token = "";
+    const seen: Outcome[][] = [];
     const out = await invokeWithApprovals(f.agent, f.input, f.config, client, Command, {
       onPending: async (a) => {
+        token = a.token;
         await click(a.token, f.ids.del, "deny_reason", "Keep /srv/old until Monday.");
         await click(a.token, f.ids.get, "approve");
       },
+      onOutcomes: (o) => void seen.push(o),
     });
     assert.deepEqual(f.ran, []);
     assert.equal(last(out), "done: Keep /srv/old until Monday.");
+    // The approved call that LangChain did not run is reported: its card
+    // says it did not run, instead of "approved" as if it had.
+    const calls = (await client.get(token)).calls;
+    assert.equal(calls.find((c) => c.tool_call_id === f.ids.get)?.outcome?.status, "not_run");
+    assert.equal(calls.find((c) => c.tool_call_id === f.ids.del)?.outcome ?? null, null);
+    const approved = seen.flat().find((o) => o.callId === f.ids.get);
+    assert.equal((approved as { ran?: boolean } | undefined)?.ran, false);
   });
 
   test("expiry: both calls are rejected with 'no decision', which the model reads; nothing runs", async () => {
