@@ -1,4 +1,4 @@
-import type { Approval, ApprovalResult, CreateOptions, DeferredToolRequests, ToolCall } from "./client.js";
+import type { Approval, ApprovalResult, CreateOptions, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
 /** Outcome is what happened to one call. */
 export interface Outcome {
     callId: string;
@@ -23,6 +23,14 @@ export interface RunOutcome extends Outcome {
     /** Why slackbot could not be told what became of the call, if it could not. */
     reportError?: string;
 }
+/**
+ * reportUnrun tells slackbot (SlackbotClient.reportOutcome) about each
+ * outcome marked ran: false, a call the framework did not run although it
+ * was approved, so its card says it did not run and why instead of
+ * "approved". A report slackbot refuses or cannot take is kept in
+ * reportError, not thrown: the run goes on.
+ */
+export declare function reportUnrun(client: SlackbotClient, token: string, outcomes: readonly RunOutcome[]): Promise<void>;
 /** outcomeOf reads the decision on call id from an ended request. */
 export declare function outcomeOf(id: string, r: ApprovalResult | undefined, a: Approval): Outcome;
 /**

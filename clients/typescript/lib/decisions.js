@@ -2,6 +2,25 @@
 // call, the arguments a framework hands over, and idempotency keys (one
 // per round of a run, never the call ids alone).
 import { MetadataKey } from "./receipt.js";
+/**
+ * reportUnrun tells slackbot (SlackbotClient.reportOutcome) about each
+ * outcome marked ran: false, a call the framework did not run although it
+ * was approved, so its card says it did not run and why instead of
+ * "approved". A report slackbot refuses or cannot take is kept in
+ * reportError, not thrown: the run goes on.
+ */
+export async function reportUnrun(client, token, outcomes) {
+    await Promise.all(outcomes
+        .filter((o) => o.ran === false)
+        .map(async (o) => {
+        try {
+            await client.reportOutcome(token, { tool_call_id: o.callId, ran: false, ...(o.error ? { error: o.error.slice(0, 1000) } : {}) });
+        }
+        catch (err) {
+            o.reportError = err instanceof Error ? err.message : String(err);
+        }
+    }));
+}
 function noDecision(a) {
     return `No decision on this tool call arrived: the request ${a.status === "resolved" ? "ended" : a.status}.`;
 }

@@ -75,14 +75,6 @@ export interface AskOptions extends SubmitOptions {
      */
     onOutcomes?: (outcomes: RunOutcome[]) => void | Promise<void>;
 }
-/**
- * reportNotRun tells slackbot about each approved call of a decided round
- * that the framework will not run (Reading.notRun), so its card does not
- * keep saying "approved" as if it ran; it marks those outcomes ran: false.
- * A report slackbot refuses or cannot take is kept in reportError, not
- * thrown: the run goes on.
- */
-export declare function reportNotRun(client: SlackbotClient, round: readonly Reading[], a: Approval, outcomes: RunOutcome[]): Promise<void>;
 /** roundOutcomes is what became of every call of a decided round. */
 export declare function roundOutcomes(round: readonly Reading[], a: Approval): Outcome[];
 /** ThreadOptions are the create options plus the thread the result is of. */

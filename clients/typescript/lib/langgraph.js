@@ -11,7 +11,7 @@
 // LangGraph re-runs a node from its start on resume, so tools run after
 // the interrupt() call, never before. No runtime dependency on LangGraph:
 // the Command class is passed in.
-import { ArgsSchemaKey, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs } from "./decisions.js";
+import { ArgsSchemaKey, idempotencyKeyOf, nonceOf, outcomeOf, reportUnrun, toolArgs } from "./decisions.js";
 import { InterruptError, isPending, readInterrupt } from "./interrupts.js";
 export { InterruptError, } from "./interrupts.js";
 /** pendingToolCalls is the value to pass to interrupt() for calls that need a person. */
@@ -84,27 +84,16 @@ export function resumeValue(interrupts, a, callIds) {
     return answerRound(readRound({ __interrupt__: [...interrupts] }, { callIds }), a);
 }
 /**
- * reportNotRun tells slackbot about each approved call of a decided round
- * that the framework will not run (Reading.notRun), so its card does not
- * keep saying "approved" as if it ran; it marks those outcomes ran: false.
- * A report slackbot refuses or cannot take is kept in reportError, not
- * thrown: the run goes on.
+ * markNotRun marks each approved call of a decided round that the
+ * framework will not run (Reading.notRun) ran: false, with why.
  */
-export async function reportNotRun(client, round, a, outcomes) {
+function markNotRun(round, a, outcomes) {
     const byId = new Map(outcomes.map((o) => [o.callId, o]));
-    const skipped = round.flatMap((r) => r.notRun?.(a) ?? []);
-    await Promise.all(skipped.map(async ({ id, why }) => {
+    for (const { id, why } of round.flatMap((r) => r.notRun?.(a) ?? [])) {
         const o = byId.get(id);
         if (o)
             Object.assign(o, { ran: false, error: why });
-        try {
-            await client.reportOutcome(a.token, { tool_call_id: id, ran: false, error: why });
-        }
-        catch (err) {
-            if (o)
-                o.reportError = err instanceof Error ? err.message : String(err);
-        }
-    }));
+    }
 }
 /** roundOutcomes is what became of every call of a decided round. */
 export function roundOutcomes(round, a) {
@@ -152,7 +141,8 @@ export async function invokeWithApprovals(graph, input, config, client, Command,
         const done = await client.wait(pending.token, { signal });
         const resume = answerRound(round, done);
         const outcomes = roundOutcomes(round, done);
-        await reportNotRun(client, round, done, outcomes);
+        markNotRun(round, done, outcomes);
+        await reportUnrun(client, done.token, outcomes);
         await onOutcomes?.(outcomes);
         result = await graph.invoke(new Command({ resume }), config);
     }

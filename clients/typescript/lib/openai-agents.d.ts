@@ -1,5 +1,5 @@
 import type { Approval, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { type ArgsSchemas, type Outcome, type SubmitOptions } from "./decisions.js";
+import { type ArgsSchemas, type Outcome, type RunOutcome, type SubmitOptions } from "./decisions.js";
 export type { Outcome } from "./decisions.js";
 /** ApprovalItem is what the SDK's RunToolApprovalItem offers the adapter; the adapter never writes to it. */
 export interface ApprovalItem {
@@ -69,7 +69,7 @@ export declare function idempotencyKey(result: InterruptedResult): Promise<strin
  * arguments (RunState.approve takes only alwaysApprove), and the original
  * arguments never run once a person approved others.
  */
-export declare function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>, items: readonly I[], a: Approval): Outcome[];
+export declare function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>, items: readonly I[], a: Approval): RunOutcome[];
 /**
  * receiptOf returns the receipt slackbot signed for the approved call
  * callId of the run whose RunContext a tool received (the second argument

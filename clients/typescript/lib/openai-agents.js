@@ -8,7 +8,7 @@
 // SDK through the few members it needs (structural types), so this package
 // has no runtime dependency on it and serves both versions.
 import { canonicalJson } from "./canonical.js";
-import { idempotencyKeyOf, nonceOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
+import { idempotencyKeyOf, nonceOf, outcomeOf, reportUnrun, toolArgs, withArgsSchemas } from "./decisions.js";
 /** callId is the id slackbot knows an interruption by. */
 export function callId(item) {
     const id = item.rawItem.callId ?? item.rawItem.id;
@@ -63,7 +63,9 @@ export function applyDecisions(state, items, a) {
             const why = run ? "its tool is not wrapped with editable()" : "the run state has no usage to bind the edit to";
             const message = `The approver edited the arguments of this ${toolName(item)} call, which cannot run with edited arguments here (${why}), so it did not run.`;
             state.reject(item, { message });
-            return { callId: o.callId, approved: false, message, decidedBy: o.decidedBy };
+            // slackbot recorded an approval: ran: false lets ask and resume
+            // tell it the call did not run (reportUnrun), so the card says so.
+            return { callId: o.callId, approved: false, message, decidedBy: o.decidedBy, ran: false, error: message };
         }
         run?.set(o.callId, { tool: toolName(item), original: item.rawItem.arguments, edited, receipt: o.receipt });
         if (edited !== undefined)
@@ -226,7 +228,9 @@ export async function ask(client, result, opts = {}) {
     const pending = await submit(client, result, create);
     await onPending?.(pending);
     const done = await client.wait(pending.token, { signal });
-    return applyDecisions(result.state, items, done);
+    const outcomes = applyDecisions(result.state, items, done);
+    await reportUnrun(client, done.token, outcomes);
+    return outcomes;
 }
 /**
  * runWithApprovals runs agent on input with run (the SDK's run), and each
@@ -260,6 +264,6 @@ export async function resume(client, runState, agent, saved, opts = {}) {
     if (a.status === "pending")
         return undefined;
     const state = await runState.fromString(agent, saved.state);
-    applyDecisions(state, state.getInterruptions(), a);
+    await reportUnrun(client, a.token, applyDecisions(state, state.getInterruptions(), a));
     return state;
 }

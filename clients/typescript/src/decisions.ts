@@ -2,7 +2,7 @@
 // call, the arguments a framework hands over, and idempotency keys (one
 // per round of a run, never the call ids alone).
 
-import type { Approval, ApprovalResult, CreateOptions, DeferredToolRequests, ToolCall } from "./client.js";
+import type { Approval, ApprovalResult, CreateOptions, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
 import { MetadataKey } from "./receipt.js";
 
 /** Outcome is what happened to one call. */
@@ -29,6 +29,27 @@ export interface RunOutcome extends Outcome {
   error?: string;
   /** Why slackbot could not be told what became of the call, if it could not. */
   reportError?: string;
+}
+
+/**
+ * reportUnrun tells slackbot (SlackbotClient.reportOutcome) about each
+ * outcome marked ran: false, a call the framework did not run although it
+ * was approved, so its card says it did not run and why instead of
+ * "approved". A report slackbot refuses or cannot take is kept in
+ * reportError, not thrown: the run goes on.
+ */
+export async function reportUnrun(client: SlackbotClient, token: string, outcomes: readonly RunOutcome[]): Promise<void> {
+  await Promise.all(
+    outcomes
+      .filter((o) => o.ran === false)
+      .map(async (o) => {
+        try {
+          await client.reportOutcome(token, { tool_call_id: o.callId, ran: false, ...(o.error ? { error: o.error.slice(0, 1000) } : {}) });
+        } catch (err) {
+          o.reportError = err instanceof Error ? err.message : String(err);
+        }
+      }),
+  );
 }
 
 function noDecision(a: Approval): string {

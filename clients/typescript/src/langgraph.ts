@@ -13,7 +13,7 @@
 // the Command class is passed in.
 
 import type { Approval, CreateOptions, DeferredToolRequests, SlackbotClient } from "./client.js";
-import { ArgsSchemaKey, type Outcome, type RunOutcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs } from "./decisions.js";
+import { ArgsSchemaKey, type Outcome, type RunOutcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, reportUnrun, toolArgs } from "./decisions.js";
 import { type Interrupt, InterruptError, type PendingToolCall, type PendingToolCalls, type Reading, isPending, readInterrupt } from "./interrupts.js";
 
 export type { Outcome } from "./decisions.js";
@@ -146,26 +146,15 @@ export interface AskOptions extends SubmitOptions {
 }
 
 /**
- * reportNotRun tells slackbot about each approved call of a decided round
- * that the framework will not run (Reading.notRun), so its card does not
- * keep saying "approved" as if it ran; it marks those outcomes ran: false.
- * A report slackbot refuses or cannot take is kept in reportError, not
- * thrown: the run goes on.
+ * markNotRun marks each approved call of a decided round that the
+ * framework will not run (Reading.notRun) ran: false, with why.
  */
-export async function reportNotRun(client: SlackbotClient, round: readonly Reading[], a: Approval, outcomes: RunOutcome[]): Promise<void> {
+function markNotRun(round: readonly Reading[], a: Approval, outcomes: RunOutcome[]): void {
   const byId = new Map(outcomes.map((o) => [o.callId, o]));
-  const skipped = round.flatMap((r) => r.notRun?.(a) ?? []);
-  await Promise.all(
-    skipped.map(async ({ id, why }) => {
-      const o = byId.get(id);
-      if (o) Object.assign(o, { ran: false, error: why });
-      try {
-        await client.reportOutcome(a.token, { tool_call_id: id, ran: false, error: why });
-      } catch (err) {
-        if (o) o.reportError = err instanceof Error ? err.message : String(err);
-      }
-    }),
-  );
+  for (const { id, why } of round.flatMap((r) => r.notRun?.(a) ?? [])) {
+    const o = byId.get(id);
+    if (o) Object.assign(o, { ran: false, error: why });
+  }
 }
 
 /** roundOutcomes is what became of every call of a decided round. */
@@ -227,7 +216,8 @@ export async function invokeWithApprovals<R extends object>(
     const done = await client.wait(pending.token, { signal });
     const resume = answerRound(round, done);
     const outcomes: RunOutcome[] = roundOutcomes(round, done);
-    await reportNotRun(client, round, done, outcomes);
+    markNotRun(round, done, outcomes);
+    await reportUnrun(client, done.token, outcomes);
     await onOutcomes?.(outcomes);
     result = await graph.invoke(new Command({ resume }), config);
   }

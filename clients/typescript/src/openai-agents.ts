@@ -10,7 +10,7 @@
 
 import type { Approval, DeferredToolRequests, SlackbotClient, ToolCall } from "./client.js";
 import { canonicalJson } from "./canonical.js";
-import { type ArgsSchemas, type Outcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, toolArgs, withArgsSchemas } from "./decisions.js";
+import { type ArgsSchemas, type Outcome, type RunOutcome, type SubmitOptions, idempotencyKeyOf, nonceOf, outcomeOf, reportUnrun, toolArgs, withArgsSchemas } from "./decisions.js";
 
 export type { Outcome } from "./decisions.js";
 
@@ -93,7 +93,7 @@ export function idempotencyKey(result: InterruptedResult): Promise<string> {
  * arguments (RunState.approve takes only alwaysApprove), and the original
  * arguments never run once a person approved others.
  */
-export function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>, items: readonly I[], a: Approval): Outcome[] {
+export function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>, items: readonly I[], a: Approval): RunOutcome[] {
   return items.map((item) => {
     const o = outcomeOf(callId(item), a.results?.approvals?.[callId(item)], a);
     if (!o.approved) {
@@ -106,7 +106,9 @@ export function applyDecisions<I extends ApprovalItem>(state: ApprovableState<I>
       const why = run ? "its tool is not wrapped with editable()" : "the run state has no usage to bind the edit to";
       const message = `The approver edited the arguments of this ${toolName(item)} call, which cannot run with edited arguments here (${why}), so it did not run.`;
       state.reject(item, { message });
-      return { callId: o.callId, approved: false, message, decidedBy: o.decidedBy };
+      // slackbot recorded an approval: ran: false lets ask and resume
+      // tell it the call did not run (reportUnrun), so the card says so.
+      return { callId: o.callId, approved: false, message, decidedBy: o.decidedBy, ran: false, error: message };
     }
     run?.set(o.callId, { tool: toolName(item), original: item.rawItem.arguments, edited, receipt: o.receipt });
     if (edited !== undefined) remember(unrunKey(toolName(item), o.callId, item.rawItem.arguments), state.usage!);
@@ -312,7 +314,9 @@ export async function ask(client: SlackbotClient, result: InterruptedResult, opt
   const pending = await submit(client, result, create);
   await onPending?.(pending);
   const done = await client.wait(pending.token, { signal });
-  return applyDecisions(result.state, items, done);
+  const outcomes = applyDecisions(result.state, items, done);
+  await reportUnrun(client, done.token, outcomes);
+  return outcomes;
 }
 
 /** Ran is what runWithApprovals returns: the last run's result and every decision on the way, in order. */
@@ -373,6 +377,6 @@ export async function resume<A, S extends ApprovableState>(
   const a = opts.wait ? await client.wait(saved.token, { signal: opts.signal }) : await client.get(saved.token);
   if (a.status === "pending") return undefined;
   const state = await runState.fromString(agent, saved.state);
-  applyDecisions(state, state.getInterruptions(), a);
+  await reportUnrun(client, a.token, applyDecisions(state, state.getInterruptions(), a));
   return state;
 }

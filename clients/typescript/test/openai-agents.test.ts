@@ -189,6 +189,10 @@ for (const [version, sdk] of [
       assert.equal(outcomes[0].receipt, undefined);
       assert.match(outcomes[0].message ?? "", /edited the arguments of this delete_file call.*did not run/);
       assert.equal(result.finalOutput, `${f.callId}: ${outcomes[0].message}`);
+      // slackbot recorded the approval; the adapter told it the call did not run, and its card says so.
+      const call = (await client.get(f.token)).calls.find((c) => c.tool_call_id === f.callId);
+      assert.equal(call?.outcome?.status, "not_run");
+      assert.match(call?.outcome?.summary ?? "", /did not run/);
     });
 
     test("a program's override_args equal to the model's arguments is no edit: the call of a tool not wrapped runs", async () => {
