@@ -23,6 +23,12 @@ type Answer struct {
 	Channel  string `json:"channel"`
 	ThreadTS string `json:"thread_ts,omitempty"`
 	Text     string `json:"text"`
+	// MayBePosted says an earlier process may have posted this answer
+	// without a record of it: one that resumed the run, could not reach
+	// Redis to queue its follow-ups, posted the answer itself (followUp's
+	// "doing them here") and died before it could mark the run done. The
+	// thread is searched for it before it is posted.
+	MayBePosted bool `json:"may_be_posted,omitempty"`
 }
 
 // ErrAnswerBusy: another live process is posting the answer; try again
@@ -45,7 +51,7 @@ func (rs *Runs) PostAnswer(ctx context.Context, ans Answer) error {
 	case "busy":
 		return ErrAnswerBusy
 	}
-	ts, err := rs.Chat.PostAnswer(ctx, ans, prev != "")
+	ts, err := rs.Chat.PostAnswer(ctx, ans, prev != "" || ans.MayBePosted)
 	if err != nil {
 		if err := rs.Answers.AnswerFailed(context.WithoutCancel(ctx), ans.Key); err != nil {
 			rs.log().ErrorContext(ctx, "record a failed answer", "err", err)

@@ -128,7 +128,7 @@ func (rs *Runs) followUp(ctx, runCtx context.Context, deps *Deps, res *agentrunn
 		if len(tokens) > 0 {
 			last = tokens[len(tokens)-1]
 		}
-		answer = &Answer{Key: deps.runID + "/" + last + "/" + result, Channel: deps.Channel, ThreadTS: deps.ThreadTS, Text: text}
+		answer = &Answer{Key: deps.runID + "/" + last + "/" + result, Channel: deps.Channel, ThreadTS: deps.ThreadTS, Text: text, MayBePosted: deps.retaken}
 	}
 	rs.followUpTokens(ctx, runCtx, deps, res, tokens, answer)
 }

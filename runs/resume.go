@@ -203,7 +203,9 @@ func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from resumeFrom
 
 // resumeRun continues the run of saved with results.
 func (rs *Runs) resumeRun(ctx context.Context, log *slog.Logger, from resumeFrom, saved *Saved, results *agentrunner.DeferredToolResults) {
-	deps := &Deps{Origin: saved.Origin}
+	// A queued resume may follow one that died after it posted the answer
+	// without Redis to record it: its answer looks in the thread first.
+	deps := &Deps{Origin: saved.Origin, retaken: from.path == "queue"}
 	if saved.OriginErr != nil {
 		log.ErrorContext(ctx, "decode run origin", "err", saved.OriginErr)
 	}

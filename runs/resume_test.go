@@ -91,7 +91,7 @@ func TestResumeDirect(t *testing.T) {
 // process that ended its token; an older one is claimed under the
 // queue's name and acknowledged by its id once the run ended; a job
 // whose run moved on past its token, or has no saved state, is only
-// taken off the queue.
+// taken off the queue. Its answer looks in the thread first.
 func TestResumeQueued(t *testing.T) {
 	w, ran := resumeWorld(t)
 	young := fmt.Sprintf("%d-0", time.Now().UnixMilli())
@@ -107,6 +107,12 @@ func TestResumeQueued(t *testing.T) {
 	steps := w.trail.String()
 	if !strings.HasPrefix(steps, "claim "+testToken+" for proc1/queue, ") || !strings.HasSuffix(steps, ", delete run run_1, ack resume job 1-0") {
 		t.Errorf("steps: %s", steps)
+	}
+	// A queued resume may follow one that died after posting the answer
+	// with no record of it (Redis unreachable): it looks in the thread
+	// first (a chaos soak under load saw a thread answered twice).
+	if !strings.Contains(steps, "answer run_1/"+testToken+"/complete look=true") {
+		t.Errorf("a queued resume posts its answer without looking for an earlier post: %s", steps)
 	}
 
 	w.trail.reset()

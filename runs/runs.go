@@ -28,6 +28,9 @@ type Deps struct {
 	// that fails still leaves its prompt in the thread's history.
 	history []agentrunner.Message
 	prompt  string
+	// retaken: the run is resumed from the resume queue, where an earlier
+	// resume by a process that died may have got as far as its answer.
+	retaken bool
 }
 
 // Waits is told, when the run hands calls to people, until when it may
