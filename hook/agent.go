@@ -37,6 +37,9 @@ type hookEvent struct {
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
 	ToolUseID      string          `json:"tool_use_id"`
+	// PromptID is Claude Code's id of the prompt a run answers: the same
+	// for every call of the run (claude_run.go).
+	PromptID string `json:"prompt_id"`
 	// PermissionSuggestions are Claude Code's PermissionRequest
 	// suggestions (claude_permission.go).
 	PermissionSuggestions json.RawMessage `json:"permission_suggestions"`

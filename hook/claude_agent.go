@@ -146,15 +146,21 @@ func runClaude(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // runClaudeOnce runs claude with args and --output-format json in dir,
-// the hook deferring, env added to its environment, and reads its result. It returns claude's stdout
+// the hook deferring (once per run: a directory of its own, RunDirEnv),
+// env added to its environment, and reads its result. It returns claude's stdout
 // as printed, and an *ExitError when claude failed.
 func runClaudeOnce(ctx context.Context, claude, dir string, args, env []string, stderr io.Writer) (*claudeResult, []byte, error) {
+	run, err := newRunDir()
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent claude: the run's directory: %w", err)
+	}
+	defer os.RemoveAll(run)
 	cmd := exec.CommandContext(ctx, claude, append(args, "--output-format", "json")...)
 	cmd.Dir = dir
-	cmd.Env = append(append(cmd.Environ(), DeferEnv+"=1"), env...)
+	cmd.Env = append(append(cmd.Environ(), DeferEnv+"=1", runDirVar(run)), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &limitedWriter{w: &out, n: maxClaudeOutput}, stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	var res claudeResult
 	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil && err == nil {
 		err = fmt.Errorf("claude printed no result JSON: %w", jerr)

@@ -27,8 +27,9 @@ import (
 //     DeferEnv, which `slackbot agent claude` and `slackbot agent resume`
 //     set for the runs they start), and blocks otherwise.
 //   - one call per turn: with more than one tool call in the model's
-//     batch it logs "defer is solo-only — siblings would be orphaned on
-//     resume" and ignores the defer.
+//     batch it means to ignore the defer ("defer is solo-only — siblings
+//     would be orphaned on resume"), but does not (claude_run.go): the
+//     hook defers one call per run and waits for the others.
 //   - a deferred call whose tool is gone on resume (an MCP server that did
 //     not come back) ends the resumed run with terminal_reason
 //     "tool_deferred_unavailable".
@@ -56,6 +57,9 @@ type deferOptions struct {
 	// --timeout flag given); else the route's default_timeout applies.
 	timeout  time.Duration
 	explicit bool
+	// wait bounds the wait for a call that cannot be deferred (one of
+	// several in its turn): --timeout, or the agent's default wait.
+	wait time.Duration
 	// callback is SLACKBOT_CALLBACK_URL: slackbot posts the signed end of
 	// the request there (the CI recipe in the README).
 	callback string
@@ -83,7 +87,7 @@ func deferKey(sessionID, toolUseID string) string {
 // once more rather than running or failing a call a person may still
 // approve; the resumer resumes only sessions whose request ended, so this
 // happens only when a session is resumed by hand.
-func deferCall(ctx context.Context, api *client.Client, agent *hookAgent, ev *hookEvent, o deferOptions) hookDecision {
+func deferCall(ctx context.Context, api *client.Client, agent *hookAgent, ev *hookEvent, o deferOptions, getenv func(string) string) hookDecision {
 	if agent.name != "claude-code" {
 		return denyf("slackbot hook %s: --defer is Claude Code's (its PreToolUse \"defer\"); %s has no way to stop a run and resume it", agent.name, agent.product)
 	}
@@ -105,6 +109,14 @@ func deferCall(ctx context.Context, api *client.Client, agent *hookAgent, ev *ho
 	}
 	if err != nil {
 		return unreachable(api, err)
+	}
+	if st.Pending() && !claimDeferral(ev, getenv) {
+		// Another call of this run was deferred: deferring this one too
+		// would lose one of them on resume. Wait here, as without
+		// --defer, within the hook's own bound.
+		wctx, cancel := context.WithTimeout(ctx, o.wait)
+		defer cancel()
+		return await(ctx, wctx, api, agent, ev, st, ev.ToolUseID, o.wait)
 	}
 	if st.Pending() {
 		return hookDecision{deferred: true, reason: fmt.Sprintf(

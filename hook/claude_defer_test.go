@@ -2,6 +2,7 @@ package hook
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,27 @@ import (
 	"sync"
 	"testing"
 )
+
+// withIDs is the Claude Code hook input file name with its tool_use_id
+// and prompt_id set (none when empty).
+func withIDs(t *testing.T, name, toolUseID, promptID string) []byte {
+	t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(hookInput(t, name), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["tool_use_id"] = toolUseID
+	if promptID != "" {
+		ev["prompt_id"] = promptID
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const bashCallID = "toolu_01HcWq7sYh3cVbY5Zp3kK2Xa"
 
 // deferAPI is a server in slackbot's place that answers every create with
 // answer and records the bodies it was sent.
@@ -75,6 +97,7 @@ func TestHookDefer(t *testing.T) {
 			if tt.env {
 				vars[DeferEnv], args = "1", []string{"claude-code"}
 			}
+			vars[RunDirEnv] = t.TempDir()
 			r := waitHook(t, startHook(t.Context(), hookInput(t, "claude-code/bash.json"), vars, args...))
 			if got := strings.TrimSpace(r.Stdout); got != tt.want {
 				t.Errorf("printed\n%s\nwant\n%s", got, tt.want)
@@ -138,4 +161,74 @@ func TestHookDeferResumed(t *testing.T) {
 	if sent := bodies(); len(sent) != 1 || sent[0]["_request"] != "GET /v1/approvals/tok_r" {
 		t.Errorf("sent %v, want one GET of the resumed request", sent)
 	}
+}
+
+// TestHookDeferSiblings: a run defers one call. Claude Code 2.1.332
+// would defer every call of a reply and keep only the last on resume, the
+// others gone unanswered; so a call whose run already deferred another
+// is waited for, as without --defer (here nobody decides within
+// --timeout: the hook cancels its request and denies). The run is told
+// by the directory slackbot agent gives it, else by Claude Code's
+// prompt_id; with neither the hook cannot tell, and waits.
+func TestHookDeferSiblings(t *testing.T) {
+	t.Parallel()
+	const pending = `{"token":"tok_pending","status":"pending","expires_at":"2026-12-02T06:00:00Z"}`
+	const deferred = `"permissionDecision":"defer"`
+	fire := func(t *testing.T, vars map[string]string, call, prompt string) (out string, sent []string) {
+		t.Helper()
+		url, bodies := deferAPI(t, pending)
+		vars["SLACKBOT_URL"], vars["SLACKBOT_API_KEY"], vars[DeferEnv] = url, keyBilling, "1"
+		r := waitHook(t, startHook(t.Context(), withIDs(t, "claude-code/bash.json", call, prompt), vars, "claude-code", "--timeout", "1s"))
+		for _, b := range bodies() {
+			sent = append(sent, fmt.Sprint(b["_request"]))
+		}
+		return r.Stdout, sent
+	}
+	waited := func(t *testing.T, out string, sent []string) {
+		t.Helper()
+		if !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "nobody decided within 1s") {
+			t.Errorf("printed %s, want the wait's denial, not a defer", out)
+		}
+		if len(sent) < 2 || sent[0] != "POST /v1/approvals" || sent[len(sent)-1] != "DELETE /v1/approvals/tok_pending" {
+			t.Errorf("sent %q, want the create and, once the wait ended, the cancel", sent)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		vars func(t *testing.T) map[string]string
+	}{
+		{"the run's directory", func(t *testing.T) map[string]string { return map[string]string{RunDirEnv: t.TempDir()} }},
+		{"prompt_id", func(t *testing.T) map[string]string { return map[string]string{"XDG_CACHE_HOME": t.TempDir()} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			vars := tt.vars(t)
+			if out, _ := fire(t, vars, "toolu_first", "prompt_1"); !strings.Contains(out, deferred) {
+				t.Fatalf("the run's first pending call: printed %s, want a defer", out)
+			}
+			out, sent := fire(t, vars, "toolu_sibling", "prompt_1")
+			waited(t, out, sent)
+			if out, _ := fire(t, vars, "toolu_first", "prompt_1"); !strings.Contains(out, deferred) {
+				t.Errorf("the deferred call again: printed %s, want a defer", out)
+			}
+		})
+	}
+	t.Run("another run", func(t *testing.T) {
+		t.Parallel()
+		cache := t.TempDir()
+		if out, _ := fire(t, map[string]string{"XDG_CACHE_HOME": cache}, "toolu_first", "prompt_1"); !strings.Contains(out, deferred) {
+			t.Fatalf("printed %s, want a defer", out)
+		}
+		if out, _ := fire(t, map[string]string{"XDG_CACHE_HOME": cache}, "toolu_later", "prompt_2"); !strings.Contains(out, deferred) {
+			t.Errorf("a call of the session's next run: printed %s, want a defer", out)
+		}
+		if out, _ := fire(t, map[string]string{RunDirEnv: t.TempDir()}, "toolu_resumed", ""); !strings.Contains(out, deferred) {
+			t.Errorf("a call of a resumed run (its own directory, no prompt_id): printed %s, want a defer", out)
+		}
+	})
+	t.Run("no way to tell the run", func(t *testing.T) {
+		t.Parallel()
+		out, sent := fire(t, map[string]string{"XDG_CACHE_HOME": t.TempDir()}, "toolu_first", "")
+		waited(t, out, sent)
+	})
 }

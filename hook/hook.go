@@ -130,8 +130,8 @@ func decideHook(ctx context.Context, agent *hookAgent, args []string, getenv fun
 	if (*deferFlag || getenv(DeferEnv) == "1") && (agent.name != "claude-code" || !isClaudePermissionRequest(ev)) {
 		explicit := false
 		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "timeout" })
-		return deferCall(ctx, api, agent, ev, deferOptions{timeout: *timeout, explicit: explicit, callback: getenv("SLACKBOT_CALLBACK_URL"),
-			resumeToken: getenv(ResumeTokenEnv), resumeCall: getenv(ResumeCallEnv)}), ev
+		return deferCall(ctx, api, agent, ev, deferOptions{timeout: *timeout, explicit: explicit, wait: *timeout, callback: getenv("SLACKBOT_CALLBACK_URL"),
+			resumeToken: getenv(ResumeTokenEnv), resumeCall: getenv(ResumeCallEnv)}, getenv), ev
 	}
 	d := ask(ctx, api, agent, ev, *timeout)
 	if agent.vet != nil {
@@ -230,11 +230,19 @@ func ask(ctx context.Context, api *client.Client, agent *hookAgent, ev *hookEven
 		}
 		return unreachable(api, err)
 	}
-	token, failures := st.Token, 0
 	if wctx.Err() != nil {
-		cancelQuietly(api, token)
+		cancelQuietly(api, st.Token)
 		return ended(ctx, timeout)
 	}
+	return await(ctx, wctx, api, agent, ev, st, callID, timeout)
+}
+
+// await waits within wctx (ask's, bounded by timeout; ctx is the hook's)
+// for the end of the request st of the event's call callID and answers
+// it: when the wait ends first, or slackbot stops answering, the request
+// is cancelled and the call denied.
+func await(ctx, wctx context.Context, api *client.Client, agent *hookAgent, ev *hookEvent, st *client.Approval, callID string, timeout time.Duration) hookDecision {
+	token, failures := st.Token, 0
 	for st.Pending() {
 		next, err := wait(wctx, api, token)
 		switch {

@@ -8,8 +8,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,7 +183,17 @@ func TestClaudeCodeHookApproved(t *testing.T) {
 // exit status.
 func (c *claudeRun) agent(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), c.bin, append([]string{"agent"}, args...)...)
+	stdout, stderr, code = c.runAgent(t.Context(), args...)
+	if code == -1 {
+		t.Fatalf("slackbot agent %v: %s", args, stderr)
+	}
+	return stdout, stderr, code
+}
+
+// runAgent runs `slackbot agent args...` as agent does, from any
+// goroutine: a command that could not run has exit status -1.
+func (c *claudeRun) runAgent(ctx context.Context, args ...string) (stdout, stderr string, code int) {
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"agent"}, args...)...)
 	// The agent's hook commands inherit its output: once it is killed,
 	// a hook still waiting must not keep Wait from returning.
 	cmd.WaitDelay = 5 * time.Second
@@ -194,7 +206,8 @@ func (c *claudeRun) agent(t *testing.T, args ...string) (stdout, stderr string, 
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("slackbot agent %v: %v", args, err)
+		code = -1
+		errs.WriteString(err.Error())
 	}
 	return out.String(), errs.String(), code
 }
@@ -315,6 +328,65 @@ func TestClaudeCodeDefer(t *testing.T) {
 		tr, ok := model.ToolResults()["toolu_defer_no"]
 		if !ok || !tr.IsError || !strings.Contains(tr.ResultText(), "Not on a Friday.") {
 			t.Errorf("the model's tool_result: %q (error %v, sent %v), want the denial with bob's reason", tr.ResultText(), tr.IsError, ok)
+		}
+	})
+
+	t.Run("two calls in one reply: one deferred, the other waited for, neither lost", func(t *testing.T) {
+		t.Parallel()
+		// Claude Code 2.1.332 would defer both calls of such a reply and
+		// resume only the last, the first gone unanswered. The fake
+		// streams the reply as a model does (the first call's hook fires
+		// before the second call arrives).
+		model := fakemodel.NewAnthropic(t,
+			fakemodel.Turn{Pause: 2 * time.Second, ToolUses: []fakemodel.ToolUse{
+				{ID: "toolu_pair_1", Name: "Bash", Input: map[string]any{"command": "echo one >> pair.txt", "description": "First of a pair"}},
+				{ID: "toolu_pair_2", Name: "Bash", Input: map[string]any{"command": "echo two >> pair.txt", "description": "Second of a pair"}},
+			}},
+			fakemodel.TextTurn("Both ran."))
+		c := newClaudeRun(t, e, model)
+		before := len(e.cards())
+		ran := make(chan []string, 1)
+		go func() {
+			stdout, stderr, code := c.runAgent(t.Context(), "claude", "--resumer", "pair", "--claude", c.claude, "--", "-p", "run the pair", "--max-turns", "5")
+			ran <- []string{stdout, stderr, fmt.Sprint(code)}
+		}()
+		waitUntil(t, 3*time.Minute, "the pair's two cards", func() bool {
+			select {
+			case out := <-ran:
+				t.Fatalf("slackbot agent claude ended before the second card: exit %s\nstdout: %s\nstderr: %s", out[2], out[0], out[1])
+			default:
+			}
+			return len(e.cards()) >= before+2
+		})
+		second := e.waitLiveCard(t, before, "Bash", "Second of a pair")
+		first := e.waitLiveCard(t, before, "Bash", "First of a pair")
+		e.clickCard(t, alice, second, bot.ActionIDApprove)
+		var out []string
+		select {
+		case out = <-ran:
+		case <-time.After(3 * time.Minute):
+			t.Fatal("slackbot agent claude did not end once the waited-for call was approved")
+		}
+		var res claudeResult
+		if err := json.Unmarshal([]byte(out[0]), &res); err != nil || out[2] != "0" || res.StopReason != "tool_deferred" || res.DeferredToolUse == nil || res.DeferredToolUse.ID != "toolu_pair_1" {
+			t.Fatalf("slackbot agent claude: exit %s, want the first call deferred\nstdout: %s\nstderr: %s", out[2], out[0], out[1])
+		}
+		if got, _ := os.ReadFile(filepath.Join(c.dir, "pair.txt")); string(got) != "two\n" {
+			t.Errorf("pair.txt before the resume: %q, want only the approved second call's line", got)
+		}
+		token, _ := e.requestOfCard(t, first)
+		e.clickCard(t, alice, first, bot.ActionIDApprove)
+		e.waitEnded(t, token)
+		if lines := c.resume(t, "pair"); len(lines) != 1 || !strings.Contains(lines[0], "resumed; the run ended (end_turn): Both ran.") {
+			t.Errorf("the resumer printed %q, want the session resumed to its end", lines)
+		}
+		if got, err := os.ReadFile(filepath.Join(c.dir, "pair.txt")); err != nil || string(got) != "two\none\n" {
+			t.Errorf("pair.txt: %q, %v; want each approved command run once", got, err)
+		}
+		for _, id := range []string{"toolu_pair_1", "toolu_pair_2"} {
+			if tr, ok := model.ToolResults()[id]; !ok || tr.IsError {
+				t.Errorf("the model's tool_result for %s: %+v (sent %v), want the command's success", id, tr, ok)
+			}
 		}
 	})
 

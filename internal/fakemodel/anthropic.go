@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // This file is the Anthropic Messages API as Claude Code speaks it
@@ -35,6 +36,10 @@ type Anthropic struct {
 type Turn struct {
 	Text     string
 	ToolUses []ToolUse
+	// Pause, when streamed, is how long the fake waits after each content
+	// block before the next, as a model still writing its reply: the CLI
+	// has the earlier blocks meanwhile.
+	Pause time.Duration
 }
 
 // ToolUse is a tool call the model makes.
@@ -230,10 +235,19 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	f, _ := w.(http.Flusher)
 	for _, ev := range msg.events() {
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
+		if ev.name == "content_block_stop" && turn.Pause > 0 && f != nil {
+			f.Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(turn.Pause):
+			}
+		}
 	}
-	if f, ok := w.(http.Flusher); ok {
+	if f != nil {
 		f.Flush()
 	}
 }
