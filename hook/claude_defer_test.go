@@ -30,8 +30,6 @@ func withIDs(t *testing.T, name, toolUseID, promptID string) []byte {
 	return b
 }
 
-const bashCallID = "toolu_01HcWq7sYh3cVbY5Zp3kK2Xa"
-
 // deferAPI is a server in slackbot's place that answers every create with
 // answer and records the bodies it was sent.
 func deferAPI(t *testing.T, answer string) (url string, bodies func() []map[string]any) {
