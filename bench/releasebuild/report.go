@@ -84,7 +84,7 @@ func printBuilds(out io.Writer, builds []*build, n int, redisMode string) error 
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
 
-// sections sums an ELF file's section sizes (those stored in the file) in
+// sections sums the bytes an ELF file's sections take in the file, in
 // groups: each DWARF section under .debug_*, the symbol and string tables
 // together, the rest by name, small ones under "other".
 func sections(path string) (map[string]int64, error) {
@@ -109,7 +109,9 @@ func sections(path string) (map[string]int64, error) {
 		default:
 			name = "other"
 		}
-		out[name] += int64(s.Size)
+		// FileSize: the Go linker compresses DWARF, and Size is a
+		// compressed section's size once uncompressed.
+		out[name] += int64(s.FileSize)
 	}
 	return out, nil
 }
