@@ -91,8 +91,12 @@ func docPath(p string) string {
 }
 
 var (
-	endpointRowRE  = regexp.MustCompile(`^\|([^|]*)\|[^|]*\|([^|]*)\|`)
-	backtickPathRE = regexp.MustCompile("`(/[^`]*)`")
+	// gatewayDurationRE is gatewayv1.Duration's validation pattern: the
+	// API server refuses any other string ("1.5h", "1m0.5s" pass
+	// time.ParseDuration, not this).
+	gatewayDurationRE = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+	endpointRowRE     = regexp.MustCompile(`^\|([^|]*)\|[^|]*\|([^|]*)\|`)
+	backtickPathRE    = regexp.MustCompile("`(/[^`]*)`")
 )
 
 // publicPaths reads deploy/README.md's "Public endpoints" table: for each
@@ -199,8 +203,8 @@ func httpRouteMatches(t *testing.T, r *gatewayv1.HTTPRoute) []pathMatch {
 					continue
 				}
 				v, err := time.ParseDuration(string(*d))
-				if err != nil {
-					t.Errorf("HTTPRoute %s rule %d: timeout %q: %v", r.Name, i+1, *d, err)
+				if err != nil || !gatewayDurationRE.MatchString(string(*d)) {
+					t.Errorf("HTTPRoute %s rule %d: timeout %q is not a Gateway API duration (GEP-2257: %s; %v)", r.Name, i+1, *d, gatewayDurationRE, err)
 					continue
 				}
 				if cur, set := timeouts["HTTPRoute"]; !set || cur == 0 || (v != 0 && v < cur) {
