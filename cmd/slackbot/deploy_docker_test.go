@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -105,11 +107,7 @@ func TestDockerfile(t *testing.T) {
 	for _, in := range build.body {
 		if in.cmd == "RUN" && strings.Contains(in.args, "go build") {
 			built = true
-			for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/slackbot", "main.version="} {
-				if !strings.Contains(in.args, want) {
-					t.Errorf("line %d: go build without %s", in.line, want)
-				}
-			}
+			checkReleaseBuild(t, fmt.Sprintf("Dockerfile line %d", in.line), in.args)
 		}
 		if in.cmd == "COPY" && !strings.Contains(in.args, "--from") {
 			for _, src := range strings.Fields(in.args)[:len(strings.Fields(in.args))-1] {
@@ -163,6 +161,107 @@ func TestDockerfile(t *testing.T) {
 		if !slices.Contains(strings.Fields(string(ignore)), want) {
 			t.Errorf("Dockerfile.dockerignore does not exclude %s from the build context", want)
 		}
+	}
+}
+
+// releaseBuild is a go build command line reduced to what makes the
+// release build: the environment that does not depend on the target
+// (CGO_ENABLED, not GOOS or GOARCH), the flags and the -ldflags words
+// (the version's value dropped), the package; not -o.
+type releaseBuild struct {
+	env, flags, ldflags []string
+	pkg                 string
+}
+
+// parseGoBuild reads the first `go build` in a shell command line (double
+// quotes only, which is all the Dockerfile and the README use).
+func parseGoBuild(t *testing.T, where, cmdline string) releaseBuild {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	quoted, inWord := false, false
+	for _, r := range cmdline + " " {
+		switch {
+		case r == '"':
+			quoted, inWord = !quoted, true
+		case !quoted && (r == ' ' || r == '\t'):
+			if inWord {
+				words, inWord = append(words, cur.String()), false
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	i := slices.Index(words, "go")
+	if i < 0 || i+1 >= len(words) || words[i+1] != "build" {
+		t.Fatalf("%s: no go build in %q", where, cmdline)
+	}
+	var b releaseBuild
+	for _, w := range words[:i] {
+		if name, value, ok := strings.Cut(w, "="); ok && !strings.HasPrefix(name, "-") && !strings.Contains(value, "$") {
+			b.env = append(b.env, w)
+		}
+	}
+	rest := words[i+2:]
+	for j := 0; j < len(rest); j++ {
+		switch w := rest[j]; {
+		case w == "-o":
+			j++
+		case w == "-ldflags" && j+1 < len(rest):
+			j++
+			f := strings.Fields(rest[j])
+			for k := 0; k < len(f); k++ {
+				if f[k] == "-X" && k+1 < len(f) {
+					name, _, _ := strings.Cut(f[k+1], "=")
+					b.ldflags = append(b.ldflags, "-X "+name)
+					k++
+					continue
+				}
+				b.ldflags = append(b.ldflags, f[k])
+			}
+		case strings.HasPrefix(w, "-ldflags="):
+			t.Errorf("%s: write -ldflags \"…\" as two words, as the others do", where)
+		case strings.HasPrefix(w, "-"):
+			b.flags = append(b.flags, w)
+		default:
+			b.pkg = w
+		}
+	}
+	slices.Sort(b.env)
+	slices.Sort(b.flags)
+	slices.Sort(b.ldflags)
+	return b
+}
+
+// checkReleaseBuild checks that a go build is the release build README.md
+// describes: static, -trimpath, stripped, its version from -X, no VCS
+// stamp; and that README.md's command has exactly its flags.
+func checkReleaseBuild(t *testing.T, where, cmdline string) {
+	t.Helper()
+	got := parseGoBuild(t, where, cmdline)
+	want := releaseBuild{
+		env:     []string{"CGO_ENABLED=0"},
+		flags:   []string{"-buildvcs=false", "-trimpath"},
+		ldflags: []string{"-X main.version", "-s", "-w"},
+		pkg:     "./cmd/slackbot",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: go build is %+v, want the release build %+v (static, -trimpath, stripped, versioned, no VCS stamp)", where, got, want)
+	}
+	deployment := docSection(t, readDoc(t, "../../README.md"), "## Deployment")
+	var documented []string
+	for line := range strings.Lines(deployment) {
+		if l := strings.TrimSpace(line); strings.Contains(l, "go build") && strings.HasPrefix(l, "CGO_ENABLED=") {
+			documented = append(documented, l)
+		}
+	}
+	if len(documented) != 1 {
+		t.Fatalf("README.md's Deployment section shows %d release build commands (CGO_ENABLED=… go build …), want 1", len(documented))
+	}
+	if readme := parseGoBuild(t, "README.md", documented[0]); !reflect.DeepEqual(readme, got) {
+		t.Errorf("README.md's release build %+v differs from %s's %+v", readme, where, got)
 	}
 }
 

@@ -64,15 +64,24 @@ func strictKube(t *testing.T, o *kubeObject) any {
 }
 
 // Every object in deploy/kubernetes decodes strictly into its API type,
-// and none carries a controller's annotations.
+// and none carries a controller's annotations but the Ingresses' timeouts
+// and buffering (ingressControllers), which Ingress has no field for and
+// other controllers ignore.
 func TestKubeManifestsDecodeStrictly(t *testing.T) {
 	t.Parallel()
 	objs, _ := kubeObjects(t)
+	allowed := map[string]bool{}
+	for _, c := range ingressControllers {
+		allowed[c.readTimeout], allowed[c.sendTimeout], allowed[c.buffering] = true, true, true
+	}
 	for key, o := range objs {
 		t.Run(key, func(t *testing.T) {
 			strictKube(t, o)
 			for k := range o.Metadata.Annotations {
-				if strings.Contains(k, "nginx") || strings.Contains(k, "traefik") || strings.Contains(k, "alb.ingress") {
+				if o.Kind == "Ingress" && allowed[k] {
+					continue
+				}
+				if strings.Contains(k, "nginx") || strings.Contains(k, "traefik") || strings.Contains(k, "alb.ingress") || strings.Contains(k, "haproxy") {
 					t.Errorf("%s: annotation %s ties the manifests to one controller", o.file, k)
 				}
 			}
@@ -84,9 +93,10 @@ func TestKubeManifestsDecodeStrictly(t *testing.T) {
 }
 
 // The default public endpoint: the Gateway serves the host over HTTPS with
-// a certificate, the HTTPRoute sends only /slack, /v1 and /healthz to the
-// Service's port, plain HTTP only redirects, and the host is PUBLIC_URL's
-// and the Slack app manifest's.
+// a certificate, the HTTPRoute sends the public paths to the Service's port
+// (which paths, and their timeouts: TestDeployRoutesEveryPublicEndpoint),
+// plain HTTP only redirects, and the host is PUBLIC_URL's and the Slack app
+// manifest's.
 func TestKubeGatewayRoutes(t *testing.T) {
 	t.Parallel()
 	objs, kust := kubeObjects(t)
@@ -95,7 +105,7 @@ func TestKubeGatewayRoutes(t *testing.T) {
 	redirect := strictKube(t, objs["HTTPRoute/slackbot-https-redirect"]).(*gatewayv1.HTTPRoute)
 	svc := strictKube(t, objs["Service/slackbot"]).(*corev1.Service)
 	dep := strictKube(t, objs["Deployment/slackbot"]).(*appsv1.Deployment)
-	ing := strictKube(t, objs["Ingress/slackbot"]).(*networkingv1.Ingress)
+	ings := kubeIngresses(t, objs)
 
 	// Exactly one way in is applied: the HTTPRoute, not the alternative.
 	for _, f := range []string{"gateway.yaml", "httproute.yaml"} {
@@ -172,7 +182,7 @@ func TestKubeGatewayRoutes(t *testing.T) {
 		}
 	}
 	slices.Sort(paths)
-	if want := []string{"Exact /healthz", "PathPrefix /slack", "PathPrefix /v1"}; !slices.Equal(paths, want) {
+	if want := []string{"Exact /.well-known/jwks.json", "Exact /healthz", "Exact /mcp", "PathPrefix /slack", "PathPrefix /v1"}; !slices.Equal(paths, want) {
 		t.Errorf("HTTPRoute paths %v, want exactly %v (/metrics and /readyz stay in-cluster)", paths, want)
 	}
 	if len(redirect.Spec.Rules) != 1 || len(redirect.Spec.Rules[0].BackendRefs) != 0 || len(redirect.Spec.Rules[0].Filters) != 1 ||
@@ -181,14 +191,29 @@ func TestKubeGatewayRoutes(t *testing.T) {
 		t.Errorf("HTTPRoute %s: want one rule that only redirects to https", redirect.Name)
 	}
 
-	// The alternative Ingress serves the same host, controller-neutral.
-	if ing.Spec.IngressClassName != nil {
-		t.Errorf("Ingress names ingressClassName %q; leave it to the cluster's default, as its comment says", *ing.Spec.IngressClassName)
-	}
-	for _, r := range ing.Spec.Rules {
-		if r.Host != string(host) {
-			t.Errorf("Ingress host %q, want PUBLIC_URL's host %s", r.Host, host)
+	// The alternative Ingresses serve the same host with the same
+	// certificate, which one of them asks cert-manager for.
+	issuers := 0
+	for _, ing := range ings {
+		if ing.Spec.IngressClassName != nil {
+			t.Errorf("Ingress %s names ingressClassName %q; leave it to the cluster's default, as its comment says", ing.Name, *ing.Spec.IngressClassName)
 		}
+		for _, r := range ing.Spec.Rules {
+			if r.Host != string(host) {
+				t.Errorf("Ingress %s host %q, want PUBLIC_URL's host %s", ing.Name, r.Host, host)
+			}
+		}
+		if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != "slackbot-tls" || !slices.Equal(ing.Spec.TLS[0].Hosts, []string{string(host)}) {
+			t.Errorf("Ingress %s tls %+v, want host %s with Secret slackbot-tls", ing.Name, ing.Spec.TLS, host)
+		}
+		for k := range ing.Annotations {
+			if strings.HasPrefix(k, "cert-manager.io/") {
+				issuers++
+			}
+		}
+	}
+	if issuers != 1 {
+		t.Errorf("%d Ingresses ask cert-manager for slackbot-tls, want 1: two would fight over one Certificate", issuers)
 	}
 
 	// The Slack app manifest points at the host the Gateway serves.
