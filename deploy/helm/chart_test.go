@@ -215,7 +215,7 @@ func render(t *testing.T, c *chart.Chart, vals map[string]any) rendered {
 	if err != nil {
 		t.Fatalf("values: %v", err)
 	}
-	out, err := engine.Engine{Strict: true}.Render(c, top)
+	out, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), c, top)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
