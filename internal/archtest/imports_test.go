@@ -131,12 +131,45 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 			slack := strings.HasPrefix(dep, "github.com/slack-go/slack")
 			redis := strings.HasPrefix(dep, "github.com/redis/go-redis")
 			switch {
+			case deployTooling(dep):
+				bad(rel, dep, "Helm and the Kubernetes and Prometheus Operator API types are for the tests of deploy/ alone (deploy/helm is a package of tests): no production package links them")
 			case (rel == "approval" || rel == "routing" || rel == "receipt" || rel == "client" || rel == "runs" || under(rel, "hook") || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
 				bad(rel, dep, "it must know neither Slack nor Redis")
 			case under(rel, "store") && slack:
 				bad(rel, dep, "store never speaks Slack")
 			}
 		}
+	}
+}
+
+// deployTooling reports whether dep is one of the modules the tests of
+// deploy/ use to render and check the manifests: Helm (with client-go),
+// the Kubernetes, Gateway API and Prometheus Operator API types.
+func deployTooling(dep string) bool {
+	for _, prefix := range []string{"helm.sh/", "k8s.io/", "sigs.k8s.io/gateway-api", "github.com/prometheus-operator/"} {
+		if strings.HasPrefix(dep, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDeployToolingRules checks the rule on made-up dependencies: no
+// production package links Helm or the Kubernetes API types.
+func TestDeployToolingRules(t *testing.T) {
+	pkgs := map[string]pkg{
+		"cmd/slackbot": {Deps: []string{"helm.sh/helm/v4/pkg/engine", "k8s.io/client-go/rest", "github.com/prometheus/client_golang/prometheus"}},
+		"store":        {Deps: []string{"sigs.k8s.io/gateway-api/apis/v1", "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1", "sigs.k8s.io/yaml"}},
+	}
+	var got []string
+	check(t, pkgs, func(rel, imp, why string) { got = append(got, rel+" "+imp) })
+	slices.Sort(got)
+	want := []string{
+		"cmd/slackbot helm.sh/helm/v4/pkg/engine", "cmd/slackbot k8s.io/client-go/rest",
+		"store github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1", "store sigs.k8s.io/gateway-api/apis/v1",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %q; want %q", got, want)
 	}
 }
 
