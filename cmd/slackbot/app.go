@@ -133,7 +133,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		d.StoreOptions.Owner = owner
 	}
 	a := &app{log: d.Log, receipts: rk, handOff: make(chan struct{})}
-	a.metrics = newMetrics(a.pendingApprovals)
+	a.metrics = newMetrics(metricsConfig{Routes: d.Routes, Pending: a.pendingByRoute})
 	d.StoreOptions.OnUnconfirmed = a.metrics.UnconfirmedWrite
 	st := store.New(d.Redis, d.StoreOptions)
 	a.store, a.deps = st, d
@@ -232,7 +232,7 @@ func (a *app) wireAPI(d appDeps, owner string) error {
 	}
 	cc := httpapi.CallbacksConfig{
 		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
-		AllowPrivate: d.AllowPrivateCallbacks, Receipts: a.receipts.signer,
+		AllowPrivate: d.AllowPrivateCallbacks, Receipts: a.receipts.signer, Metrics: a.metrics,
 	}
 	if d.Tracer != nil {
 		cc.Observe = a.observeCallback
@@ -273,16 +273,10 @@ func newToolbox(d appDeps) (*agentrunner.Toolbox, error) {
 	return agentrunner.NewToolbox(d.Tools)
 }
 
-// pendingApprovals is the slackbot_pending_approvals gauge: the open
-// tokens, or -1 when Redis does not answer within a second.
-func (a *app) pendingApprovals() float64 {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	n, err := a.store.OpenCount(ctx)
-	if err != nil {
-		return -1
-	}
-	return float64(n)
+// pendingByRoute is what the pending gauges read at scrape time (the
+// metrics' pendingCollector bounds it to a second).
+func (a *app) pendingByRoute(ctx context.Context) (map[string]store.RoutePending, error) {
+	return a.store.PendingByRoute(ctx)
 }
 
 // errHandedOff ends a wait at shutdown: the token stays open and the run
