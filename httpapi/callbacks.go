@@ -342,6 +342,9 @@ func (c *Callbacks) settle(ctx context.Context, job approval.CallbackJob, client
 	if aerr := c.cfg.Store.AuditCallback(ctx, a); aerr != nil {
 		c.log.ErrorContext(ctx, "audit callback attempt", "err", aerr)
 	}
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.Callback(callbackResult(err, retryable, retry))
+	}
 	var qerr error
 	if retry {
 		qerr = c.cfg.Queue.Retry(ctx, job, c.cfg.Now().Add(c.cfg.Backoff(job.Attempt)))
@@ -351,6 +354,20 @@ func (c *Callbacks) settle(ctx context.Context, job approval.CallbackJob, client
 	if qerr != nil {
 		c.log.ErrorContext(ctx, "settle callback job", "err", qerr)
 	}
+}
+
+// callbackResult is how an attempt settled (err: how it failed), as
+// CallbackMetrics is told it.
+func callbackResult(err error, retryable, retry bool) string {
+	switch {
+	case err == nil:
+		return CallbackResultDelivered
+	case !retryable || errors.Is(err, errPrivateAddress):
+		return CallbackResultRefused
+	case retry:
+		return CallbackResultRetried
+	}
+	return CallbackResultFailed
 }
 
 // Sign returns the signature header value of a callback: "v1=" followed

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
@@ -133,7 +134,11 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		d.StoreOptions.Owner = owner
 	}
 	a := &app{log: d.Log, receipts: rk, handOff: make(chan struct{})}
-	a.metrics = newMetrics(metricsConfig{Routes: d.Routes, Pending: a.pendingByRoute})
+	mc := metricsConfig{Routes: d.Routes, Pending: a.pendingByRoute}
+	if s, ok := d.MCPUpstream.(interface{ Status() []mcptools.ServerStatus }); ok {
+		mc.MCPStatus = s.Status
+	}
+	a.metrics = newMetrics(mc)
 	d.StoreOptions.OnUnconfirmed = a.metrics.UnconfirmedWrite
 	st := store.New(d.Redis, d.StoreOptions)
 	a.store, a.deps = st, d

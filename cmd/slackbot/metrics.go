@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
@@ -64,6 +65,9 @@ type metricsConfig struct {
 	// Pending reads the open requests by route at scrape time; nil: the
 	// pending gauges are not registered.
 	Pending func(ctx context.Context) (map[string]store.RoutePending, error)
+	// MCPStatus reports the upstream MCP servers' state at scrape time
+	// (mcptools.Toolset.Status); nil: none configured.
+	MCPStatus func() []mcptools.ServerStatus
 }
 
 // Doors of the API request histogram.
@@ -222,7 +226,8 @@ func newMetrics(cfg metricsConfig) *metrics {
 		}, []string{"server", "result"}),
 	}
 	m.reg.MustRegister(m.decisions, m.decisionTime, m.refused, m.slackErrs, m.slackLimited, m.webhook, m.api,
-		m.resumes, m.resumeLag, m.runs, m.callbacks, m.slackUp, m.unconfirmed, m.unchecked, m.upstreamUp, m.upstreamCalls,
+		m.resumes, m.resumeLag, m.runs, m.callbacks, m.slackUp, m.unconfirmed, m.unchecked,
+		&upstreamCollector{up: m.upstreamUp, status: cfg.MCPStatus}, m.upstreamCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	routes := routeNames(cfg.Routes)
 	if cfg.Pending != nil {
@@ -437,6 +442,25 @@ func (c *pendingCollector) Collect(ch chan<- prometheus.Metric) {
 			emit(route, float64(p.Open), p.Oldest.Seconds())
 		}
 	}
+}
+
+// upstreamCollector sets slackbot_mcp_upstream_up from the servers'
+// state (connected: its session answers its health checks and calls) as
+// it is scraped, so the gauge is never staler than the Toolset.
+type upstreamCollector struct {
+	up     *prometheus.GaugeVec
+	status func() []mcptools.ServerStatus
+}
+
+func (c *upstreamCollector) Describe(ch chan<- *prometheus.Desc) { c.up.Describe(ch) }
+
+func (c *upstreamCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.status != nil {
+		for _, s := range c.status() {
+			c.up.WithLabelValues(s.Name).Set(map[bool]float64{true: 1, false: 0}[s.Connected])
+		}
+	}
+	c.up.Collect(ch)
 }
 
 type statusWriter struct {
