@@ -135,7 +135,9 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	}
 	a := &app{log: d.Log, receipts: rk, handOff: make(chan struct{})}
 	mc := metricsConfig{Routes: d.Routes, Pending: a.pendingByRoute}
-	if s, ok := d.MCPUpstream.(interface{ Status() []mcptools.ServerStatus }); ok {
+	if s, ok := d.MCPUpstream.(interface {
+		Status() []mcptools.ServerStatus
+	}); ok {
 		mc.MCPStatus = s.Status
 	}
 	a.metrics = newMetrics(mc)

@@ -260,6 +260,9 @@ func (m *metrics) zero(routes, servers []string) {
 		m.slackErrs.WithLabelValues(method)
 		m.slackLimited.WithLabelValues(method)
 	}
+	for _, reason := range bot.UncheckedReasons() {
+		m.unchecked.WithLabelValues(reason)
+	}
 	for _, endpoint := range webhookEndpoints {
 		m.webhook.WithLabelValues(endpoint, strconv.Itoa(http.StatusOK))
 	}
