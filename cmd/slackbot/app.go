@@ -44,6 +44,10 @@ type appDeps struct {
 	// MCPUpstream is the same MCP servers as the MCP gateway (/mcp) offers
 	// them; nil: the gateway offers only approval_prompt.
 	MCPUpstream mcpgateway.Upstream
+	// UpstreamCalls is the call observer the MCP servers' Toolset was
+	// built with (mcptools.WithCallObserver); newApp binds it to the
+	// metrics. nil: upstream calls are not counted.
+	UpstreamCalls *upstreamCalls
 	// Owner names this process in the store's claims; empty: random.
 	Owner string
 	// SweepEvery is how often expired tokens are swept; 0: the store's default.
@@ -141,6 +145,9 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		mc.MCPStatus = s.Status
 	}
 	a.metrics = newMetrics(mc)
+	if d.UpstreamCalls != nil {
+		d.UpstreamCalls.bind(a.metrics.UpstreamCall)
+	}
 	d.StoreOptions.OnUnconfirmed = a.metrics.UnconfirmedWrite
 	st := store.New(d.Redis, d.StoreOptions)
 	a.store, a.deps = st, d
