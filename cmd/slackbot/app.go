@@ -166,7 +166,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		return nil, err
 	}
 	a.cards = bot.NewCards(bot.CardsConfig{Slack: d.Slack, Routes: d.Routes, Tools: box, Retry: d.Retry, Metrics: a.metrics, Log: d.Log, Now: d.StoreOptions.Now})
-	groups := &bot.Usergroups{Slack: d.Slack}
+	groups := &bot.Usergroups{Slack: d.Slack, Metrics: a.metrics}
 	// The store's ports (requests, grants, the reminders scheduled on
 	// the job queue, the changes held while Redis's replicas did not
 	// confirm them, applied by confirmChanges) come from ServiceConfig,
