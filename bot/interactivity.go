@@ -361,7 +361,9 @@ func (b *Bot) openView(ctx context.Context, triggerID, channel, user string, vie
 		if err == nil {
 			return nil
 		}
-		b.metrics.SlackError("views.open")
+		// Not retried: a 429 fails the call too.
+		countLimited(b.metrics, MethodViewsOpen, err)
+		b.metrics.SlackError(MethodViewsOpen)
 		if channel != "" && user != "" {
 			if err := b.ephemeral(ctx, channel, user, viewFailedText(err)); err != nil {
 				b.log.WarnContext(ctx, "tell that a form did not open", "err", err)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
@@ -43,6 +44,10 @@ type appDeps struct {
 	// MCPUpstream is the same MCP servers as the MCP gateway (/mcp) offers
 	// them; nil: the gateway offers only approval_prompt.
 	MCPUpstream mcpgateway.Upstream
+	// UpstreamCalls is the call observer the MCP servers' Toolset was
+	// built with (mcptools.WithCallObserver); newApp binds it to the
+	// metrics. nil: upstream calls are not counted.
+	UpstreamCalls *upstreamCalls
 	// Owner names this process in the store's claims; empty: random.
 	Owner string
 	// SweepEvery is how often expired tokens are swept; 0: the store's default.
@@ -133,7 +138,16 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		d.StoreOptions.Owner = owner
 	}
 	a := &app{log: d.Log, receipts: rk, handOff: make(chan struct{})}
-	a.metrics = newMetrics(a.pendingApprovals)
+	mc := metricsConfig{Routes: d.Routes, Pending: a.pendingByRoute}
+	if s, ok := d.MCPUpstream.(interface {
+		Status() []mcptools.ServerStatus
+	}); ok {
+		mc.MCPStatus = s.Status
+	}
+	a.metrics = newMetrics(mc)
+	if d.UpstreamCalls != nil {
+		d.UpstreamCalls.bind(a.metrics.UpstreamCall)
+	}
 	d.StoreOptions.OnUnconfirmed = a.metrics.UnconfirmedWrite
 	st := store.New(d.Redis, d.StoreOptions)
 	a.store, a.deps = st, d
@@ -152,7 +166,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		return nil, err
 	}
 	a.cards = bot.NewCards(bot.CardsConfig{Slack: d.Slack, Routes: d.Routes, Tools: box, Retry: d.Retry, Metrics: a.metrics, Log: d.Log, Now: d.StoreOptions.Now})
-	groups := &bot.Usergroups{Slack: d.Slack}
+	groups := &bot.Usergroups{Slack: d.Slack, Metrics: a.metrics}
 	// The store's ports (requests, grants, the reminders scheduled on
 	// the job queue, the changes held while Redis's replicas did not
 	// confirm them, applied by confirmChanges) come from ServiceConfig,
@@ -232,7 +246,7 @@ func (a *app) wireAPI(d appDeps, owner string) error {
 	}
 	cc := httpapi.CallbacksConfig{
 		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
-		AllowPrivate: d.AllowPrivateCallbacks, Receipts: a.receipts.signer,
+		AllowPrivate: d.AllowPrivateCallbacks, Receipts: a.receipts.signer, Metrics: a.metrics,
 	}
 	if d.Tracer != nil {
 		cc.Observe = a.observeCallback
@@ -273,16 +287,10 @@ func newToolbox(d appDeps) (*agentrunner.Toolbox, error) {
 	return agentrunner.NewToolbox(d.Tools)
 }
 
-// pendingApprovals is the slackbot_pending_approvals gauge: the open
-// tokens, or -1 when Redis does not answer within a second.
-func (a *app) pendingApprovals() float64 {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	n, err := a.store.OpenCount(ctx)
-	if err != nil {
-		return -1
-	}
-	return float64(n)
+// pendingByRoute is what the pending gauges read at scrape time (the
+// metrics' pendingCollector bounds it to a second).
+func (a *app) pendingByRoute(ctx context.Context) (map[string]store.RoutePending, error) {
+	return a.store.PendingByRoute(ctx)
 }
 
 // errHandedOff ends a wait at shutdown: the token stays open and the run
