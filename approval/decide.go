@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,7 +158,7 @@ func (s *Service) afterDecide(ctx context.Context, r *Request, c *Call, by Decid
 		s.alwaysAllowed(ctx, r, c, d)
 	}
 	s.noteEscalation(ctx, r, c, by, d.Action)
-	s.metrics.Decision(string(res.Call.Status))
+	s.countDecision(cmp.Or(res.Request, r), res.Call)
 	if d.CardJob == "" {
 		return // decided before any card showed it (decideBySystem)
 	}
@@ -269,7 +270,7 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 	}
 	for _, d := range ds {
 		if c := after.Call(d.CallID); c != nil {
-			s.metrics.Decision(string(c.Status))
+			s.countDecision(after, c)
 		}
 	}
 	return &Decided{Request: after, Changed: true, Resolved: after.State == StateResolved}, nil

@@ -32,10 +32,16 @@ type Tools interface {
 	PendingCalls(req agentrunner.DeferredToolRequests) []agentrunner.PendingToolCall
 }
 
-// Metrics receives what operators watch: decisions by status, refusals by
-// error code.
+// Metrics receives what operators watch: decisions by route and outcome
+// (one of Outcomes), refusals by error code (one of RefusalCodes). It is
+// an interface so that approval does not import a metrics library
+// (docs/ARCHITECTURE.md, "Import rules").
 type Metrics interface {
-	Decision(status string)
+	// Decision is told a call of route was decided or ended without a
+	// decision, with outcome, waited after its request was opened;
+	// waited is negative when the outcome is not timed (a policy's
+	// decision, which no request holds, or a vote short of its quorum).
+	Decision(route, outcome string, waited time.Duration)
 	Refused(code string)
 }
 
@@ -155,8 +161,8 @@ func (s *Service) timeout(r *routing.Route) time.Duration {
 
 type noMetrics struct{}
 
-func (noMetrics) Decision(string) {}
-func (noMetrics) Refused(string)  {}
+func (noMetrics) Decision(string, string, time.Duration) {}
+func (noMetrics) Refused(string)                         {}
 
 // noDirectory knows no usergroup: only users listed by id can decide.
 type noDirectory struct{}

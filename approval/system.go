@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Decisions made without a person (a route's policy, a grant, no route, a
@@ -52,9 +53,9 @@ func (s *Service) endBySystem(ctx context.Context, token string, end func() (*Re
 // ended counts the calls that r's end left without a decision and resumes
 // r's run.
 func (s *Service) ended(ctx context.Context, r *Request) {
-	for _, c := range r.Calls {
+	for i, c := range r.Calls {
 		if c.DecidedBy == "" && c.Status != CallPending {
-			s.metrics.Decision(string(c.Status))
+			s.countDecision(r, &r.Calls[i])
 		}
 	}
 	s.resumeRun(ctx, r)
@@ -93,5 +94,6 @@ func (s *Service) recordPolicy(ctx context.Context, d PolicyDecision) {
 	if err := s.store.AuditPolicy(ctx, d); err != nil {
 		s.log.ErrorContext(ctx, "audit a policy decision", "err", err, "call", d.Call.ToolCallID)
 	}
-	s.metrics.Decision(d.Decision)
+	// Made at once, on a call no request holds: counted, not timed.
+	s.metrics.Decision(strings.TrimPrefix(d.By, ByPolicyPrefix), d.Decision, -1)
 }

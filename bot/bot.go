@@ -56,10 +56,10 @@ type Metrics interface {
 
 type noMetrics struct{}
 
-func (noMetrics) Decision(string)        {}
-func (noMetrics) Refused(string)         {}
-func (noMetrics) SlackError(string)      {}
-func (noMetrics) AnswerUnchecked(string) {}
+func (noMetrics) Decision(string, string, time.Duration) {}
+func (noMetrics) Refused(string)                         {}
+func (noMetrics) SlackError(string)                      {}
+func (noMetrics) AnswerUnchecked(string)                 {}
 
 // Bot is slackbot's Slack side for people: it turns clicks and form
 // submissions (HandleInteraction) into approval.Service calls, and posts
@@ -139,7 +139,7 @@ func (b *Bot) ephemeral(ctx context.Context, channel, user, text string) error {
 		return err
 	})
 	if err != nil {
-		b.metrics.SlackError("chat.postEphemeral")
+		b.metrics.SlackError(MethodPostEphemeral)
 	}
 	return err
 }

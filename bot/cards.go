@@ -140,12 +140,12 @@ func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, ca
 	if blocksRefused(err) {
 		// Never leave a decided card with live buttons: say where the call
 		// stands in as little as Slack accepts.
-		cs.metrics.SlackError("chat.update")
+		cs.metrics.SlackError(MethodUpdate)
 		cs.log.WarnContext(ctx, "Slack refused a card; updating it with a minimal one", "channel", ref.Channel, "ts", ref.ID, "err", err)
 		err = update(MinimalApprovalBlocks(card))
 	}
 	if err != nil {
-		cs.metrics.SlackError("chat.update")
+		cs.metrics.SlackError(MethodUpdate)
 		return fmt.Errorf("update card %s/%s: %w", ref.Channel, ref.ID, err)
 	}
 	return nil
@@ -187,13 +187,13 @@ func (cs *Cards) post(ctx context.Context, channel string, card Card) (approval.
 		if blocksRefused(err) && !minimal {
 			// Slack refused the card: post where the call stands, with its
 			// buttons, in as little as Slack accepts.
-			cs.metrics.SlackError("chat.postMessage")
+			cs.metrics.SlackError(MethodPostMessage)
 			cs.log.WarnContext(ctx, "Slack refused a card; posting a minimal one", "channel", channel, "err", err)
 			blocks, minimal = MinimalApprovalBlocks(card), true
 			ch, ts, err = send(ctx)
 		}
 		if err != nil {
-			cs.metrics.SlackError("chat.postMessage")
+			cs.metrics.SlackError(MethodPostMessage)
 			var rl *slack.RateLimitedError
 			if !errors.As(err, &rl) && retryable(err) {
 				ambiguous = true
@@ -226,7 +226,7 @@ func (cs *Cards) findCard(ctx context.Context, channel, marker string, since tim
 		ChannelID: channel, Oldest: fmt.Sprintf("%d.000000", since.Unix()), Limit: 200, IncludeAllMetadata: true,
 	})
 	if err != nil {
-		cs.metrics.SlackError("conversations.history")
+		cs.metrics.SlackError(MethodConversationsHistory)
 		return approval.MessageRef{}, fmt.Errorf("look for an ambiguously posted card: %w", err)
 	}
 	for _, m := range resp.Messages {

@@ -60,7 +60,7 @@ func (b *Bot) PublishHome(ctx context.Context, user, notice string) error {
 		return err
 	})
 	if err != nil {
-		b.metrics.SlackError("views.publish")
+		b.metrics.SlackError(MethodViewsPublish)
 		return fmt.Errorf("views.publish for %s: %w", user, err)
 	}
 	return nil

@@ -361,7 +361,7 @@ func (b *Bot) openView(ctx context.Context, triggerID, channel, user string, vie
 		if err == nil {
 			return nil
 		}
-		b.metrics.SlackError("views.open")
+		b.metrics.SlackError(MethodViewsOpen)
 		if channel != "" && user != "" {
 			if err := b.ephemeral(ctx, channel, user, viewFailedText(err)); err != nil {
 				b.log.WarnContext(ctx, "tell that a form did not open", "err", err)

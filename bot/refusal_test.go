@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/slackapprove/slackbot/approval"
 )
@@ -25,7 +26,7 @@ func (m *countingMetrics) unchecked() []string {
 	return slices.Clone(m.uncheckeds)
 }
 
-func (m *countingMetrics) Decision(outcome string) {
+func (m *countingMetrics) Decision(_, outcome string, _ time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.decided = append(m.decided, outcome)

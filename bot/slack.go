@@ -193,3 +193,8 @@ func retryable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne)
 }
+
+// UncheckedReasons are the reasons Metrics.AnswerUnchecked is told that
+// are known in advance (lookupRefused's codes; a refusing HTTP status
+// adds "http_<status>"): metrics start each at zero.
+func UncheckedReasons() []string { return append(slices.Clone(lookupRefusals), "other") }

@@ -111,7 +111,34 @@ type CallbacksConfig struct {
 	// Receipts signs the receipts of the results a callback hands out,
 	// as Config.Receipts does for the API's answers; nil: none.
 	Receipts approval.Signer
+	// Metrics, when set, is told how each attempt ended: one of
+	// CallbackResults.
+	Metrics CallbackMetrics
 }
+
+// CallbackMetrics counts callback attempts by result. It is an interface
+// so that this package does not import a metrics library
+// (docs/ARCHITECTURE.md, "Import rules"): slackbot's metrics implement it.
+type CallbackMetrics interface {
+	Callback(result string)
+}
+
+// How a callback attempt ended, as CallbackMetrics is told it.
+const (
+	// CallbackResultDelivered: the receiver answered 2xx.
+	CallbackResultDelivered = "delivered"
+	// CallbackResultRetried: it failed; another attempt is scheduled.
+	CallbackResultRetried = "retried"
+	// CallbackResultFailed: it failed and no attempt is left.
+	CallbackResultFailed = "failed"
+	// CallbackResultRefused: slackbot refused to make it: the callback
+	// URL resolves to an address that is not public, or the request or
+	// its API key can no longer be read to sign it.
+	CallbackResultRefused = "refused"
+)
+
+// CallbackResults lists every result; metrics start each at zero.
+var CallbackResults = []string{CallbackResultDelivered, CallbackResultRetried, CallbackResultFailed, CallbackResultRefused}
 
 // Callbacks delivers the outcome of each token that has a callback URL,
 // when it is resolved, expires, is cancelled or fails: a POST of the same
@@ -315,6 +342,9 @@ func (c *Callbacks) settle(ctx context.Context, job approval.CallbackJob, client
 	if aerr := c.cfg.Store.AuditCallback(ctx, a); aerr != nil {
 		c.log.ErrorContext(ctx, "audit callback attempt", "err", aerr)
 	}
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.Callback(callbackResult(err, retryable, retry))
+	}
 	var qerr error
 	if retry {
 		qerr = c.cfg.Queue.Retry(ctx, job, c.cfg.Now().Add(c.cfg.Backoff(job.Attempt)))
@@ -324,6 +354,20 @@ func (c *Callbacks) settle(ctx context.Context, job approval.CallbackJob, client
 	if qerr != nil {
 		c.log.ErrorContext(ctx, "settle callback job", "err", qerr)
 	}
+}
+
+// callbackResult is how an attempt settled (err: how it failed), as
+// CallbackMetrics is told it.
+func callbackResult(err error, retryable, retry bool) string {
+	switch {
+	case err == nil:
+		return CallbackResultDelivered
+	case !retryable || errors.Is(err, errPrivateAddress):
+		return CallbackResultRefused
+	case retry:
+		return CallbackResultRetried
+	}
+	return CallbackResultFailed
 }
 
 // Sign returns the signature header value of a callback: "v1=" followed

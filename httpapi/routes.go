@@ -4,9 +4,44 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/slackapprove/slackbot/approval"
 )
+
+// The API's operations: the route patterns its handler serves, which
+// metrics and logs name a request by (never its path, which carries a
+// resume token).
+const (
+	OpOpenAPI         = "GET /v1/openapi.json"
+	OpCreate          = "POST /v1/approvals"
+	OpGet             = "GET /v1/approvals/{token}"
+	OpResults         = "POST /v1/approvals/{token}/results"
+	OpOutcomes        = "POST /v1/approvals/{token}/outcomes"
+	OpCancel          = "DELETE /v1/approvals/{token}"
+	OpRegisterSession = "POST /v1/agent-sessions"
+	OpListSessions    = "GET /v1/agent-sessions"
+	OpClaimSession    = "POST /v1/agent-sessions/{id}/claim"
+	OpFinishSession   = "POST /v1/agent-sessions/{id}/finish"
+)
+
+// Operations lists every operation above, for metrics that start a series
+// at zero for each. A request that matches none (an unknown path, a
+// method a path does not allow) has another pattern: see OperationOf.
+var Operations = []string{OpOpenAPI, OpCreate, OpGet, OpResults, OpOutcomes, OpCancel, OpRegisterSession, OpListSessions, OpClaimSession, OpFinishSession}
+
+// OpOther names every request that is none of Operations.
+const OpOther = "other"
+
+// OperationOf is the operation of a request the API has served (the
+// pattern its mux recorded in r.Pattern), or OpOther: bounded, so it
+// can label a metric.
+func OperationOf(r *http.Request) string {
+	if slices.Contains(Operations, r.Pattern) {
+		return r.Pattern
+	}
+	return OpOther
+}
 
 // deps is everything the handlers are built from; each handler takes the
 // part it needs.
@@ -33,16 +68,16 @@ func newServer(d deps) http.Handler {
 	auth := func(h authedHandler) http.Handler { return authed(d.keys, d.log, h) }
 	create := createOptions{allowPrivateCallbacks: d.allowPrivateCallbacks, resolver: d.resolver, quota: d.quota, receipts: d.receipts}
 
-	mux.Handle("GET /v1/openapi.json", handleOpenAPI())
-	mux.Handle("POST /v1/approvals", auth(handleCreate(d.approvals, d.store, create)))
-	mux.Handle("GET /v1/approvals/{token}", auth(handleGet(d.approvals, d.store, d.events, d.receipts, d.stopping)))
-	mux.Handle("POST /v1/approvals/{token}/results", auth(handleResults(d.approvals, d.store, d.receipts)))
-	mux.Handle("POST /v1/approvals/{token}/outcomes", auth(handleOutcomes(d.approvals, d.store, d.receipts)))
-	mux.Handle("DELETE /v1/approvals/{token}", auth(handleCancel(d.approvals, d.store, d.receipts)))
-	mux.Handle("POST /v1/agent-sessions", auth(handleRegisterSession(d.approvals, d.store)))
-	mux.Handle("GET /v1/agent-sessions", auth(handleListSessions(d.approvals, d.store, d.events, d.stopping)))
-	mux.Handle("POST /v1/agent-sessions/{id}/claim", auth(handleClaimSession(d.approvals, d.store)))
-	mux.Handle("POST /v1/agent-sessions/{id}/finish", auth(handleFinishSession(d.store)))
+	mux.Handle(OpOpenAPI, handleOpenAPI())
+	mux.Handle(OpCreate, auth(handleCreate(d.approvals, d.store, create)))
+	mux.Handle(OpGet, auth(handleGet(d.approvals, d.store, d.events, d.receipts, d.stopping)))
+	mux.Handle(OpResults, auth(handleResults(d.approvals, d.store, d.receipts)))
+	mux.Handle(OpOutcomes, auth(handleOutcomes(d.approvals, d.store, d.receipts)))
+	mux.Handle(OpCancel, auth(handleCancel(d.approvals, d.store, d.receipts)))
+	mux.Handle(OpRegisterSession, auth(handleRegisterSession(d.approvals, d.store)))
+	mux.Handle(OpListSessions, auth(handleListSessions(d.approvals, d.store, d.events, d.stopping)))
+	mux.Handle(OpClaimSession, auth(handleClaimSession(d.approvals, d.store)))
+	mux.Handle(OpFinishSession, auth(handleFinishSession(d.store)))
 
 	// Everything else under /v1/ answers in JSON too.
 	for path, allow := range map[string]string{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
@@ -239,7 +240,7 @@ func (m *fakeMetrics) RunEnded(result string) {
 	m.ended = append(m.ended, result)
 }
 
-func (m *fakeMetrics) RunResumed(path string) {
+func (m *fakeMetrics) RunResumed(path string, _ time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.resumed = append(m.resumed, path)

@@ -41,11 +41,11 @@ func (rs *Runs) Finish(ctx context.Context, deps *Deps, res *agentrunner.RunResu
 	switch {
 	case err != nil:
 		rs.log().ErrorContext(ctx, "run failed", "err", err, "channel", deps.Channel)
-		text, result = ":warning: The agent run failed: "+rs.Chat.Escape(err.Error()), "failed"
+		text, result = ":warning: The agent run failed: "+rs.Chat.Escape(err.Error()), RunFailed
 	case res.Status == agentrunner.StatusPending:
-		text, result = ":hourglass: Some tool calls are still waiting for a decision.", "pending"
+		text, result = ":hourglass: Some tool calls are still waiting for a decision.", RunPending
 	default:
-		text, result = rs.Chat.Escape(res.Output), "complete"
+		text, result = rs.Chat.Escape(res.Output), RunComplete
 	}
 	rs.ended(result)
 	// Before the answer: a reply to it must find the history.
@@ -91,7 +91,7 @@ func (rs *Runs) Finish(ctx context.Context, deps *Deps, res *agentrunner.RunResu
 // resumed run's earlier token) show their tools' outcomes, and those
 // tokens are done with. Then the run is gone from this process.
 func (rs *Runs) suspended(ctx, runCtx context.Context, deps *Deps, res *agentrunner.RunResult) {
-	rs.ended("pending")
+	rs.ended(RunPending)
 	var earlier []string
 	for _, t := range deps.Tokens() {
 		if res.Suspended == nil || t != res.Suspended.Token {

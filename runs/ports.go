@@ -147,7 +147,29 @@ type Metrics interface {
 	// RunEnded is told how a run ended: "complete", "pending" (suspended,
 	// or calls left waiting), "failed".
 	RunEnded(result string)
-	// RunResumed is told a run resumes from its saved state, by path:
-	// "direct" or "queue".
-	RunResumed(path string)
+	// RunResumed is told a run resumes from its saved state, by how
+	// (ResumeHowDirect or ResumeHowQueue), lag after its request ended
+	// (negative: not known).
+	RunResumed(how string, lag time.Duration)
 }
+
+// How a run resumes, as Metrics.RunResumed is told it: directly by the
+// process that ended its request, or from the resume queue (another
+// replica's end, an expiry, a takeover).
+const (
+	ResumeHowDirect = "direct"
+	ResumeHowQueue  = "queue"
+)
+
+// ResumeHows lists every way a run resumes; metrics start each at zero.
+var ResumeHows = []string{ResumeHowDirect, ResumeHowQueue}
+
+// How a run ends, as Metrics.RunEnded is told it.
+const (
+	RunComplete = "complete"
+	RunPending  = "pending" // suspended, or calls left waiting
+	RunFailed   = "failed"
+)
+
+// RunResults lists every way a run ends; metrics start each at zero.
+var RunResults = []string{RunComplete, RunPending, RunFailed}

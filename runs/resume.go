@@ -51,6 +51,9 @@ type ResumeJob struct {
 // direct path, which takes the token's job off the queue by the token).
 type resumeFrom struct {
 	token, runID, claimer, jobID, path string
+	// ended is when the token's request ended (its decision recorded),
+	// once resumable read it: the resume lag is timed from it.
+	ended time.Time
 }
 
 // ResumeQueued continues the run of one resume-queue job from its saved
@@ -67,7 +70,7 @@ func (rs *Runs) ResumeQueued(ctx context.Context, j ResumeJob) {
 	// The queue claims under its own name: a process's direct resumes
 	// and local waiters claim under theirs, and a claim is re-entrant for
 	// its owner.
-	from := resumeFrom{token: j.Token, runID: j.RunID, claimer: rs.Owner + "/queue", jobID: j.ID, path: "queue"}
+	from := resumeFrom{token: j.Token, runID: j.RunID, claimer: rs.Owner + "/queue", jobID: j.ID, path: ResumeHowQueue}
 	ok, err := rs.State.ClaimResume(ctx, j.Token, from.claimer)
 	if err != nil {
 		rs.log().ErrorContext(ctx, "claim resume", "err", err, "run", j.RunID)
@@ -90,7 +93,7 @@ func (rs *Runs) ResumeQueued(ctx context.Context, j ResumeJob) {
 // another process holds the run or waits on it in place. A run it cannot
 // resume stays on the resume queue.
 func (rs *Runs) ResumeDirect(ctx context.Context, token, runID string) error {
-	from := resumeFrom{token: token, runID: runID, claimer: rs.Owner + "/direct", path: "direct"}
+	from := resumeFrom{token: token, runID: runID, claimer: rs.Owner + "/direct", path: ResumeHowDirect}
 	ok, err := rs.State.ClaimDirect(ctx, token, from.claimer)
 	if err != nil {
 		return fmt.Errorf("resume run %s directly; left to the queue: %w", runID, err)
@@ -121,7 +124,7 @@ func (rs *Runs) continueRun(ctx context.Context, from resumeFrom) {
 			log.Error("release resume claim", "err", err)
 		}
 	}
-	saved, results, what, err := rs.resumable(ctx, log, from)
+	saved, results, what, err := rs.resumable(ctx, log, &from)
 	switch {
 	case err != nil:
 		giveBack(what, err)
@@ -152,7 +155,7 @@ func (rs *Runs) done(ctx context.Context, from resumeFrom) {
 // token's results. It takes the job off the queue when there is nothing
 // to resume from (and returns a nil state), and returns what failed with
 // a passing error.
-func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from resumeFrom) (*Saved, *agentrunner.DeferredToolResults, string, error) {
+func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from *resumeFrom) (*Saved, *agentrunner.DeferredToolResults, string, error) {
 	// The two reads go at once: a click waits for both before its run
 	// goes on.
 	type got struct {
@@ -168,7 +171,7 @@ func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from resumeFrom
 	r := <-recCh
 	if errors.Is(err, ErrRunNotFound) {
 		log.ErrorContext(ctx, "no saved state: the run cannot be resumed", "err", err)
-		rs.done(ctx, from)
+		rs.done(ctx, *from)
 		return nil, nil, "", nil
 	}
 	if err != nil {
@@ -181,7 +184,7 @@ func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from resumeFrom
 		if err := rs.State.FinishResume(ctx, from.token); err != nil {
 			log.ErrorContext(ctx, "finish resume", "err", err)
 		}
-		rs.done(ctx, from)
+		rs.done(ctx, *from)
 		return nil, nil, "", nil
 	}
 	rec, err := r.rec, r.err
@@ -189,10 +192,11 @@ func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from resumeFrom
 	if err == nil {
 		// Handed out here, with the receipts the run verifies.
 		results = rec.Results(rs.Receipts)
+		from.ended = rec.EndedAt
 	}
 	if errors.Is(err, approval.ErrNotFound) || (err == nil && results == nil) {
 		log.ErrorContext(ctx, "the token has no results: the run cannot be resumed", "err", err)
-		rs.done(ctx, from)
+		rs.done(ctx, *from)
 		return nil, nil, "", nil
 	}
 	if err != nil {
@@ -205,7 +209,7 @@ func (rs *Runs) resumable(ctx context.Context, log *slog.Logger, from resumeFrom
 func (rs *Runs) resumeRun(ctx context.Context, log *slog.Logger, from resumeFrom, saved *Saved, results *agentrunner.DeferredToolResults) {
 	// A queued resume may follow one that died after it posted the answer
 	// without Redis to record it: its answer looks in the thread first.
-	deps := &Deps{Origin: saved.Origin, retaken: from.path == "queue"}
+	deps := &Deps{Origin: saved.Origin, retaken: from.path == ResumeHowQueue}
 	if saved.OriginErr != nil {
 		log.ErrorContext(ctx, "decode run origin", "err", saved.OriginErr)
 	}
@@ -215,7 +219,13 @@ func (rs *Runs) resumeRun(ctx context.Context, log *slog.Logger, from resumeFrom
 	// takes the run over; the claim and the call journal keep its
 	// approved tools from running twice.
 	if rs.Metrics != nil {
-		rs.Metrics.RunResumed(from.path)
+		// Timed by this process's clock from the end the store stamped:
+		// a skew between replicas shows in it (a negative one as 0).
+		lag := time.Duration(-1)
+		if !from.ended.IsZero() {
+			lag = max(time.Since(from.ended), 0)
+		}
+		rs.Metrics.RunResumed(from.path, lag)
 	}
 	log.InfoContext(ctx, "resuming run from saved state")
 	rs.ResumeIn(ctx, agentrunner.RunInput{

@@ -107,3 +107,18 @@ func (s *Store) unconfirmed(op string, cause error) error {
 	}
 	return fmt.Errorf("%w (%v)", approval.ErrUnconfirmed, cause)
 }
+
+// The writes that wait for REDIS_WAIT_REPLICAS replicas, as
+// Options.OnUnconfirmed names them.
+const (
+	OpCreate = "create"
+	OpDecide = "decide"
+	OpAnswer = "answer"
+	OpCancel = "cancel"
+	OpFail   = "fail"
+)
+
+// UnconfirmedOps lists every operation OnUnconfirmed may be told; metrics
+// start each at zero, so the alert on unconfirmed writes has a series
+// from start-up.
+var UnconfirmedOps = []string{OpCreate, OpDecide, OpAnswer, OpCancel, OpFail}

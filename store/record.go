@@ -96,7 +96,7 @@ func (s *Store) Create(ctx context.Context, a *approval.Request) error {
 	}
 	args := s.tokenArgs(a.Token, now, exp, ms(now.Add(DefaultTimeout)), len(fields))
 	args = append(args, fields...)
-	cmd, unconfirmed := s.runConfirmed(ctx, "create", time.Time{}, createScript, s.tokenKeys(a.Token), withTrace(ctx, args)...)
+	cmd, unconfirmed := s.runConfirmed(ctx, OpCreate, time.Time{}, createScript, s.tokenKeys(a.Token), withTrace(ctx, args)...)
 	res, err := cmd.StringSlice()
 	if err != nil {
 		return fmt.Errorf("create %s: %w", short(a.Token), err)

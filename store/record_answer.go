@@ -45,7 +45,7 @@ func (s *Store) Answer(ctx context.Context, token, by string, results *agentrunn
 	args := s.tokenArgs(token, s.now(), by, n)
 	args = append(args, answers...)
 	ident := stageIdent("answer", append([]any{by}, answers...)...)
-	res, unconfirmed := s.runStaged(ctx, "answer", token, time.Time{}, answerScript, s.tokenKeys(token), ident, cardWork{lease: s.cardLeaseKey(token, "")}, args)
+	res, unconfirmed := s.runStaged(ctx, OpAnswer, token, time.Time{}, answerScript, s.tokenKeys(token), ident, cardWork{lease: s.cardLeaseKey(token, "")}, args)
 	if res == nil {
 		return nil, fmt.Errorf("answer %s: %w", short(token), unconfirmed)
 	}

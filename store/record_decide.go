@@ -56,7 +56,7 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 	args = append(append(args, s.cardWorkArgs(w)...), d.Grant.Milliseconds())
 	keys := append(s.tokenKeys(token), s.jobsRetryKey(), w.lease)
 	ident := stageIdent("decide", d.CallID, d.By, p.Action, p.Key)
-	res, err := s.runStaged(ctx, "decide", token, d.NotAfter, decideScript, keys, ident, w, args)
+	res, err := s.runStaged(ctx, OpDecide, token, d.NotAfter, decideScript, keys, ident, w, args)
 	if res == nil {
 		return nil, fmt.Errorf("decide %s %s: %w", short(token), d.CallID, err)
 	}

@@ -18,7 +18,7 @@ import (
 // record, or approval.ErrNotFound if the token is unknown, or approval.ErrResolved,
 // approval.ErrExpired, approval.ErrCancelled or approval.ErrFailed if it already ended.
 func (s *Store) Cancel(ctx context.Context, token, by string) (*approval.Request, error) {
-	return s.end(ctx, "cancel", token, approval.StateCancelled, by, agentrunner.ReasonCancelled)
+	return s.end(ctx, OpCancel, token, approval.StateCancelled, by, agentrunner.ReasonCancelled)
 }
 
 // Fail ends an open token without a decision, with reason for the model
@@ -28,7 +28,7 @@ func (s *Store) Fail(ctx context.Context, token, by, reason string) (*approval.R
 	if reason == "" {
 		reason = "failed"
 	}
-	return s.end(ctx, "fail", token, approval.StateFailed, by, reason)
+	return s.end(ctx, OpFail, token, approval.StateFailed, by, reason)
 }
 
 func (s *Store) end(ctx context.Context, op, token string, state approval.State, by, reason string) (*approval.Request, error) {

@@ -74,9 +74,8 @@ type Options struct {
 	// WaitTimeout caps each WAIT; default DefaultWaitTimeout. Less is
 	// used when the caller's deadline (the click's ack budget) is nearer.
 	WaitTimeout time.Duration
-	// OnUnconfirmed, when set, is told the operation ("create", "decide",
-	// "answer", "cancel", "fail") of every write too few replicas
-	// confirmed: a metric.
+	// OnUnconfirmed, when set, is told the operation (one of
+	// UnconfirmedOps) of every write too few replicas confirmed: a metric.
 	OnUnconfirmed func(op string)
 	// Now is the clock; nil means time.Now. Deadlines are judged by it, so
 	// tests expire tokens by moving it.

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
@@ -133,7 +134,13 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		d.StoreOptions.Owner = owner
 	}
 	a := &app{log: d.Log, receipts: rk, handOff: make(chan struct{})}
-	a.metrics = newMetrics(a.pendingApprovals)
+	mc := metricsConfig{Routes: d.Routes, Pending: a.pendingByRoute}
+	if s, ok := d.MCPUpstream.(interface {
+		Status() []mcptools.ServerStatus
+	}); ok {
+		mc.MCPStatus = s.Status
+	}
+	a.metrics = newMetrics(mc)
 	d.StoreOptions.OnUnconfirmed = a.metrics.UnconfirmedWrite
 	st := store.New(d.Redis, d.StoreOptions)
 	a.store, a.deps = st, d
@@ -232,7 +239,7 @@ func (a *app) wireAPI(d appDeps, owner string) error {
 	}
 	cc := httpapi.CallbacksConfig{
 		Keys: d.APIKeys, Store: a.store, Queue: a.store.CallbackQueue(0), Consumer: owner, Log: d.Log,
-		AllowPrivate: d.AllowPrivateCallbacks, Receipts: a.receipts.signer,
+		AllowPrivate: d.AllowPrivateCallbacks, Receipts: a.receipts.signer, Metrics: a.metrics,
 	}
 	if d.Tracer != nil {
 		cc.Observe = a.observeCallback
@@ -273,16 +280,10 @@ func newToolbox(d appDeps) (*agentrunner.Toolbox, error) {
 	return agentrunner.NewToolbox(d.Tools)
 }
 
-// pendingApprovals is the slackbot_pending_approvals gauge: the open
-// tokens, or -1 when Redis does not answer within a second.
-func (a *app) pendingApprovals() float64 {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	n, err := a.store.OpenCount(ctx)
-	if err != nil {
-		return -1
-	}
-	return float64(n)
+// pendingByRoute is what the pending gauges read at scrape time (the
+// metrics' pendingCollector bounds it to a second).
+func (a *app) pendingByRoute(ctx context.Context) (map[string]store.RoutePending, error) {
+	return a.store.PendingByRoute(ctx)
 }
 
 // errHandedOff ends a wait at shutdown: the token stays open and the run

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/bot"
+	"github.com/slackapprove/slackbot/httpapi"
 )
 
 // handler is slackbot's HTTP API, readable in one place.
@@ -24,10 +25,12 @@ func (a *app) handler() http.Handler {
 			bot.VerifySlack(secret, a.log, a.events.HandleEvents())))
 	}
 	if a.api != nil {
-		mux.Handle("/v1/", a.metrics.timed("api", a.api))
+		// Timed apart from Slack's requests: a long poll or an MCP call
+		// waits minutes for a person (metrics.go, apiBuckets).
+		mux.Handle("/v1/", a.metrics.timedAPI(doorV1, httpapi.OperationOf, a.api))
 		// MCP streamable HTTP: POST, GET and DELETE (the gateway is
 		// stateless, so GET and DELETE answer 405).
-		mux.Handle("/mcp", a.metrics.timed("mcp", a.gateway))
+		mux.Handle("/mcp", a.metrics.timedAPI(doorMCP, mcpOperation, a.gateway))
 	}
 	// Tools verify receipts with these keys; a rotation shows within 5 min.
 	mux.Handle("GET /.well-known/jwks.json", a.receipts.keys.Handler(300))

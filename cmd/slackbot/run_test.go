@@ -193,7 +193,7 @@ func TestServeEndToEnd(t *testing.T) {
 	var metrics bytes.Buffer
 	_, _ = metrics.ReadFrom(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`slackbot_decisions_total{outcome="approved"} 1`, "slackbot_webhook_duration_seconds_bucket", "slackbot_pending_approvals"} {
+	for _, want := range []string{`slackbot_decisions_total{outcome="approved",route="deletions"} 1`, "slackbot_webhook_duration_seconds_bucket", "slackbot_pending_approvals"} {
 		if !strings.Contains(metrics.String(), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

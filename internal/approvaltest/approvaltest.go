@@ -120,7 +120,7 @@ type Metrics struct {
 }
 
 // Decision implements approval.Metrics.
-func (m *Metrics) Decision(s string) {
+func (m *Metrics) Decision(_, s string, _ time.Duration) {
 	m.mu.Lock()
 	m.Decisions = append(m.Decisions, s)
 	m.mu.Unlock()
