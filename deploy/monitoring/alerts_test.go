@@ -73,6 +73,12 @@ var scenarios = []scenario{
 	{alert: "SlackbotAllReplicasDown", name: "one replica of two up",
 		series: "up{job=\"slackbot\", instance=\"a:8080\"} 1x15\nup{job=\"slackbot\", instance=\"b:8080\"} 1x5 0x10", at: 15 * time.Minute},
 
+	{alert: "SlackbotRedisUnreachable", name: "Redis down for one replica",
+		series: "slackbot_pending_approvals{route=\"deploys\", instance=\"a:8080\"} 3x5 -1x10\nslackbot_pending_approvals{route=\"deploys\", instance=\"b:8080\"} 3x15", at: 15 * time.Minute,
+		fires: map[string]string{"instance": "a:8080", "severity": "critical"}},
+	{alert: "SlackbotRedisUnreachable", name: "no request pending",
+		series: "slackbot_pending_approvals{route=\"deploys\", instance=\"a:8080\"} 0x15\nslackbot_pending_approvals{route=\"default\", instance=\"a:8080\"} 2x15", at: 15 * time.Minute},
+
 	{alert: "SlackbotSlackUnreachable", name: "auth.test failing 15m",
 		series: `slackbot_slack_up{instance="a:8080"} 1x5 0x15`, at: 20 * time.Minute,
 		fires: map[string]string{"instance": "a:8080", "severity": "critical"}},
