@@ -254,7 +254,7 @@ func evalAlert(t *testing.T, engine *promql.Engine, storage storage.Queryable, r
 			continue
 		}
 		b := labels.NewBuilder(s.Metric)
-		b.Del(labels.MetricName)
+		b.Del(model.MetricNameLabel)
 		for k, v := range r.Labels {
 			b.Set(k, v)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -101,7 +102,7 @@ func uses(where string, e parser.Expr, extra []string) ([]use, error) {
 		name := v.Name
 		if name == "" {
 			for _, m := range v.LabelMatchers {
-				if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+				if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 					name = m.Value
 				}
 			}
@@ -112,7 +113,7 @@ func uses(where string, e parser.Expr, extra []string) ([]use, error) {
 		}
 		var ms []*labels.Matcher
 		for _, m := range v.LabelMatchers {
-			if m.Name != labels.MetricName {
+			if m.Name != model.MetricNameLabel {
 				ms = append(ms, m)
 			}
 		}
