@@ -64,7 +64,7 @@ func (b *Bot) PostAnswer(ctx context.Context, a runs.Answer, look bool) (string,
 		}
 		_, got, err := b.slack.PostMessageContext(ctx, a.Channel, opts...)
 		if err != nil {
-			b.metrics.SlackError(MethodPostMessage)
+			countAttempt(b.metrics, MethodPostMessage, err)
 			var rl *slack.RateLimitedError
 			if !errors.As(err, &rl) && retryable(err) {
 				look = true
@@ -102,7 +102,7 @@ func (b *Bot) findAnswer(ctx context.Context, a runs.Answer, marker string) (str
 			ChannelID: a.Channel, Limit: 200, IncludeAllMetadata: true,
 		})
 		if err != nil {
-			b.metrics.SlackError(MethodConversationsHistory)
+			countAttempt(b.metrics, MethodConversationsHistory, err)
 			return "", fmt.Errorf("look for a posted answer: %w", err)
 		}
 		return match(resp.Messages), nil
@@ -113,7 +113,7 @@ func (b *Bot) findAnswer(ctx context.Context, a runs.Answer, marker string) (str
 			ChannelID: a.Channel, Timestamp: a.ThreadTS, Cursor: cursor, Limit: 200, IncludeAllMetadata: true,
 		})
 		if err != nil {
-			b.metrics.SlackError(MethodConversationsReplies)
+			countAttempt(b.metrics, MethodConversationsReplies, err)
 			return "", fmt.Errorf("look for a posted answer: %w", err)
 		}
 		if ts := match(msgs); ts != "" {

@@ -53,7 +53,7 @@ func (cs *Cards) permalink(ctx context.Context, ref approval.MessageRef) (string
 		var err error
 		link, err = cs.slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: ref.Channel, Ts: ref.ID})
 		if err != nil {
-			cs.metrics.SlackError(MethodGetPermalink)
+			countAttempt(cs.metrics, MethodGetPermalink, err)
 		}
 		return err
 	})

@@ -45,12 +45,17 @@ type Config struct {
 }
 
 // Metrics receives the events operators watch: the Service's (decisions,
-// refusals by code), the Slack calls that failed, and the answers posted
+// refusals by code), the Slack calls that failed, Slack's 429s (each
+// attempt Slack rate limited, by method, whether or not the call then
+// succeeded: a 429 waited out and followed by success is not an error,
+// but it is what tells that slackbot runs near Slack's limits), and the
+// answers posted
 // without looking for an earlier post because Slack refused the look-up
 // (reason: its error code), each of which may be a duplicate.
 type Metrics interface {
 	approval.Metrics
 	SlackError(method string)
+	SlackRateLimited(method string)
 	AnswerUnchecked(reason string)
 }
 
@@ -59,6 +64,7 @@ type noMetrics struct{}
 func (noMetrics) Decision(string, string, time.Duration) {}
 func (noMetrics) Refused(string)                         {}
 func (noMetrics) SlackError(string)                      {}
+func (noMetrics) SlackRateLimited(string)                {}
 func (noMetrics) AnswerUnchecked(string)                 {}
 
 // Bot is slackbot's Slack side for people: it turns clicks and form
@@ -136,6 +142,7 @@ func (b *Bot) goAsync(ctx context.Context, what string, f func(ctx context.Conte
 func (b *Bot) ephemeral(ctx context.Context, channel, user, text string) error {
 	err := b.retry.Do(ctx, func(ctx context.Context) error {
 		_, err := b.slack.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false))
+		countLimited(b.metrics, MethodPostEphemeral, err)
 		return err
 	})
 	if err != nil {

@@ -127,12 +127,15 @@ func (cs *Cards) updateRendered(ctx context.Context, ref approval.MessageRef, ca
 	lean, _ := cs.slack.(messageUpdater)
 	update := func(blocks []slack.Block) error {
 		return cs.retry.Do(ctx, func(ctx context.Context) error {
+			var err error
 			if lean != nil {
-				return lean.UpdateMessageLean(ctx, ref.Channel, ref.ID, text, blocks)
+				err = lean.UpdateMessageLean(ctx, ref.Channel, ref.ID, text, blocks)
+			} else {
+				_, _, _, err = cs.slack.UpdateMessageContext(ctx, ref.Channel, ref.ID,
+					slack.MsgOptionText(text, false),
+					slack.MsgOptionBlocks(blocks...))
 			}
-			_, _, _, err := cs.slack.UpdateMessageContext(ctx, ref.Channel, ref.ID,
-				slack.MsgOptionText(text, false),
-				slack.MsgOptionBlocks(blocks...))
+			countLimited(cs.metrics, MethodUpdate, err)
 			return err
 		})
 	}
@@ -193,7 +196,7 @@ func (cs *Cards) post(ctx context.Context, channel string, card Card) (approval.
 			ch, ts, err = send(ctx)
 		}
 		if err != nil {
-			cs.metrics.SlackError(MethodPostMessage)
+			countAttempt(cs.metrics, MethodPostMessage, err)
 			var rl *slack.RateLimitedError
 			if !errors.As(err, &rl) && retryable(err) {
 				ambiguous = true
@@ -226,7 +229,7 @@ func (cs *Cards) findCard(ctx context.Context, channel, marker string, since tim
 		ChannelID: channel, Oldest: fmt.Sprintf("%d.000000", since.Unix()), Limit: 200, IncludeAllMetadata: true,
 	})
 	if err != nil {
-		cs.metrics.SlackError(MethodConversationsHistory)
+		countAttempt(cs.metrics, MethodConversationsHistory, err)
 		return approval.MessageRef{}, fmt.Errorf("look for an ambiguously posted card: %w", err)
 	}
 	for _, m := range resp.Messages {

@@ -27,7 +27,7 @@ func (b *Bot) PostInThread(ctx context.Context, channel, threadTS, text string) 
 	err := b.retry.Do(ctx, func(ctx context.Context) error {
 		_, _, err := b.slack.PostMessageContext(ctx, channel, opts...)
 		if err != nil {
-			b.metrics.SlackError(MethodPostMessage)
+			countAttempt(b.metrics, MethodPostMessage, err)
 		}
 		return err
 	})

@@ -28,7 +28,7 @@ func (cs *Cards) Granted(ctx context.Context, r *approval.Request, c *approval.C
 	err := cs.retry.Do(ctx, func(ctx context.Context) error {
 		_, _, err := cs.slack.PostMessageContext(ctx, r.Origin.Channel, opts...)
 		if err != nil {
-			cs.metrics.SlackError(MethodPostMessage)
+			countAttempt(cs.metrics, MethodPostMessage, err)
 		}
 		return err
 	})

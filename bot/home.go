@@ -57,6 +57,7 @@ func (b *Bot) PublishHome(ctx context.Context, user, notice string) error {
 	view := HomeView(b.cards.homeContent(v, notice))
 	err = b.retry.Do(ctx, func(ctx context.Context) error {
 		_, err := api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})
+		countLimited(b.metrics, MethodViewsPublish, err)
 		return err
 	})
 	if err != nil {

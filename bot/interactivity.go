@@ -361,6 +361,8 @@ func (b *Bot) openView(ctx context.Context, triggerID, channel, user string, vie
 		if err == nil {
 			return nil
 		}
+		// Not retried: a 429 fails the call too.
+		countLimited(b.metrics, MethodViewsOpen, err)
 		b.metrics.SlackError(MethodViewsOpen)
 		if channel != "" && user != "" {
 			if err := b.ephemeral(ctx, channel, user, viewFailedText(err)); err != nil {

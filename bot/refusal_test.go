@@ -17,6 +17,15 @@ type countingMetrics struct {
 	refused    []string
 	uncheckeds []string
 	decided    []string
+	slackErrs  []string
+	limited    []string
+}
+
+// slack returns the Slack errors and 429s counted, by method.
+func (m *countingMetrics) slack() (errs, limited []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.slackErrs), slices.Clone(m.limited)
 }
 
 // unchecked returns the answers posted without a look-up, by reason.
@@ -43,7 +52,16 @@ func (m *countingMetrics) Refused(reason string) {
 	defer m.mu.Unlock()
 	m.refused = append(m.refused, reason)
 }
-func (m *countingMetrics) SlackError(string) {}
+func (m *countingMetrics) SlackError(method string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.slackErrs = append(m.slackErrs, method)
+}
+func (m *countingMetrics) SlackRateLimited(method string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.limited = append(m.limited, method)
+}
 func (m *countingMetrics) AnswerUnchecked(reason string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -133,6 +133,28 @@ func (r Retry) Do(ctx context.Context, f func(ctx context.Context) error) error 
 	}
 }
 
+// countLimited tells m of err, a failed attempt at method, when it is a
+// 429, and reports whether it was. Retry waits each 429 out without using
+// up an attempt, so it is counted as rate limited where the attempt is
+// made, not as a failed call: the call fails only if Retry gives up.
+func countLimited(m Metrics, method string, err error) bool {
+	var rl *slack.RateLimitedError
+	if !errors.As(err, &rl) {
+		return false
+	}
+	m.SlackRateLimited(method)
+	return true
+}
+
+// countAttempt counts err, a failed attempt at method made inside Retry
+// by a caller that counts its failures attempt by attempt: a 429 as rate
+// limited (countLimited), anything else as an error.
+func countAttempt(m Metrics, method string, err error) {
+	if !countLimited(m, method, err) {
+		m.SlackError(method)
+	}
+}
+
 // retryable reports whether a failed Slack call may succeed if tried again.
 // blocksRefused reports that Slack refused a message's blocks: too much
 // text in all (msg_blocks_too_long) or a block it does not accept

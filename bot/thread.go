@@ -49,7 +49,7 @@ func (b *Bot) ThreadMessages(ctx context.Context, channel, threadTS, exclude, bo
 			var err error
 			msgs, more, next, err = b.slack.GetConversationRepliesContext(ctx, params)
 			if err != nil {
-				b.metrics.SlackError(MethodConversationsReplies)
+				countAttempt(b.metrics, MethodConversationsReplies, err)
 			}
 			return err
 		})

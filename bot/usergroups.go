@@ -42,6 +42,8 @@ type Usergroups struct {
 	// Sleep waits for d or until ctx ends (Retry-After); nil means a real
 	// timer. Tests inject it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Metrics is told of each 429 (SlackRateLimited); nil: nothing.
+	Metrics Metrics
 
 	mu      sync.Mutex
 	groups  map[string]groupEntry
@@ -183,6 +185,9 @@ func (a *Usergroups) fetch(group string) ([]string, error) {
 		var rl *slack.RateLimitedError
 		if !errors.As(err, &rl) {
 			return nil, fmt.Errorf("usergroup %s members: %w", group, err)
+		}
+		if a.Metrics != nil {
+			a.Metrics.SlackRateLimited(MethodUsergroupsUsersList)
 		}
 		wait := max(rl.RetryAfter, time.Second)
 		a.mu.Lock()

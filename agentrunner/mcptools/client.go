@@ -84,6 +84,7 @@ type options struct {
 	minBackoff     time.Duration
 	maxBackoff     time.Duration
 	healthEvery    time.Duration
+	onCall         func(server string, err error)
 }
 
 func newOptions(opts []Option) *options {
@@ -141,6 +142,19 @@ func WithBackoff(min, max time.Duration) Option {
 // tools it did not announce, is noticed; default 30s, zero disables it. A
 // call that fails for want of the server triggers a check at once.
 func WithHealthCheck(every time.Duration) Option { return func(o *options) { o.healthEvery = every } }
+
+// WithCallObserver has a Toolset tell observe of every tools/call it
+// makes to one of its servers, once the call has ended: the server's
+// name and nil when the server answered (a result with isError set
+// included: the tool failed, not the server), or the call's error (the
+// server unavailable, over its limits, out of time, refusing the
+// request). It is how slackbot counts upstream calls without this package
+// knowing of metrics (docs/ARCHITECTURE.md, "Import rules"). observe is
+// called on the caller's goroutine and must be quick; Connect's Client
+// does not call it.
+func WithCallObserver(observe func(server string, err error)) Option {
+	return func(o *options) { o.onCall = observe }
+}
 
 // Client is a connection to one MCP server.
 type Client struct {

@@ -140,10 +140,12 @@ func (ts *Toolset) CallTool(ctx context.Context, name string, args json.RawMessa
 		}
 		c, err := s.current()
 		if err != nil {
+			s.observe(err)
 			return nil, err
 		}
 		res, err := c.callResult(ctx, remote, args, meta)
 		s.checkAfter(err)
+		s.observe(err)
 		return res, err
 	}
 	return nil, fmt.Errorf("no MCP server offers the tool %q", name)

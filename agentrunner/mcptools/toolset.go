@@ -372,11 +372,27 @@ func (s *server) refresh(ctx context.Context, c *Client) error {
 func (s *server) call(ctx context.Context, tool string, args json.RawMessage, meta map[string]any) (any, error) {
 	c, err := s.current()
 	if err != nil {
+		s.observe(err)
 		return nil, err
 	}
 	v, err := c.call(ctx, tool, args, meta)
 	s.checkAfter(err)
+	s.observe(err)
 	return v, err
+}
+
+// observe tells the Toolset's call observer (WithCallObserver), if any,
+// how a call to the server ended. A *ToolError (a result flagged isError)
+// is the server answering: its tool failed, the server did not.
+func (s *server) observe(err error) {
+	o := s.ts.opts.onCall
+	if o == nil {
+		return
+	}
+	if te := (*ToolError)(nil); errors.As(err, &te) {
+		err = nil
+	}
+	o(s.cfg.Name, err)
 }
 
 // current returns the server's session, or the *UnavailableError saying

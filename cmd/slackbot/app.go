@@ -44,6 +44,10 @@ type appDeps struct {
 	// MCPUpstream is the same MCP servers as the MCP gateway (/mcp) offers
 	// them; nil: the gateway offers only approval_prompt.
 	MCPUpstream mcpgateway.Upstream
+	// UpstreamCalls is the call observer the MCP servers' Toolset was
+	// built with (mcptools.WithCallObserver); newApp binds it to the
+	// metrics. nil: upstream calls are not counted.
+	UpstreamCalls *upstreamCalls
 	// Owner names this process in the store's claims; empty: random.
 	Owner string
 	// SweepEvery is how often expired tokens are swept; 0: the store's default.
@@ -141,6 +145,9 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		mc.MCPStatus = s.Status
 	}
 	a.metrics = newMetrics(mc)
+	if d.UpstreamCalls != nil {
+		d.UpstreamCalls.bind(a.metrics.UpstreamCall)
+	}
 	d.StoreOptions.OnUnconfirmed = a.metrics.UnconfirmedWrite
 	st := store.New(d.Redis, d.StoreOptions)
 	a.store, a.deps = st, d
@@ -159,7 +166,7 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		return nil, err
 	}
 	a.cards = bot.NewCards(bot.CardsConfig{Slack: d.Slack, Routes: d.Routes, Tools: box, Retry: d.Retry, Metrics: a.metrics, Log: d.Log, Now: d.StoreOptions.Now})
-	groups := &bot.Usergroups{Slack: d.Slack}
+	groups := &bot.Usergroups{Slack: d.Slack, Metrics: a.metrics}
 	// The store's ports (requests, grants, the reminders scheduled on
 	// the job queue, the changes held while Redis's replicas did not
 	// confirm them, applied by confirmChanges) come from ServiceConfig,

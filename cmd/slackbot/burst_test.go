@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/bot"
 )
 
 // burstModel calls delete_customer n times in one response, then reports.
@@ -58,6 +59,15 @@ func TestBurstOf200UnderRateLimit(t *testing.T) {
 		t.Error("the fake never rate-limited: the test proves nothing")
 	}
 	t.Logf("200 cards posted through %d rate-limited attempts", limited)
+	// Each 429 is counted as a rate limit; none of the posts failed.
+	fams := scrape(t, e.srv.URL)
+	post := map[string]string{"method": bot.MethodPostMessage}
+	if m := series(fams["slackbot_slack_api_rate_limited_total"], post); m == nil || value(m) != float64(limited) {
+		t.Errorf("slackbot_slack_api_rate_limited_total%v: got %v, want %d", post, m, limited)
+	}
+	if m := series(fams["slackbot_slack_api_errors_total"], post); m == nil || value(m) != 0 {
+		t.Errorf("slackbot_slack_api_errors_total%v: got %v, want 0: a 429 waited out is not a failed call", post, m)
+	}
 }
 
 // Slack answering 500, rate-limiting, and acting on a post whose response

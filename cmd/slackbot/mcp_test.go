@@ -117,6 +117,23 @@ mcp_servers:
 	if n := len(closedIDs()); n != 0 {
 		t.Fatal("the MCP tool ran before approval")
 	}
+	// The server's series exist before its first call (issue 31's
+	// metrics contract), and it answered its connection.
+	upstream := func(want map[string]float64) {
+		t.Helper()
+		fams := scrape(t, base)
+		for key, v := range want {
+			name, result, _ := strings.Cut(key, " ")
+			labels := map[string]string{"server": "tickets"}
+			if result != "" {
+				labels["result"] = result
+			}
+			if m := series(fams[name], labels); m == nil || value(m) != v {
+				t.Errorf("%s%v: got %v, want %v", name, labels, m, v)
+			}
+		}
+	}
+	upstream(map[string]float64{"slackbot_mcp_upstream_up": 1, "slackbot_mcp_upstream_calls_total ok": 0, "slackbot_mcp_upstream_calls_total error": 0})
 	postSigned(t, base+"/slack/interactivity", "application/x-www-form-urlencoded", e.clickPayload(alice, "T0FAKE", card, bot.ActionIDApprove))
 	if got, want := e.waitReply(general, msg.TS), `{"tickets__close_ticket":"closed"}`; got != want {
 		t.Errorf("answer: got %q, want %q", got, want)
@@ -124,4 +141,5 @@ mcp_servers:
 	if closed := closedIDs(); len(closed) != 1 || closed[0] != 0 {
 		t.Errorf("MCP server saw close_ticket %v, want once with id 0", closed)
 	}
+	upstream(map[string]float64{"slackbot_mcp_upstream_up": 1, "slackbot_mcp_upstream_calls_total ok": 1, "slackbot_mcp_upstream_calls_total error": 0})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/agentrunner/mcptools"
 	"github.com/slackapprove/slackbot/approval"
@@ -313,8 +315,21 @@ func (m *metrics) UnconfirmedWrite(op string) { m.unconfirmed.WithLabelValues(op
 // SlackError implements bot.Metrics.
 func (m *metrics) SlackError(method string) { m.slackErrs.WithLabelValues(method).Inc() }
 
-// SlackRateLimited counts a 429 from Slack, by method (slackMethodOf).
+// SlackRateLimited implements bot.Metrics: a 429 from Slack, by method.
 func (m *metrics) SlackRateLimited(method string) { m.slackLimited.WithLabelValues(method).Inc() }
+
+// authTested counts a failed auth.test of watchSlack (err nil: it
+// succeeded) as bot counts its calls: it is not retried, so a 429 is a
+// failed call as well as a rate limit.
+func (m *metrics) authTested(err error) {
+	if err == nil {
+		return
+	}
+	if rl := (*slack.RateLimitedError)(nil); errors.As(err, &rl) {
+		m.SlackRateLimited(bot.MethodAuthTest)
+	}
+	m.SlackError(bot.MethodAuthTest)
+}
 
 // AnswerUnchecked implements bot.Metrics.
 func (m *metrics) AnswerUnchecked(reason string) { m.unchecked.WithLabelValues(reason).Inc() }

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
@@ -224,5 +226,27 @@ func TestAPIBuckets(t *testing.T) {
 	}
 	if got := apiBuckets(30 * time.Second); got[len(got)-1] != 30 || slices.Contains(got, 60) {
 		t.Errorf("buckets of a 30s longest wait: %v", got)
+	}
+}
+
+// TestAuthTestCounted: watchSlack's auth.test is not retried, so a 429 is
+// counted as a rate limit and as a failed call; success counts nothing.
+func TestAuthTestCounted(t *testing.T) {
+	m := newMetrics(metricsConfig{})
+	m.authTested(nil)
+	m.authTested(&slack.RateLimitedError{RetryAfter: time.Second})
+	m.authTested(slack.SlackErrorResponse{Err: "invalid_auth"})
+	count := func(c prometheus.Counter) float64 {
+		var d dto.Metric
+		if err := c.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.GetCounter().GetValue()
+	}
+	if got := count(m.slackLimited.WithLabelValues(bot.MethodAuthTest)); got != 1 {
+		t.Errorf("auth.test rate limited: %v, want 1", got)
+	}
+	if got := count(m.slackErrs.WithLabelValues(bot.MethodAuthTest)); got != 2 {
+		t.Errorf("auth.test errors: %v, want 2", got)
 	}
 }

@@ -52,6 +52,7 @@ func (a *app) checkSlack(ctx context.Context) {
 		return // shutting down: the outcome says nothing about Slack
 	}
 	ok := err == nil
+	a.metrics.authTested(err)
 	a.metrics.slackUp.Set(map[bool]float64{true: 1, false: 0}[ok])
 	if !a.slackOK.set(ok) {
 		return

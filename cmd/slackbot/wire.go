@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
@@ -81,11 +82,12 @@ func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) strin
 		d.APIMaxOpen, d.APIRate = cfg.APIMaxOpen, cfg.APIRate
 	}
 	if len(d.Routes.MCPServers) > 0 {
-		ts, err := mcpToolset(ctx, d.Routes, getenv, log)
+		calls := &upstreamCalls{}
+		ts, err := mcpToolset(ctx, d.Routes, getenv, log, mcptools.WithCallObserver(calls.call))
 		if err != nil {
 			return nil, err
 		}
-		d.ToolSource, d.MCPUpstream = ts, ts
+		d.ToolSource, d.MCPUpstream, d.UpstreamCalls = ts, ts, calls
 		w.closers = append(w.closers, func() {
 			if err := ts.Close(); err != nil {
 				log.Warn("closing MCP servers", "err", err)
@@ -158,7 +160,8 @@ func (w *wiring) slack(ctx context.Context, cfg *Config, mode Mode, log *slog.Lo
 // mcpToolset connects to the routing file's MCP servers. Servers that are
 // down do not stop start-up: their tools are retried in the background and
 // fail clearly until they are back.
-func mcpToolset(ctx context.Context, routes *routing.Routes, getenv func(string) string, log *slog.Logger) (*mcptools.Toolset, error) {
+// opts are added to the Toolset's options.
+func mcpToolset(ctx context.Context, routes *routing.Routes, getenv func(string) string, log *slog.Logger, opts ...mcptools.Option) (*mcptools.Toolset, error) {
 	var cfgs []mcptools.Config
 	for _, s := range routes.MCPServers {
 		cfgs = append(cfgs, s.Config())
@@ -166,13 +169,33 @@ func mcpToolset(ctx context.Context, routes *routing.Routes, getenv func(string)
 	// ${VAR} in the servers' configuration, and what stdio servers
 	// inherit, come from getenv too.
 	lookup := func(name string) (string, bool) { v := getenv(name); return v, v != "" }
-	ts, err := mcptools.NewToolset(ctx, cfgs, mcptools.WithLogger(log), mcptools.WithLookupEnv(lookup))
+	ts, err := mcptools.NewToolset(ctx, cfgs, append([]mcptools.Option{mcptools.WithLogger(log), mcptools.WithLookupEnv(lookup)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("mcp servers: %w", err)
 	}
 	log.Info("MCP servers configured", "servers", len(cfgs))
 	return ts, nil
 }
+
+// upstreamCalls passes the MCP servers' calls (mcptools.WithCallObserver)
+// on to the metrics (slackbot_mcp_upstream_calls_total). wire connects to
+// the servers before newApp builds the metrics, whose pending gauges read
+// the app's store, so the observer is bound late, by newApp; no call is
+// made before that, as runs and the gateway start with the app, and one
+// made before would be left uncounted rather than fail.
+type upstreamCalls struct {
+	observe atomic.Pointer[func(server string, err error)]
+}
+
+// call is the Toolset's observer.
+func (u *upstreamCalls) call(server string, err error) {
+	if f := u.observe.Load(); f != nil {
+		(*f)(server, err)
+	}
+}
+
+// bind sends the calls observed from now on to f.
+func (u *upstreamCalls) bind(f func(server string, err error)) { u.observe.Store(&f) }
 
 // authTest asks Slack who the bot is, retrying briefly so a start-up
 // during a network blip does not crash-loop.
