@@ -273,6 +273,9 @@ func TestChartMonitoring(t *testing.T) {
 	if !slackbotRoutes(t)["GET /metrics"] {
 		t.Error("cmd/slackbot/routes.go does not serve GET /metrics")
 	}
+	if job := svc.Labels[sm.Spec.JobLabel]; sm.Spec.JobLabel == "" || job != "slackbot" {
+		t.Errorf("ServiceMonitor jobLabel %q gives the job %q; deploy/monitoring/alerts.yaml's rules expect job=\"slackbot\"", sm.Spec.JobLabel, job)
+	}
 	if sm.Labels["release"] != "prometheus" {
 		t.Errorf("ServiceMonitor labels %v: serviceMonitor.labels are missing", sm.Labels)
 	}
