@@ -235,7 +235,7 @@ type pendingResult struct {
 // slackbot processes serving pprof at addrs run on it.
 func (b *bench) measurePending(ctx context.Context, db int, addrs []string, n int) (pendingResult, error) {
 	var res pendingResult
-	rdb := redis.NewClient(&redis.Options{Addr: b.redis.addr, DB: db, ReadTimeout: time.Minute})
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr, DB: db, ReadTimeout: time.Minute})
 	defer rdb.Close()
 	before := make([]procStats, len(addrs))
 	for i, a := range addrs {
@@ -252,7 +252,7 @@ func (b *bench) measurePending(ctx context.Context, db int, addrs []string, n in
 	if err != nil {
 		return res, err
 	}
-	cmd := exec.CommandContext(ctx, self, "heap-child", "-n", strconv.Itoa(n), "-redis", b.redis.url(db))
+	cmd := exec.CommandContext(ctx, self, "heap-child", "-n", strconv.Itoa(n), "-redis", b.redis.URL(db))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -167,7 +167,7 @@ func (b *bench) pendingRow(ctx context.Context, t *table, hb heapBuild, n int) e
 // flushDB empties database db; a million pending approvals take Redis a
 // while to drop, so it waits for that.
 func (b *bench) flushDB(ctx context.Context, db int) error {
-	rdb := redis.NewClient(&redis.Options{Addr: b.redis.addr, DB: db, ReadTimeout: 2 * time.Minute})
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr, DB: db, ReadTimeout: 2 * time.Minute})
 	defer rdb.Close()
 	return rdb.FlushDB(ctx).Err()
 }
@@ -180,7 +180,7 @@ func (b *bench) startPprofSlackbot(ctx context.Context, name, bin string, db int
 		return nil, "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	env := append(append([]string{}, b.env...), "REDIS_URL="+b.redis.url(db), "BENCH_PPROF_ADDR="+addr)
+	env := append(append([]string{}, b.env...), "REDIS_URL="+b.redis.URL(db), "BENCH_PPROF_ADDR="+addr)
 	p, err := startProcess(name, bin, []string{"serve"}, env)
 	if err != nil {
 		return nil, "", err

@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/slackapprove/slackbot/bench/internal/benchredis"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 
@@ -144,7 +146,7 @@ type bench struct {
 	cfg      config
 	dir      string
 	sandbox  string
-	redis    *redisServer
+	redis    *benchredis.Server
 	fake     *slackfake.Server
 	fakeURL  string
 	api      *slack.Client
@@ -176,10 +178,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(dir)
 	b := &bench{cfg: cfg, dir: dir, client: newClient(), secret: benchSecret, progress: stderr}
 
-	if b.redis, err = startRedis(dir); err != nil {
+	if b.redis, err = benchredis.Start(dir); err != nil {
 		return err
 	}
-	defer b.redis.stop()
+	defer b.redis.Stop()
 	fake, fakeURL, closeFake, err := serveFake()
 	if err != nil {
 		return err
@@ -292,6 +294,6 @@ func (b *bench) startBaseline(name, redisURL string) (*process, error) {
 // storeOn returns a store on database db of the bench's Redis, with the
 // default prefix slackbot uses.
 func (b *bench) storeOn(db int) (*store.Store, func()) {
-	rdb := redis.NewClient(&redis.Options{Addr: b.redis.addr, DB: db, PoolSize: 32})
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr, DB: db, PoolSize: 32})
 	return store.New(rdb, store.Options{}), func() { _ = rdb.Close() }
 }

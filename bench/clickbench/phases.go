@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/slackapprove/slackbot/bench/internal/benchredis"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackapprove/slackbot/store"
@@ -34,12 +36,12 @@ func (b *bench) mainPhases(ctx context.Context, t *table) error {
 		pprofAddr = "127.0.0.1:" + strconv.Itoa(port)
 		extra = append(extra, "BENCH_PPROF_ADDR="+pprofAddr)
 	}
-	sb, err := b.startSlackbot("slackbot", b.redis.url(0), extra...)
+	sb, err := b.startSlackbot("slackbot", b.redis.URL(0), extra...)
 	if err != nil {
 		return err
 	}
 	defer sb.stop()
-	base, err := b.startBaseline("baseline", b.redis.url(0))
+	base, err := b.startBaseline("baseline", b.redis.URL(0))
 	if err != nil {
 		return err
 	}
@@ -48,7 +50,7 @@ func (b *bench) mainPhases(ctx context.Context, t *table) error {
 	defer closeStore()
 	stMin, closeMin := b.storeOn(minimalDB)
 	defer closeMin()
-	minimal, err := b.startMinimal("minimal", b.redis.url(minimalDB))
+	minimal, err := b.startMinimal("minimal", b.redis.URL(minimalDB))
 	if err != nil {
 		return err
 	}
@@ -129,7 +131,7 @@ func selfCPU() float64 {
 
 // redisPID asks the server for its process id.
 func (b *bench) redisPID(ctx context.Context) int {
-	rdb := redis.NewClient(&redis.Options{Addr: b.redis.addr})
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr})
 	defer rdb.Close()
 	info, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
@@ -551,7 +553,7 @@ func ratio(a, b float64) string {
 }
 
 // machine describes where the bench ran.
-func machine(rs *redisServer) string {
+func machine(rs *benchredis.Server) string {
 	cpu := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -566,7 +568,7 @@ func machine(rs *redisServer) string {
 		kernel = "Linux " + strings.TrimSpace(string(b)) + ", "
 	}
 	rv := "?"
-	rdb := redis.NewClient(&redis.Options{Addr: rs.addr})
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rdb.Close()
 	if info, err := rdb.Info(context.Background(), "server").Result(); err == nil {
 		for _, line := range strings.Split(info, "\r\n") {
@@ -582,7 +584,7 @@ func machine(rs *redisServer) string {
 // lifecyclePhase counts Redis traffic through the proxy, with a slackbot
 // and a baseline of their own on database 1.
 func (b *bench) lifecyclePhase(ctx context.Context, t *table) error {
-	proxy, err := startProxy(b.redis.addr)
+	proxy, err := startProxy(b.redis.Addr)
 	if err != nil {
 		return err
 	}

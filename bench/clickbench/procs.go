@@ -2,13 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/slackapprove/slackbot/bench/internal/benchredis"
 )
 
 // process is a child process that serves HTTP on a loopback port and
@@ -115,77 +113,8 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
-// redisServer is a redis-server started for the bench on a free loopback
-// port, without persistence.
-type redisServer struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{}
-}
-
-// errNoRedis says what to install when redis-server is missing.
-var errNoRedis = errors.New("redis-server not found on PATH: install it (apt-get install redis-server) to run the bench")
-
-func startRedis(dir string) (*redisServer, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, errNoRedis
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start redis-server: %w", err)
-	}
-	rs := &redisServer{cmd: cmd, addr: addr, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(rs.done)
-	}()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := rdb.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return rs, nil
-		}
-		select {
-		case <-rs.done:
-			return nil, fmt.Errorf("redis-server exited at start: %s", out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			rs.stop()
-			return nil, fmt.Errorf("redis-server did not answer PING within 10s: %w", err)
-		}
-	}
-}
-
-// url returns the server's URL for database db.
-func (r *redisServer) url(db int) string { return fmt.Sprintf("redis://%s/%d", r.addr, db) }
-
-func (r *redisServer) stop() {
-	_ = r.cmd.Process.Kill()
-	<-r.done
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is benchredis.FreePort.
+var freePort = benchredis.FreePort
 
 // moduleRoot returns the directory of the slackbot module's go.mod.
 func moduleRoot() (string, error) {

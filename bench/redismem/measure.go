@@ -10,8 +10,6 @@ import (
 	"time"
 )
 
-func contextBG() context.Context { return context.Background() }
-
 // keyClass is the keys of one kind (a name pattern) after a path ran.
 type keyClass struct {
 	pattern string

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/slackapprove/slackbot/bench/internal/benchredis"
 )
 
 // pkg is what both builds compile.
@@ -225,53 +227,10 @@ func rssKB(pid int) int {
 	return 0
 }
 
-// redisServer is a redis-server started for the measurement, without
-// persistence, on a free loopback port.
-type redisServer struct {
-	cmd  *exec.Cmd
-	port int
-	dir  string
-}
-
-func startRedis(ctx context.Context) (*redisServer, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("redis-server is not on PATH (or use -redis embedded): %w", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+// startRedis starts the redis-server the starts are measured against.
+func startRedis(ctx context.Context) (*benchredis.Server, error) {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir, err := os.MkdirTemp("", "releasebuild-redis-")
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	s := &redisServer{cmd: cmd, port: port, dir: dir}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-		if err == nil {
-			c.Close()
-			return s, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			s.stop()
-			return nil, errors.Join(errors.New("redis-server did not listen within 10s"), err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
-
-func (s *redisServer) stop() {
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	os.RemoveAll(s.dir)
+	return benchredis.Start("")
 }

@@ -79,8 +79,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer srv.stop()
-		redisURL = srv.url()
+		defer srv.Stop()
+		redisURL = srv.URL(0)
 	}
 	for range *n {
 		for _, b := range builds {
