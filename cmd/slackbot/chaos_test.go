@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/slackapprove/slackbot/internal/slackfake"
 	"github.com/slackapprove/slackbot/internal/slacktest"
 	"github.com/slackapprove/slackbot/store/redistest"
@@ -166,7 +164,7 @@ func (s *soak) chaos() {
 	// Without a replica WAIT 1 confirms nothing: the old primary comes
 	// back and the Sentinels make it the new primary's replica.
 	old.Restart(t)
-	waitUntil(t, 60*time.Second, "the old primary to replicate the new one", func() bool { return replicaInSync(old) })
+	s.st.WaitRejoined(t, old, primary)
 	t.Logf("chaos: %s back as a replica (%d people clicking)", old.Addr(), s.clicking.Load())
 	s.kill(1)
 	time.Sleep(300 * time.Millisecond)
@@ -185,17 +183,6 @@ func (s *soak) cut(server *redistest.Server) {
 		t.Errorf("CLIENT KILL TYPE normal: %v", err)
 	}
 	t.Logf("chaos: cut %d connections of %s (%d people clicking)", n, server.Addr(), s.clicking.Load())
-}
-
-// replicaInSync reports whether n is a replica whose link is up.
-func replicaInSync(n *redistest.Server) bool {
-	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: time.Second})
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	info, err := rdb.Info(ctx, "replication").Result()
-	return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") &&
-		strings.Contains(info, "master_sync_in_progress:0")
 }
 
 func TestChaosSoak(t *testing.T) {

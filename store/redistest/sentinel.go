@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -302,6 +303,39 @@ func (st *Sentinel) WaitFailover(t testing.TB, old *Server) *Server {
 		t.Fatalf("redistest: waited 60s for the sentinels to promote a replica of %s: %s%s", old.Addr(), why, logs.String())
 	}
 	return primary
+}
+
+// WaitRejoined waits until old, a primary that was failed over and has
+// been restarted, is a replica of primary in sync: the Sentinels
+// reconfigure it when they see it again (their "+convert-to-slave"), then
+// it syncs. When the wait runs out it fails t with the check that failed
+// last, old's log and the Sentinels'.
+func (st *Sentinel) WaitRejoined(t testing.TB, old, primary *Server) {
+	t.Helper()
+	why := ""
+	ok := poll(90*time.Second, func(ctx context.Context) bool {
+		switch r, host, port := role(ctx, old), infoField(ctx, old, "master_host"), infoField(ctx, old, "master_port"); {
+		case r != "slave":
+			why = fmt.Sprintf("%s says role %q", old.Addr(), r)
+			return false
+		case net.JoinHostPort(host, port) != primary.Addr():
+			why = fmt.Sprintf("%s replicates %s:%s, not %s", old.Addr(), host, port, primary.Addr())
+			return false
+		case !linkUp(ctx, old):
+			why = fmt.Sprintf("%s: master_link_status %q, master_sync_in_progress %q", old.Addr(),
+				infoField(ctx, old, "master_link_status"), infoField(ctx, old, "master_sync_in_progress"))
+			return false
+		}
+		return true
+	})
+	if !ok {
+		var logs strings.Builder
+		fmt.Fprintf(&logs, "\n--- %s (the old primary):\n%s", old.Addr(), old.logTail(40))
+		for _, s := range st.sentinels {
+			fmt.Fprintf(&logs, "\n--- sentinel %s:\n%s", s.Addr(), s.logTail(40))
+		}
+		t.Fatalf("redistest: waited 90s for %s to rejoin as a replica of %s: %s%s", old.Addr(), primary.Addr(), why, logs.String())
+	}
 }
 
 // logTail returns the last n lines of s's log file.
