@@ -30,8 +30,8 @@ func TestStepUpLinkTakenOnce(t *testing.T) {
 	s := e.store()
 	a := e.create(t, s, requests("c1", "c2"), 1)
 	l := &approval.StepUpLink{ID: linkID(t), Team: "T0", User: "U0ALICE", Token: a.Token,
-		Calls:   []approval.StepUpCall{{CallID: "c1", ArgsDigest: "aa"}, {CallID: "c2", ArgsDigest: "bb"}},
-		Grant:   time.Hour, Batch: true, Message: approval.MessageRef{Channel: "C1", ID: "1.2"}, Methods: []string{"webauthn", "totp"},
+		Calls: []approval.StepUpCall{{CallID: "c1", ArgsDigest: "aa"}, {CallID: "c2", ArgsDigest: "bb"}},
+		Grant: time.Hour, Batch: true, Message: approval.MessageRef{Channel: "C1", ID: "1.2"}, Methods: []string{"webauthn", "totp"},
 		Expires: e.clock.Now().Add(approval.StepUpLinkTTL).UTC()}
 	if err := s.SaveStepUpLink(t.Context(), l); err != nil {
 		t.Fatal(err)
