@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
+
+	"github.com/slackapprove/slackbot/internal/webauthntest"
 )
 
 const (
@@ -122,7 +124,7 @@ func options[T any](t *testing.T, page string) T {
 
 // register adds a passkey for team/user through the registration page
 // and returns the authenticator holding it.
-func (hs *harness) register(team, user string) *softKey {
+func (hs *harness) register(team, user string) *webauthntest.Key {
 	hs.t.Helper()
 	link, _, err := hs.h.RegistrationLink(hs.t.Context(), team, user)
 	if err != nil {
@@ -134,8 +136,8 @@ func (hs *harness) register(team, user string) *softKey {
 		hs.t.Fatalf("GET %s: %d %s", path, w.Code, w.Body)
 	}
 	opts := options[protocol.CredentialCreation](hs.t, w.Body.String())
-	key := newSoftKey(hs.t, testHost, userHandle(team, user))
-	code, a := hs.postJSON(path, map[string]any{"credential": key.create(hs.t, opts.Response.Challenge, testOrigin), "name": "laptop"})
+	key := webauthntest.New(hs.t, testHost, userHandle(team, user))
+	code, a := hs.postJSON(path, map[string]any{"credential": key.Create(hs.t, opts.Response.Challenge, testOrigin), "name": "laptop"})
 	if code != http.StatusOK || !a.OK {
 		hs.t.Fatalf("register: %d %+v", code, a)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
+
+	"github.com/slackapprove/slackbot/internal/webauthntest"
 )
 
 // TestRegistrationRefusals: a registration link is single use, expires,
@@ -20,25 +22,25 @@ func TestRegistrationRefusals(t *testing.T) {
 		want   string
 	}{
 		{"used twice", func(t *testing.T, hs *harness, path string, ch []byte) (int, answer) {
-			k := newSoftKey(t, testHost, userHandle("T1", "UALICE"))
-			if _, a := hs.postJSON(path, map[string]any{"credential": k.create(t, ch, testOrigin)}); !a.OK {
+			k := webauthntest.New(t, testHost, userHandle("T1", "UALICE"))
+			if _, a := hs.postJSON(path, map[string]any{"credential": k.Create(t, ch, testOrigin)}); !a.OK {
 				t.Fatalf("first: %+v", a)
 			}
-			k2 := newSoftKey(t, testHost, userHandle("T1", "UALICE"))
-			return hs.postJSON(path, map[string]any{"credential": k2.create(t, ch, testOrigin)})
+			k2 := webauthntest.New(t, testHost, userHandle("T1", "UALICE"))
+			return hs.postJSON(path, map[string]any{"credential": k2.Create(t, ch, testOrigin)})
 		}, http.StatusNotFound, "already used"},
 		{"expired", func(t *testing.T, hs *harness, path string, ch []byte) (int, answer) {
 			hs.clock.Advance(RegistrationTTL)
-			return hs.postJSON(path, map[string]any{"credential": newSoftKey(t, testHost, nil).create(t, ch, testOrigin)})
+			return hs.postJSON(path, map[string]any{"credential": webauthntest.New(t, testHost, nil).Create(t, ch, testOrigin)})
 		}, http.StatusNotFound, "has expired"},
 		{"wrong origin", func(t *testing.T, hs *harness, path string, ch []byte) (int, answer) {
-			return hs.postJSON(path, map[string]any{"credential": newSoftKey(t, testHost, nil).create(t, ch, "https://evil.example")})
+			return hs.postJSON(path, map[string]any{"credential": webauthntest.New(t, testHost, nil).Create(t, ch, "https://evil.example")})
 		}, http.StatusForbidden, "could not be registered"},
 		{"wrong RP ID", func(t *testing.T, hs *harness, path string, ch []byte) (int, answer) {
-			return hs.postJSON(path, map[string]any{"credential": newSoftKey(t, "evil.example", nil).create(t, ch, testOrigin)})
+			return hs.postJSON(path, map[string]any{"credential": webauthntest.New(t, "evil.example", nil).Create(t, ch, testOrigin)})
 		}, http.StatusForbidden, "could not be registered"},
 		{"another challenge", func(t *testing.T, hs *harness, path string, _ []byte) (int, answer) {
-			return hs.postJSON(path, map[string]any{"credential": newSoftKey(t, testHost, nil).create(t, []byte("0123456789abcdef0123456789abcdef"), testOrigin)})
+			return hs.postJSON(path, map[string]any{"credential": webauthntest.New(t, testHost, nil).Create(t, []byte("0123456789abcdef0123456789abcdef"), testOrigin)})
 		}, http.StatusForbidden, "could not be registered"},
 	}
 	for _, c := range cases {
@@ -70,10 +72,10 @@ func TestRemoveAuditsAndNotifies(t *testing.T) {
 	key := hs.register("T1", "UALICE")
 	_ = hs.store.SetTOTP(t.Context(), "T1", "UALICE", []byte("12345678901234567890"), time.Now())
 	got, err := hs.h.List(t.Context(), "T1", "UALICE")
-	if err != nil || len(got) != 2 || got[0].ID != b64(key.id) || got[0].Method != MethodWebAuthn || got[1].ID != "totp" || got[1].Method != MethodTOTP {
+	if err != nil || len(got) != 2 || got[0].ID != webauthntest.B64(key.ID) || got[0].Method != MethodWebAuthn || got[1].ID != "totp" || got[1].Method != MethodTOTP {
 		t.Fatalf("List = %+v, %v", got, err)
 	}
-	if err := hs.h.Remove(t.Context(), "T1", "UALICE", b64(key.id)); err != nil {
+	if err := hs.h.Remove(t.Context(), "T1", "UALICE", webauthntest.B64(key.ID)); err != nil {
 		t.Fatal(err)
 	}
 	if err := hs.h.Remove(t.Context(), "T1", "UALICE", "totp"); err != nil {
@@ -83,7 +85,7 @@ func TestRemoveAuditsAndNotifies(t *testing.T) {
 		t.Errorf("List after Remove = %+v", got)
 	}
 	ev := hs.store.events
-	if len(ev) != 3 || ev[1].Type != EventRemoved || ev[1].ID != b64(key.id) || ev[1].Name != "laptop" || ev[2].Method != MethodTOTP {
+	if len(ev) != 3 || ev[1].Type != EventRemoved || ev[1].ID != webauthntest.B64(key.ID) || ev[1].Name != "laptop" || ev[2].Method != MethodTOTP {
 		t.Errorf("audit = %+v", ev)
 	}
 	notes := hs.notified()

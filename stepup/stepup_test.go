@@ -14,6 +14,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/internal/webauthntest"
 )
 
 var payout = agentrunner.ToolCallPart{ToolName: "send_payout", ToolCallID: "call-1", Args: json.RawMessage(`{"amount":50000,"to":"acct-42"}`)}
@@ -27,10 +28,10 @@ func TestRegisterThenStepUpApproves(t *testing.T) {
 	key := hs.register("T1", "UALICE")
 
 	keys, _ := hs.store.Passkeys(t.Context(), "T1", "UALICE")
-	if len(keys) != 1 || keys[0].ID != b64(key.id) || keys[0].Name != "laptop" {
+	if len(keys) != 1 || keys[0].ID != webauthntest.B64(key.ID) || keys[0].Name != "laptop" {
 		t.Fatalf("passkeys after registration = %+v", keys)
 	}
-	if ev := hs.store.events; len(ev) != 1 || ev[0].Type != EventAdded || ev[0].User != "UALICE" || ev[0].ID != b64(key.id) {
+	if ev := hs.store.events; len(ev) != 1 || ev[0].Type != EventAdded || ev[0].User != "UALICE" || ev[0].ID != webauthntest.B64(key.ID) {
 		t.Errorf("audit after registration = %+v", ev)
 	}
 	if n := hs.notified(); len(n) != 1 || !strings.Contains(n[0], "T1/UALICE") || !strings.Contains(n[0], "laptop") {
@@ -55,16 +56,16 @@ func TestRegisterThenStepUpApproves(t *testing.T) {
 	if !bytes.Equal(opts.Challenge, approval.StepUpChallenge(l)) {
 		t.Errorf("challenge %x; want StepUpChallenge(link) %x", []byte(opts.Challenge), approval.StepUpChallenge(l))
 	}
-	if len(opts.AllowedCredentials) != 1 || !bytes.Equal(opts.AllowedCredentials[0].CredentialID, key.id) || opts.UserVerification != protocol.VerificationRequired || opts.RelyingPartyID != testHost {
+	if len(opts.AllowedCredentials) != 1 || !bytes.Equal(opts.AllowedCredentials[0].CredentialID, key.ID) || opts.UserVerification != protocol.VerificationRequired || opts.RelyingPartyID != testHost {
 		t.Errorf("assertion options = %+v; want alice's passkey, UV required, RP %s", opts, testHost)
 	}
 
-	code, a := hs.postJSON("/step-up/link-1", map[string]any{"credential": key.get(t, opts.Challenge, testOrigin, flagUP|flagUV)})
+	code, a := hs.postJSON("/step-up/link-1", map[string]any{"credential": key.Get(t, opts.Challenge, testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 	if code != http.StatusOK || !a.OK || !strings.HasPrefix(a.Message, "Approved.") {
 		t.Fatalf("step-up: %d %+v", code, a)
 	}
 	recs := hs.ap.records()
-	if len(recs) != 1 || recs[0].User != "UALICE" || recs[0].Proof.Method != "webauthn" || recs[0].Proof.CredentialID != b64(key.id) ||
+	if len(recs) != 1 || recs[0].User != "UALICE" || recs[0].Proof.Method != "webauthn" || recs[0].Proof.CredentialID != webauthntest.B64(key.ID) ||
 		len(recs[0].Proof.AMR) != 1 || recs[0].Proof.AMR[0] != "hwk" || !recs[0].Proof.At.Equal(hs.clock.Now()) {
 		t.Errorf("recorded %+v; want alice's webauthn proof", recs)
 	}
@@ -81,78 +82,78 @@ func TestStepUpRefusals(t *testing.T) {
 	cases := []struct {
 		name string
 		// try returns the status and answer of the refused attempt.
-		try        func(t *testing.T, hs *harness, alice *softKey) (int, answer)
+		try        func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer)
 		wantStatus int
 		want       string
 		// done is how many completions are recorded (earlier legitimate ones).
 		done int
 	}{
-		{"link used twice", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
+		{"link used twice", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
 			ch := hs.challenge("A")
-			if code, a := hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, ch, testOrigin, flagUP|flagUV)}); !a.OK {
+			if code, a := hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, ch, testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)}); !a.OK {
 				t.Fatalf("first use: %d %+v", code, a)
 			}
-			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, ch, testOrigin, flagUP|flagUV)})
+			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, ch, testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusNotFound, "already used", 1},
-		{"replayed assertion", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
+		{"replayed assertion", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
 			ch := hs.challenge("A")
-			cred := alice.get(t, ch, testOrigin, flagUP|flagUV)
+			cred := alice.Get(t, ch, testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)
 			if _, a := hs.postJSON("/step-up/A", map[string]any{"credential": cred}); !a.OK {
 				t.Fatalf("first use: %+v", a)
 			}
 			return hs.postJSON("/step-up/A", map[string]any{"credential": cred})
 		}, http.StatusNotFound, "already used", 1},
-		{"signature counter did not advance", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
-			if _, a := hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, hs.challenge("A"), testOrigin, flagUP|flagUV)}); !a.OK {
+		{"signature counter did not advance", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
+			if _, a := hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, hs.challenge("A"), testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)}); !a.OK {
 				t.Fatalf("first use: %+v", a)
 			}
-			alice.count-- // a clone of the authenticator, one use behind
-			return hs.postJSON("/step-up/B", map[string]any{"credential": alice.get(t, hs.challenge("B"), testOrigin, flagUP|flagUV)})
+			alice.Count-- // a clone of the authenticator, one use behind
+			return hs.postJSON("/step-up/B", map[string]any{"credential": alice.Get(t, hs.challenge("B"), testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusForbidden, "counter did not advance", 1},
-		{"another user's passkey", func(t *testing.T, hs *harness, _ *softKey) (int, answer) {
+		{"another user's passkey", func(t *testing.T, hs *harness, _ *webauthntest.Key) (int, answer) {
 			bob := hs.register("T1", "UBOB")
-			return hs.postJSON("/step-up/A", map[string]any{"credential": bob.get(t, hs.challenge("A"), testOrigin, flagUP|flagUV)})
+			return hs.postJSON("/step-up/A", map[string]any{"credential": bob.Get(t, hs.challenge("A"), testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusForbidden, "not registered to the person this link was made for", 0},
-		{"unregistered credential", func(t *testing.T, hs *harness, _ *softKey) (int, answer) {
-			stranger := newSoftKey(t, testHost, userHandle("T1", "UALICE"))
-			return hs.postJSON("/step-up/A", map[string]any{"credential": stranger.get(t, hs.challenge("A"), testOrigin, flagUP|flagUV)})
+		{"unregistered credential", func(t *testing.T, hs *harness, _ *webauthntest.Key) (int, answer) {
+			stranger := webauthntest.New(t, testHost, userHandle("T1", "UALICE"))
+			return hs.postJSON("/step-up/A", map[string]any{"credential": stranger.Get(t, hs.challenge("A"), testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusForbidden, "not registered to the person", 0},
-		{"removed credential", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
+		{"removed credential", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
 			ch := hs.challenge("A")
-			if err := hs.h.Remove(t.Context(), "T1", "UALICE", b64(alice.id)); err != nil {
+			if err := hs.h.Remove(t.Context(), "T1", "UALICE", webauthntest.B64(alice.ID)); err != nil {
 				t.Fatal(err)
 			}
-			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, ch, testOrigin, flagUP|flagUV)})
+			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, ch, testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusForbidden, "no passkey registered", 0},
-		{"assertion for another link's challenge", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
-			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, hs.challenge("B"), testOrigin, flagUP|flagUV)})
+		{"assertion for another link's challenge", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
+			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, hs.challenge("B"), testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusForbidden, "could not be verified", 0},
-		{"wrong origin", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
-			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, hs.challenge("A"), "https://evil.example", flagUP|flagUV)})
+		{"wrong origin", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
+			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, hs.challenge("A"), "https://evil.example", webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusForbidden, "could not be verified", 0},
-		{"wrong RP ID", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
-			alice.rpID = "evil.example"
-			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, hs.challenge("A"), testOrigin, flagUP|flagUV)})
+		{"wrong RP ID", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
+			alice.RPID = "evil.example"
+			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, hs.challenge("A"), testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusForbidden, "could not be verified", 0},
-		{"no user verification", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
-			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, hs.challenge("A"), testOrigin, flagUP)})
+		{"no user verification", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
+			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, hs.challenge("A"), testOrigin, webauthntest.FlagUP)})
 		}, http.StatusForbidden, "could not be verified", 0},
-		{"after expiry", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
+		{"after expiry", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
 			ch := hs.challenge("A")
 			hs.clock.Advance(5 * time.Minute)
-			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, ch, testOrigin, flagUP|flagUV)})
+			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, ch, testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusNotFound, "expired", 0},
-		{"call decided elsewhere meanwhile", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
+		{"call decided elsewhere meanwhile", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
 			ch := hs.challenge("A")
 			hs.ap.decideElsewhere("A")
-			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.get(t, ch, testOrigin, flagUP|flagUV)})
+			return hs.postJSON("/step-up/A", map[string]any{"credential": alice.Get(t, ch, testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusConflict, "already denied by @U_OTHER", 0},
-		{"malformed answer", func(t *testing.T, hs *harness, _ *softKey) (int, answer) {
+		{"malformed answer", func(t *testing.T, hs *harness, _ *webauthntest.Key) (int, answer) {
 			return hs.postJSON("/step-up/A", map[string]any{"credential": map[string]any{"id": "x"}})
 		}, http.StatusBadRequest, "could not be verified", 0},
-		{"passkeys not accepted on the route", func(t *testing.T, hs *harness, alice *softKey) (int, answer) {
+		{"passkeys not accepted on the route", func(t *testing.T, hs *harness, alice *webauthntest.Key) (int, answer) {
 			hs.ap.add("C", "T1", "UALICE", []string{MethodTOTP}, payout)
-			return hs.postJSON("/step-up/C", map[string]any{"credential": alice.get(t, approval.StepUpChallenge(hs.ap.links["C"]), testOrigin, flagUP|flagUV)})
+			return hs.postJSON("/step-up/C", map[string]any{"credential": alice.Get(t, approval.StepUpChallenge(hs.ap.links["C"]), testOrigin, webauthntest.FlagUP|webauthntest.FlagUV)})
 		}, http.StatusForbidden, "does not accept passkeys", 0},
 	}
 	for _, c := range cases {
