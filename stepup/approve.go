@@ -86,7 +86,16 @@ func (h *Handler) stepUpPage(w http.ResponseWriter, r *http.Request) {
 	useWebAuthn, useTOTP := methods(l)
 	pg := page{Kind: "stepup", Title: "Verify your approval", Lead: "Confirm with your passkey that you, " + textMarks{}.Person(l.User) + ", approve exactly what is shown here. Nothing is approved until you do."}
 	for _, sc := range l.Calls {
-		pg.Calls = append(pg.Calls, viewOf(h.cfg.Viewer.View(req, req.Call(sc.CallID))))
+		v := h.cfg.Viewer.View(req, req.Call(sc.CallID))
+		if len(l.OverrideArgs) > 0 {
+			// An edit: what would run are the edited arguments.
+			v.OverrideArgs, v.EditedChange = l.OverrideArgs, nil
+		}
+		cv := viewOf(v)
+		if len(l.OverrideArgs) > 0 {
+			cv.Label = "Arguments, as you edited them"
+		}
+		pg.Calls = append(pg.Calls, cv)
 	}
 	if len(pg.Calls) == 1 {
 		pg.Heading = "Approve " + pg.Calls[0].Tool + "?"
@@ -206,9 +215,15 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, l *approval.S
 		if approval.ErrorCode(err) == approval.EINTERNAL {
 			h.cfg.Log.Error("stepup: complete", "err", err)
 		}
+		// approval's own sentence says why a link was refused (another
+		// person's, expired, other arguments); Explain words the rest as
+		// a card's click would be.
 		msg := approval.Explain(err, nil, nil, textMarks{})
-		if approval.ErrorCode(err) == approval.ENOTFOUND {
+		switch approval.ErrorCode(err) {
+		case approval.ENOTFOUND:
 			msg = msgLinkGone
+		case approval.EFORBIDDEN, approval.EEXPIRED, approval.EINVALID:
+			msg = approval.ErrorMessage(err)
 		}
 		writeAnswerOrPage(w, r, h, http.StatusConflict, false, msg)
 		return
