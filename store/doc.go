@@ -40,6 +40,9 @@
 //     threads_lease.go (the lease and queue its runs take turns by).
 //   - audit.go: the audit stream, every writer and the reader.
 //   - home.go: what App Home lists and who has it open.
+//   - passkeys.go: step-up's passkeys, TOTP secrets (the signature counter
+//     and the last TOTP step checked atomically in Lua) and single-use
+//     registration links; package stepup's Store, adapted in cmd/slackbot.
 //
 // # Guarantees
 //
