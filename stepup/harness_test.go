@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"html"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -152,13 +151,4 @@ func (hs *harness) challenge(id string) []byte {
 		hs.t.Fatalf("GET /step-up/%s: %d %s", id, w.Code, w.Body)
 	}
 	return options[protocol.CredentialAssertion](hs.t, w.Body.String()).Response.Challenge
-}
-
-func readAll(t *testing.T, r io.Reader) string {
-	t.Helper()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
