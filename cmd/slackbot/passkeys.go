@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 
@@ -25,6 +26,12 @@ func (a *app) newStepUp(d appDeps, tools approval.Tools) error {
 	if err != nil {
 		return fmt.Errorf("PUBLIC_URL: %w", err)
 	}
+	if net.ParseIP(u.Hostname()) != nil {
+		// A passkey is bound to a domain (the WebAuthn RP ID); an
+		// address cannot be one. Start, without the pages.
+		d.Log.Warn("PUBLIC_URL is an IP address: the step-up and passkey pages need a domain name and are not served", "public_url", d.PublicURL)
+		return nil
+	}
 	now := d.StoreOptions.Now
 	if now == nil {
 		now = time.Now
@@ -35,6 +42,18 @@ func (a *app) newStepUp(d appDeps, tools approval.Tools) error {
 		Notify: a.notifyDM, Now: now, Log: d.Log,
 	})
 	return err
+}
+
+// localhostURL is raw with a loopback IP host written as localhost.
+func localhostURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsLoopback() {
+		u.Host = net.JoinHostPort("localhost", u.Port())
+	}
+	return u.String()
 }
 
 // notifyDM tells a person something in a direct message from the bot

@@ -140,3 +140,22 @@ func TestStepUpWithPasskey(t *testing.T) {
 		t.Errorf("the tool ran %d times; want 1", n)
 	}
 }
+
+// TestStepUpPagesNeedADomain: a PUBLIC_URL that is an IP address cannot
+// be a WebAuthn RP ID: slackbot starts without the pages rather than
+// refusing to start; dev's loopback address becomes localhost.
+func TestStepUpPagesNeedADomain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{publicURL: "https://10.0.0.5"})
+	if e.app.stepup != nil {
+		t.Error("step-up pages built on an IP address")
+	}
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:8080": "http://localhost:8080", "http://[::1]:9": "http://localhost:9",
+		"http://localhost:8080": "http://localhost:8080", "http://192.0.2.1:80": "http://192.0.2.1:80",
+	} {
+		if got := localhostURL(raw); got != want {
+			t.Errorf("localhostURL(%s) = %s; want %s", raw, got, want)
+		}
+	}
+}

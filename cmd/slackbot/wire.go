@@ -49,8 +49,9 @@ func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) strin
 	d := &w.deps
 	if mode == ModeDev && d.PublicURL == "" {
 		// The emulator's browser reaches slackbot here: localhost is a
-		// secure context, so passkeys work without TLS.
-		d.PublicURL = devURL(addr)
+		// secure context, so passkeys work without TLS (a WebAuthn RP ID
+		// is a domain, never an IP address: 127.0.0.1 becomes localhost).
+		d.PublicURL = localhostURL(devURL(addr))
 	}
 	d.StoreOptions.WaitReplicas = cfg.RedisWaitReplicas
 	if err := w.tracing(ctx, getenv, rdb); err != nil {
