@@ -190,6 +190,10 @@ func (h *Handler) stepUpWebAuthn(w http.ResponseWriter, r *http.Request) {
 		writeAnswer(w, http.StatusForbidden, false, msgReplay)
 		return
 	}
+	// The counter is recorded before the approval, atomically, so that of
+	// two answers racing with one counter value only one goes on. Should
+	// approval then refuse (the call decided meanwhile), the counter has
+	// still moved: the authenticator did sign, and nothing was approved.
 	credID := credentialID(cred.ID)
 	now := h.cfg.Now()
 	switch err := h.cfg.Store.UsePasskey(ctx, l.Team, l.User, credID, cred.Authenticator.SignCount, now); {
