@@ -44,15 +44,22 @@ func (h *Handler) link(ctx context.Context, id string) (*approval.StepUpLink, *a
 	case !h.cfg.Now().Before(l.Expires):
 		return nil, nil, http.StatusGone, msgLinkGone
 	}
-	if err := req.EndErr(); err != nil {
-		return nil, nil, http.StatusConflict, approval.Explain(err, nil, nil, textMarks{})
-	}
+	// A call someone decided meanwhile is named with who decided it; a
+	// request that ended otherwise (expired, cancelled) says so.
 	for _, sc := range l.Calls {
 		c := req.Call(sc.CallID)
 		if c == nil {
 			return nil, nil, http.StatusNotFound, msgLinkGone
 		}
-		if c.Status != approval.CallPending {
+		if c.Status != approval.CallPending && c.DecidedBy != "" {
+			return nil, nil, http.StatusConflict, approval.Explain(approval.ErrDecided, c, nil, textMarks{})
+		}
+	}
+	if err := req.EndErr(); err != nil {
+		return nil, nil, http.StatusConflict, approval.Explain(err, nil, nil, textMarks{})
+	}
+	for _, sc := range l.Calls {
+		if c := req.Call(sc.CallID); c.Status != approval.CallPending {
 			return nil, nil, http.StatusConflict, approval.Explain(approval.ErrDecided, c, nil, textMarks{})
 		}
 	}
