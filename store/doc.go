@@ -41,6 +41,9 @@
 //   - audit.go: the audit stream, every writer and the reader.
 //   - home.go: what App Home lists and who has it open.
 //   - stepup_links.go: the single-use step-up links (approval.StepUpLink).
+//   - passkeys.go: step-up's passkeys, TOTP secrets (the signature counter
+//     and the last TOTP step checked atomically in Lua) and single-use
+//     registration links; package stepup's Store, adapted in cmd/slackbot.
 //
 // # Guarantees
 //

@@ -21,6 +21,7 @@ import (
 	"github.com/slackapprove/slackbot/receipt"
 	"github.com/slackapprove/slackbot/routing"
 	"github.com/slackapprove/slackbot/runs"
+	"github.com/slackapprove/slackbot/stepup"
 	"github.com/slackapprove/slackbot/store"
 )
 
@@ -82,6 +83,10 @@ type appDeps struct {
 	// FlushTraces, when set, flushes and stops the tracer provider; the
 	// lifecycle's Shutdown calls it last.
 	FlushTraces func(context.Context) error
+	// PublicURL is where people reach slackbot (PUBLIC_URL; in dev, the
+	// dev server): the step-up and passkey pages are served on its host.
+	// Empty: they are not served.
+	PublicURL string
 }
 
 // app is slackbot wired together: the store, the Slack side, the agent
@@ -107,6 +112,8 @@ type app struct {
 	callbacks *httpapi.Callbacks
 	// gateway serves the MCP gateway (/mcp); nil without API keys.
 	gateway *mcpgateway.Handler
+	// stepup serves /step-up/ and /passkeys/; nil without a public URL.
+	stepup *stepup.Handler
 
 	// Runs are stopped (runs.Stop) only when shutdown's budget is spent;
 	// waits for a decision end earlier, when handOff is closed, so a
@@ -186,6 +193,9 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,
 		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
 	})
+	if err := a.newStepUp(d, box); err != nil {
+		return nil, err
+	}
 	if err := a.wireAPI(d, owner); err != nil {
 		return nil, err
 	}

@@ -216,6 +216,9 @@ type envOptions struct {
 	// waitReplicas is REDIS_WAIT_REPLICAS (with redis, a primary that has
 	// replicas).
 	waitReplicas int
+	// publicURL is PUBLIC_URL: the step-up and passkey pages are served
+	// on its host.
+	publicURL string
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -283,7 +286,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		Slack: client, SigningSecret: testSecret, TeamID: testTeam, BotUserID: fake.BotUserID(),
 		Routes: routes, Model: opts.model, Tools: append(tools.tools(), opts.extraTools...),
 		SweepEvery: 20 * time.Millisecond, Retry: opts.retry, ResumeBlock: 100 * time.Millisecond,
-		APIKeys: apiKeys, AllowPrivateCallbacks: true, Tracer: opts.tracer,
+		APIKeys: apiKeys, AllowPrivateCallbacks: true, Tracer: opts.tracer, PublicURL: opts.publicURL,
 	})
 	if err != nil {
 		t.Fatal(err)

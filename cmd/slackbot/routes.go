@@ -32,6 +32,12 @@ func (a *app) handler() http.Handler {
 		// stateless, so GET and DELETE answer 405).
 		mux.Handle("/mcp", a.metrics.timedAPI(doorMCP, mcpOperation, a.gateway))
 	}
+	if a.stepup != nil {
+		// Step-up and passkey pages, for people's browsers; the handler
+		// answers only on PUBLIC_URL's host (stepup.Handler.ServeHTTP).
+		mux.Handle("/step-up/", a.stepup)
+		mux.Handle("/passkeys/", a.stepup)
+	}
 	// Tools verify receipts with these keys; a rotation shows within 5 min.
 	mux.Handle("GET /.well-known/jwks.json", a.receipts.keys.Handler(300))
 	mux.Handle("GET /healthz", handleHealthz())

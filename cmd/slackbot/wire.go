@@ -45,8 +45,14 @@ func (w *wiring) close() {
 // the routes, the model and tools, the API keys and the MCP servers.
 func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) string, log *slog.Logger, addr net.Addr, rdb redis.UniversalClient) (*wiring, error) {
 	w := &wiring{deps: appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret, AllowPrivateCallbacks: mode == ModeDev,
-		ReceiptIssuer: cfg.PublicURL}}
+		ReceiptIssuer: cfg.PublicURL, PublicURL: cfg.PublicURL}}
 	d := &w.deps
+	if mode == ModeDev && d.PublicURL == "" {
+		// The emulator's browser reaches slackbot here: localhost is a
+		// secure context, so passkeys work without TLS (a WebAuthn RP ID
+		// is a domain, never an IP address: 127.0.0.1 becomes localhost).
+		d.PublicURL = localhostURL(devURL(addr))
+	}
 	d.StoreOptions.WaitReplicas = cfg.RedisWaitReplicas
 	if err := w.tracing(ctx, getenv, rdb); err != nil {
 		return nil, err

@@ -72,9 +72,10 @@ var apiTypes = map[string]reflect.Type{
 
 // publicPaths are the paths the README calls public, as Gateway API path
 // matches: Slack's webhooks, the HTTP API, the MCP gateway, the receipt
-// keys and the liveness check. /readyz and /metrics stay in the cluster.
+// keys, the liveness check and the step-up and passkey pages. /readyz and
+// /metrics stay in the cluster.
 var publicPaths = []string{
-	"Exact /.well-known/jwks.json", "Exact /healthz", "Exact /mcp", "PathPrefix /slack", "PathPrefix /v1",
+	"Exact /.well-known/jwks.json", "Exact /healthz", "Exact /mcp", "PathPrefix /passkeys", "PathPrefix /slack", "PathPrefix /step-up", "PathPrefix /v1",
 }
 
 // secretVars are the variables that hold secrets: the Deployment may only

@@ -110,6 +110,10 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 				bad(rel, imp, "only bot starts agent runs (from Slack events); httpapi has none")
 			case under(rel, "hook") && imp != "client" && imp != "agentrunner":
 				bad(rel, imp, "hook, the coding agents' hook command, asks through client alone: it may import only client, agentrunner's wire types and receipt of ours")
+			case under(rel, "stepup") && imp != "approval":
+				bad(rel, imp, "stepup, the step-up and passkey pages, may import only approval and receipt of ours: it reaches Redis through its Store port and Slack through Config.Notify, never store or bot")
+			case imp == "stepup" && rel != "cmd/slackbot":
+				bad(rel, imp, "only cmd/slackbot wires the step-up pages: bot reaches them through its Passkeys interface, and no other package needs them")
 			case under(rel, "mcpgateway") && imp != "approval" && imp != "routing" && !under(imp, "agentrunner") && !under(imp, "mcpgateway"):
 				bad(rel, imp, "mcpgateway may import only approval, routing, receipt and agentrunner of ours")
 			}
@@ -133,7 +137,7 @@ func check(t *testing.T, pkgs map[string]pkg, bad func(rel, imp, why string)) {
 			switch {
 			case deployTooling(dep):
 				bad(rel, dep, "Helm and the Kubernetes and Prometheus Operator API types are for the tests of deploy/ alone (deploy/helm is a package of tests): no production package links them")
-			case (rel == "approval" || rel == "routing" || rel == "receipt" || rel == "client" || rel == "runs" || under(rel, "hook") || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
+			case (rel == "approval" || rel == "routing" || rel == "receipt" || rel == "client" || rel == "runs" || under(rel, "stepup") || under(rel, "hook") || under(rel, "agentrunner") || under(rel, "mcpgateway")) && (slack || redis):
 				bad(rel, dep, "it must know neither Slack nor Redis")
 			case under(rel, "store") && slack:
 				bad(rel, dep, "store never speaks Slack")
@@ -251,6 +255,30 @@ func TestRunsRules(t *testing.T) {
 		"httpapi imports runs", "mcpgateway imports runs",
 		"runs imports bot", "runs imports github.com/redis/go-redis/v9", "runs imports github.com/slack-go/slack/slackevents",
 		"runs imports httpapi", "runs imports store",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %q; want %q", got, want)
+	}
+}
+
+// TestStepUpRules checks the rules for stepup on made-up imports: it
+// imports approval (and receipt) alone, no one but cmd/slackbot imports
+// it, and it depends on neither Slack nor Redis.
+func TestStepUpRules(t *testing.T) {
+	pkgs := map[string]pkg{
+		"stepup": {
+			Imports: []string{module + "/approval", module + "/receipt", module + "/store", module + "/bot"},
+			Deps:    []string{"github.com/go-webauthn/webauthn/webauthn", "github.com/redis/go-redis/v9", "github.com/slack-go/slack"},
+		},
+		"bot":          {Imports: []string{module + "/stepup", module + "/approval"}},
+		"cmd/slackbot": {Imports: []string{module + "/stepup", module + "/store"}},
+	}
+	var got []string
+	check(t, pkgs, func(rel, imp, why string) { got = append(got, rel+" imports "+imp) })
+	slices.Sort(got)
+	want := []string{
+		"bot imports stepup",
+		"stepup imports bot", "stepup imports github.com/redis/go-redis/v9", "stepup imports github.com/slack-go/slack", "stepup imports store",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations %q; want %q", got, want)
