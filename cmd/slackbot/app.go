@@ -70,6 +70,17 @@ type appDeps struct {
 	// JWKS during a rotation. ReceiptIssuer is their iss (PUBLIC_URL).
 	ReceiptKey, ReceiptPrevious *receipt.Key
 	ReceiptIssuer               string
+	// PublicURL is PUBLIC_URL: where the step-up pages are served, which
+	// the Bot links an Approve that needs step-up to.
+	PublicURL string
+	// Passkeys builds the step-up pages' credentials (package stepup's
+	// Handler, which implements bot.Passkeys) over the Service this app
+	// builds, telling people of changes with notify (a direct message,
+	// bot.Cards.Notify); nil: no step-up pages, and App Home shows no
+	// passkeys. A builder, not a value, because the pages need the
+	// Service and the Bot needs the pages: built in that order, nothing is
+	// set later.
+	Passkeys func(svc *approval.Service, notify func(ctx context.Context, team, user, text string)) (bot.Passkeys, error)
 	// ResumeBlock is how long one read of the resume queue or the job
 	// queue blocks; it also bounds how long shutdown waits for their
 	// consumers. Default 2s.
@@ -182,9 +193,16 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	// dies; its run continues here at once (the Service's Resumed), with
 	// the timeout denial.
 	a.tokens = store.NewServiceTokens(st, a.svc, store.TokensOptions{Owner: owner, SweepEvery: d.SweepEvery, Logger: d.Log})
+	var passkeys bot.Passkeys
+	if d.Passkeys != nil {
+		if passkeys, err = d.Passkeys(a.svc, a.cards.Notify); err != nil {
+			return nil, fmt.Errorf("step-up pages: %w", err)
+		}
+	}
 	a.bot = bot.New(bot.Config{
 		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,
 		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
+		Passkeys: passkeys, PublicURL: d.PublicURL,
 	})
 	if err := a.wireAPI(d, owner); err != nil {
 		return nil, err

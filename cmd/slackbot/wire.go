@@ -45,7 +45,7 @@ func (w *wiring) close() {
 // the routes, the model and tools, the API keys and the MCP servers.
 func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) string, log *slog.Logger, addr net.Addr, rdb redis.UniversalClient) (*wiring, error) {
 	w := &wiring{deps: appDeps{Log: log, Redis: rdb, SigningSecret: cfg.SlackSigningSecret, AllowPrivateCallbacks: mode == ModeDev,
-		ReceiptIssuer: cfg.PublicURL}}
+		ReceiptIssuer: cfg.PublicURL, PublicURL: cfg.PublicURL}}
 	d := &w.deps
 	d.StoreOptions.WaitReplicas = cfg.RedisWaitReplicas
 	if err := w.tracing(ctx, getenv, rdb); err != nil {
