@@ -151,6 +151,8 @@ type Vote struct {
 	// key count toward one quorum, so no call runs with arguments fewer
 	// than Required people saw.
 	Key string `json:"key"`
+	// StepUp is the step-up proof the vote came with, or nil.
+	StepUp *StepUp `json:"step_up,omitempty"`
 }
 
 // Outcome is what a decided call's tool did once it ran: Status "ran" or
@@ -213,6 +215,9 @@ type Call struct {
 	// Outcome is what the call's tool did, once it ran, so that every
 	// later rendering of the card shows it.
 	Outcome *Outcome `json:"outcome,omitempty"`
+	// StepUp is the step-up proof of the approval that decided the call
+	// (DecidedBy's), or nil; each vote of a quorum has its own.
+	StepUp *StepUp `json:"step_up,omitempty"`
 }
 
 // Decided reports whether the call has a decision (approved, denied,

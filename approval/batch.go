@@ -80,6 +80,18 @@ func (s *Service) DecideAll(ctx context.Context, r *Request, by Decider, d Decis
 	if by.User == "" || by.Client != "" || (d.Action != ActionApprove && d.Action != ActionDeny) {
 		return nil, Errorf(EINVALID, "decide all: a person approves or denies all the pending calls of a request")
 	}
+	if d.StepUp != nil {
+		return nil, errForeignProof
+	}
+	return s.decideAll(ctx, r, by, d, nil)
+}
+
+// decideAll is DecideAll over calls (nil: r's pending approvals). With no
+// step-up proof in d, an approval of which any call the person may
+// approve needs one is refused whole (ESTEPUP), nothing recorded: one
+// proof then approves the batch (BeginStepUp with its calls), rather than
+// a batch that approves some calls and leaves the rest to a page.
+func (s *Service) decideAll(ctx context.Context, r *Request, by Decider, d Decision, calls []*Call) (*Batch, error) {
 	if d.Grant != 0 || d.AlwaysAllow || len(d.OverrideArgs) > 0 || len(d.Answer) > 0 {
 		return nil, Errorf(EINVALID, "“Approve all” approves each call as it was asked: a grant, an agent's rule or edited arguments are given on the call's own card.")
 	}
@@ -95,9 +107,14 @@ func (s *Service) DecideAll(ctx context.Context, r *Request, by Decider, d Decis
 	if err := r.EndErr(); err != nil {
 		return nil, err
 	}
-	calls := r.PendingApprovals()
+	if calls == nil {
+		calls = r.PendingApprovals()
+	}
 	if len(calls) == 0 {
 		return nil, Errorf(EDECIDED, "No call of this request waits for a decision.")
+	}
+	if d.Action == ActionApprove && d.StepUp == nil && s.batchNeedsStepUp(ctx, r, by, calls) {
+		return nil, errStepUp()
 	}
 	b := &Batch{Action: d.Action}
 	var latest *Request // the record after the batch's last decision
@@ -144,6 +161,25 @@ func (s *Service) DecideAll(ctx context.Context, r *Request, by Decider, d Decis
 		b.Decided = append(b.Decided, s.batchCall(r, c, res, nil))
 	}
 	return b, nil
+}
+
+// batchNeedsStepUp reports whether by's approval of one of calls (one
+// they may approve: the others are left with their refusal) needs a
+// step-up proof.
+func (s *Service) batchNeedsStepUp(ctx context.Context, r *Request, by Decider, calls []*Call) bool {
+	for _, c := range calls {
+		if _, need := s.needsStepUp(ctx, c, stepUpArgs(r, c, nil)); !need {
+			continue
+		}
+		byc := by
+		if !by.Home {
+			byc.Message = c.Message
+		}
+		if s.authorize(ctx, r, c, byc, ActionApprove) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // batchLate is ETOOLATE once ctx's deadline or d.NotAfter has passed by

@@ -16,6 +16,9 @@ import (
 type Decider struct {
 	// User is the Slack user who clicked a button or submitted a form.
 	User string
+	// Team, when the door knows it, is User's Slack workspace: a step-up
+	// link is bound to it (BeginStepUp); empty means the request's.
+	Team string
 	// Message is the message the click came from: it must be the call's
 	// card, unless Home is set.
 	Message MessageRef
@@ -75,6 +78,9 @@ func (s *Service) DecideOn(ctx context.Context, r *Request, by Decider, ds ...De
 	if by.Client != "" {
 		return s.answer(ctx, r, by, ds)
 	}
+	if ds[0].StepUp != nil {
+		return nil, errForeignProof
+	}
 	return s.decideOne(ctx, r, by, ds[0], true)
 }
 
@@ -116,6 +122,14 @@ func (s *Service) decideOne(ctx context.Context, r *Request, by Decider, d Decis
 		if d.OverrideArgs, err = s.CheckEdit(ctx, r, c, d.OverrideArgs); err != nil {
 			return nil, err
 		}
+	}
+	// After the authorization, so that only someone who may approve is
+	// asked for a step-up, and on the arguments that would run.
+	if err := s.checkStepUp(ctx, r, c, d); err != nil {
+		return nil, err
+	}
+	if d.Action != ActionApprove {
+		d.StepUp = nil
 	}
 	// The card's update is scheduled durably with the decision, and its
 	// lease taken, in the same step (see updateCard).
@@ -254,6 +268,9 @@ func (s *Service) answer(ctx context.Context, r *Request, by Decider, ds []Decis
 	if err := s.authorizeAnswers(ctx, r, by, ds); err != nil {
 		return nil, err
 	}
+	if err := s.clientStepUp(ctx, r, ds); err != nil {
+		return nil, err
+	}
 	results, err := s.results(ctx, r, by.Client, ds)
 	if err != nil {
 		return nil, err
@@ -302,6 +319,23 @@ func (s *Service) authorizeAnswers(ctx context.Context, r *Request, by Decider, 
 	slices.Sort(refused)
 	return Errorf(ESELFAPPROVAL, "The API key %q may not approve or deny the calls it asked for (%s): a person decides them in Slack, as their route does not set allow_self_approval. Nothing was recorded.",
 		by.Client, strings.Join(refused, ", "))
+}
+
+// clientStepUp refuses an API client's whole answer (ESTEPUP, nothing
+// recorded) when it approves a pending call whose approval needs a
+// step-up: a key an agent's process holds proves no person at all, so it
+// never approves such a call, even where the route allows self-approval.
+func (s *Service) clientStepUp(ctx context.Context, r *Request, ds []Decision) error {
+	for _, d := range ds {
+		c := r.Call(d.CallID)
+		if d.Action != ActionApprove || c == nil || c.Status != CallPending || c.Kind != agentrunner.KindApproval {
+			continue
+		}
+		if _, need := s.needsStepUp(ctx, c, stepUpArgs(r, c, d.OverrideArgs)); need {
+			return Errorf(ESTEPUP, "call %s needs a person's step-up (a passkey) to be approved: an API key cannot approve it. Nothing was recorded.", c.ID)
+		}
+	}
+	return nil
 }
 
 // results turns an API client's decisions into the results to record,

@@ -48,6 +48,11 @@ type Decision struct {
 	// (agentrunner.MetaAlwaysAllow), if the route offers it: the results'
 	// metadata carries that rule, and no other.
 	AlwaysAllow bool
+	// StepUp, with ActionApprove by a person, is the verified step-up
+	// proof the approval came with. Only CompleteStepUp sets it (a door's
+	// decision carrying one is refused), and a grant's approval carries
+	// the proof of the click that made the grant.
+	StepUp *StepUp
 	// NotAfter, when set, is the last instant, by the store's clock, at
 	// which the decision may be recorded: one that reaches the store later
 	// records nothing (ETOOLATE), so a caller that gave up waiting at

@@ -32,6 +32,8 @@ func Explain(err error, call *Call, route *routing.Route, m Marks) string {
 		return ErrorMessage(err) + " " + WhoCanDecide(route, m) + " Nothing changed."
 	case EWRONGTEAM, EWRONGMESSAGE, ENOROUTE:
 		return ErrorMessage(err) + " Nothing changed."
+	case ESTEPUP:
+		return "This approval needs your passkey: slackbot sends you a link to verify it's you. Nothing changed yet."
 	case EINVALID, EPOLICY:
 		// Edited arguments: shown under the form's input.
 		return ErrorMessage(err)

@@ -36,6 +36,11 @@ type Grant struct {
 	By        string
 	CreatedAt time.Time
 	Until     time.Time
+	// StepUp is the step-up proof of the click that made the grant, on a
+	// route with step_up: the calls the grant approves carry it (their
+	// receipts' amr). A grant without one approves no call that needs a
+	// step-up.
+	StepUp *StepUp
 }
 
 // GrantStore keeps grants. Package store implements it over Redis.
@@ -122,7 +127,7 @@ func (s *Service) grant(ctx context.Context, r *Request, c *Call, d Decision) {
 	call, _ := r.Requests.Call(c.ID)
 	now := s.now()
 	g := &Grant{Route: c.Route, Requester: r.Origin.Requester(), Name: r.Origin.Claim(), Tool: call.ToolName, Args: call.Args,
-		By: d.By, CreatedAt: now, Until: now.Add(d.Grant)}
+		By: d.By, CreatedAt: now, Until: now.Add(d.Grant), StepUp: d.StepUp}
 	if err := s.grants.SaveGrant(ctx, g); err != nil {
 		s.log.ErrorContext(ctx, "save a grant", "err", err, "route", c.Route, "call", c.ID)
 		return
@@ -155,9 +160,13 @@ func (s *Service) applyGrants(ctx context.Context, r *Request, skip func(id stri
 		if g == nil || !s.grantHolds(ctx, r, c, route, g) {
 			continue
 		}
+		if _, need := s.needsStepUp(ctx, c, call.Args); need && (g.StepUp == nil || !route.AllowsStepUp(g.StepUp.Method)) {
+			continue // made without the proof this call needs: a card
+		}
 		// Counted, and the run resumed if it decided the last pending
-		// call, as every decision without a person is.
-		d := Decision{CallID: c.ID, By: ByGrantPrefix + g.By, Action: ActionApprove}
+		// call, as every decision without a person is. The grant's proof
+		// goes with it.
+		d := Decision{CallID: c.ID, By: ByGrantPrefix + g.By, Action: ActionApprove, StepUp: g.StepUp}
 		_, err = s.decideBySystem(ctx, r, d)
 		if notInEffect(err) {
 			continue // not in effect yet: the call gets its card

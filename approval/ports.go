@@ -89,6 +89,8 @@ type Store interface {
 	// whole request the caller makes next; ReleaseCard with callID empty
 	// drops it.
 	ScheduleCards(ctx context.Context, token, job string) error
+	// StepUpStore keeps the single-use step-up links.
+	StepUpStore
 }
 
 // Directory answers who is in a usergroup. Package bot implements it over

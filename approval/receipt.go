@@ -2,6 +2,7 @@ package approval
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/slackapprove/slackbot/agentrunner"
@@ -59,7 +60,42 @@ func (r *Request) Receipt(c *Call) (Receipt, error) {
 	if r.EndedAt.After(at) {
 		at = r.EndedAt
 	}
-	return receiptOf(call, c.Approvers(), c.Route, r.Token, at)
+	claims, err := receiptOf(call, c.Approvers(), c.Route, r.Token, at)
+	if err == nil {
+		claims.AMR, claims.Cred = c.stepUps()
+	}
+	return claims, err
+}
+
+// stepUps are what a receipt says of the step-ups behind an approved
+// call: the union of the approvers' proofs' AMR and their credential ids,
+// in Approvers' order. Both are nil unless every approver stepped up, so
+// that a verifier that requires step-up never accepts a quorum in which
+// one approver only clicked.
+func (c *Call) stepUps() (amr, cred []string) {
+	var proofs []*StepUp
+	if c.Status == CallApproved && c.Required >= 2 {
+		for _, v := range c.Votes {
+			if v.Key == c.ApprovedKey {
+				proofs = append(proofs, v.StepUp)
+			}
+		}
+	}
+	if len(proofs) == 0 {
+		proofs = []*StepUp{c.StepUp}
+	}
+	for _, p := range proofs {
+		if p == nil || len(p.AMR) == 0 || p.CredentialID == "" {
+			return nil, nil
+		}
+		for _, m := range p.AMR {
+			if !slices.Contains(amr, m) {
+				amr = append(amr, m)
+			}
+		}
+		cred = append(cred, p.CredentialID)
+	}
+	return amr, cred
 }
 
 // ErrClientApproval is why a call approved by its request's own API

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/slackapprove/slackbot/agentrunner"
 )
@@ -35,6 +36,9 @@ type RecordedDecision struct {
 	// OverrideArgs and Answer are the compact JSON of the decision's
 	// override arguments and answer, "" for none.
 	OverrideArgs, Answer string
+	// StepUp is the JSON of an approval's step-up proof, "" for none;
+	// StepUpAMR its AMR joined by spaces, for the audit stream.
+	StepUp, StepUpAMR string
 }
 
 // Recorded checks d and returns the form a Store records it in. It
@@ -67,6 +71,13 @@ func (d Decision) Recorded() (RecordedDecision, error) {
 			return RecordedDecision{}, fmt.Errorf("%w: metadata: %v", ErrInvalid, err)
 		}
 		p.Metadata = string(b)
+	}
+	if d.StepUp != nil && d.Action == ActionApprove {
+		b, err := json.Marshal(d.StepUp)
+		if err != nil {
+			return RecordedDecision{}, fmt.Errorf("%w: step-up: %v", ErrInvalid, err)
+		}
+		p.StepUp, p.StepUpAMR = string(b), strings.Join(d.StepUp.AMR, " ")
 	}
 	var err error
 	switch d.Action {

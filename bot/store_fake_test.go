@@ -49,6 +49,13 @@ func (stubStore) ReleaseCard(context.Context, string, string, string, string) er
 func (stubStore) ScheduleCards(context.Context, string, string) error               { return nil }
 func (stubStore) Sweep(context.Context) ([]*approval.Request, error)                { return nil, nil }
 func (stubStore) AuditPolicy(context.Context, approval.PolicyDecision) error        { return nil }
+func (stubStore) SaveStepUpLink(context.Context, *approval.StepUpLink) error        { return errStub }
+func (stubStore) StepUpLink(context.Context, string) (*approval.StepUpLink, error) {
+	return nil, approval.ErrNotFound
+}
+func (stubStore) TakeStepUpLink(context.Context, string) (*approval.StepUpLink, error) {
+	return nil, approval.ErrNotFound
+}
 
 // applyDecision records d on c as the store does for a first decision: its
 // status, who decided, and the decision, decoded from the wire format

@@ -389,3 +389,37 @@ func TestCanonicalRefusesNonJSONAsSuch(t *testing.T) {
 		t.Errorf("a number beyond a double: %v, want ErrInexactNumber", err)
 	}
 }
+
+// TestRequireStepUp: a receipt carries the approvers' step-up (amr and
+// credential ids); a verifier that requires step-up refuses one without,
+// and one where an approver of a quorum has no credential, with an error
+// that says so and is a mismatch.
+func TestRequireStepUp(t *testing.T) {
+	k := key(t, seedA)
+	s, ks := signer(t, k), receipt.NewKeySet(k)
+	stepped := claims(t, refundArgs)
+	stepped.AMR, stepped.Cred = []string{"hwk"}, []string{"Y3JlZA"}
+	jws, err := s.Sign(stepped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := expect(refundArgs)
+	want.RequireStepUp = true
+	got, err := ks.Verify(jws, want)
+	if err != nil || len(got.AMR) != 1 || got.AMR[0] != "hwk" || len(got.Cred) != 1 || got.Cred[0] != "Y3JlZA" {
+		t.Fatalf("a stepped-up receipt: %+v, %v; want amr [hwk], cred [Y3JlZA]", got, err)
+	}
+	click, _ := s.Sign(claims(t, refundArgs))
+	if _, err := ks.Verify(click, expect(refundArgs)); err != nil {
+		t.Errorf("a click's receipt without RequireStepUp: %v", err)
+	}
+	half := stepped
+	half.By = []string{"U0ALICE", "U0BOB"}
+	halfJWS, _ := s.Sign(half)
+	for name, jws := range map[string]string{"a click": click, "a quorum with one credential": halfJWS} {
+		_, err := ks.Verify(jws, want)
+		if !errors.Is(err, receipt.ErrNoStepUp) || !errors.Is(err, receipt.ErrMismatch) || !strings.Contains(err.Error(), "without the passkey") {
+			t.Errorf("%s, step-up required: %v; want ErrNoStepUp (a mismatch) saying so", name, err)
+		}
+	}
+}

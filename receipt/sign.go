@@ -61,6 +61,14 @@ type Claims struct {
 	// stops holding (Unix seconds).
 	IssuedAt  int64 `json:"iat"`
 	ExpiresAt int64 `json:"exp"`
+	// AMR are the authentication methods (RFC 8176) of the approvers'
+	// step-up proofs, their union: ["hwk"] for a passkey, ["otp"] for a
+	// one-time code. Empty when any approver only clicked.
+	AMR []string `json:"amr,omitempty"`
+	// Cred are the approvers' step-up credential ids (base64url WebAuthn
+	// credential ids, "totp" for a one-time code), in By's order; set with
+	// AMR only.
+	Cred []string `json:"cred,omitempty"`
 }
 
 // Signer signs receipts with one key. It is safe for concurrent use.

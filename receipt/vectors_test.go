@@ -34,6 +34,9 @@ type vectorCase struct {
 		Args   json.RawMessage `json:"args"`
 		Token  string          `json:"token,omitempty"`
 		Now    int64           `json:"now"`
+		// RequireStepUp is Expect.RequireStepUp (require_step_up=True in
+		// Python, requireStepUp: true in TypeScript).
+		RequireStepUp bool `json:"require_step_up,omitempty"`
 	} `json:"expect"`
 	// Error is "" for a receipt that verifies, else the error's kind:
 	// missing, malformed, unknown_key, signature, mismatch, expired.
@@ -94,6 +97,19 @@ func makeVectors(t *testing.T) vectors {
 	otherTool.Tool = "delete_file"
 	add("another tool's receipt", sign(s, otherTool), refundArgs, "", "mismatch", now)
 
+	stepped := claims(t, refundArgs)
+	stepped.AMR, stepped.Cred = []string{"hwk"}, []string{"Y3JlZC1hbGljZQ"}
+	quorum := claims(t, refundArgs)
+	quorum.By, quorum.AMR, quorum.Cred = []string{"U0ALICE", "U0BOB"}, []string{"hwk"}, []string{"Y3JlZC1hbGljZQ"}
+	requireStepUp := func() { cases[len(cases)-1].Expect.RequireStepUp = true }
+	add("stepped up with a passkey, step-up required", sign(s, stepped), refundArgs, "", "", now)
+	requireStepUp()
+	add("stepped up with a passkey, step-up not required", sign(s, stepped), refundArgs, "", "", now)
+	add("a click alone, step-up required", good, refundArgs, "", "mismatch", now)
+	requireStepUp()
+	add("a quorum where one approver only clicked, step-up required", sign(s, quorum), refundArgs, "", "mismatch", now)
+	requireStepUp()
+
 	jwks := receipt.NewKeySet(cur, old).JWKS()
 	return vectors{
 		Note: "Receipts signed by receipt (Go) with fixed seeds; regenerate with go test ./receipt -run TestVectors -update. " +
@@ -127,7 +143,7 @@ func TestVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range file.Cases {
-		_, err := ks.Verify(c.Receipt, receipt.Expect{CallID: c.Expect.CallID, Tool: c.Expect.Tool, Args: c.Expect.Args, Token: c.Expect.Token, Now: time.Unix(c.Expect.Now, 0)})
+		_, err := ks.Verify(c.Receipt, receipt.Expect{CallID: c.Expect.CallID, Tool: c.Expect.Tool, Args: c.Expect.Args, Token: c.Expect.Token, Now: time.Unix(c.Expect.Now, 0), RequireStepUp: c.Expect.RequireStepUp})
 		switch {
 		case c.Error == "" && err != nil:
 			t.Errorf("%s: %v, want it to verify", c.Name, err)

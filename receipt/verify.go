@@ -20,6 +20,9 @@ var (
 	ErrSignature  = errors.New("approval receipt signature does not verify")
 	ErrMismatch   = errors.New("approval receipt is for another call")
 	ErrExpired    = errors.New("approval receipt expired")
+	// ErrNoStepUp: Expect.RequireStepUp, and the receipt says no approver
+	// stepped up (a passkey or a one-time code) beyond the click.
+	ErrNoStepUp = errors.New("approval receipt has no step-up")
 )
 
 // MaxReceiptBytes bounds a receipt Verify reads; slackbot's are well
@@ -45,6 +48,10 @@ type Expect struct {
 	Issuer string
 	// Now is the verifier's clock; zero means time.Now().
 	Now time.Time
+	// RequireStepUp refuses (ErrNoStepUp, which wraps ErrMismatch) a
+	// receipt whose approvers did not each give a step-up proof: one with
+	// no amr, or fewer credential ids than approvers.
+	RequireStepUp bool
 }
 
 // FromMetadata returns the receipt in a call's results metadata, or "".
@@ -134,6 +141,8 @@ func (c *Claims) check(want Expect) error {
 		return fmt.Errorf("%w: it was decided on another request", ErrMismatch)
 	case want.Issuer != "" && c.Issuer != want.Issuer:
 		return fmt.Errorf("%w: issued by %q, not %q", ErrMismatch, c.Issuer, want.Issuer)
+	case want.RequireStepUp && (len(c.AMR) == 0 || len(c.Cred) != len(c.By)):
+		return fmt.Errorf("%w: %w: its approval was a click, without the passkey (or one-time code) this tool requires", ErrMismatch, ErrNoStepUp)
 	case now.After(time.Unix(c.ExpiresAt, 0).Add(Skew)):
 		return fmt.Errorf("%w at %s", ErrExpired, time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	case time.Unix(c.IssuedAt, 0).After(now.Add(Skew)):

@@ -232,5 +232,8 @@ func (r *Route) attentionText() string {
 	if r.OfferAlwaysAllow {
 		s = append(s, "offers the agent's always-allow rule")
 	}
+	if t := r.stepUpText(); t != "" {
+		s = append(s, t)
+	}
 	return listOr(s, "")
 }

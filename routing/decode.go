@@ -176,6 +176,10 @@ type routeNodes struct {
 	// remindEvery, escalateAfter, grants and alwaysAllow are the values
 	// of those fields, when present.
 	remindEvery, escalateAfter, grants, alwaysAllow ast.Node
+	// stepUp is step_up when it is a condition; stepUpMethods the value
+	// of step_up_methods, when present.
+	stepUp        field
+	stepUpMethods ast.Node
 }
 
 func (d *routesDecoder) route(env *cel.Env, item ast.Node, index int, defaultTimeout time.Duration) *Route {
@@ -199,13 +203,14 @@ func (d *routesDecoder) route(env *cel.Env, item ast.Node, index int, defaultTim
 	at := routeNodes{quorum: d.resolve(item)}
 	for _, fl := range d.known(fields, what, "name", "when", "channel", "approvers",
 		"required_approvals", "allow_self_approval", "timeout", "auto_approve", "auto_deny",
-		"confirm", "remind_every", "escalate", "grants", "offer_always_allow") {
-		if !d.attentionField(r, fl, &at) {
+		"confirm", "remind_every", "escalate", "grants", "offer_always_allow", "step_up", "step_up_methods") {
+		if !d.attentionField(r, fl, &at) && !d.stepUpField(r, fl, &at) {
 			d.routeField(r, fl, &at)
 		}
 	}
 	d.checkRoute(r, at)
 	d.checkAttention(r, at)
+	d.checkStepUp(r, at)
 	if at.autoApprove.value != nil && r.AutoApprove != "" {
 		r.autoApprove = d.compile(env, at.autoApprove, r.AutoApprove)
 	}

@@ -84,6 +84,12 @@ type Route struct {
 	// agent's own "always allow" rule (agentrunner.MetaAlwaysAllow), an
 	// "Approve and always allow <rule>" button (offer_always_allow: true).
 	OfferAlwaysAllow bool
+	// StepUp, when on, makes a person's approval of the route's calls need
+	// a step-up proof first (step_up: true, or a CEL condition on args;
+	// NeedsStepUp). StepUpMethods are the methods that count
+	// (step_up_methods: webauthn, totp); empty means webauthn.
+	StepUp        StepUp
+	StepUpMethods []string
 
 	autoApprove cel.Program
 	autoDeny    cel.Program

@@ -70,7 +70,7 @@ func TestLoadRoutesValid(t *testing.T) {
 			Timeout:           2 * time.Hour,
 		}},
 	}
-	if diff := cmp.Diff(want, rs, cmpopts.IgnoreUnexported(routing.Route{})); diff != "" {
+	if diff := cmp.Diff(want, rs, cmpopts.IgnoreUnexported(routing.Route{}, routing.StepUp{})); diff != "" {
 		t.Errorf("LoadRoutes(valid.yaml) mismatch (-want +got):\n%s", diff)
 	}
 }

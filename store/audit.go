@@ -67,6 +67,11 @@ type AuditEvent struct {
 	Code string
 	// Detail holds an answer, a result, or a tool's output.
 	Detail string
+	// StepUp, AMR and Cred are, for an approval (a vote or a decision)
+	// made with a step-up proof, its method ("webauthn", "totp"), its
+	// RFC 8176 method references (space-separated: "hwk", "otp") and the
+	// credential id (base64url WebAuthn credential id, or "totp").
+	StepUp, AMR, Cred string
 }
 
 // auditValueMax caps each value of an audit event, in bytes: arguments of
@@ -100,6 +105,7 @@ func (s *Store) Audit(ctx context.Context, ev AuditEvent) error {
 		{"token", ev.Token}, {"run", ev.RunID}, {"call", ev.CallID}, {"tool", ev.Tool},
 		{"by", ev.By}, {"decision", ev.Decision}, {"args", ev.Args}, {"override", ev.Override}, {"args_sha256", ev.ArgsSHA256},
 		{"route", ev.Route}, {"reason", ev.Reason}, {"code", ev.Code}, {"detail", ev.Detail},
+		{"stepup", ev.StepUp}, {"amr", ev.AMR}, {"cred", ev.Cred},
 	} {
 		if f.v != "" {
 			values = append(values, f.k, capAudit(f.v))
@@ -174,6 +180,9 @@ func (s *Store) ReadAudit(ctx context.Context, after string, count int64) ([]Aud
 			Reason:   str("reason"),
 			Code:     str("code"),
 			Detail:   str("detail"),
+			StepUp:   str("stepup"),
+			AMR:      str("amr"),
+			Cred:     str("cred"),
 		}
 		out[i].ArgsSHA256 = str("args_sha256")
 	}

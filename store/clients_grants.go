@@ -68,10 +68,18 @@ func (s *Store) SaveGrant(ctx context.Context, g *approval.Grant) error {
 	if ttl <= 0 {
 		return fmt.Errorf("save grant: %w: it has ended", approval.ErrInvalid)
 	}
+	su := ""
+	if g.StepUp != nil {
+		b, err := json.Marshal(g.StepUp)
+		if err != nil {
+			return fmt.Errorf("save grant: step-up: %w", err)
+		}
+		su = string(b)
+	}
 	g.ID = id
 	keys := []string{s.grantKey(id), s.grantsKey(g.By)}
 	err := grantSaveScript.Run(ctx, s.rdb, keys, ttl.Milliseconds(), ms(g.Until), id,
-		g.Route, g.Requester, g.Tool, string(g.Args), g.By, ms(g.CreatedAt), g.Name).Err()
+		g.Route, g.Requester, g.Tool, string(g.Args), g.By, ms(g.CreatedAt), g.Name, su).Err()
 	if err != nil {
 		return fmt.Errorf("save grant: %w", err)
 	}
@@ -84,10 +92,12 @@ func (s *Store) SaveGrant(ctx context.Context, g *approval.Grant) error {
 // longer lists it. The index forgets the grants that ended (until - ttl
 // is now), so an approver who grants often keeps it small. KEYS: grant,
 // approver's index. ARGV: ttl (ms), until
-// (ms), id, route, requester, tool, args, by, created (ms), name.
+// (ms), id, route, requester, tool, args, by, created (ms), name, the
+// step-up proof of the click that made it (JSON, empty for none).
 var grantSaveScript = redis.NewScript(`
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'route', ARGV[4], 'requester', ARGV[5], 'tool', ARGV[6], 'args', ARGV[7], 'by', ARGV[8], 'created', ARGV[9], 'until', ARGV[2], 'name', ARGV[10])
+if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'su', ARGV[11]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[1]))
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
@@ -119,7 +129,7 @@ func (s *Store) parseGrant(id string, m map[string]string) *approval.Grant {
 	}
 	g := &approval.Grant{
 		ID: id, Route: m["route"], Requester: m["requester"], Name: m["name"], Tool: m["tool"], Args: json.RawMessage(m["args"]),
-		By: m["by"], CreatedAt: fromMS(m["created"]), Until: fromMS(m["until"]),
+		By: m["by"], CreatedAt: fromMS(m["created"]), Until: fromMS(m["until"]), StepUp: parseStepUp(m["su"]),
 	}
 	if !g.Until.After(s.now()) {
 		return nil

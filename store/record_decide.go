@@ -54,6 +54,11 @@ func (s *Store) Decide(ctx context.Context, token string, d approval.Decision) (
 	}
 	args := s.tokenArgs(token, now, d.CallID, d.By, p.Action, p.Key, p.ApprovalResult, p.CallResult, p.Metadata, p.OverrideArgs, d.Reason, p.Answer, notAfter)
 	args = append(append(args, s.cardWorkArgs(w)...), d.Grant.Milliseconds())
+	method, cred := "", ""
+	if d.StepUp != nil && p.StepUp != "" {
+		method, cred = d.StepUp.Method, d.StepUp.CredentialID
+	}
+	args = append(args, p.StepUp, method, p.StepUpAMR, cred)
 	keys := append(s.tokenKeys(token), s.jobsRetryKey(), w.lease)
 	ident := stageIdent("decide", d.CallID, d.By, p.Action, p.Key)
 	res, err := s.runStaged(ctx, OpDecide, token, d.NotAfter, decideScript, keys, ident, w, args)
@@ -134,7 +139,9 @@ func decided(a *approval.Request, code string, d approval.Decision, key string) 
 // none), 19: when it is due (ms), 20: the card lease's holder, 21: the
 // lease's ttl (ms), 22: the heartbeat key prefix, 23: the grant's length
 // (ms) that comes with it, which only whoever applies a staged decision
-// reads; then the stage mode and identity (stageLua).
+// reads, 24: the approval's step-up proof (JSON, empty for none), 25-27:
+// its method, AMR (space-separated) and credential id, for the audit
+// stream; then the stage mode and identity (stageLua).
 // KEYS 8: the job retry set, 9: the card's lease.
 // It replies {code} for an error that changed nothing, else {code, leased
 // ('1' if it took the card's lease for the holder), record...}; code
@@ -248,16 +255,26 @@ local function decide(A, mode, L)
     return answer('staged', '0')
   end
 
+  -- A step-up proof goes with the approver's vote ("su:<user>"), which
+  -- the decided call's StepUp and a quorum's votes are read from; the
+  -- audit entry says which method and credential.
+  local su = A[24] or ''
+  local stepup = {'stepup', A[25] or '', 'amr', A[26] or '', 'cred', A[27] or ''}
   local newst
   if action == 'approve' then
     local vf = p .. 'v:' .. by
     local prev = redis.call('HGET', rec, vf)
     if prev then redis.call('HINCRBY', rec, p .. 'n:' .. string.match(prev, '^%S+'), -1) end
     redis.call('HSET', rec, vf, key .. ' ' .. now)
+    if su ~= '' then
+      redis.call('HSET', rec, p .. 'su:' .. by, su)
+    else
+      redis.call('HDEL', rec, p .. 'su:' .. by)
+    end
     local cnt = redis.call('HINCRBY', rec, p .. 'n:' .. key, 1)
     if cnt < tonumber(need) then
       audit({'type', 'voted', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', 'approve',
-        'args', args or '', 'override', A[14]})
+        'args', args or '', 'override', A[14], unpack(stepup)})
       return changed('voted')
     end
     newst = 'approved'
@@ -270,8 +287,12 @@ local function decide(A, mode, L)
   end
   redis.call('HSET', rec, p .. 'st', newst, p .. 'by', by, p .. 'at', now, p .. 'res', res,
     p .. 'act', action, p .. 'key', key, p .. 'md', A[13])
-  audit({'type', 'decided', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', newst,
-    'args', args or '', 'override', A[14], 'reason', A[15], 'detail', A[16]})
+  local fields = {'type', 'decided', 'run', run, 'call', callID, 'tool', tool, 'by', by, 'decision', newst,
+    'args', args or '', 'override', A[14], 'reason', A[15], 'detail', A[16]}
+  if action == 'approve' then
+    for j = 1, #stepup do fields[#fields + 1] = stepup[j] end
+  end
+  audit(fields)
   if redis.call('HINCRBY', rec, 'left', -1) <= 0 then
     finish('resolved', by, '')
     return changed('resolved')

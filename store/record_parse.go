@@ -165,6 +165,7 @@ func parseCall(m map[string]string, i int, a *approval.Request) (approval.Call, 
 		callEnd(&cs, a)
 	case approval.CallApproved:
 		cs.ApprovedKey = m[p+"key"]
+		cs.StepUp = parseStepUp(m[p+"su:"+cs.DecidedBy])
 	}
 	if r := m[p+"res"]; r != "" {
 		if err := cs.DecodeResult([]byte(r)); err != nil {
@@ -222,13 +223,28 @@ func parseVotes(m map[string]string, calls []approval.Call) {
 			continue
 		}
 		key, at, _ := strings.Cut(v, " ")
-		calls[i-1].Votes = append(calls[i-1].Votes, approval.Vote{By: k[dot+3:], Key: key, At: fromMS(at)})
+		by := k[dot+3:]
+		calls[i-1].Votes = append(calls[i-1].Votes, approval.Vote{By: by, Key: key, At: fromMS(at), StepUp: parseStepUp(m[k[:dot+1]+"su:"+by])})
 	}
 	for i := range calls {
 		slices.SortFunc(calls[i].Votes, func(x, y approval.Vote) int {
 			return cmp.Or(x.At.Compare(y.At), cmp.Compare(x.By, y.By))
 		})
 	}
+}
+
+// parseStepUp reads a vote's step-up proof (field "c<i>.su:<user>");
+// nil for none, as in every record written before step-up, and for one
+// that does not parse (it proves nothing then: a receipt carries no amr).
+func parseStepUp(v string) *approval.StepUp {
+	if v == "" {
+		return nil
+	}
+	var su approval.StepUp
+	if err := json.Unmarshal([]byte(v), &su); err != nil || su.Method == "" {
+		return nil
+	}
+	return &su
 }
 
 // isRedisNil reports whether err is go-redis's "no such key" reply.

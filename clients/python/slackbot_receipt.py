@@ -8,7 +8,9 @@ Ed25519, ``typ: slackbot-receipt+jwt``, the key's RFC 7638 thumbprint as
 ``kid``) whose claims bind the call: its ``sub`` (tool_call_id), ``tool``,
 ``args_sha256`` (base64url SHA-256 of the RFC 8785 canonical JSON of the
 arguments that run), ``by``, ``route``, ``tok`` (base64url SHA-256 of the
-resume token), ``iat`` and ``exp``. The tool verifies it before acting::
+resume token), ``iat`` and ``exp``; after a step-up (a passkey) also
+``amr`` (RFC 8176: ``["hwk"]``, ``["otp"]``) and ``cred`` (the approvers'
+credential ids), which ``require_step_up=True`` demands. The tool verifies it before acting::
 
     from slackbot_receipt import fetch_jwks, verify_tool_call
 
@@ -122,6 +124,11 @@ class ReceiptMismatch(ReceiptError):
     """A valid receipt, but for another call, tool, arguments, request or issuer."""
 
     kind, reason = "mismatch", "approval receipt is for another call"
+
+
+class ReceiptNoStepUp(ReceiptMismatch):
+    """require_step_up, and the receipt's approval was a click alone: no
+    amr, or an approver without a step-up credential (kind "mismatch")."""
 
 
 class ReceiptExpired(ReceiptError):
@@ -418,10 +425,11 @@ def _claims(raw: bytes) -> dict:
             c[name] = ""
         elif not isinstance(c[name], str):
             raise ReceiptMalformed(f"claims: {name} is not a string")
-    if c.get("by") is None:
-        c["by"] = []
-    elif not isinstance(c["by"], list) or not all(isinstance(b, str) for b in c["by"]):
-        raise ReceiptMalformed("claims: by is not a list of strings")
+    for name in ("by", "amr", "cred"):
+        if c.get(name) is None:
+            c[name] = []
+        elif not isinstance(c[name], list) or not all(isinstance(b, str) for b in c[name]):
+            raise ReceiptMalformed(f"claims: {name} is not a list of strings")
     for name in ("iat", "exp"):
         if c.get(name) is None:
             c[name] = 0
@@ -472,7 +480,8 @@ def _iso(t: int) -> str:
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _check(c: dict, call_id: str, tool: str, args: Any, token: str | None, issuer: str | None, now: Any) -> None:
+def _check(c: dict, call_id: str, tool: str, args: Any, token: str | None, issuer: str | None, now: Any,
+           require_step_up: bool = False) -> None:
     """Refuses claims that are not for this call (Go's Claims.check, in its order)."""
     try:
         digest = args_sha256(args)
@@ -489,6 +498,9 @@ def _check(c: dict, call_id: str, tool: str, args: Any, token: str | None, issue
         raise ReceiptMismatch("it was decided on another request")
     if issuer and c["iss"] != issuer:
         raise ReceiptMismatch(f"issued by {c['iss']!r}, not {issuer!r}")
+    if require_step_up and (not c["amr"] or len(c["cred"]) != len(c["by"])):
+        raise ReceiptNoStepUp(
+            "its approval was a click, without the passkey (or one-time code) this tool requires")
     if t > c["exp"] + SKEW:
         raise ReceiptExpired(f"at {_iso(c['exp'])}")
     if c["iat"] > t + SKEW:
@@ -506,6 +518,7 @@ def verify_receipt(
     issuer: str | None = None,
     now: Any = None,
     backend: str | None = None,
+    require_step_up: bool = False,
 ) -> dict:
     """Checks that receipt was signed by one of jwks's keys for exactly this
     call, and returns its claims (iss, sub, tool, args_sha256, by, route,
@@ -518,7 +531,10 @@ def verify_receipt(
     on; issuer, when given, the iss it must name (slackbot's PUBLIC_URL).
     now is Unix seconds or a datetime (default: the clock); SKEW seconds
     are allowed on exp and iat. backend picks the Ed25519 implementation
-    ("cryptography" or "pure"; default DEFAULT_BACKEND).
+    ("cryptography" or "pure"; default DEFAULT_BACKEND). require_step_up
+    refuses (ReceiptNoStepUp, a ReceiptMismatch) a receipt whose approvers
+    did not each step up with a passkey or one-time code beyond the click
+    in Slack: one without amr, or with fewer cred than by.
 
     Raises ReceiptMissing, ReceiptMalformed (including any alg but EdDSA and
     any typ but slackbot-receipt+jwt), ReceiptUnknownKey, ReceiptSignature,
@@ -526,7 +542,7 @@ def verify_receipt(
     the case), and JWKSError for an unusable jwks.
     """
     claims = _verified(receipt, parse_jwks(jwks), backend)
-    _check(claims, call_id, tool, args, token, issuer, now)
+    _check(claims, call_id, tool, args, token, issuer, now, require_step_up)
     return claims
 
 

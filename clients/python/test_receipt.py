@@ -110,7 +110,8 @@ class ReceiptVectorsTest(unittest.TestCase):
                 with self.subTest(case=case["name"], args=form):
                     try:
                         claims = sr.verify_receipt(case["receipt"], VECTORS["jwks"], call_id=e["call_id"], tool=e["tool"],
-                                                   args=args, token=e.get("token"), now=e["now"], backend=backend)
+                                                   args=args, token=e.get("token"), now=e["now"], backend=backend,
+                                                   require_step_up=e.get("require_step_up", False))
                     except sr.ReceiptError as err:
                         self.assertEqual(err.kind, case["error"], f"{case['name']}: {err}")
                     else:
@@ -340,6 +341,22 @@ class ReceiptRefusalTest(unittest.TestCase):
         ]:
             with self.subTest(name):
                 self.assertKind(kind, receipt, **over)
+
+    def test_require_step_up(self):
+        stepped = make_receipt(claims=make_claims(amr=["hwk"], cred=["Y3JlZA"]))
+        claims = verify(stepped, require_step_up=True)
+        self.assertEqual((claims["amr"], claims["cred"]), (["hwk"], ["Y3JlZA"]))
+        self.assertEqual(verify(make_receipt())["amr"], [])  # absent: none
+        for name, receipt in [
+            ("a click alone", make_receipt()),
+            ("a quorum with one credential", make_receipt(claims=make_claims(by=["U0ALICE", "U0BOB"], amr=["hwk"], cred=["Y3JlZA"]))),
+            ("amr without cred", make_receipt(claims=make_claims(amr=["hwk"]))),
+        ]:
+            with self.subTest(name):
+                err = self.assertKind("mismatch", receipt, require_step_up=True)
+                self.assertIsInstance(err, sr.ReceiptNoStepUp)
+                self.assertIn("without the passkey", str(err))
+        self.assertKind("malformed", make_receipt(claims=make_claims(amr="hwk")))
 
     def test_skew(self):
         good = make_receipt()

@@ -32,7 +32,7 @@ import { outcomeOf } from "../src/decisions.js";
 interface VectorCase {
   name: string;
   receipt: string;
-  expect: { call_id: string; tool: string; args: unknown; token?: string; now: number };
+  expect: { call_id: string; tool: string; args: unknown; token?: string; now: number; require_step_up?: boolean };
   error: "" | ReceiptErrorKind;
 }
 
@@ -58,7 +58,8 @@ describe("receipt vectors", () => {
     const keys = await parseJwks(vectors.jwks);
     for (const c of vectors.cases) {
       for (const args of [c.expect.args, JSON.stringify(c.expect.args)]) {
-        const want: ReceiptExpect = { callId: c.expect.call_id, tool: c.expect.tool, args, token: c.expect.token, now: c.expect.now * 1000 };
+        const want: ReceiptExpect = { callId: c.expect.call_id, tool: c.expect.tool, args, token: c.expect.token, now: c.expect.now * 1000,
+          requireStepUp: c.expect.require_step_up };
         assert.equal(await verdict(verifyReceipt(c.receipt, keys, want)), c.error, `${c.name} (${typeof args})`);
       }
     }
@@ -250,6 +251,24 @@ describe("verifyReceipt refuses", () => {
     await verifyReceipt(good, s.jwks, want({ args: '{"note":"dup charge \\u2713","customer":"cus_42","amount":2.5e2}' }));
     await verifyReceipt(good, s.jwks, want({ now: (T0 + 3600 + SkewSeconds / 2) * 1000 }));
     await verifyReceipt(good, s.jwks, want({ now: (T0 - SkewSeconds / 2) * 1000 }));
+  });
+
+  test("requireStepUp refuses a receipt without every approver's step-up", async () => {
+    const s = await signer();
+    const stepped = await s.sign(await s.claims({ amr: ["hwk"], cred: ["Y3JlZA"] }));
+    const claims = await verifyReceipt(stepped, s.jwks, want({ requireStepUp: true }));
+    assert.deepEqual([claims.amr, claims.cred], [["hwk"], ["Y3JlZA"]]);
+    assert.deepEqual((await verifyReceipt(await s.sign(), s.jwks, want({}))).amr, []);
+    for (const [name, receipt] of [
+      ["a click alone", await s.sign()],
+      ["a quorum with one credential", await s.sign(await s.claims({ by: ["U0ALICE", "U0BOB"], amr: ["hwk"], cred: ["Y3JlZA"] }))],
+      ["amr without cred", await s.sign(await s.claims({ amr: ["hwk"] }))],
+    ] as const) {
+      await assert.rejects(verifyReceipt(receipt, s.jwks, want({ requireStepUp: true })), {
+        name: "ReceiptError", kind: "mismatch", message: /without the passkey/,
+      }, name);
+    }
+    assert.equal(await verdict(verifyReceipt(await s.sign(await s.claims({ amr: "hwk" })), s.jwks, want({}))), "malformed");
   });
 
   test("clear messages", async () => {
