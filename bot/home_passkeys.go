@@ -12,7 +12,8 @@ import (
 
 // App Home's "Your passkeys": the list, Remove and Add a passkey. A
 // person manages only their own: Slack's signed payload names who
-// clicked, and every call names that user.
+// clicked, and every call names that user, in the installation's
+// workspace (the team step-up links are bound to; see target).
 
 // passkeyListTimeout bounds reading a person's passkeys for their Home,
 // so that a slow store shows the rest of it.

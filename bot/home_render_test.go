@@ -10,6 +10,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 func homeGoldenContent() map[string]HomeContent {
@@ -53,9 +54,9 @@ func homeGoldenContent() map[string]HomeContent {
 	withBatch := HomeContent{Waiting: []HomeItem{{Card: batched, Message: card}, {Card: batchedToo, Message: card}}}
 	passkeys := full
 	passkeys.Passkeys = &HomePasskeys{List: []PasskeyInfo{
-		{ID: "cred-1", Name: "MacBook Touch ID", Method: MethodWebAuthn, Added: created, LastUsed: created.Add(time.Hour)},
+		{ID: "cred-1", Name: "MacBook Touch ID", Method: routing.StepUpWebAuthn, Added: created, LastUsed: created.Add(time.Hour)},
 		{ID: "cred-2", Name: "YubiKey <!channel>", Added: created},
-		{ID: "totp", Method: MethodTOTP, Added: created},
+		{ID: "totp", Method: routing.StepUpTOTP, Added: created},
 	}}
 	return map[string]HomeContent{"home": full, "home_empty": {}, "home_batch": withBatch, "home_passkeys": passkeys,
 		"home_passkeys_none": {Passkeys: &HomePasskeys{}}, "home_passkeys_failed": {Passkeys: &HomePasskeys{Failed: true}}}

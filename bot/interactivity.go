@@ -187,8 +187,12 @@ func (b *Bot) target(ctx context.Context, cb *slack.InteractionCallback, token, 
 	if c == nil {
 		return nil, approval.ErrNotFound
 	}
+	// Team binds a step-up link to the person (BeginStepUp): the
+	// installation's workspace, the one key App Home registers passkeys
+	// under too (a user id is unique across an Enterprise Grid
+	// organization, whichever of its workspaces they click from).
 	t := &clickTarget{approval: a, call: c, route: b.svc.Route(c.Route),
-		by: approval.Decider{User: cb.User.ID, Message: card}, channel: card.Channel}
+		by: approval.Decider{User: cb.User.ID, Team: b.workspace.TeamID, Message: card}, channel: card.Channel}
 	if !b.workspace.accepts(cb.Team.ID, cb.Enterprise.ID) {
 		refused := approval.Errorf(approval.EWRONGTEAM, "This button comes from another Slack workspace.")
 		b.svc.Refuse(ctx, a, c, t.by, refused)
@@ -324,9 +328,6 @@ func (b *Bot) decided(ctx context.Context, t *clickTarget, d approval.Decision, 
 	switch code := approval.ErrorCode(err); {
 	case err == nil:
 		return ""
-	case code == approval.ESTEPUP:
-		// Only a form gets here (decideClick steps a button's up).
-		return stepUpFormText
 	case code == approval.ETOOLATE:
 		if ctx.Err() == nil {
 			// Refused while this process still had time: the store's clock
@@ -421,7 +422,10 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 	if d.Action == "" {
 		return nil
 	}
-	if text := b.decide(ctx, t, d); text != "" {
+	// An approval with edited arguments steps up as a click does (the
+	// link holds the edit); the form closes, and the answer is under the
+	// card.
+	if text := b.decideClick(ctx, t, d, ""); text != "" && text != stepUpStarted {
 		return modalError(id, text)
 	}
 	return nil

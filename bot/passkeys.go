@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // Passkeys is what the Bot needs of the step-up pages (package stepup,
@@ -31,21 +33,16 @@ type Passkeys interface {
 // it; stepup.PasskeyInfo has the same fields.
 type PasskeyInfo struct {
 	ID, Name string
-	// Method is "webauthn" (a passkey; "" means it too) or "totp".
+	// Method is routing.StepUpWebAuthn (a passkey; "" means it too) or
+	// routing.StepUpTOTP.
 	Method          string
 	Added, LastUsed time.Time
 }
 
-// The step-up methods (routing's step_up_methods).
-const (
-	MethodWebAuthn = "webauthn"
-	MethodTOTP     = "totp"
-)
-
 // method is p's step-up method, "webauthn" when unset.
 func (p PasskeyInfo) method() string {
 	if p.Method == "" {
-		return MethodWebAuthn
+		return routing.StepUpWebAuthn
 	}
 	return p.Method
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // Step-up in Block Kit: the answer to an Approve that needs a passkey
@@ -83,13 +85,16 @@ func StepUpText(p StepUpPrompt) string {
 // is approved by the click that led here, and the message says so.
 func StepUpBlocks(p StepUpPrompt) []slack.Block {
 	m := cardMarks{}
-	lead := ":closed_lock_with_key: *" + stepUpHeadline + "* " + stepUpWhat(p.Tools) +
-		" is on a route that asks its approvers to prove, on a device they hold, that they approve it themselves. Nothing has been approved yet."
+	what := stepUpWhat(p.Tools) + " is on a route that asks its approvers to prove, on a device they hold, that they approve it themselves."
+	if len(p.Tools) > 1 {
+		what = stepUpWhat(p.Tools) + " are on routes that ask their approvers to prove, on a device they hold, that they approve them themselves."
+	}
+	lead := ":closed_lock_with_key: *" + stepUpHeadline + "* " + what + " Nothing has been approved yet."
 	blocks := []slack.Block{slack.NewSectionBlock(mrkdwn(lead), nil, nil)}
 	switch {
 	case p.URL != "":
 		how := "Your device asks for your fingerprint, face, PIN or security key"
-		if slices.Contains(p.Methods, MethodTOTP) {
+		if slices.Contains(p.Methods, routing.StepUpTOTP) {
 			how += " (or a code from your authenticator app)"
 		}
 		verify := slack.NewButtonBlockElement(ActionIDStepUpVerify, "", plain("Verify with your passkey", false)).WithStyle(slack.StylePrimary)
@@ -200,7 +205,7 @@ func passkeyBlock(p PasskeyInfo) slack.Block {
 	m := cardMarks{}
 	name := strings.TrimSpace(p.Name)
 	emoji := ":key:"
-	if p.method() == MethodTOTP {
+	if p.method() == routing.StepUpTOTP {
 		emoji = ":1234:"
 		name = cmp.Or(name, "Authenticator app (one-time codes)")
 	}
@@ -217,13 +222,4 @@ func passkeyBlock(p PasskeyInfo) slack.Block {
 	confirm.Style = slack.StyleDanger
 	remove := slack.NewButtonBlockElement(ActionIDPasskeyRemove, p.ID, plain("Remove", false)).WithStyle(slack.StyleDanger).WithConfirm(confirm)
 	return slack.NewSectionBlock(mrkdwn(text), nil, slack.NewAccessory(remove))
-}
-
-// stepUpWords say how a stepped-up approval was verified, for the card's
-// ending line ("Approved by @alice · verified with a passkey").
-func stepUpWords(method string) string {
-	if method == MethodTOTP {
-		return "verified with a one-time code"
-	}
-	return "verified with a passkey"
 }

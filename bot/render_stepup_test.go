@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/slackapprove/slackbot/routing"
 )
 
 var stepUpExpires = created.Add(5 * time.Minute)
 
 func goldenStepUp() map[string]StepUpPrompt {
 	return map[string]StepUpPrompt{
-		"stepup_verify": {Tools: []string{"issue_refund"}, URL: "https://slackbot.example.com/step-up/3q2-7wAbCdEfGhIjKlMnOpQrStUvWxYz0123456789abc", Expires: stepUpExpires, Methods: []string{MethodWebAuthn}},
+		"stepup_verify": {Tools: []string{"issue_refund"}, URL: "https://slackbot.example.com/step-up/3q2-7wAbCdEfGhIjKlMnOpQrStUvWxYz0123456789abc", Expires: stepUpExpires, Methods: []string{routing.StepUpWebAuthn}},
 		"stepup_verify_batch": {Tools: []string{"issue_refund", "delete_customer", "terraform_apply", "a", "b", "c", "d"},
-			URL: "https://slackbot.example.com/step-up/x", Expires: stepUpExpires, Methods: []string{MethodWebAuthn, MethodTOTP}},
+			URL: "https://slackbot.example.com/step-up/x", Expires: stepUpExpires, Methods: []string{routing.StepUpWebAuthn, routing.StepUpTOTP}},
 		"stepup_register":    {Tools: []string{"issue_refund"}, RegisterURL: "https://slackbot.example.com/passkeys/register/r1", RegisterExpires: stepUpExpires},
 		"stepup_unavailable": {Tools: []string{"issue_refund"}},
 	}

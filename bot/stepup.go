@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 // Step-up: an Approve on a route that asks for it (routing's step_up) is
@@ -36,10 +37,9 @@ func quiet(text string) bool {
 	return text == "" || text == confirmLaterText || text == stepUpStarted
 }
 
-// decideClick is decide for a button: an approval the Service refuses
-// for want of step-up starts it (stepUp, after the acknowledgement) and
-// is otherwise not told. A form's approval is not stepped up (decide
-// explains why).
+// decideClick is decide for a button or a form: an approval the Service
+// refuses for want of step-up starts it (stepUp, after the
+// acknowledgement) and is otherwise not told.
 func (b *Bot) decideClick(ctx context.Context, t *clickTarget, d approval.Decision, triggerID string) string {
 	text, err := b.decideErr(ctx, t, d)
 	if approval.ErrorCode(err) == approval.ESTEPUP {
@@ -163,7 +163,7 @@ func (b *Bot) stepUpPrompt(ctx context.Context, t *clickTarget, d approval.Decis
 	}
 	p.Methods = link.Methods
 	p.URL, p.Expires = stepUpURL(b.publicURL, link.ID), link.Expires
-	team := cmp.Or(link.Team, b.workspace.TeamID)
+	team := cmp.Or(link.Team, b.workspace.TeamID) // the Decider's: see target
 	creds, err := b.passkeys.List(ctx, team, t.by.User)
 	if err != nil {
 		// The page says so if there is none: the link is no less good.
@@ -187,15 +187,10 @@ func (b *Bot) stepUpPrompt(ctx context.Context, t *clickTarget, d approval.Decis
 // named: passkeys only, routing's default).
 func hasMethod(creds []PasskeyInfo, methods []string) bool {
 	if len(methods) == 0 {
-		methods = []string{MethodWebAuthn}
+		methods = []string{routing.StepUpWebAuthn}
 	}
 	return slices.ContainsFunc(creds, func(p PasskeyInfo) bool { return slices.Contains(methods, p.method()) })
 }
-
-// stepUpFormText is what a form that approves with edited arguments is
-// told on a route that asks for step-up: the link verifies the call's
-// arguments as they stand, so an edit cannot be stepped up from a form.
-const stepUpFormText = ":closed_lock_with_key: " + stepUpHeadline + " Edited arguments cannot be verified from this form: approve the call as it is with Approve (you will be asked for your passkey), or deny it and let the agent ask again."
 
 // ephemeralBlocks tells one user something in a channel, visible only to
 // them, with blocks (text is their notification's fallback).

@@ -194,11 +194,9 @@ func stepUpButton(t *testing.T, blocksJSON json.RawMessage) (text, link string) 
 	t.Helper()
 	var blocks []struct {
 		Elements []struct {
-			ActionID string `json:"action_id"`
-			URL      string `json:"url"`
-			Text     struct {
-				Text string `json:"text"`
-			} `json:"text"`
+			Type string          `json:"type"`
+			URL  string          `json:"url"`
+			Text json.RawMessage `json:"text"`
 		} `json:"elements"`
 	}
 	if err := json.Unmarshal(blocksJSON, &blocks); err != nil {
@@ -206,8 +204,12 @@ func stepUpButton(t *testing.T, blocksJSON json.RawMessage) (text, link string) 
 	}
 	for _, b := range blocks {
 		for _, el := range b.Elements {
-			if el.URL != "" {
-				return el.Text.Text, el.URL
+			if el.Type == "button" && el.URL != "" {
+				var label struct{ Text string }
+				if err := json.Unmarshal(el.Text, &label); err != nil {
+					t.Fatalf("button text: %v", err)
+				}
+				return label.Text, el.URL
 			}
 		}
 	}
@@ -231,7 +233,7 @@ func TestStepUpClickAnswersWithTheLink(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newStepUpEnv(t, nil)
-			e.passkeys.add(smTeam, smApprover, PasskeyInfo{ID: "cred-1", Name: "laptop", Method: MethodWebAuthn, Added: created})
+			e.passkeys.add(smTeam, smApprover, PasskeyInfo{ID: "cred-1", Name: "laptop", Method: routing.StepUpWebAuthn, Added: created})
 			e.signedClick(t, clickPayload(smApprover, tc.actionID, EncodeAction(e.approvals.a.Token, smCallID)))
 			e.settle()
 
@@ -264,7 +266,7 @@ func TestStepUpClickAnswersWithTheLink(t *testing.T) {
 				if want := testPublicURL + "/step-up/" + l.ID; text != "Verify with your passkey" || link != want {
 					t.Errorf("button %q → %s, want \"Verify with your passkey\" → %s", text, link, want)
 				}
-				if !strings.Contains(string(m.BlocksJSON), "<!date^"+strconv.FormatInt(l.Expires.Unix(), 10)) {
+				if !strings.Contains(string(m.BlocksJSON), "!date^"+strconv.FormatInt(l.Expires.Unix(), 10)+"^") {
 					t.Errorf("the message does not give the link's expiry: %s", m.BlocksJSON)
 				}
 				if m.Channel != smCardChan {
@@ -372,18 +374,31 @@ func TestStepUpURLButtonClickIsQuiet(t *testing.T) {
 	}
 }
 
-// An approval with edited arguments is refused in its form, which says
-// how to approve instead; nothing is recorded.
-func TestStepUpEditedArgumentsFormExplains(t *testing.T) {
+// An approval with edited arguments steps up as a click does: nothing is
+// recorded, the form closes, and the link, which holds the edit, is sent
+// under the card.
+func TestStepUpEditedArgumentsForm(t *testing.T) {
 	e := newStepUpEnv(t, nil)
+	e.passkeys.add(smTeam, smApprover, PasskeyInfo{ID: "cred-1", Added: created})
 	payload := submitPayload(e.approvals.a.Token, smApprover, CallbackEditArgs, BlockIDEditArgs, ActionIDEditArgsInput, `{"order_id":"42","amount":5}`)
 	w, _ := e.signedClick(t, payload)
 	e.settle()
-	if !strings.Contains(w.Body.String(), "cannot be verified from this form") {
-		t.Errorf("answer %s, want the form's step-up error", w.Body)
+	if body := strings.TrimSpace(w.Body.String()); body != "" {
+		t.Errorf("answer %s, want the form closed", body)
 	}
 	if d := e.decisions(); len(d) != 0 {
 		t.Errorf("decisions recorded: %+v, want none", d)
+	}
+	links := e.links.savedLinks()
+	if len(links) != 1 || !strings.Contains(string(links[0].OverrideArgs), `"amount":5`) {
+		t.Fatalf("links %+v, want one holding the edit", links)
+	}
+	eph := e.fake.Ephemerals(smApprover)
+	if len(eph) != 1 {
+		t.Fatalf("%d ephemerals, want the step-up message", len(eph))
+	}
+	if _, link := stepUpButton(t, eph[0].BlocksJSON); link != testPublicURL+"/step-up/"+links[0].ID {
+		t.Errorf("link %q, want the edit's link", link)
 	}
 }
 
