@@ -226,13 +226,18 @@ func TestStepUpClickAnswersWithTheLink(t *testing.T) {
 		name, actionID string
 		calls          []string
 		grant          time.Duration
+		always         bool
 	}{
-		{"approve", ActionIDApprove, []string{smCallID}, 0},
-		{"approve for an hour", GrantActionID(time.Hour), []string{smCallID}, time.Hour},
-		{"approve all", ActionIDApproveAll, []string{smCallID, "call_two"}, 0},
+		{"approve", ActionIDApprove, []string{smCallID}, 0, false},
+		{"approve for an hour", GrantActionID(time.Hour), []string{smCallID}, time.Hour, false},
+		{"approve all", ActionIDApproveAll, []string{smCallID, "call_two"}, 0, false},
+		{"approve and always allow", ActionIDApproveAlways, []string{smCallID}, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newStepUpEnv(t, nil)
+			e := newStepUpEnv(t, func(c *testConfig) { c.Routes.Routes[0].OfferAlwaysAllow = true })
+			e.approvals.a.Origin = approval.Origin{Team: smTeam, Client: "billing", Name: "Claude Code (/home/dev/shop)"}
+			e.approvals.a.Requests.Metadata = map[string]map[string]any{smCallID: {agentrunner.MetaAlwaysAllow: json.RawMessage(
+				`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"npm test *"}],"behavior":"allow","destination":"localSettings"}`)}}
 			e.passkeys.add(smTeam, smApprover, PasskeyInfo{ID: "cred-1", Name: "laptop", Method: routing.StepUpWebAuthn, Added: created})
 			e.signedClick(t, clickPayload(smApprover, tc.actionID, EncodeAction(e.approvals.a.Token, smCallID)))
 			e.settle()
@@ -252,8 +257,8 @@ func TestStepUpClickAnswersWithTheLink(t *testing.T) {
 			for _, c := range l.Calls {
 				ids = append(ids, c.CallID)
 			}
-			if l.User != smApprover || !slices.Equal(ids, tc.calls) || l.Grant != tc.grant {
-				t.Errorf("link for %s, calls %v, grant %v; want %s, %v, %v", l.User, ids, l.Grant, smApprover, tc.calls, tc.grant)
+			if l.User != smApprover || l.Team != smTeam || !slices.Equal(ids, tc.calls) || l.Grant != tc.grant || l.AlwaysAllow != tc.always {
+				t.Errorf("link for %s/%s, calls %v, grant %v, always %v; want %s/%s, %v, %v, %v", l.Team, l.User, ids, l.Grant, l.AlwaysAllow, smTeam, smApprover, tc.calls, tc.grant, tc.always)
 			}
 			eph := e.fake.Ephemerals(smApprover)
 			var found bool
