@@ -306,13 +306,9 @@ func stateErr(t *clickTarget) error {
 // buttons and forms: it authorizes (a refusal is audited and counted),
 // checks edited arguments, and records. A decision whose fate the budget
 // left unknown is found out after the acknowledgement (confirmLater).
-func (b *Bot) decide(ctx context.Context, t *clickTarget, d approval.Decision) string {
-	text, _ := b.decideErr(ctx, t, d)
-	return text
-}
-
-// decideErr is decide, with the Service's error.
-func (b *Bot) decideErr(ctx context.Context, t *clickTarget, d approval.Decision) (string, error) {
+// The Service's error comes with it: decideClick steps up an approval
+// refused with ESTEPUP.
+func (b *Bot) decide(ctx context.Context, t *clickTarget, d approval.Decision) (string, error) {
 	if ctx.Err() != nil {
 		// The budget is spent: a decision sent now could land after Slack
 		// was told nothing changed.

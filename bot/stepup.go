@@ -41,7 +41,7 @@ func quiet(text string) bool {
 // refuses for want of step-up starts it (stepUp, after the
 // acknowledgement) and is otherwise not told.
 func (b *Bot) decideClick(ctx context.Context, t *clickTarget, d approval.Decision, triggerID string) string {
-	text, err := b.decideErr(ctx, t, d)
+	text, err := b.decide(ctx, t, d)
 	if approval.ErrorCode(err) == approval.ESTEPUP {
 		b.stepUp(ctx, t, d, triggerID, t.call.ID)
 		return stepUpStarted
