@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slackapprove/slackbot/agentrunner"
+	"github.com/slackapprove/slackbot/approval"
 	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/httpapi"
 	"github.com/slackapprove/slackbot/internal/clocktest"
@@ -216,6 +217,10 @@ type envOptions struct {
 	// waitReplicas is REDIS_WAIT_REPLICAS (with redis, a primary that has
 	// replicas).
 	waitReplicas int
+	// passkeys and publicURL are the step-up pages (appDeps.Passkeys,
+	// PUBLIC_URL); nil and "": none.
+	passkeys  func(*approval.Service, func(ctx context.Context, team, user, text string)) (bot.Passkeys, error)
+	publicURL string
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -284,6 +289,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		Routes: routes, Model: opts.model, Tools: append(tools.tools(), opts.extraTools...),
 		SweepEvery: 20 * time.Millisecond, Retry: opts.retry, ResumeBlock: 100 * time.Millisecond,
 		APIKeys: apiKeys, AllowPrivateCallbacks: true, Tracer: opts.tracer,
+		Passkeys: opts.passkeys, PublicURL: opts.publicURL,
 	})
 	if err != nil {
 		t.Fatal(err)
