@@ -23,6 +23,7 @@ const (
 	CodeInvalidRequest       = "invalid_request"        // 400: malformed body or parameter; the message says what
 	CodeRouteForbidden       = "route_forbidden"        // 403: unknown route, or one the key may not use
 	CodeSelfApproval         = "self_approval"          // 403: the key approves or denies an approval it asked for, on a route without allow_self_approval
+	CodeStepUpRequired       = "step_up_required"       // 403: the approval needs a person's step-up (a passkey): no API key approves it
 	CodeConflict             = "conflict"               // 409: the token ended, the call was decided, the idempotency key is taken
 	CodePayloadTooLarge      = "payload_too_large"      // 413: body over 1 MiB
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415: body not application/json
@@ -103,6 +104,7 @@ var errorTable = []struct {
 	{code: approval.ENOROUTE, resp: errRouteForbidden},
 	{code: approval.EFORBIDDEN, resp: errRouteForbidden},
 	{code: approval.ESELFAPPROVAL, status: http.StatusForbidden, api: CodeSelfApproval},
+	{code: approval.ESTEPUP, status: http.StatusForbidden, api: CodeStepUpRequired},
 	{code: approval.EINVALID, status: http.StatusBadRequest, api: CodeInvalidRequest},
 	{code: approval.EPOLICY, status: http.StatusBadRequest, api: CodeInvalidRequest},
 	{code: approval.ECONFLICT, status: http.StatusConflict, api: CodeConflict},

@@ -40,6 +40,7 @@ func TestToErrorMapsApprovalCodes(t *testing.T) {
 		{approval.Errorf(approval.EPOLICY, `approvals["r1"].override_args: the "refunds" route's policy denies these arguments`), http.StatusBadRequest, CodeInvalidRequest, `approvals["r1"].override_args`},
 		{approval.Errorf(approval.ECONFLICT, "already decided: x1 (answered by billing)"), http.StatusConflict, CodeConflict, "x1 (answered by billing)"},
 		{fmt.Errorf("decide: %w", approval.Errorf(approval.ESELFAPPROVAL, "The API key %q may not approve or deny the calls it asked for (r1)", "billing")), http.StatusForbidden, CodeSelfApproval, "(r1)"},
+		{fmt.Errorf("decide: %w", approval.Errorf(approval.ESTEPUP, "call s1 needs a person's step-up (a passkey)")), http.StatusForbidden, CodeStepUpRequired, "s1 needs"},
 		{errors.New("dial tcp: connection refused"), http.StatusInternalServerError, CodeInternal, "try again later"},
 		{fmt.Errorf("answer abc: %w (0 of 1 replicas confirmed)", approval.ErrUnconfirmed), http.StatusServiceUnavailable, CodeUnconfirmed, "not in effect"},
 		{fmt.Errorf("answer abc: %w", approval.ErrRecording), http.StatusServiceUnavailable, CodeUnconfirmed, "nothing changed"},

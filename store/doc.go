@@ -40,6 +40,7 @@
 //     threads_lease.go (the lease and queue its runs take turns by).
 //   - audit.go: the audit stream, every writer and the reader.
 //   - home.go: what App Home lists and who has it open.
+//   - stepup_links.go: the single-use step-up links (approval.StepUpLink).
 //
 // # Guarantees
 //

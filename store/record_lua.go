@@ -20,7 +20,8 @@ package store
 //
 // and, for call number i (1..n, in DeferredToolRequests.IDs order), fields
 // prefixed "c<i>.": id tool args ak kind route need rq st by at res act key
-// md ch ts, "v:<user>" (a vote: "<key> <ms>") and "n:<key>" (votes per key);
+// md ch ts, "v:<user>" (a vote: "<key> <ms>"), "su:<user>" (the step-up
+// proof that came with the vote, JSON) and "n:<key>" (votes per key);
 // ak is the key edited arguments equal to the call's own would have.
 // "i:<call id>" maps a call id to its number.
 const scriptPrelude = `

@@ -37,6 +37,13 @@ export interface ReceiptClaims {
     /** Unix seconds. */
     iat: number;
     exp: number;
+    /**
+     * The approvers' step-up methods (RFC 8176: ["hwk"] for a passkey,
+     * ["otp"] for a one-time code); empty when any approver only clicked.
+     */
+    amr: string[];
+    /** The approvers' step-up credential ids, in by's order. */
+    cred: string[];
 }
 /** ReceiptExpect is the call a receipt must be for. */
 export interface ReceiptExpect {
@@ -54,6 +61,12 @@ export interface ReceiptExpect {
     issuer?: string;
     /** Now, in milliseconds since the epoch, or a Date; default Date.now(). */
     now?: number | Date;
+    /**
+     * Refuse (kind "mismatch") a receipt whose approvers did not each step
+     * up with a passkey or one-time code beyond the click in Slack: one with
+     * no amr, or fewer cred than by.
+     */
+    requireStepUp?: boolean;
 }
 /** argsSha256 is a receipt's args_sha256 of these arguments (see canonicalJson). */
 export declare function argsSha256(args: unknown): Promise<string>;

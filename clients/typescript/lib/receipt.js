@@ -5,7 +5,8 @@
 // the key) whose claims bind the call — sub (tool_call_id), tool,
 // args_sha256 (base64url SHA-256 of the RFC 8785 canonical JSON of the
 // arguments that run), by, route, tok (base64url SHA-256 of the resume
-// token), iat, exp. Whoever runs the tool verifies it, with the keys
+// token), iat, exp; after a step-up (a passkey) also amr and cred, which
+// requireStepUp demands. Whoever runs the tool verifies it, with the keys
 // slackbot serves at /.well-known/jwks.json, before acting.
 //
 // A receipt proves what slackbot decided, no more: the tool still enforces
@@ -203,9 +204,12 @@ function claimsOf(b) {
         if (typeof c[name] !== "string")
             throw new ReceiptError("malformed", `claims: ${name} is not a string`);
     }
-    c.by ??= [];
-    if (!Array.isArray(c.by) || !c.by.every((x) => typeof x === "string"))
-        throw new ReceiptError("malformed", "claims: by is not a list of strings");
+    for (const name of ["by", "amr", "cred"]) {
+        c[name] ??= [];
+        const v = c[name];
+        if (!Array.isArray(v) || !v.every((x) => typeof x === "string"))
+            throw new ReceiptError("malformed", `claims: ${name} is not a list of strings`);
+    }
     for (const name of ["iat", "exp"]) {
         c[name] ??= 0;
         if (!Number.isSafeInteger(c[name]))
@@ -267,6 +271,9 @@ async function check(c, want) {
         throw new ReceiptError("mismatch", "it was decided on another request");
     if (want.issuer && c.iss !== want.issuer)
         throw new ReceiptError("mismatch", `issued by "${c.iss}", not "${want.issuer}"`);
+    if (want.requireStepUp && (c.amr.length === 0 || c.cred.length !== c.by.length)) {
+        throw new ReceiptError("mismatch", "its approval was a click, without the passkey (or one-time code) this tool requires");
+    }
     if (now > c.exp + SkewSeconds)
         throw new ReceiptError("expired", `at ${iso(c.exp)}`);
     if (c.iat > now + SkewSeconds)
