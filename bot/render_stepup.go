@@ -42,6 +42,10 @@ const (
 	maxStepUpTools  = 5  // tools named in a step-up message; the rest are counted
 	maxHomePasskeys = 10 // passkeys listed on App Home (stepup keeps at most 10)
 	maxPasskeyName  = 100
+	// maxPasskeyButtonValue is Slack's limit on a button's value, which
+	// holds a passkey's id (a WebAuthn credential id is at most 1023
+	// bytes, 1364 in base64url).
+	maxPasskeyButtonValue = 2000
 )
 
 // StepUpPrompt is what the answer to an Approve that needs step-up says.
@@ -220,6 +224,10 @@ func passkeyBlock(p PasskeyInfo) slack.Block {
 		plain(fitPlain("“"+name+"” will no longer verify your approvals. Calls on routes that ask for step-up need another passkey of yours.", maxConfirmText), false),
 		plain("Remove", false), plain("Cancel", false))
 	confirm.Style = slack.StyleDanger
+	if len(p.ID) > maxPasskeyButtonValue {
+		// Slack would refuse the whole Home for one such button.
+		return slack.NewSectionBlock(mrkdwn(text), nil, nil)
+	}
 	remove := slack.NewButtonBlockElement(ActionIDPasskeyRemove, p.ID, plain("Remove", false)).WithStyle(slack.StyleDanger).WithConfirm(confirm)
 	return slack.NewSectionBlock(mrkdwn(text), nil, slack.NewAccessory(remove))
 }
