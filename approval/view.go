@@ -111,6 +111,9 @@ type CallView struct {
 	Answer json.RawMessage `json:"answer,omitempty"`
 	// Outcome is what happened when the tool ran, once known.
 	Outcome *Outcome `json:"outcome,omitempty"`
+	// StepUp is how the approval that decided the call was verified
+	// beyond the click (a passkey, a one-time code), or nil.
+	StepUp *StepUp `json:"step_up,omitempty"`
 	// PromptAgent names the coding agent ("Claude Code") of a permission
 	// prompt; its view leads with what the tool will do.
 	PromptAgent string `json:"prompt_agent,omitempty"`
@@ -164,7 +167,7 @@ func (vw Viewer) View(r *Request, c *Call) CallView {
 		SourceChannel: r.Origin.Channel, Context: r.Context, Route: c.Route,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, RequiredApprovals: max(c.Required, 1),
 		Votes: c.Votes, State: c.Status, DecidedBy: c.DecidedBy, DecidedAt: c.DecidedAt,
-		Reason: c.Reason, OverrideArgs: c.OverrideArgs, Answer: c.Answer, Outcome: c.Outcome,
+		Reason: c.Reason, OverrideArgs: c.OverrideArgs, Answer: c.Answer, Outcome: c.Outcome, StepUp: c.StepUp,
 		Rule: c.Rule, PolicyError: c.PolicyError,
 		AllowDenyReason: c.Kind == agentrunner.KindApproval,
 		AllowEdit:       c.Kind == agentrunner.KindApproval && vw.Editable(r, c.ID),

@@ -85,7 +85,8 @@ func StateWords(kind agentrunner.CallKind, status CallStatus) (emoji, word strin
 
 // EndingLine says how a decided or ended call ended: the state, who
 // decided and when ("✅ Approved by Bob · <time> · with edited
-// arguments").
+// arguments"), and how a stepped-up approval was verified ("· verified
+// with a passkey").
 func EndingLine(v CallView, m Marks) string {
 	emoji, word, known := StateWords(v.Kind, v.State)
 	line := emoji + " " + m.Strong(word)
@@ -112,7 +113,20 @@ func EndingLine(v CallView, m Marks) string {
 	if v.State == CallApproved && len(v.OverrideArgs) > 0 {
 		line += " · with edited arguments"
 	}
+	if v.State == CallApproved && v.StepUp != nil {
+		line += " · " + StepUpWords(v.StepUp.Method)
+	}
 	return line
+}
+
+// StepUpWords say how an approval was verified beyond the click, by the
+// method of its step-up proof: "verified with a passkey", "verified with
+// a one-time code".
+func StepUpWords(method string) string {
+	if method == routing.StepUpTOTP {
+		return "verified with a one-time code"
+	}
+	return "verified with a passkey"
 }
 
 func clause(word, who string) string {

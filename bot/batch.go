@@ -20,13 +20,20 @@ func batchAction(actionID string) approval.Action {
 // acknowledgement budget, and returns what to tell them: what was
 // decided, what was left and why. The Service updates every card it
 // changed, and the counts on the others.
-func (b *Bot) decideAll(ctx context.Context, t *clickTarget, action approval.Action) string {
+//
+// Calls left for want of step-up are answered by stepUp, one link for
+// them all (trigger opens its modal on App Home).
+func (b *Bot) decideAll(ctx context.Context, t *clickTarget, action approval.Action, trigger string) string {
 	if ctx.Err() != nil {
 		return tooLateText
 	}
 	d := notAfter(ctx, approval.Decision{CallID: t.call.ID, By: t.by.User, Action: action})
 	batch, err := b.svc.DecideAll(ctx, t.approval, t.by, d)
+	steppedUp := action == approval.ActionApprove && b.stepUpBatch(ctx, t, d, batch, err, trigger)
 	if batch == nil {
+		if steppedUp {
+			return ""
+		}
 		return explainLate(ctx, err, t.call, t.route)
 	}
 	if err != nil {

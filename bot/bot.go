@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slack-go/slack"
-
 	"github.com/slackapprove/slackbot/approval"
 )
 
@@ -42,6 +40,14 @@ type Config struct {
 	// acknowledged (usergroup lookups, the store); 0 means
 	// DefaultAckBudget. Tests shorten it.
 	AckBudget time.Duration
+	// Passkeys are the step-up pages' credentials (package stepup's
+	// Handler): App Home lists them, and an Approve that needs step-up
+	// is answered with a link to PublicURL's page. Nil: App Home shows no
+	// passkeys, and such an Approve is told that step-up is not set up.
+	Passkeys Passkeys
+	// PublicURL is slackbot's public base URL (PUBLIC_URL), where the
+	// step-up pages are served; "": none.
+	PublicURL string
 }
 
 // Metrics receives the events operators watch: the Service's (decisions,
@@ -81,6 +87,8 @@ type Bot struct {
 	retry     Retry
 	now       func() time.Time
 	metrics   Metrics
+	passkeys  Passkeys
+	publicURL string
 
 	// Work that follows an acknowledged request runs on goroutines owned
 	// by the Bot, never on the request's context; Close waits for it.
@@ -92,6 +100,7 @@ func New(cfg Config) *Bot {
 	b := &Bot{
 		slack: cfg.Slack, svc: cfg.Service, cards: cfg.Cards, groups: cfg.Usergroups,
 		log: cfg.Log, retry: cfg.Retry, now: cfg.Now, metrics: cfg.Metrics,
+		passkeys: cfg.Passkeys, publicURL: cfg.PublicURL,
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -140,15 +149,7 @@ func (b *Bot) goAsync(ctx context.Context, what string, f func(ctx context.Conte
 
 // ephemeral tells one user something in a channel, visible only to them.
 func (b *Bot) ephemeral(ctx context.Context, channel, user, text string) error {
-	err := b.retry.Do(ctx, func(ctx context.Context) error {
-		_, err := b.slack.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false))
-		countLimited(b.metrics, MethodPostEphemeral, err)
-		return err
-	})
-	if err != nil {
-		b.metrics.SlackError(MethodPostEphemeral)
-	}
-	return err
+	return b.ephemeralBlocks(ctx, channel, user, text, nil)
 }
 
 func mustJSON(v any) []byte {

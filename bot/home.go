@@ -54,7 +54,9 @@ func (b *Bot) PublishHome(ctx context.Context, user, notice string) error {
 	if err != nil {
 		return fmt.Errorf("home of %s: %w", user, err)
 	}
-	view := HomeView(b.cards.homeContent(v, notice))
+	content := b.cards.homeContent(v, notice)
+	content.Passkeys = b.homePasskeys(ctx, user)
+	view := HomeView(content)
 	err = b.retry.Do(ctx, func(ctx context.Context) error {
 		_, err := api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view})
 		countLimited(b.metrics, MethodViewsPublish, err)
@@ -102,8 +104,15 @@ func homeClick(cb *slack.InteractionCallback) bool {
 func (b *Bot) homeAction(ctx context.Context, cb *slack.InteractionCallback) {
 	act := cb.ActionCallback.BlockActions[0]
 	user := cb.User.ID
-	if act.ActionID == ActionIDRevokeGrant {
+	switch act.ActionID {
+	case ActionIDRevokeGrant:
 		b.publishHomeLater(ctx, user, b.revoke(ctx, cb, act.Value))
+		return
+	case ActionIDPasskeyAdd:
+		b.addPasskey(ctx, cb)
+		return
+	case ActionIDPasskeyRemove:
+		b.removePasskey(ctx, cb, act.Value)
 		return
 	}
 	token, callID, err := DecodeAction(act.Value)
@@ -118,7 +127,7 @@ func (b *Bot) homeAction(ctx context.Context, cb *slack.InteractionCallback) {
 	}
 	t.by.Home = true
 	if act.ActionID == ActionIDApproveAll || act.ActionID == ActionIDDenyAll {
-		if text := b.decideAll(ctx, t, batchAction(act.ActionID)); text != "" {
+		if text := b.decideAll(ctx, t, batchAction(act.ActionID), cb.TriggerID); text != "" {
 			b.publishHomeLater(ctx, user, text)
 		}
 		return
@@ -133,11 +142,11 @@ func (b *Bot) homeAction(ctx context.Context, cb *slack.InteractionCallback) {
 		b.log.WarnContext(ctx, "unknown Home action", "action_id", act.ActionID)
 		return
 	}
-	text := b.decide(ctx, t, d)
+	text := b.decideClick(ctx, t, d, cb.TriggerID)
 	if text == "" {
 		text = homeDecided(b.cards.card(t.approval, t.call), d)
 	}
-	if text != confirmLaterText {
+	if !quiet(text) {
 		b.publishHomeLater(ctx, user, text)
 	}
 }

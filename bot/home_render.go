@@ -48,13 +48,16 @@ type HomeContent struct {
 	Grants       []HomeGrant
 	// Partial: some pending requests could not be read or authorized.
 	Partial bool
+	// Passkeys is "Your passkeys"; nil where step-up is not set up.
+	Passkeys *HomePasskeys
 }
 
 // HomeBlocks renders a Home tab: Waiting for you (each call with the
 // card's Approve and Deny, the same action ids and values, and the card's
 // grant buttons and confirm dialog), Your requests (where each stands and
 // where its card is), Your grants (each with Revoke), each with an empty
-// state. It stays within Slack's 100 blocks and 3000 characters a section.
+// state, and Your passkeys where step-up is set up. It stays within
+// Slack's 100 blocks and 3000 characters a section.
 func HomeBlocks(h HomeContent) []slack.Block {
 	var blocks []slack.Block
 	if h.Notice != "" {
@@ -98,7 +101,12 @@ func HomeBlocks(h HomeContent) []slack.Block {
 	if h.Partial {
 		blocks = append(blocks, homeNote(approval.HomePartial))
 	}
-	return blocks[:min(len(blocks), maxViewBlocks)]
+	if h.Passkeys == nil {
+		return blocks[:min(len(blocks), maxViewBlocks)]
+	}
+	// "Your passkeys" always fits: the lists above give way to it.
+	passkeys := passkeyBlocks(h.Passkeys)
+	return append(blocks[:min(len(blocks), maxViewBlocks-len(passkeys))], passkeys...)
 }
 
 // HomeView is the Home tab of h, for views.publish.

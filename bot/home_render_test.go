@@ -10,6 +10,7 @@ import (
 
 	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/routing"
 )
 
 func homeGoldenContent() map[string]HomeContent {
@@ -51,7 +52,14 @@ func homeGoldenContent() map[string]HomeContent {
 	batchedToo := escalated
 	batchedToo.Votes, batchedToo.Batch = nil, batched.Batch
 	withBatch := HomeContent{Waiting: []HomeItem{{Card: batched, Message: card}, {Card: batchedToo, Message: card}}}
-	return map[string]HomeContent{"home": full, "home_empty": {}, "home_batch": withBatch}
+	passkeys := full
+	passkeys.Passkeys = &HomePasskeys{List: []PasskeyInfo{
+		{ID: "cred-1", Name: "MacBook Touch ID", Method: routing.StepUpWebAuthn, Added: created, LastUsed: created.Add(time.Hour)},
+		{ID: "cred-2", Name: "YubiKey <!channel>", Added: created},
+		{ID: "totp", Method: routing.StepUpTOTP, Added: created},
+	}}
+	return map[string]HomeContent{"home": full, "home_empty": {}, "home_batch": withBatch, "home_passkeys": passkeys,
+		"home_passkeys_none": {Passkeys: &HomePasskeys{}}, "home_passkeys_failed": {Passkeys: &HomePasskeys{Failed: true}}}
 }
 
 func TestHomeBlocksGolden(t *testing.T) {
@@ -128,6 +136,41 @@ func TestHomeBlocksFitAView(t *testing.T) {
 	checkView(t, view)
 	if last := toJSONBytes(t, view.Blocks.BlockSet[len(view.Blocks.BlockSet)-1]); !strings.Contains(string(last), "may be incomplete") {
 		t.Errorf("the last block is %s, want the partial note (nothing cut)", last)
+	}
+	// With the most passkeys a person can have (and more), "Your passkeys"
+	// is whole, Add a passkey last.
+	h.Passkeys = &HomePasskeys{}
+	for range maxHomePasskeys + 5 {
+		h.Passkeys.List = append(h.Passkeys.List, PasskeyInfo{ID: strings.Repeat("i", 1500), Name: strings.Repeat("n", 500), Added: created})
+	}
+	view = HomeView(h)
+	checkView(t, view)
+	text := string(toJSONBytes(t, view.Blocks.BlockSet))
+	if n := strings.Count(text, `"action_id":"passkey_remove"`); n != maxHomePasskeys {
+		t.Errorf("%d Remove buttons, want %d", n, maxHomePasskeys)
+	}
+	if last := toJSONBytes(t, view.Blocks.BlockSet[len(view.Blocks.BlockSet)-1]); !strings.Contains(string(last), `"action_id":"passkey_add"`) {
+		t.Errorf("the last block is %s, want Add a passkey", last)
+	}
+}
+
+// "Your passkeys": each with its Remove (its id as the value, Slack's
+// confirm dialog), Add a passkey; a name someone typed never mentions.
+func TestHomePasskeysAtAGlance(t *testing.T) {
+	text := string(toJSONBytes(t, HomeView(homeGoldenContent()["home_passkeys"])))
+	for _, want := range []string{
+		"Your passkeys", "*MacBook Touch ID* · added", "last used <!date^", "never used", "Authenticator app (one-time codes)",
+		`"action_id":"passkey_remove","value":"cred-1"`, "Remove this passkey?", `"action_id":"passkey_add"`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the Home does not show %q", want)
+		}
+	}
+	if strings.Contains(text, "<!channel>") {
+		t.Error("a passkey's name mentions everyone")
+	}
+	if strings.Contains(string(toJSONBytes(t, HomeView(HomeContent{}))), "passkey") {
+		t.Error("a Home without step-up set up shows passkeys")
 	}
 }
 

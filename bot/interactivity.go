@@ -187,8 +187,12 @@ func (b *Bot) target(ctx context.Context, cb *slack.InteractionCallback, token, 
 	if c == nil {
 		return nil, approval.ErrNotFound
 	}
+	// Team binds a step-up link to the person (BeginStepUp): the
+	// installation's workspace, the one key App Home registers passkeys
+	// under too (a user id is unique across an Enterprise Grid
+	// organization, whichever of its workspaces they click from).
 	t := &clickTarget{approval: a, call: c, route: b.svc.Route(c.Route),
-		by: approval.Decider{User: cb.User.ID, Message: card}, channel: card.Channel}
+		by: approval.Decider{User: cb.User.ID, Team: b.workspace.TeamID, Message: card}, channel: card.Channel}
 	if !b.workspace.accepts(cb.Team.ID, cb.Enterprise.ID) {
 		refused := approval.Errorf(approval.EWRONGTEAM, "This button comes from another Slack workspace.")
 		b.svc.Refuse(ctx, a, c, t.by, refused)
@@ -204,11 +208,14 @@ var formActions = map[string]approval.Action{
 }
 
 func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
+	act := cb.ActionCallback.BlockActions[0]
+	if urlButton(act.ActionID) {
+		return // it opened its page; Slack wants the click acknowledged
+	}
 	if homeClick(cb) {
 		b.homeAction(ctx, cb)
 		return
 	}
-	act := cb.ActionCallback.BlockActions[0]
 	msg := approval.MessageRef{Channel: cb.Channel.ID, ID: cb.Message.Timestamp}
 	if cb.Container.ChannelID != "" {
 		msg = approval.MessageRef{Channel: cb.Container.ChannelID, ID: cb.Container.MessageTs}
@@ -233,22 +240,25 @@ func (b *Bot) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
 		if act.ActionID == ActionIDDeny {
 			action = approval.ActionDeny
 		}
-		// A decision whose fate is found out later is told later.
-		if text := b.decide(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: action}); text != "" && text != confirmLaterText {
+		// A decision whose fate is found out later is told later, one that
+		// needs step-up by stepUp.
+		if text := b.decideClick(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: action}, cb.TriggerID); !quiet(text) {
 			b.tell(ctx, msg.Channel, user, text)
 		}
 	case ActionIDApproveAll, ActionIDDenyAll:
-		b.tell(ctx, msg.Channel, user, b.decideAll(ctx, t, batchAction(act.ActionID)))
+		if text := b.decideAll(ctx, t, batchAction(act.ActionID), cb.TriggerID); text != "" {
+			b.tell(ctx, msg.Channel, user, text)
+		}
 	case ActionIDApproveAlways:
 		// The rule is the one the request offered: the click names none.
-		if text := b.decide(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: approval.ActionApprove, AlwaysAllow: true}); text != "" && text != confirmLaterText {
+		if text := b.decideClick(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: approval.ActionApprove, AlwaysAllow: true}, cb.TriggerID); !quiet(text) {
 			b.tell(ctx, msg.Channel, user, text)
 		}
 	case ActionIDDenyReason, ActionIDEdit, ActionIDAnswer:
 		b.openForm(ctx, cb.TriggerID, act.ActionID, t)
 	default:
 		if d, ok := grantOf(act.ActionID); ok {
-			if text := b.decide(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: approval.ActionApprove, Grant: d}); text != "" && text != confirmLaterText {
+			if text := b.decideClick(ctx, t, approval.Decision{CallID: t.call.ID, By: user, Action: approval.ActionApprove, Grant: d}, cb.TriggerID); !quiet(text) {
 				b.tell(ctx, msg.Channel, user, text)
 			}
 			return
@@ -296,14 +306,21 @@ func stateErr(t *clickTarget) error {
 // buttons and forms: it authorizes (a refusal is audited and counted),
 // checks edited arguments, and records. A decision whose fate the budget
 // left unknown is found out after the acknowledgement (confirmLater).
-func (b *Bot) decide(ctx context.Context, t *clickTarget, d approval.Decision) string {
+// The Service's error comes with it: decideClick steps up an approval
+// refused with ESTEPUP.
+func (b *Bot) decide(ctx context.Context, t *clickTarget, d approval.Decision) (string, error) {
 	if ctx.Err() != nil {
 		// The budget is spent: a decision sent now could land after Slack
 		// was told nothing changed.
-		return tooLateText
+		return tooLateText, ctx.Err()
 	}
 	d = notAfter(ctx, d)
 	res, err := b.svc.DecideOn(ctx, t.approval, t.by, d)
+	return b.decided(ctx, t, d, res, err), err
+}
+
+// decided is what to tell the person of a decision's result.
+func (b *Bot) decided(ctx context.Context, t *clickTarget, d approval.Decision, res *approval.Decided, err error) string {
 	switch code := approval.ErrorCode(err); {
 	case err == nil:
 		return ""
@@ -401,7 +418,10 @@ func (b *Bot) viewSubmission(ctx context.Context, cb *slack.InteractionCallback)
 	if d.Action == "" {
 		return nil
 	}
-	if text := b.decide(ctx, t, d); text != "" {
+	// An approval with edited arguments steps up as a click does (the
+	// link holds the edit); the form closes, and the answer is under the
+	// card.
+	if text := b.decideClick(ctx, t, d, ""); text != "" && text != stepUpStarted {
 		return modalError(id, text)
 	}
 	return nil

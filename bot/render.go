@@ -219,7 +219,8 @@ func (l *cardLayout) outcomeBlocks() []slack.Block {
 	return blocks
 }
 
-// outcomeLine says how the card ended and who decided when.
+// outcomeLine says how the card ended and who decided when (and how a
+// stepped-up approval was verified).
 func outcomeLine(c Card) string { return approval.EndingLine(c, cardMarks{}) }
 
 // answerBlocks show an answer: a JSON string as text, anything else as

@@ -109,6 +109,14 @@ func goldenCards() map[string]Card {
 	add("approved", func(c *Card) {
 		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
 	})
+	add("approved_stepup", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
+		c.StepUp = &approval.StepUp{Method: "webauthn", AMR: []string{"hwk"}, CredentialID: "AQID", At: decided}
+	})
+	add("approved_stepup_totp", func(c *Card) {
+		c.State, c.DecidedBy, c.DecidedAt = approval.CallApproved, "U0BOB", decided
+		c.StepUp = &approval.StepUp{Method: "totp", AMR: []string{"otp"}, CredentialID: "totp", At: decided}
+	})
 	add("approved_quorum", func(c *Card) {
 		c.RequiredApprovals = 2
 		c.Votes = []approval.Vote{{By: "U0BOB", At: decided}, {By: "U0CAROL", At: decided}}
@@ -225,6 +233,8 @@ func TestApprovalBlocksAtAGlance(t *testing.T) {
 		{"question", "❓ Question: ask_human", []string{"answer"}, []string{"Which region should the backup go to?", "Who can answer: <!subteam^S0OPS>"}},
 		{"external", "⏳ Waiting for result: run_batch_job", nil, []string{"Waiting for an external result"}},
 		{"approved", "✅ Approved: delete_file", nil, []string{"✅ *Approved* by <@U0BOB> · <!date^1772464445^"}},
+		{"approved_stepup", "✅ Approved: delete_file", nil, []string{"✅ *Approved* by <@U0BOB> · <!date^1772464445^{date_short_pretty} at {time}|2026-03-02 15:14 UTC> · verified with a passkey"}},
+		{"approved_stepup_totp", "✅ Approved: delete_file", nil, []string{"✅ *Approved* by <@U0BOB> · <!date^1772464445^{date_short_pretty} at {time}|2026-03-02 15:14 UTC> · verified with a one-time code"}},
 		{"approved_quorum", "✅ Approved: delete_file", nil, []string{"2 of 2 approvals: <@U0BOB>, <@U0CAROL>"}},
 		{"approved_override", "✅ Approved: delete_file", nil,
 			[]string{"with edited arguments", "*Arguments as requested*", "*Arguments as approved (edited)*", "\"force\": false"}},

@@ -25,6 +25,8 @@ type testConfig struct {
 	Now          func() time.Time
 	Metrics      Metrics
 	AckBudget    time.Duration
+	Passkeys     Passkeys
+	PublicURL    string
 }
 
 // newTestBot builds Cards, Usergroups and a Service over tc's store, and
@@ -54,6 +56,6 @@ func newTestBot(tc testConfig) *Bot {
 	return New(Config{
 		Slack: tc.Slack, Service: svc, Cards: cards, Usergroups: groups,
 		TeamID: tc.TeamID, EnterpriseID: tc.EnterpriseID, Log: tc.Log, Retry: tc.Retry, Now: tc.Now,
-		Metrics: tc.Metrics, AckBudget: tc.AckBudget,
+		Metrics: tc.Metrics, AckBudget: tc.AckBudget, Passkeys: tc.Passkeys, PublicURL: tc.PublicURL,
 	})
 }

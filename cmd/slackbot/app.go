@@ -189,13 +189,20 @@ func newApp(ctx context.Context, d appDeps) (*app, error) {
 	// dies; its run continues here at once (the Service's Resumed), with
 	// the timeout denial.
 	a.tokens = store.NewServiceTokens(st, a.svc, store.TokensOptions{Owner: owner, SweepEvery: d.SweepEvery, Logger: d.Log})
-	a.bot = bot.New(bot.Config{
-		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,
-		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
-	})
+	// The step-up pages need the Service and the Bot needs the pages (its
+	// App Home lists a person's passkeys): built in that order.
 	if err := a.newStepUp(d, box); err != nil {
 		return nil, err
 	}
+	var passkeys bot.Passkeys
+	if a.stepup != nil {
+		passkeys = botPasskeys{a.stepup}
+	}
+	a.bot = bot.New(bot.Config{
+		Slack: d.Slack, Service: a.svc, Cards: a.cards, Usergroups: groups,
+		TeamID: d.TeamID, EnterpriseID: d.EnterpriseID, Log: d.Log, Retry: d.Retry, Metrics: a.metrics,
+		Passkeys: passkeys, PublicURL: d.PublicURL,
+	})
 	if err := a.wireAPI(d, owner); err != nil {
 		return nil, err
 	}

@@ -8,9 +8,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/slack-go/slack"
-
 	"github.com/slackapprove/slackbot/approval"
+	"github.com/slackapprove/slackbot/bot"
 	"github.com/slackapprove/slackbot/stepup"
 	"github.com/slackapprove/slackbot/store"
 )
@@ -39,7 +38,7 @@ func (a *app) newStepUp(d appDeps, tools approval.Tools) error {
 	a.stepup, err = stepup.New(stepup.Config{
 		PublicURL: u, Approvals: a.svc, Store: passkeyStore{a.store},
 		Viewer: approval.Viewer{Routes: d.Routes, Tools: tools, Now: now},
-		Notify: a.notifyDM, Now: now, Log: d.Log,
+		Notify: a.cards.Notify, Now: now, Log: d.Log,
 	})
 	return err
 }
@@ -56,15 +55,27 @@ func localhostURL(raw string) string {
 	return u.String()
 }
 
-// notifyDM tells a person something in a direct message from the bot
-// (chat.postMessage to their user id opens the DM): stepup's word of a
-// passkey added or removed. Bounded, and only logged when it fails.
-func (a *app) notifyDM(ctx context.Context, _, user, text string) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, _, err := a.deps.Slack.PostMessageContext(ctx, user, slack.MsgOptionText(text, false)); err != nil {
-		a.log.WarnContext(ctx, "passkey notice not sent", "user", user, "err", err)
+// botPasskeys is the step-up pages' Handler as the Bot's App Home uses
+// it (bot.Passkeys): the same calls, bot's copy of the list's type.
+type botPasskeys struct{ h *stepup.Handler }
+
+var _ bot.Passkeys = botPasskeys{}
+
+func (p botPasskeys) RegistrationLink(ctx context.Context, team, user string) (string, time.Time, error) {
+	return p.h.RegistrationLink(ctx, team, user)
+}
+
+func (p botPasskeys) List(ctx context.Context, team, user string) ([]bot.PasskeyInfo, error) {
+	keys, err := p.h.List(ctx, team, user)
+	out := make([]bot.PasskeyInfo, len(keys))
+	for i, k := range keys {
+		out[i] = bot.PasskeyInfo(k)
 	}
+	return out, err
+}
+
+func (p botPasskeys) Remove(ctx context.Context, team, user, id string) error {
+	return p.h.Remove(ctx, team, user, id)
 }
 
 // passkeyStore is stepup.Store over the store's passkeys: store may not
