@@ -42,12 +42,7 @@ func (b *Bot) homePasskeys(ctx context.Context, user string) *HomePasskeys {
 // place for a link that must not outlive its use.
 func (b *Bot) addPasskey(ctx context.Context, cb *slack.InteractionCallback) {
 	user, trigger := cb.User.ID, cb.TriggerID
-	if !b.workspace.accepts(cb.Team.ID, cb.Enterprise.ID) {
-		b.publishHomeLater(ctx, user, "This button comes from another Slack workspace.")
-		return
-	}
-	if b.passkeys == nil {
-		b.publishHomeLater(ctx, user, passkeysUnavailable)
+	if !b.passkeyClick(ctx, cb) {
 		return
 	}
 	b.goAsync(ctx, "add a passkey", func(ctx context.Context) error {
@@ -75,6 +70,21 @@ func (b *Bot) addPasskey(ctx context.Context, cb *slack.InteractionCallback) {
 	})
 }
 
+// passkeyClick reports whether a Home passkey button's click may go on:
+// it comes from this workspace, and this slackbot has passkey pages.
+// Otherwise the clicker's Home says why.
+func (b *Bot) passkeyClick(ctx context.Context, cb *slack.InteractionCallback) bool {
+	switch {
+	case !b.workspace.accepts(cb.Team.ID, cb.Enterprise.ID):
+		b.publishHomeLater(ctx, cb.User.ID, "This button comes from another Slack workspace.")
+	case b.passkeys == nil:
+		b.publishHomeLater(ctx, cb.User.ID, passkeysUnavailable)
+	default:
+		return true
+	}
+	return false
+}
+
 // passkeysUnavailable is what a passkey button says where step-up is not
 // set up (no Passkeys: an old Home still showing the section).
 const passkeysUnavailable = "This slackbot has no passkey pages (its PUBLIC_URL is not set). Nothing changed."
@@ -85,12 +95,7 @@ const passkeysUnavailable = "This slackbot has no passkey pages (its PUBLIC_URL 
 // what happened, without the passkey.
 func (b *Bot) removePasskey(ctx context.Context, cb *slack.InteractionCallback, id string) {
 	user := cb.User.ID
-	if !b.workspace.accepts(cb.Team.ID, cb.Enterprise.ID) {
-		b.publishHomeLater(ctx, user, "This button comes from another Slack workspace.")
-		return
-	}
-	if b.passkeys == nil {
-		b.publishHomeLater(ctx, user, passkeysUnavailable)
+	if !b.passkeyClick(ctx, cb) {
 		return
 	}
 	b.goAsync(ctx, "remove a passkey", func(ctx context.Context) error {
