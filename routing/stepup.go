@@ -151,6 +151,12 @@ func (d *routesDecoder) checkStepUp(r *Route, at routeNodes) {
 	if at.stepUpMethods != nil && !r.StepUp.On() {
 		d.problemAt(at.stepUpMethods, "step_up_methods would never apply: route %q has no step_up", r.Name)
 	}
+	if r.OfferAlwaysAllow && r.StepUp.On() {
+		// An agent's always-allow rule lets every later call it covers run
+		// without asking slackbot again: one step-up would stand for calls
+		// nobody proved anything for.
+		d.problemAt(at.alwaysAllow, "offer_always_allow cannot go with step_up: route %q asks for a proof on each approval, and an always-allow rule lets later calls run with none", r.Name)
+	}
 	if at.stepUp.value == nil || r.StepUp.When == "" {
 		return
 	}

@@ -96,6 +96,7 @@ func TestStepUpRefused(t *testing.T) {
 		{"    step_up: true\n    step_up_methods: webauthn\n", "6: step_up_methods: want a list"},
 		{"    step_up_methods: [totp]\n", `5: step_up_methods would never apply: route "r" has no step_up`},
 		{"    step_ups: true\n", `5: unknown field "step_ups"`},
+		{"    step_up: \"args.amount > 100\"\n    offer_always_allow: true\n", `6: offer_always_allow cannot go with step_up`},
 	} {
 		_, err := routing.ParseRoutes([]byte(route+tt.extra), "r.yaml")
 		re, ok := err.(*routing.RoutesError)
