@@ -182,6 +182,13 @@ func (e *Tokens) wait(ctx context.Context, token string, claim bool) (*approval.
 	register := claim
 	for {
 		a, err := e.look(ctx, token, register, claim)
+		if err != nil && ctx.Err() != nil {
+			// The look may have registered this process as the waiter
+			// before ctx ended: Redis ran it, the client gave up on the
+			// answer.
+			e.leave(ctx, token, claim)
+			return nil, ctx.Err()
+		}
 		if err != nil || a != nil {
 			return a, err
 		}
@@ -189,15 +196,22 @@ func (e *Tokens) wait(ctx context.Context, token string, claim bool) (*approval.
 		select {
 		case <-w.wake:
 		case <-ctx.Done():
-			if claim {
-				// Leave the run to the resume queue.
-				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				_ = unwatchScript.Run(uctx, e.s.rdb, []string{e.s.recKey(token)}, e.opts.Owner).Err()
-				cancel()
-			}
+			e.leave(ctx, token, claim)
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// leave leaves the run of token to the resume queue when a wait that
+// claims it ends with ctx: it drops this process's waiter registration,
+// which would otherwise keep the queue deferring to a waiter that is gone.
+func (e *Tokens) leave(ctx context.Context, token string, claim bool) {
+	if !claim {
+		return
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = unwatchScript.Run(uctx, e.s.rdb, []string{e.s.recKey(token)}, e.opts.Owner).Err()
 }
 
 // look runs waitScript: it returns a nil record while the token is open,

@@ -182,7 +182,7 @@ func TestKubeGatewayRoutes(t *testing.T) {
 		}
 	}
 	slices.Sort(paths)
-	if want := []string{"Exact /.well-known/jwks.json", "Exact /healthz", "Exact /mcp", "PathPrefix /slack", "PathPrefix /v1"}; !slices.Equal(paths, want) {
+	if want := []string{"Exact /.well-known/jwks.json", "Exact /healthz", "Exact /mcp", "PathPrefix /passkeys", "PathPrefix /slack", "PathPrefix /step-up", "PathPrefix /v1"}; !slices.Equal(paths, want) {
 		t.Errorf("HTTPRoute paths %v, want exactly %v (/metrics and /readyz stay in-cluster)", paths, want)
 	}
 	if len(redirect.Spec.Rules) != 1 || len(redirect.Spec.Rules[0].BackendRefs) != 0 || len(redirect.Spec.Rules[0].Filters) != 1 ||
