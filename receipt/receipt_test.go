@@ -422,4 +422,19 @@ func TestRequireStepUp(t *testing.T) {
 			t.Errorf("%s, step-up required: %v; want ErrNoStepUp (a mismatch) saying so", name, err)
 		}
 	}
+
+	// A tool that accepts only a passkey refuses a one-time code.
+	passkeyOnly := expect(refundArgs)
+	passkeyOnly.StepUpMethods = []string{"hwk"}
+	if _, err := ks.Verify(jws, passkeyOnly); err != nil {
+		t.Errorf("a passkey's receipt, passkey only: %v", err)
+	}
+	otp := stepped
+	otp.AMR = []string{"otp"}
+	otpJWS, _ := s.Sign(otp)
+	for name, jws := range map[string]string{"a one-time code": otpJWS, "a click": click} {
+		if _, err := ks.Verify(jws, passkeyOnly); !errors.Is(err, receipt.ErrNoStepUp) {
+			t.Errorf("%s, passkey only: %v; want ErrNoStepUp", name, err)
+		}
+	}
 }

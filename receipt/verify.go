@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +53,11 @@ type Expect struct {
 	// receipt whose approvers did not each give a step-up proof: one with
 	// no amr, or fewer credential ids than approvers.
 	RequireStepUp bool
+	// StepUpMethods, when set, also refuses (ErrNoStepUp) a receipt whose
+	// approvers stepped up with any method reference (amr) outside it:
+	// []string{"hwk"} demands a passkey, where a route also accepts a
+	// one-time code ("otp"). It implies RequireStepUp.
+	StepUpMethods []string
 }
 
 // FromMetadata returns the receipt in a call's results metadata, or "".
@@ -141,8 +147,10 @@ func (c *Claims) check(want Expect) error {
 		return fmt.Errorf("%w: it was decided on another request", ErrMismatch)
 	case want.Issuer != "" && c.Issuer != want.Issuer:
 		return fmt.Errorf("%w: issued by %q, not %q", ErrMismatch, c.Issuer, want.Issuer)
-	case want.RequireStepUp && (len(c.AMR) == 0 || len(c.Cred) != len(c.By)):
+	case (want.RequireStepUp || len(want.StepUpMethods) > 0) && (len(c.AMR) == 0 || len(c.Cred) != len(c.By)):
 		return fmt.Errorf("%w: %w: its approval was a click, without the passkey (or one-time code) this tool requires", ErrMismatch, ErrNoStepUp)
+	case len(want.StepUpMethods) > 0 && !allIn(c.AMR, want.StepUpMethods):
+		return fmt.Errorf("%w: %w: its approvers stepped up with %v; this tool accepts only %v", ErrMismatch, ErrNoStepUp, c.AMR, want.StepUpMethods)
 	case now.After(time.Unix(c.ExpiresAt, 0).Add(Skew)):
 		return fmt.Errorf("%w at %s", ErrExpired, time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	case time.Unix(c.IssuedAt, 0).After(now.Add(Skew)):
@@ -162,4 +170,14 @@ func canonicalParts(jws string) error {
 		}
 	}
 	return nil
+}
+
+// allIn reports whether every element of got is in allowed.
+func allIn(got, allowed []string) bool {
+	for _, g := range got {
+		if !slices.Contains(allowed, g) {
+			return false
+		}
+	}
+	return true
 }

@@ -481,7 +481,7 @@ def _iso(t: int) -> str:
 
 
 def _check(c: dict, call_id: str, tool: str, args: Any, token: str | None, issuer: str | None, now: Any,
-           require_step_up: bool = False) -> None:
+           require_step_up: bool = False, step_up_methods: Any = None) -> None:
     """Refuses claims that are not for this call (Go's Claims.check, in its order)."""
     try:
         digest = args_sha256(args)
@@ -498,9 +498,12 @@ def _check(c: dict, call_id: str, tool: str, args: Any, token: str | None, issue
         raise ReceiptMismatch("it was decided on another request")
     if issuer and c["iss"] != issuer:
         raise ReceiptMismatch(f"issued by {c['iss']!r}, not {issuer!r}")
-    if require_step_up and (not c["amr"] or len(c["cred"]) != len(c["by"])):
+    if (require_step_up or step_up_methods) and (not c["amr"] or len(c["cred"]) != len(c["by"])):
         raise ReceiptNoStepUp(
             "its approval was a click, without the passkey (or one-time code) this tool requires")
+    if step_up_methods and any(m not in step_up_methods for m in c["amr"]):
+        raise ReceiptNoStepUp(
+            f"its approvers stepped up with {list(c['amr'])}; this tool accepts only {list(step_up_methods)}")
     if t > c["exp"] + SKEW:
         raise ReceiptExpired(f"at {_iso(c['exp'])}")
     if c["iat"] > t + SKEW:
@@ -519,6 +522,7 @@ def verify_receipt(
     now: Any = None,
     backend: str | None = None,
     require_step_up: bool = False,
+    step_up_methods: Any = None,
 ) -> dict:
     """Checks that receipt was signed by one of jwks's keys for exactly this
     call, and returns its claims (iss, sub, tool, args_sha256, by, route,
@@ -534,7 +538,10 @@ def verify_receipt(
     ("cryptography" or "pure"; default DEFAULT_BACKEND). require_step_up
     refuses (ReceiptNoStepUp, a ReceiptMismatch) a receipt whose approvers
     did not each step up with a passkey or one-time code beyond the click
-    in Slack: one without amr, or with fewer cred than by.
+    in Slack: one without amr, or with fewer cred than by. step_up_methods
+    (e.g. ["hwk"]: a passkey, where a route also accepts a one-time code,
+    "otp") also refuses one whose amr names any other method; it implies
+    require_step_up.
 
     Raises ReceiptMissing, ReceiptMalformed (including any alg but EdDSA and
     any typ but slackbot-receipt+jwt), ReceiptUnknownKey, ReceiptSignature,
@@ -542,7 +549,7 @@ def verify_receipt(
     the case), and JWKSError for an unusable jwks.
     """
     claims = _verified(receipt, parse_jwks(jwks), backend)
-    _check(claims, call_id, tool, args, token, issuer, now, require_step_up)
+    _check(claims, call_id, tool, args, token, issuer, now, require_step_up, step_up_methods)
     return claims
 
 

@@ -357,6 +357,12 @@ class ReceiptRefusalTest(unittest.TestCase):
                 self.assertIsInstance(err, sr.ReceiptNoStepUp)
                 self.assertIn("without the passkey", str(err))
         self.assertKind("malformed", make_receipt(claims=make_claims(amr="hwk")))
+        # A tool that accepts only a passkey refuses a one-time code, and a click.
+        verify(stepped, step_up_methods=["hwk"])
+        otp = make_receipt(claims=make_claims(amr=["otp"], cred=["totp"]))
+        for receipt in (otp, make_receipt()):
+            err = self.assertKind("mismatch", receipt, step_up_methods=["hwk"])
+            self.assertIsInstance(err, sr.ReceiptNoStepUp)
 
     def test_skew(self):
         good = make_receipt()

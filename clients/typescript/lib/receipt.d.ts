@@ -67,6 +67,12 @@ export interface ReceiptExpect {
      * no amr, or fewer cred than by.
      */
     requireStepUp?: boolean;
+    /**
+     * Also refuse (kind "mismatch") a receipt whose amr names a method
+     * outside this list: ["hwk"] demands a passkey where a route also accepts
+     * a one-time code ("otp"). Implies requireStepUp.
+     */
+    stepUpMethods?: string[];
 }
 /** argsSha256 is a receipt's args_sha256 of these arguments (see canonicalJson). */
 export declare function argsSha256(args: unknown): Promise<string>;

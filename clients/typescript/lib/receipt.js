@@ -271,8 +271,12 @@ async function check(c, want) {
         throw new ReceiptError("mismatch", "it was decided on another request");
     if (want.issuer && c.iss !== want.issuer)
         throw new ReceiptError("mismatch", `issued by "${c.iss}", not "${want.issuer}"`);
-    if (want.requireStepUp && (c.amr.length === 0 || c.cred.length !== c.by.length)) {
+    const methods = want.stepUpMethods ?? [];
+    if ((want.requireStepUp || methods.length > 0) && (c.amr.length === 0 || c.cred.length !== c.by.length)) {
         throw new ReceiptError("mismatch", "its approval was a click, without the passkey (or one-time code) this tool requires");
+    }
+    if (methods.length > 0 && c.amr.some((m) => !methods.includes(m))) {
+        throw new ReceiptError("mismatch", `its approvers stepped up with [${c.amr.join(", ")}]; this tool accepts only [${methods.join(", ")}]`);
     }
     if (now > c.exp + SkewSeconds)
         throw new ReceiptError("expired", `at ${iso(c.exp)}`);

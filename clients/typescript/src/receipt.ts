@@ -108,6 +108,12 @@ export interface ReceiptExpect {
    * no amr, or fewer cred than by.
    */
   requireStepUp?: boolean;
+  /**
+   * Also refuse (kind "mismatch") a receipt whose amr names a method
+   * outside this list: ["hwk"] demands a passkey where a route also accepts
+   * a one-time code ("otp"). Implies requireStepUp.
+   */
+  stepUpMethods?: string[];
 }
 
 type Bytes = Uint8Array<ArrayBuffer>;
@@ -318,8 +324,12 @@ async function check(c: ReceiptClaims, want: ReceiptExpect): Promise<void> {
   if (c.args_sha256 !== digest) throw new ReceiptError("mismatch", "it approves other arguments than these");
   if (want.token && c.tok !== (await tokenSha256(want.token))) throw new ReceiptError("mismatch", "it was decided on another request");
   if (want.issuer && c.iss !== want.issuer) throw new ReceiptError("mismatch", `issued by "${c.iss}", not "${want.issuer}"`);
-  if (want.requireStepUp && (c.amr.length === 0 || c.cred.length !== c.by.length)) {
+  const methods = want.stepUpMethods ?? [];
+  if ((want.requireStepUp || methods.length > 0) && (c.amr.length === 0 || c.cred.length !== c.by.length)) {
     throw new ReceiptError("mismatch", "its approval was a click, without the passkey (or one-time code) this tool requires");
+  }
+  if (methods.length > 0 && c.amr.some((m) => !methods.includes(m))) {
+    throw new ReceiptError("mismatch", `its approvers stepped up with [${c.amr.join(", ")}]; this tool accepts only [${methods.join(", ")}]`);
   }
   if (now > c.exp + SkewSeconds) throw new ReceiptError("expired", `at ${iso(c.exp)}`);
   if (c.iat > now + SkewSeconds) throw new ReceiptError("malformed", `issued in the future (${iso(c.iat)})`);

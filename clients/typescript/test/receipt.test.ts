@@ -269,6 +269,11 @@ describe("verifyReceipt refuses", () => {
       }, name);
     }
     assert.equal(await verdict(verifyReceipt(await s.sign(await s.claims({ amr: "hwk" })), s.jwks, want({}))), "malformed");
+    // A tool that accepts only a passkey refuses a one-time code, and a click.
+    await verifyReceipt(stepped, s.jwks, want({ stepUpMethods: ["hwk"] }));
+    for (const receipt of [await s.sign(await s.claims({ amr: ["otp"], cred: ["totp"] })), await s.sign()]) {
+      await assert.rejects(verifyReceipt(receipt, s.jwks, want({ stepUpMethods: ["hwk"] })), { name: "ReceiptError", kind: "mismatch" });
+    }
   });
 
   test("clear messages", async () => {
