@@ -484,6 +484,7 @@
 
   function button(el, blockID, ctx) {
     const style = el.style === 'primary' ? ' btn-primary' : el.style === 'danger' ? ' btn-danger' : '';
+    if (el.url && /^https?:/i.test(el.url)) return urlButton(el, blockID, ctx, style);
     const busy = ctx.busy;
     const b = h('button', {
       type: 'button',
@@ -495,6 +496,22 @@
     if (ctx.surface === 'message') b.onclick = () => click(ctx, blockID, el);
     if (ctx.surface === 'home') b.onclick = () => homeClick(blockID, el);
     return b;
+  }
+
+  // urlButton is a button with a url, as Slack draws it: a link that opens
+  // the page in a new tab, whatever the surface (a modal's too). Slack
+  // still sends the click to the app, which acknowledges it; so does the
+  // emulator on messages and the Home tab.
+  function urlButton(el, blockID, ctx, style) {
+    const a = h('a', {
+      className: 'btn btn-url' + style + (ctx.surface === 'modal' ? ' btn-large' : ''),
+      href: el.url, target: '_blank', rel: 'noopener noreferrer', title: el.url,
+      dataset: {actionId: el.action_id || '', blockId: blockID || '', style: el.style || 'default'},
+    });
+    textObject(a, el.text);
+    if (ctx.surface === 'message') a.onclick = () => { click(ctx, blockID, el); };
+    if (ctx.surface === 'home') a.onclick = () => { homeClick(blockID, el); };
+    return a;
   }
 
   function richElement(parent, el) {
