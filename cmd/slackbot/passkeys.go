@@ -49,7 +49,6 @@ func (a *app) newStepUp(d appDeps, tools approval.Tools) error {
 // will do, Chrome's virtual one too.
 const devStepUpNote = "slackbot dev: any passkey of this browser works here, or Chrome's virtual authenticator (DevTools → More tools → WebAuthn → Enable virtual authenticator environment)."
 
-
 // localhostURL is raw with a loopback IP host written as localhost.
 func localhostURL(raw string) string {
 	u, err := url.Parse(raw)
