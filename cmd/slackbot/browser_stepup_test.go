@@ -88,12 +88,17 @@ func TestDevBrowserStepUp(t *testing.T) {
 	if len(creds) != 1 {
 		t.Fatalf("the authenticator holds %d credentials, want 1", len(creds))
 	}
+	p.Do("back to the emulator", chromedp.Navigate(base+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
+	p.Do("open slackbot's Home", chromedp.Click(chromedp.CSS(`#apps [data-channel="home"]`)))
+	p.WaitFor("the passkey listed on Alice's Home, with Remove", `(() => {
+		const home = document.querySelector('#messages .home[data-home="U0ALICE"]');
+		return !!home && home.textContent.includes('(Chrome)') && home.textContent.includes('never used') &&
+			!!home.querySelector('button[data-action-id="`+bot.ActionIDPasskeyRemove+`"]');
+	})()`)
 
 	// A payout of $50,000 on the step_up route; Alice's Approve asks for
 	// her passkey, ephemerally, and decides nothing.
 	first := api.create(`{"approvals":[{"tool_name":"payout","args":{"amount":50000,"to":"ACME Ltd"},"tool_call_id":"call_big","part_kind":"tool-call"}]}`)
-	p.Do("back to the emulator", chromedp.Navigate(base+"/dev/"), chromedp.WaitVisible(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
-	p.Do("act as Alice", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
 	p.Do("open #approvals", chromedp.Click(chromedp.CSS(`#channels [data-channel="C0APPROVALS"]`)))
 	p.WaitFor("the payout's card", cardIs("payout", `card.textContent.includes('ACME Ltd') && !!card.querySelector('button[data-action-id="approve"]')`))
 	p.Do("click Approve", chromedp.Click(chromedp.CSS(`#messages button[data-action-id="approve"]`)))
@@ -101,6 +106,7 @@ func TestDevBrowserStepUp(t *testing.T) {
 		const e = document.querySelector('#messages .msg.ephemeral');
 		const a = e && e.querySelector('a[data-action-id="`+bot.ActionIDStepUpVerify+`"]');
 		return !!a && a.textContent === 'Verify with your passkey' && e.textContent.includes('This approval needs your passkey') &&
+			!e.textContent.includes(':closed_lock_with_key:') &&
 			e.querySelector('.only-you').textContent === 'Only visible to you';
 	})()`)
 	p.WaitFor("the card still pending", cardIs("payout", `card.querySelector('.bk-header').textContent.includes('Approval needed: payout') && !card.textContent.includes('Approved by')`))
@@ -130,9 +136,12 @@ func TestDevBrowserStepUp(t *testing.T) {
 		card.querySelector('.bk-header').textContent.includes('Approved: payout') &&
 		card.textContent.includes('Approved by @Alice') && card.textContent.includes('verified with a passkey') &&
 		!card.querySelector('button[data-action-id]')`))
-	p.Do("act as Carol", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0CAROL"]`)))
-	p.Do("act as Alice", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
+	// As Bob, who sees the card but not Alice's step-up message.
+	p.Do("act as Bob", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0BOB"]`)))
+	p.WaitFor("the card without Alice's message", `!document.querySelector('#messages .msg.ephemeral') && `+
+		cardIs("payout", `card.textContent.includes('verified with a passkey')`))
 	p.Screenshot("dev-step-up-approved.png")
+	p.Do("act as Alice", chromedp.Click(chromedp.CSS(`.acting-user[data-user="U0ALICE"]`)))
 
 	// The receipt says how Alice approved: amr ["hwk"] and her credential.
 	claims := api.receipt(first, "call_big", `{"amount":50000,"to":"ACME Ltd"}`)
