@@ -105,7 +105,8 @@ func TestDevBrowserStepUp(t *testing.T) {
 	p.WaitFor("Verify with your passkey, only visible to Alice", `(() => {
 		const e = document.querySelector('#messages .msg.ephemeral');
 		const a = e && e.querySelector('a[data-action-id="`+bot.ActionIDStepUpVerify+`"]');
-		return !!a && a.textContent === 'Verify with your passkey' && e.textContent.includes('This approval needs your passkey') &&
+		return !!a && a.textContent === 'Verify with your passkey' && a.target === '_blank' && a.rel.includes('noopener') &&
+			e.textContent.includes('This approval needs your passkey') &&
 			!e.textContent.includes(':closed_lock_with_key:') &&
 			e.querySelector('.only-you').textContent === 'Only visible to you';
 	})()`)
