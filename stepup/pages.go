@@ -59,6 +59,8 @@ type page struct {
 	URI        string
 	Link       string
 	LinkText   string
+	// Note is Config.Note, on the pages that ask for a passkey.
+	Note string
 }
 
 // callView is a call as the card shows it, in plain text.
@@ -70,6 +72,9 @@ type callView struct {
 }
 
 func (h *Handler) render(w http.ResponseWriter, status int, p page) {
+	if p.Options != "" {
+		p.Note = h.cfg.Note
+	}
 	var buf bytes.Buffer
 	if err := pageTmpl.ExecuteTemplate(&buf, "page", p); err != nil {
 		h.cfg.Log.Error("stepup: render page", "err", err)

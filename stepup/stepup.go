@@ -75,6 +75,10 @@ type Config struct {
 	Now func() time.Time
 	// Log receives what went wrong inside (never a secret); nil: discard.
 	Log *slog.Logger
+	// Note is a line every page that asks for a passkey shows under its
+	// button; empty: none. `slackbot dev` says there how to get a passkey
+	// in a browser made for testing, which has none.
+	Note string
 }
 
 // Store keeps what step-up needs between requests: each person's

@@ -87,6 +87,9 @@ type appDeps struct {
 	// dev server): the step-up and passkey pages are served on its host.
 	// Empty: they are not served.
 	PublicURL string
+	// StepUpNote is a line the pages that ask for a passkey show (in dev:
+	// how to get one in a test browser); empty: none.
+	StepUpNote string
 }
 
 // app is slackbot wired together: the store, the Slack side, the agent

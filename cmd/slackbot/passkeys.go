@@ -38,10 +38,16 @@ func (a *app) newStepUp(d appDeps, tools approval.Tools) error {
 	a.stepup, err = stepup.New(stepup.Config{
 		PublicURL: u, Approvals: a.svc, Store: passkeyStore{a.store},
 		Viewer: approval.Viewer{Routes: d.Routes, Tools: tools, Now: now},
-		Notify: a.cards.Notify, Now: now, Log: d.Log,
+		Notify: a.cards.Notify, Now: now, Log: d.Log, Note: d.StepUpNote,
 	})
 	return err
 }
+
+// devStepUpNote is what the passkey pages of `slackbot dev` add under
+// their button: a browser made for testing has no passkey, and the
+// emulator's people are not real, so any authenticator of this browser
+// will do, Chrome's virtual one too.
+const devStepUpNote = "slackbot dev: any passkey of this browser works here, or Chrome's virtual authenticator (DevTools → More tools → WebAuthn → Enable virtual authenticator environment)."
 
 // localhostURL is raw with a loopback IP host written as localhost.
 func localhostURL(raw string) string {

@@ -53,6 +53,9 @@ func wire(ctx context.Context, cfg *Config, mode Mode, getenv func(string) strin
 		// is a domain, never an IP address: 127.0.0.1 becomes localhost).
 		d.PublicURL = localhostURL(devURL(addr))
 	}
+	if mode == ModeDev {
+		d.StepUpNote = devStepUpNote
+	}
 	d.StoreOptions.WaitReplicas = cfg.RedisWaitReplicas
 	if err := w.tracing(ctx, getenv, rdb); err != nil {
 		return nil, err

@@ -155,6 +155,10 @@
     '📤': {name: 'outbox_tray', src: svg('<path d="M3 20l5-9h20l5 9v11H3z" fill="#ccd6dd" stroke="#66757f" stroke-width="1.5"/><path d="M18 17V4M12.5 9.5L18 4l5.5 5.5" fill="none" stroke="#3b88c3" stroke-width="3" stroke-linecap="round" stroke-linejoin="round"/>')},
     '🔓': {name: 'unlock', src: svg('<path d="M11 16V10a7 7 0 0 1 13.5-2.6" fill="none" stroke="#99aab5" stroke-width="3.5" stroke-linecap="round"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
     '🔒': {name: 'lock', src: svg('<path d="M11 16v-5a7 7 0 0 1 14 0v5" fill="none" stroke="#99aab5" stroke-width="3.5"/><rect x="6" y="16" width="24" height="17" rx="3" fill="#ffac33"/>')},
+    // The step-up messages' (bot/render_stepup.go).
+    '🔐': {name: 'closed_lock_with_key', src: svg('<path d="M9 17v-5a6.5 6.5 0 0 1 13 0v5" fill="none" stroke="#99aab5" stroke-width="3.5"/><rect x="4" y="17" width="23" height="16" rx="3" fill="#ffac33"/><circle cx="28" cy="10" r="5" fill="none" stroke="#c1694f" stroke-width="3"/><path d="M25 14l-7 8m3-3l2 2" stroke="#c1694f" stroke-width="3" stroke-linecap="round"/>')},
+    '🔑': {name: 'key', src: svg('<circle cx="11" cy="13" r="7.5" fill="none" stroke="#c1694f" stroke-width="4"/><path d="M16.5 18.5L31 33m-5-5l3-3m-6.5-.5l3-3" stroke="#c1694f" stroke-width="4" stroke-linecap="round"/>')},
+    '🔢': {name: '1234', src: svg('<rect x="2" y="2" width="32" height="32" rx="6" fill="#3b88c3"/><text x="18" y="23.5" font-family="sans-serif" font-size="12" font-weight="bold" fill="#fff" text-anchor="middle">1234</text>')},
   };
   const SHORTCODES = {};
   for (const [ch, e] of Object.entries(EMOJI)) SHORTCODES[e.name] = ch;
@@ -484,6 +488,7 @@
 
   function button(el, blockID, ctx) {
     const style = el.style === 'primary' ? ' btn-primary' : el.style === 'danger' ? ' btn-danger' : '';
+    if (el.url && /^https?:/i.test(el.url)) return urlButton(el, blockID, ctx, style);
     const busy = ctx.busy;
     const b = h('button', {
       type: 'button',
@@ -495,6 +500,22 @@
     if (ctx.surface === 'message') b.onclick = () => click(ctx, blockID, el);
     if (ctx.surface === 'home') b.onclick = () => homeClick(blockID, el);
     return b;
+  }
+
+  // urlButton is a button with a url, as Slack draws it: a link that opens
+  // the page in a new tab, whatever the surface (a modal's too). Slack
+  // still sends the click to the app, which acknowledges it; so does the
+  // emulator on messages and the Home tab.
+  function urlButton(el, blockID, ctx, style) {
+    const a = h('a', {
+      className: 'btn btn-url' + style + (ctx.surface === 'modal' ? ' btn-large' : ''),
+      href: el.url, target: '_blank', rel: 'noopener noreferrer', title: el.url,
+      dataset: {actionId: el.action_id || '', blockId: blockID || '', style: el.style || 'default'},
+    });
+    textObject(a, el.text);
+    if (ctx.surface === 'message') a.onclick = () => { click(ctx, blockID, el); };
+    if (ctx.surface === 'home') a.onclick = () => { homeClick(blockID, el); };
+    return a;
   }
 
   function richElement(parent, el) {
