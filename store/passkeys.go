@@ -395,6 +395,9 @@ func (s *Store) registration(cmd *redis.StringCmd) (*Registration, error) {
 const (
 	AuditPasskeyAdded   AuditType = "passkey_added"
 	AuditPasskeyRemoved AuditType = "passkey_removed"
+	// AuditTOTPLocked: too many wrong one-time codes for the person in
+	// the window; codes are refused until it passes.
+	AuditTOTPLocked AuditType = "totp_locked"
 )
 
 // AuditPasskey appends a passkey's registration or removal to the audit
