@@ -363,14 +363,20 @@ func (s *Service) StepUpLink(ctx context.Context, id string) (*StepUpLink, *Requ
 
 // CompleteStepUp uses link id, for user of team who gave proof (verified
 // by the caller over StepUpChallenge of the link), to decide the link's
-// calls as the click that made it would have, with the proof: through
+// calls as the click that made it would have, with the proof. team and
+// user must be the identity the caller verified — the owner of the
+// credential that answered, as the caller's credential store has it — not
+// values read back from the link: the check that they are the link's is
+// then a real one (a proof by someone else's credential is refused), and
+// it is only as strong as the caller's lookup. Through
 // decideOne (or, for a batch, each call in turn as DecideAll does), so
 // the authorization, self-approval rule, quorum and audit are a click's.
 // The link is used once, whatever becomes of the decision: a second use
 // is ENOTFOUND.
 //
 // Refused, with nothing recorded: ENOTFOUND (unknown or used link),
-// EFORBIDDEN (a link made for someone else: it stays usable by them),
+// EFORBIDDEN (team and user are not the link's: it stays usable by its
+// person),
 // EEXPIRED (the link's five minutes passed, or the request's),
 // EINVALID (a proof of a method the link does not accept, or the
 // arguments that would run are no longer those the link bound: "The

@@ -216,13 +216,19 @@ func (h *Handler) stepUpWebAuthn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	proof := approval.StepUp{Method: MethodWebAuthn, AMR: []string{"hwk"}, CredentialID: credID, At: now}
-	h.complete(w, r, l, proof, msgApproved)
+	h.complete(w, r, l, p.team, p.user, proof, msgApproved)
 }
 
 // complete hands the verified proof to approval, which takes the link
-// (once) and decides through the usual checks.
-func (h *Handler) complete(w http.ResponseWriter, r *http.Request, l *approval.StepUpLink, proof approval.StepUp, ok string) {
-	if _, err := h.cfg.Approvals.CompleteStepUp(r.Context(), l.ID, l.Team, l.User, proof); err != nil {
+// (once) and decides through the usual checks. team and user are whom the
+// proof verified: the owner under whose passkeys (or TOTP secret) the
+// store held the credential that answered. The page looks credentials up
+// only under the link's person, so today they are the link's by
+// construction; passing them (not l.Team, l.User) keeps approval's
+// "someone else's link" check meaningful should that lookup ever widen
+// (a discoverable-credential login that finds its owner by user handle).
+func (h *Handler) complete(w http.ResponseWriter, r *http.Request, l *approval.StepUpLink, team, user string, proof approval.StepUp, ok string) {
+	if _, err := h.cfg.Approvals.CompleteStepUp(r.Context(), l.ID, team, user, proof); err != nil {
 		if approval.ErrorCode(err) == approval.EINTERNAL {
 			h.cfg.Log.Error("stepup: complete", "err", err)
 		}
@@ -281,20 +287,14 @@ func (h *Handler) stepUpTOTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.cfg.Now()
-	step, ok := matchTOTP(secret, r.PostFormValue("code"), now)
-	if !ok {
-		h.refuse(w, http.StatusForbidden, "Not approved", msgBadCode)
+	if _, status, msg := h.checkTOTP(ctx, l.Team, l.User, "stepup:"+l.ID, l.Expires.Sub(now), secret, r.PostFormValue("code"), true); status != 0 {
+		if msg == "" {
+			msg = msgBadCode
+		}
+		h.refuse(w, status, "Not approved", msg)
 		return
 	}
-	if first, err := h.cfg.Store.UseTOTPStep(ctx, l.Team, l.User, step); err != nil {
-		h.cfg.Log.Error("stepup: record totp step", "err", err)
-		h.refuse(w, http.StatusServiceUnavailable, "Not approved", msgTryAgain)
-		return
-	} else if !first {
-		h.refuse(w, http.StatusForbidden, "Not approved", msgBadCode)
-		return
-	}
-	h.complete(w, r, l, approval.StepUp{Method: MethodTOTP, AMR: []string{"otp"}, CredentialID: MethodTOTP, At: now}, msgApprovedOTP)
+	h.complete(w, r, l, l.Team, l.User, approval.StepUp{Method: MethodTOTP, AMR: []string{"otp"}, CredentialID: MethodTOTP, At: now}, msgApprovedOTP)
 }
 
 // ownCredential reports whether raw is one of p's credentials.

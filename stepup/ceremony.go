@@ -98,6 +98,14 @@ func (h *Handler) beginLogin(p *person, challenge []byte) (*protocol.CredentialA
 	return h.wa.BeginLogin(p, webauthn.WithChallenge(challenge), webauthn.WithUserVerification(protocol.VerificationRequired))
 }
 
+// registrationChallenge is the challenge an existing passkey signs to
+// allow adding another on link l: bound, as approval.StepUpChallenge is
+// for a step-up link, to the link's id, secret token, person and expiry,
+// with its own purpose so that it is never a step-up's or a creation's.
+func registrationChallenge(l RegistrationLink) []byte {
+	return derive("slackbot passkey register: existing passkey v1", l)
+}
+
 // credentialID is a credential id as Passkey.ID and approval.StepUp hold
 // it.
 func credentialID(raw []byte) string { return base64.RawURLEncoding.EncodeToString(raw) }

@@ -19,11 +19,17 @@ type memStore struct {
 	step   map[string]int64
 	regs   map[string]RegistrationLink
 	events []PasskeyEvent
+	fails  map[string]failCount
 	now    func() time.Time
 }
 
+type failCount struct {
+	n     int
+	until time.Time
+}
+
 func newMemStore(now func() time.Time) *memStore {
-	return &memStore{keys: map[string][]Passkey{}, totp: map[string][]byte{}, step: map[string]int64{}, regs: map[string]RegistrationLink{}, now: now}
+	return &memStore{keys: map[string][]Passkey{}, totp: map[string][]byte{}, step: map[string]int64{}, regs: map[string]RegistrationLink{}, fails: map[string]failCount{}, now: now}
 }
 
 func who(team, user string) string { return team + "/" + user }
@@ -37,6 +43,9 @@ func (m *memStore) Passkeys(_ context.Context, team, user string) ([]Passkey, er
 func (m *memStore) AddPasskey(_ context.Context, team, user string, p Passkey) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if slices.ContainsFunc(m.keys[who(team, user)], func(k Passkey) bool { return k.ID == p.ID }) {
+		return ErrPasskeyExists
+	}
 	if len(m.keys[who(team, user)]) >= MaxPasskeys {
 		return ErrPasskeyLimit
 	}
@@ -136,6 +145,34 @@ func (m *memStore) UseTOTPStep(_ context.Context, team, user string, step int64)
 	}
 	m.step[who(team, user)] = step
 	return true, nil
+}
+
+func (m *memStore) count(key string) int {
+	if f := m.fails[key]; m.now().Before(f.until) {
+		return f.n
+	}
+	return 0
+}
+
+func (m *memStore) TOTPFailures(_ context.Context, team, user, scope string) (int, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.count(scope), m.count(who(team, user)), nil
+}
+
+func (m *memStore) TOTPFailed(_ context.Context, team, user, scope string, scopeTTL, window time.Duration) (int, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	inc := func(key string, ttl time.Duration) int {
+		f := m.fails[key]
+		if !m.now().Before(f.until) {
+			f = failCount{until: m.now().Add(ttl)}
+		}
+		f.n++
+		m.fails[key] = f
+		return f.n
+	}
+	return inc(scope, scopeTTL), inc(who(team, user), window), nil
 }
 
 // fakeApprovals stands in for approval.Service's step-up: links as

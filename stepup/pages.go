@@ -51,6 +51,15 @@ type page struct {
 	Ceremony string
 	Button   string
 	Name     string
+	// Assert, when set, is an assertion the script asks of an existing
+	// passkey first (JSON for data-assert), posted as "assertion" with
+	// the ceremony's answer (or alone, with CodeLabel's code).
+	Assert string
+	// CodeLabel, when set, puts a code field (#code) in the ceremony's
+	// form; Current puts a field for the code of the app being replaced
+	// (#current) in the TOTP form.
+	CodeLabel string
+	Current   bool
 	// TOTPAction posts a one-time code; Secret and URI are shown while
 	// enrolling.
 	TOTPAction string

@@ -45,6 +45,9 @@ var (
 	// past the one recorded: a replayed assertion or a cloned
 	// authenticator.
 	ErrSignCount = errors.New("signature counter did not advance")
+	// ErrPasskeyExists: the person already has a passkey with this
+	// credential id; it is kept as it was.
+	ErrPasskeyExists = errors.New("passkey already registered")
 )
 
 // Approvals is what the step-up page needs of approval.Service: the link
@@ -87,7 +90,8 @@ type Config struct {
 type Store interface {
 	// Passkeys returns the person's passkeys, oldest first.
 	Passkeys(ctx context.Context, team, user string) ([]Passkey, error)
-	// AddPasskey registers p; ErrPasskeyLimit past MaxPasskeys.
+	// AddPasskey registers p; ErrPasskeyLimit past MaxPasskeys,
+	// ErrPasskeyExists (nothing changed) when the person has p.ID already.
 	AddPasskey(ctx context.Context, team, user string, p Passkey) error
 	// RemovePasskey forgets the passkey; false when there was none.
 	RemovePasskey(ctx context.Context, team, user, id string) (bool, error)
@@ -116,6 +120,13 @@ type Store interface {
 	// UseTOTPStep records step as used: false when it, or a later step,
 	// was used already (RFC 6238 §5.2: a code is accepted once).
 	UseTOTPStep(ctx context.Context, team, user string, step int64) (bool, error)
+	// TOTPFailures returns how many wrong codes were counted against
+	// scope (a link) and against the person in the current window.
+	TOTPFailures(ctx context.Context, team, user, scope string) (scopeN, personN int, err error)
+	// TOTPFailed counts one wrong code against scope (forgotten after
+	// scopeTTL) and against the person (forgotten window after the
+	// window's first), atomically, and returns both counts.
+	TOTPFailed(ctx context.Context, team, user, scope string, scopeTTL, window time.Duration) (scopeN, personN int, err error)
 }
 
 // Passkey is one registered WebAuthn credential.

@@ -37,6 +37,9 @@ var (
 	ErrPasskeyGone = errors.New("passkey not registered")
 	// ErrSignCount: a use whose signature counter did not advance.
 	ErrSignCount = errors.New("signature counter did not advance")
+	// ErrPasskeyExists: the person has a passkey with this id already;
+	// it is kept as it was.
+	ErrPasskeyExists = errors.New("passkey already registered")
 )
 
 // MaxPasskeys is how many passkeys one person may register.
@@ -108,7 +111,10 @@ func (s *Store) Passkeys(ctx context.Context, team, user string) ([]StoredPasske
 }
 
 // AddPasskey registers p; ErrPasskeyLimit when the person has MaxPasskeys
-// already. Registering an id again replaces it.
+// already; ErrPasskeyExists, changing nothing, when they have p.ID
+// already: a registration never replaces a credential (its key, its
+// counter), so that one that slipped past the page's checks cannot reset
+// a counter or swap a public key.
 func (s *Store) AddPasskey(ctx context.Context, team, user string, p StoredPasskey) error {
 	if err := person(team, user); err != nil {
 		return err
@@ -125,19 +131,23 @@ func (s *Store) AddPasskey(ctx context.Context, team, user string, p StoredPassk
 	if err != nil {
 		return fmt.Errorf("add passkey: %w", err)
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return ErrPasskeyLimit
+	case -1:
+		return ErrPasskeyExists
 	}
 	return nil
 }
 
 // passkeyAddScript adds a passkey unless the person has the most already.
 // KEYS: the person's hash. ARGV: id, credential JSON, sign count, limit,
-// ttl (ms). Returns 1, or 0 at the limit.
+// ttl (ms). Returns 1, 0 at the limit, or -1 when the id is there already.
 var passkeyAddScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'c:' .. ARGV[1]) == 1 then return -1 end
 local n = 0
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if string.sub(f, 1, 2) == 'c:' and f ~= 'c:' .. ARGV[1] then n = n + 1 end
+  if string.sub(f, 1, 2) == 'c:' then n = n + 1 end
 end
 if n >= tonumber(ARGV[4]) then return 0 end
 redis.call('HSET', KEYS[1], 'c:' .. ARGV[1], ARGV[2], 'n:' .. ARGV[1], ARGV[3])
@@ -270,6 +280,57 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
 
+// TOTPFailures returns the wrong one-time codes counted against scope (a
+// link) and against the person in the current window.
+func (s *Store) TOTPFailures(ctx context.Context, team, user, scope string) (int, int, error) {
+	if err := person(team, user); err != nil {
+		return 0, 0, err
+	}
+	var out [2]int
+	for i, k := range []string{s.totpFailKey(scope), s.totpFailKey(team + ":" + user)} {
+		n, err := s.rdb.Get(ctx, k).Int()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, 0, fmt.Errorf("totp failures: %w", err)
+		}
+		out[i] = n
+	}
+	return out[0], out[1], nil
+}
+
+// TOTPFailed counts one wrong code against scope (the count kept for
+// scopeTTL) and against the person (kept for window from the window's
+// first wrong code: a fixed window, so the limit lifts all at once). Each
+// count is one atomic INCR, so racing guesses are all counted; the two
+// keys are counted apart (they may live in different cluster slots). It
+// returns both counts.
+func (s *Store) TOTPFailed(ctx context.Context, team, user, scope string, scopeTTL, window time.Duration) (int, int, error) {
+	if err := person(team, user); err != nil {
+		return 0, 0, err
+	}
+	var out [2]int
+	for i, c := range []struct {
+		key string
+		ttl time.Duration
+	}{{s.totpFailKey(scope), max(scopeTTL, time.Second)}, {s.totpFailKey(team + ":" + user), window}} {
+		n, err := totpFailScript.Run(ctx, s.rdb, []string{c.key}, c.ttl.Milliseconds()).Int()
+		if err != nil {
+			return 0, 0, fmt.Errorf("totp failed: %w", err)
+		}
+		out[i] = n
+	}
+	return out[0], out[1], nil
+}
+
+func (s *Store) totpFailKey(what string) string { return s.key("totpfail:" + what) }
+
+// totpFailScript: KEYS: a counter. ARGV: its ttl (ms), set when it
+// starts. Returns the count.
+var totpFailScript = redis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n
+`)
+
 // SaveRegistration stores a registration link until it expires (by the
 // store's clock).
 func (s *Store) SaveRegistration(ctx context.Context, l Registration) error {
@@ -334,6 +395,9 @@ func (s *Store) registration(cmd *redis.StringCmd) (*Registration, error) {
 const (
 	AuditPasskeyAdded   AuditType = "passkey_added"
 	AuditPasskeyRemoved AuditType = "passkey_removed"
+	// AuditTOTPLocked: too many wrong one-time codes for the person in
+	// the window; codes are refused until it passes.
+	AuditTOTPLocked AuditType = "totp_locked"
 )
 
 // AuditPasskey appends a passkey's registration or removal to the audit

@@ -29,15 +29,15 @@ func TestPasskeysAddListRemove(t *testing.T) {
 	if !errors.Is(err, store.ErrPasskeyLimit) {
 		t.Fatalf("AddPasskey past the limit = %v; want ErrPasskeyLimit", err)
 	}
-	// Registering an id again replaces it and is not refused at the limit.
-	if err := s.AddPasskey(ctx, "T1", "U1", store.StoredPasskey{ID: "cred0", Name: "renamed", Credential: json.RawMessage(`{}`), Added: t0}); err != nil {
-		t.Fatalf("AddPasskey again: %v", err)
+	// Registering an id again is refused as such, even at the limit.
+	if err := s.AddPasskey(ctx, "T1", "U1", store.StoredPasskey{ID: "cred0", Name: "renamed", Credential: json.RawMessage(`{}`), Added: t0}); !errors.Is(err, store.ErrPasskeyExists) {
+		t.Fatalf("AddPasskey again = %v; want ErrPasskeyExists", err)
 	}
 	got, err := s.Passkeys(ctx, "T1", "U1")
 	if err != nil || len(got) != store.MaxPasskeys {
 		t.Fatalf("Passkeys = %d, %v; want %d", len(got), err, store.MaxPasskeys)
 	}
-	if got[0].ID != "cred0" || got[0].Name != "renamed" || got[3].SignCount != 3 || !got[3].Added.Equal(t0.Add(3*time.Second)) {
+	if got[0].ID != "cred0" || got[0].Name != "key 0" || got[3].SignCount != 3 || !got[3].Added.Equal(t0.Add(3*time.Second)) {
 		t.Errorf("Passkeys[0], [3] = %+v, %+v", got[0], got[3])
 	}
 	// Another person's are their own.
@@ -196,5 +196,49 @@ func TestAuditPasskey(t *testing.T) {
 	ev := evs[0]
 	if ev.Type != store.AuditPasskeyAdded || ev.By != "U1" || ev.Decision != "webauthn" || ev.Detail != `{"team":"T1","cred":"cred0","name":"laptop"}` {
 		t.Errorf("audit event = %+v", ev)
+	}
+}
+
+// TestPasskeyAddRefusesAnExistingID: adding a credential id the person
+// has already fails and keeps the stored one (its key, name, counter).
+func TestPasskeyAddRefusesAnExistingID(t *testing.T) {
+	e := newEnv(t)
+	s, ctx := e.store(), t.Context()
+	t0 := e.clock.Now()
+	if err := s.AddPasskey(ctx, "T1", "U1", store.StoredPasskey{ID: "cred0", Name: "laptop", Credential: json.RawMessage(`{"k":1}`), SignCount: 7, Added: t0}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.AddPasskey(ctx, "T1", "U1", store.StoredPasskey{ID: "cred0", Name: "evil", Credential: json.RawMessage(`{"k":2}`), SignCount: 0, Added: t0})
+	if err == nil {
+		t.Fatal("AddPasskey of an id already there succeeded; want it refused")
+	}
+	got, _ := s.Passkeys(ctx, "T1", "U1")
+	if len(got) != 1 || got[0].Name != "laptop" || got[0].SignCount != 7 || string(got[0].Credential) != `{"k":1}` {
+		t.Errorf("Passkeys = %+v; want the first kept as it was", got)
+	}
+}
+
+// TestTOTPFailuresCountAndDecay: wrong codes count per link and per
+// person; the person's count lasts its window from the first.
+func TestTOTPFailuresCountAndDecay(t *testing.T) {
+	e := newEnv(t)
+	s, ctx := e.store(), t.Context()
+	for i := 1; i <= 3; i++ {
+		a, b, err := s.TOTPFailed(ctx, "T1", "U1", "stepup:L1", time.Minute, time.Hour)
+		if err != nil || a != i || b != i {
+			t.Fatalf("TOTPFailed #%d = %d, %d, %v", i, a, b, err)
+		}
+	}
+	if a, b, err := s.TOTPFailed(ctx, "T1", "U1", "stepup:L2", time.Minute, time.Hour); err != nil || a != 1 || b != 4 {
+		t.Fatalf("another link = %d, %d, %v; want 1, 4", a, b, err)
+	}
+	if a, b, _ := s.TOTPFailures(ctx, "T1", "U1", "stepup:L1"); a != 3 || b != 4 {
+		t.Errorf("TOTPFailures = %d, %d; want 3, 4", a, b)
+	}
+	if a, b, _ := s.TOTPFailures(ctx, "T1", "U2", "stepup:L9"); a != 0 || b != 0 {
+		t.Errorf("another person's = %d, %d; want 0, 0", a, b)
+	}
+	if ttl := e.rdb.PTTL(ctx, e.prefix+"totpfail:T1:U1").Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("the person's counter has TTL %v; want at most the window", ttl)
 	}
 }

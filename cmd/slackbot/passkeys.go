@@ -105,8 +105,11 @@ func (p passkeyStore) Passkeys(ctx context.Context, team, user string) ([]stepup
 
 func (p passkeyStore) AddPasskey(ctx context.Context, team, user string, k stepup.Passkey) error {
 	err := p.s.AddPasskey(ctx, team, user, store.StoredPasskey{ID: k.ID, Name: k.Name, Credential: k.Credential, SignCount: k.SignCount, Added: k.Added})
-	if errors.Is(err, store.ErrPasskeyLimit) {
+	switch {
+	case errors.Is(err, store.ErrPasskeyLimit):
 		return fmt.Errorf("%w: %w", stepup.ErrPasskeyLimit, err)
+	case errors.Is(err, store.ErrPasskeyExists):
+		return fmt.Errorf("%w: %w", stepup.ErrPasskeyExists, err)
 	}
 	return err
 }
@@ -164,4 +167,12 @@ func (p passkeyStore) RemoveTOTP(ctx context.Context, team, user string) (bool, 
 
 func (p passkeyStore) UseTOTPStep(ctx context.Context, team, user string, step int64) (bool, error) {
 	return p.s.UseTOTPStep(ctx, team, user, step)
+}
+
+func (p passkeyStore) TOTPFailures(ctx context.Context, team, user, scope string) (int, int, error) {
+	return p.s.TOTPFailures(ctx, team, user, scope)
+}
+
+func (p passkeyStore) TOTPFailed(ctx context.Context, team, user, scope string, scopeTTL, window time.Duration) (int, int, error) {
+	return p.s.TOTPFailed(ctx, team, user, scope, scopeTTL, window)
 }

@@ -8,6 +8,7 @@
   const button = document.getElementById("go");
   const message = document.getElementById("message");
   if (!page || !form) return;
+  let held = null; // an existing passkey's assertion, until posted
 
   const b64u = {
     decode(s) {
@@ -65,17 +66,31 @@
     }
     button.disabled = true;
     try {
-      const options = JSON.parse(page.dataset.options);
-      const create = page.dataset.ceremony === "create";
-      const cred = create
-        ? await navigator.credentials.create(creationOptions(options))
-        : await navigator.credentials.get(requestOptions(options));
-      const body = { credential: credentialJSON(cred) };
+      const body = {};
+      // A person who has a passkey already proves it before another
+      // credential is added: get() over data-assert, then the ceremony,
+      // on this one click. The assertion is kept, so that should the
+      // browser refuse the second prompt, the next click runs only it.
+      if (page.dataset.assert) {
+        if (!held) held = credentialJSON(await navigator.credentials.get(requestOptions(JSON.parse(page.dataset.assert))));
+        body.assertion = held;
+      }
+      if (page.dataset.options) {
+        const options = JSON.parse(page.dataset.options);
+        const create = page.dataset.ceremony === "create";
+        const cred = create
+          ? await navigator.credentials.create(creationOptions(options))
+          : await navigator.credentials.get(requestOptions(options));
+        body.credential = credentialJSON(cred);
+      }
       const name = document.getElementById("name");
       if (name) body.name = name.value;
+      const code = document.getElementById("code");
+      if (code && form.contains(code)) body.code = code.value;
       const res = await fetch(page.dataset.action, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), credentials: "same-origin" });
       const answer = await res.json();
       show(answer.message, answer.ok);
+      held = null;
       if (answer.ok) form.hidden = true;
       else button.disabled = false;
     } catch (e) {
