@@ -20,7 +20,9 @@ type memStore struct {
 	regs   map[string]RegistrationLink
 	events []PasskeyEvent
 	fails  map[string]failCount
-	now    func() time.Time
+	// removed is when each person last removed a credential.
+	removed map[string]time.Time
+	now     func() time.Time
 }
 
 type failCount struct {
@@ -29,7 +31,7 @@ type failCount struct {
 }
 
 func newMemStore(now func() time.Time) *memStore {
-	return &memStore{keys: map[string][]Passkey{}, totp: map[string][]byte{}, step: map[string]int64{}, regs: map[string]RegistrationLink{}, fails: map[string]failCount{}, now: now}
+	return &memStore{keys: map[string][]Passkey{}, totp: map[string][]byte{}, step: map[string]int64{}, regs: map[string]RegistrationLink{}, fails: map[string]failCount{}, removed: map[string]time.Time{}, now: now}
 }
 
 func who(team, user string) string { return team + "/" + user }
@@ -62,7 +64,14 @@ func (m *memStore) RemovePasskey(_ context.Context, team, user, id string) (bool
 		return false, nil
 	}
 	m.keys[who(team, user)] = slices.Delete(ks, i, i+1)
+	m.removed[who(team, user)] = m.now()
 	return true, nil
+}
+
+func (m *memStore) LastRemoval(_ context.Context, team, user string) (time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.removed[who(team, user)], nil
 }
 
 func (m *memStore) UsePasskey(_ context.Context, team, user, id string, n uint32, at time.Time) error {
@@ -134,6 +143,9 @@ func (m *memStore) RemoveTOTP(_ context.Context, team, user string) (bool, error
 	defer m.mu.Unlock()
 	_, ok := m.totp[who(team, user)]
 	delete(m.totp, who(team, user))
+	if ok {
+		m.removed[who(team, user)] = m.now()
+	}
 	return ok, nil
 }
 

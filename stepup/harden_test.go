@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 
@@ -252,4 +253,39 @@ func TestEnrolmentGuessesBurnTheLink(t *testing.T) {
 	if w := hs.postForm(path+"/totp", url.Values{"code": {totpAt(secret, stepOf(hs.clock.Now()))}}); w.Code == http.StatusOK {
 		t.Fatalf("enrolment after three wrong codes: %d", w.Code)
 	}
+}
+
+// TestFirstPasskeyWaitsAfterARemoval: removing is a click in Slack, so a
+// stolen Slack session could remove Alice's only passkey and add its own
+// at once. After a removal, a first credential waits RecoveryDelay: the
+// page says until when, nothing is stored; afterwards it is added.
+func TestFirstPasskeyWaitsAfterARemoval(t *testing.T) {
+	hs := newHarness(t)
+	hs.register("T1", "UALICE")
+	keys, _ := hs.store.Passkeys(t.Context(), "T1", "UALICE")
+	if err := hs.h.Remove(t.Context(), "T1", "UALICE", keys[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	link, _, err := hs.h.RegistrationLink(t.Context(), "T1", "UALICE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimPrefix(link, testOrigin)
+	if w := hs.do(http.MethodGet, path, "", nil); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "can be added from") {
+		t.Fatalf("the registration page right after the removal: %d %s; want it refused, saying until when", w.Code, w.Body)
+	}
+	// A script that skips the page is refused the same way.
+	l, err := hs.store.RegistrationLink(t.Context(), strings.TrimPrefix(path, "/passkeys/"))
+	if err != nil || l == nil {
+		t.Fatalf("the registration link: %v, %v", l, err)
+	}
+	mallory := webauthntest.New(t, testHost, userHandle("T1", "UALICE"))
+	if code, a := hs.postJSON(path, map[string]any{"credential": mallory.Create(t, derive("slackbot passkey registration v1", *l), testOrigin), "name": "mallory"}); code != http.StatusForbidden || a.OK || !strings.Contains(a.Message, "can be added from") {
+		t.Errorf("a credential posted right after the removal: %d %+v; want 403", code, a)
+	}
+	if keys, _ := hs.store.Passkeys(t.Context(), "T1", "UALICE"); len(keys) != 0 {
+		t.Errorf("passkeys after the refused registration: %d; want none", len(keys))
+	}
+	hs.clock.Advance(RecoveryDelay + time.Minute)
+	hs.register("T1", "UALICE")
 }

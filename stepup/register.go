@@ -186,7 +186,7 @@ func (h *Handler) proveOwner(ctx context.Context, l RegistrationLink, p *person,
 		return http.StatusServiceUnavailable, msgTryAgain
 	}
 	if secret == nil {
-		return 0, ""
+		return h.recovering(ctx, l)
 	}
 	if pr.Current == "" {
 		return http.StatusForbidden, msgNeedCode
@@ -196,6 +196,24 @@ func (h *Handler) proveOwner(ctx context.Context, l RegistrationLink, p *person,
 			msg = "That code from your authenticator app is not valid now, or was used already. Nothing changed. Wait for the next code and try again."
 		}
 		return status, msg
+	}
+	return 0, ""
+}
+
+// msgRecovering refuses a first credential too soon after the last one
+// was removed.
+const msgRecovering = "You removed your last passkey or authenticator app at %s. So that someone holding your Slack session cannot remove yours and add their own, a new one can be added from %s. If you did not remove it, tell your admins now. Nothing changed."
+
+// recovering refuses (403) the first credential of link l's person while
+// their last removal is less than Config.RecoveryDelay ago; 0 otherwise.
+func (h *Handler) recovering(ctx context.Context, l RegistrationLink) (int, string) {
+	at, err := h.cfg.Store.LastRemoval(ctx, l.Team, l.User)
+	if err != nil {
+		h.cfg.Log.Error("stepup: read the last removal", "err", err)
+		return http.StatusServiceUnavailable, msgTryAgain
+	}
+	if until := at.Add(h.cfg.RecoveryDelay); !at.IsZero() && h.cfg.Now().Before(until) {
+		return http.StatusForbidden, fmt.Sprintf(msgRecovering, textMarks{}.Time(at), textMarks{}.Time(until))
 	}
 	return 0, ""
 }
@@ -236,6 +254,14 @@ func (h *Handler) registerPage(w http.ResponseWriter, r *http.Request) {
 	if len(p.keys) >= MaxPasskeys {
 		h.refuse(w, http.StatusConflict, "Too many passkeys", msgRegLimit)
 		return
+	}
+	if len(p.creds) == 0 {
+		if secret, _, err := h.cfg.Store.TOTP(ctx, l.Team, l.User); err == nil && secret == nil {
+			if status, msg := h.recovering(ctx, *l); status != 0 {
+				h.refuse(w, status, "Not yet", msg)
+				return
+			}
+		}
 	}
 	opts, _, err := h.beginRegistration(p, *l)
 	var attr, assert string

@@ -58,6 +58,11 @@ type Approvals interface {
 	CompleteStepUp(ctx context.Context, id, team, user string, proof approval.StepUp) (*approval.Decided, error)
 }
 
+// RecoveryDelay is Config.RecoveryDelay's default: a day, in which the
+// person is told twice in Slack (the removal, and the refused
+// registration) and the audit stream shows both.
+const RecoveryDelay = 24 * time.Hour
+
 // Config is what New needs.
 type Config struct {
 	// PublicURL is slackbot's public URL (PUBLIC_URL): the pages answer
@@ -78,6 +83,11 @@ type Config struct {
 	Now func() time.Time
 	// Log receives what went wrong inside (never a secret); nil: discard.
 	Log *slog.Logger
+	// RecoveryDelay is how long after a person removed a credential a
+	// first one (they have none left) may be added; 0: RecoveryDelay.
+	// Removing is a click in Slack: without the delay a stolen Slack
+	// session could remove a person's passkeys and at once add its own.
+	RecoveryDelay time.Duration
 	// Note is a line every page that asks for a passkey shows under its
 	// button; empty: none. `slackbot dev` says there how to get a passkey
 	// in a browser made for testing, which has none.
@@ -117,6 +127,9 @@ type Store interface {
 	// RemoveTOTP forgets the person's TOTP secret; false when there was
 	// none.
 	RemoveTOTP(ctx context.Context, team, user string) (bool, error)
+	// LastRemoval returns when the person last removed a passkey or their
+	// TOTP secret (RemovePasskey, RemoveTOTP note it); zero when never.
+	LastRemoval(ctx context.Context, team, user string) (time.Time, error)
 	// UseTOTPStep records step as used: false when it, or a later step,
 	// was used already (RFC 6238 §5.2: a code is accepted once).
 	UseTOTPStep(ctx context.Context, team, user string, step int64) (bool, error)
@@ -200,6 +213,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Approvals == nil || cfg.Store == nil {
 		return nil, errors.New("stepup: Approvals and Store are required")
+	}
+	if cfg.RecoveryDelay <= 0 {
+		cfg.RecoveryDelay = RecoveryDelay
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

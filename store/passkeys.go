@@ -161,11 +161,39 @@ func (s *Store) RemovePasskey(ctx context.Context, team, user, id string) (bool,
 	if err := person(team, user); err != nil {
 		return false, err
 	}
-	n, err := s.rdb.HDel(ctx, s.passkeysKey(team, user), "c:"+id, "n:"+id, "u:"+id).Result()
+	n, err := removeCredentialScript.Run(ctx, s.rdb, []string{s.passkeysKey(team, user)}, ms(s.now()), "c:"+id, "n:"+id, "u:"+id).Int()
 	if err != nil {
 		return false, fmt.Errorf("remove passkey: %w", err)
 	}
 	return n > 0, nil
+}
+
+// removeCredentialScript deletes the fields of one of a person's
+// credentials and, when there was one, notes when in the field
+// "removed" (LastRemoval), in the same step.
+// KEYS: the person's hash. ARGV: now (ms), the fields.
+var removeCredentialScript = redis.NewScript(`
+local n = redis.call('HDEL', KEYS[1], unpack(ARGV, 2))
+if n > 0 then redis.call('HSET', KEYS[1], 'removed', ARGV[1]) end
+return n
+`)
+
+// LastRemoval returns when the person last removed a passkey or their
+// TOTP secret: zero when never (or longer ago than their credentials
+// are kept). Package stepup holds a first registration back for a while
+// after it (stepup.RecoveryDelay).
+func (s *Store) LastRemoval(ctx context.Context, team, user string) (time.Time, error) {
+	if err := person(team, user); err != nil {
+		return time.Time{}, err
+	}
+	v, err := s.rdb.HGet(ctx, s.passkeysKey(team, user), "removed").Result()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("last removal: %w", err)
+	}
+	return fromMS(v), nil
 }
 
 // UsePasskey records a use of the passkey with the authenticator's
@@ -250,7 +278,7 @@ func (s *Store) RemoveTOTP(ctx context.Context, team, user string) (bool, error)
 	if err := person(team, user); err != nil {
 		return false, err
 	}
-	n, err := s.rdb.HDel(ctx, s.passkeysKey(team, user), "totp", "totp_at", "totp_step").Result()
+	n, err := removeCredentialScript.Run(ctx, s.rdb, []string{s.passkeysKey(team, user)}, ms(s.now()), "totp", "totp_at", "totp_step").Int()
 	if err != nil {
 		return false, fmt.Errorf("remove totp: %w", err)
 	}

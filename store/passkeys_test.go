@@ -242,3 +242,38 @@ func TestTOTPFailuresCountAndDecay(t *testing.T) {
 		t.Errorf("the person's counter has TTL %v; want at most the window", ttl)
 	}
 }
+
+// TestLastRemoval: removing a passkey or the TOTP secret notes when, in
+// the same step; removing what is not there notes nothing.
+func TestLastRemoval(t *testing.T) {
+	e := newEnv(t)
+	s, ctx := e.store(), t.Context()
+	if at, err := s.LastRemoval(ctx, "T1", "U1"); err != nil || !at.IsZero() {
+		t.Fatalf("LastRemoval of nobody = %v, %v; want zero", at, err)
+	}
+	if err := s.AddPasskey(ctx, "T1", "U1", store.StoredPasskey{ID: "cred", Name: "key", Credential: json.RawMessage(`{"id":"x"}`), Added: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.RemovePasskey(ctx, "T1", "U1", "nope"); ok || err != nil {
+		t.Fatalf("RemovePasskey of an unknown id = %v, %v", ok, err)
+	}
+	if at, _ := s.LastRemoval(ctx, "T1", "U1"); !at.IsZero() {
+		t.Errorf("LastRemoval after removing nothing = %v; want zero", at)
+	}
+	removed := e.clock.Now()
+	if ok, err := s.RemovePasskey(ctx, "T1", "U1", "cred"); !ok || err != nil {
+		t.Fatalf("RemovePasskey = %v, %v", ok, err)
+	}
+	if at, err := s.LastRemoval(ctx, "T1", "U1"); err != nil || !at.Equal(removed.Truncate(time.Millisecond)) {
+		t.Errorf("LastRemoval after a removal = %v, %v; want %v", at, err, removed)
+	}
+	if err := s.SetTOTP(ctx, "T1", "U2", []byte("12345678901234567890"), e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.RemoveTOTP(ctx, "T1", "U2"); !ok || err != nil {
+		t.Fatalf("RemoveTOTP = %v, %v", ok, err)
+	}
+	if at, _ := s.LastRemoval(ctx, "T1", "U2"); at.IsZero() {
+		t.Error("LastRemoval after removing the TOTP secret is zero")
+	}
+}

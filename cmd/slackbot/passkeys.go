@@ -165,6 +165,10 @@ func (p passkeyStore) RemoveTOTP(ctx context.Context, team, user string) (bool, 
 	return p.s.RemoveTOTP(ctx, team, user)
 }
 
+func (p passkeyStore) LastRemoval(ctx context.Context, team, user string) (time.Time, error) {
+	return p.s.LastRemoval(ctx, team, user)
+}
+
 func (p passkeyStore) UseTOTPStep(ctx context.Context, team, user string, step int64) (bool, error) {
 	return p.s.UseTOTPStep(ctx, team, user, step)
 }
