@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // preview is the start of a long text for people, and how long the whole
@@ -293,10 +295,4 @@ func revealedLen(s []byte, keepBreaks bool) int {
 }
 
 // writeEscape writes r, an invisible character (below U+10000), as \uXXXX.
-func writeEscape(b *strings.Builder, r rune) {
-	const hex = "0123456789abcdef"
-	b.WriteString(`\u`)
-	for shift := 12; shift >= 0; shift -= 4 {
-		b.WriteByte(hex[(r>>shift)&0xf])
-	}
-}
+func writeEscape(b *strings.Builder, r rune) { approval.WriteEscape(b, r) }

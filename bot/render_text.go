@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
+	"github.com/slackapprove/slackbot/approval"
 )
 
 // codeBlock is a code block cut to fit a text object.
@@ -200,36 +201,11 @@ func neutralRune(r rune) string {
 	return escapeRune(r)
 }
 
-// reveal replaces invalid UTF-8 and characters that are invisible or
-// reorder text (bidi controls, zero-width characters, control characters)
-// with \uXXXX, so a call cannot look different from what it is. Line
-// breaks and tabs are kept when keepBreaks.
-func reveal(s string, keepBreaks bool) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s { // each invalid byte is one utf8.RuneError
-		if invisible(r) && !((r == '\n' || r == '\t') && keepBreaks) {
-			writeEscape(&b, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// reveal is approval.Reveal: what the card shows of a call's text.
+func reveal(s string, keepBreaks bool) string { return approval.Reveal(s, keepBreaks) }
 
-func invisible(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r < 0xa0:
-		return true
-	case r >= 0x200b && r <= 0x200f, // zero-width spaces, joiners, marks
-		r >= 0x2028 && r <= 0x202e, // separators, bidi embeddings and overrides
-		r >= 0x2060 && r <= 0x2064, // word joiner, invisible operators
-		r >= 0x2066 && r <= 0x2069, // bidi isolates
-		r == 0x061c, r == 0xfeff:
-		return true
-	}
-	return false
-}
+// invisible is approval.Invisible.
+func invisible(r rune) bool { return approval.Invisible(r) }
 
 // textLen is the length of s in UTF-16 code units: Slack's character count
 // or more, so limits checked with it hold.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol"
 
+	"github.com/slackapprove/slackbot/agentrunner"
 	"github.com/slackapprove/slackbot/internal/webauthntest"
 )
 
@@ -288,4 +289,24 @@ func TestFirstPasskeyWaitsAfterARemoval(t *testing.T) {
 	}
 	hs.clock.Advance(RecoveryDelay + time.Minute)
 	hs.register("T1", "UALICE")
+}
+
+// TestPageRevealsInvisibleCharacters: the step-up page shows a call as
+// the card does, with characters that are invisible or reorder text
+// (here a right-to-left override that would make "gro.evil" read
+// "live.org") written as \uXXXX, in the tool's name and its arguments.
+func TestPageRevealsInvisibleCharacters(t *testing.T) {
+	hs := newHarness(t)
+	hs.register("T1", "UALICE")
+	hostile := agentrunner.ToolCallPart{ToolName: "send_payout\u200b", ToolCallID: "call-9",
+		Args: json.RawMessage("{\"amount\":50000,\"to\":\"acct-42 \u202egro.evil\"}")}
+	hs.ap.add("LH", "T1", "UALICE", []string{MethodWebAuthn}, hostile)
+	w := hs.do(http.MethodGet, "/step-up/LH", "", nil)
+	body := w.Body.String()
+	if w.Code != http.StatusOK || strings.ContainsRune(body, '\u202e') || strings.ContainsRune(body, '\u200b') {
+		t.Fatalf("the page: %d, with the raw override or zero-width space in it", w.Code)
+	}
+	if !strings.Contains(body, `\u202egro.evil`) || !strings.Contains(body, `send_payout\u200b`) {
+		t.Errorf("the page does not show the hidden characters as \\uXXXX:\n%s", body)
+	}
 }

@@ -176,6 +176,10 @@ func viewOf(v approval.CallView) callView {
 			cv.Text = string(args)
 		}
 	}
+	// What the card reveals the page reveals too: invisible and
+	// reordering characters as \uXXXX, so the call looks as it is.
+	cv.Tool, cv.Lead, cv.Requester = approval.Reveal(cv.Tool, false), approval.Reveal(cv.Lead, false), approval.Reveal(cv.Requester, false)
+	cv.Text = approval.Reveal(cv.Text, true)
 	if len(cv.Text) > maxShown {
 		cut := maxShown
 		for cut > 0 && cv.Text[cut] >= 0x80 && cv.Text[cut] < 0xC0 {
