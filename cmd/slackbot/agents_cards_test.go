@@ -19,14 +19,19 @@ import (
 )
 
 // hookEvent is a Claude Code PreToolUse or Codex PermissionRequest event
-// of tool with input.
+// of tool with input; Codex's also names its turn and model, as Codex
+// 0.171.0 sends them.
 func hookEvent(t *testing.T, event, cwd, tool string, input any) []byte {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{
+	ev := map[string]any{
 		"session_id": "5e551011-0000-4000-8000-000000000001", "cwd": cwd, "hook_event_name": event,
 		"permission_mode": "default", "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_" + strings.ToLower(tool),
-		"turn_id": "turn-1", "model": "gpt-5-codex", "transcript_path": "/dev/null",
-	})
+		"transcript_path": "/dev/null",
+	}
+	if event == "PermissionRequest" {
+		ev["turn_id"], ev["model"] = "turn-1", "gpt-5-codex"
+	}
+	b, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
