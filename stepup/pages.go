@@ -76,7 +76,7 @@ type page struct {
 type callView struct {
 	Tool, Lead, Label, Text string
 	Cut                     bool
-	Requester, Route        string
+	Requester               string
 	Expires                 string
 }
 
@@ -151,7 +151,8 @@ const maxShown = 64 << 10
 // asked, the route and the expiry.
 func viewOf(v approval.CallView) callView {
 	m := textMarks{}
-	cv := callView{Tool: v.ToolName, Route: v.Route, Requester: approval.RequesterLine(v, m)}
+	// The requester's line names the route too, as on the card.
+	cv := callView{Tool: v.ToolName, Requester: approval.RequesterLine(v, m)}
 	if v.ToolLabel != "" {
 		cv.Tool = v.ToolLabel
 	}
