@@ -251,13 +251,19 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, l *approval.S
 // writeAnswerOrPage answers a form's POST with a page and the script's
 // with JSON.
 func writeAnswerOrPage(w http.ResponseWriter, r *http.Request, h *Handler, status int, ok bool, msg string) {
+	answerOrPage(w, r, h, status, ok, msg, "Approved", "Not approved")
+}
+
+// answerOrPage answers the script's POST with JSON, and a form's with a
+// page headed done or, when !ok, failed.
+func answerOrPage(w http.ResponseWriter, r *http.Request, h *Handler, status int, ok bool, msg, done, failed string) {
 	if r.Header.Get("Content-Type") == "application/json" {
 		writeAnswer(w, status, ok, msg)
 		return
 	}
-	heading := "Approved"
+	heading := done
 	if !ok {
-		heading = "Not approved"
+		heading = failed
 	}
 	h.render(w, status, page{Kind: "message", Title: heading, Heading: heading, Message: msg, OK: ok})
 }

@@ -508,13 +508,5 @@ func (h *Handler) registerTOTP(w http.ResponseWriter, r *http.Request) {
 // regAnswer answers the app's enrolment: JSON to the script, a page to
 // the form.
 func regAnswer(w http.ResponseWriter, r *http.Request, h *Handler, status int, ok bool, msg string) {
-	if r.Header.Get("Content-Type") == "application/json" {
-		writeAnswer(w, status, ok, msg)
-		return
-	}
-	heading := "Authenticator app set up"
-	if !ok {
-		heading = "Not set up"
-	}
-	h.render(w, status, page{Kind: "message", Title: heading, Heading: heading, Message: msg, OK: ok})
+	answerOrPage(w, r, h, status, ok, msg, "Authenticator app set up", "Not set up")
 }
