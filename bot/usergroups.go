@@ -125,8 +125,14 @@ func (a *Usergroups) Members(ctx context.Context, group string) ([]string, error
 	if limited {
 		return nil, fmt.Errorf("usergroup %s members: %w", group, errUsergroupsRateLimited)
 	}
+	result := a.lookup(group)
+	if ctx.Err() != nil {
+		// A caller that cannot wait gets its context's error, whether or
+		// not the lookup it started (for the next caller) is quick.
+		return nil, fmt.Errorf("usergroup %s members: %w", group, context.Cause(ctx))
+	}
 	select {
-	case r := <-a.lookup(group):
+	case r := <-result:
 		return r.members, r.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("usergroup %s members: %w", group, context.Cause(ctx))

@@ -122,10 +122,13 @@ func TestStaleMembersAreServedWhileRefreshed(t *testing.T) {
 	fake.AddUsergroup(slackfake.Usergroup{ID: smGroup, Handle: "finance", Members: []string{smApprover, smStranger}})
 
 	clock.Add(2 * time.Minute) // stale
-	for range 3 {
+	for i := range 3 {
 		got, err := a.Members(cancelled(t), smGroup)
-		if err != nil || !slices.Equal(got, []string{smApprover}) {
-			t.Fatalf("stale members: got %v, %v; want the cached ones at once", got, err)
+		// The first stale read starts the refresh; a later one may find
+		// it done already, and then gets the new members.
+		fresh := i > 0 && slices.Equal(got, []string{smApprover, smStranger})
+		if err != nil || !slices.Equal(got, []string{smApprover}) && !fresh {
+			t.Fatalf("stale read %d: got %v, %v; want the cached members at once (or, after the first, the refreshed ones)", i+1, got, err)
 		}
 	}
 	a.Wait()
