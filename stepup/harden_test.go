@@ -310,3 +310,29 @@ func TestPageRevealsInvisibleCharacters(t *testing.T) {
 		t.Errorf("the page does not show the hidden characters as \\uXXXX:\n%s", body)
 	}
 }
+
+// TestFirstAppWaitsAfterARemoval: the authenticator app's set-up page
+// refuses a first credential after a removal too, as its POST does.
+func TestFirstAppWaitsAfterARemoval(t *testing.T) {
+	hs := newHarness(t)
+	hs.register("T1", "UALICE")
+	keys, _ := hs.store.Passkeys(t.Context(), "T1", "UALICE")
+	if err := hs.h.Remove(t.Context(), "T1", "UALICE", keys[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	link, _, err := hs.h.RegistrationLink(t.Context(), "T1", "UALICE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimPrefix(link, testOrigin) + "/totp"
+	if w := hs.do(http.MethodGet, path, "", nil); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "can be added from") {
+		t.Fatalf("the app's set-up page right after the removal: %d; want it refused, saying until when", w.Code)
+	}
+	hs.clock.Advance(RecoveryDelay + time.Minute)
+	if link, _, err = hs.h.RegistrationLink(t.Context(), "T1", "UALICE"); err != nil {
+		t.Fatal(err)
+	}
+	if w := hs.do(http.MethodGet, strings.TrimPrefix(link, testOrigin)+"/totp", "", nil); w.Code != http.StatusOK {
+		t.Errorf("the app's set-up page a day later: %d; want it shown", w.Code)
+	}
+}

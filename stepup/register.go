@@ -218,6 +218,22 @@ func (h *Handler) recovering(ctx context.Context, l RegistrationLink) (int, stri
 	return 0, ""
 }
 
+// refuseRecovering refuses, on a registration page, a first credential
+// (the person has no passkey, assert empty, and no app) while their last
+// removal is recent (recovering), as the POST that follows would be; it
+// reports whether it did.
+func (h *Handler) refuseRecovering(ctx context.Context, w http.ResponseWriter, l RegistrationLink, assert string, hasTOTP bool) bool {
+	if assert != "" || hasTOTP {
+		return false
+	}
+	status, msg := h.recovering(ctx, l)
+	if status == 0 {
+		return false
+	}
+	h.refuse(w, status, "Not yet", msg)
+	return true
+}
+
 // ownerAsk is what a registration page asks of a person who already has
 // a credential: the assertion options (JSON, for data-assert) when they
 // have a passkey, or hasTOTP when they have only an app.
@@ -255,14 +271,6 @@ func (h *Handler) registerPage(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusConflict, "Too many passkeys", msgRegLimit)
 		return
 	}
-	if len(p.creds) == 0 {
-		if secret, _, err := h.cfg.Store.TOTP(ctx, l.Team, l.User); err == nil && secret == nil {
-			if status, msg := h.recovering(ctx, *l); status != 0 {
-				h.refuse(w, status, "Not yet", msg)
-				return
-			}
-		}
-	}
 	opts, _, err := h.beginRegistration(p, *l)
 	var attr, assert string
 	var hasTOTP bool
@@ -275,6 +283,9 @@ func (h *Handler) registerPage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.cfg.Log.Error("stepup: begin registration", "err", err)
 		h.refuse(w, http.StatusInternalServerError, "This link cannot be used", msgTryAgain)
+		return
+	}
+	if h.refuseRecovering(ctx, w, *l, assert, hasTOTP) {
 		return
 	}
 	pg := page{
@@ -423,6 +434,9 @@ func (h *Handler) totpPage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.cfg.Log.Error("stepup: totp page", "err", err)
 		h.refuse(w, http.StatusServiceUnavailable, "This link cannot be used", msgTryAgain)
+		return
+	}
+	if h.refuseRecovering(ctx, w, *l, assert, hasTOTP) {
 		return
 	}
 	secret := pendingTOTP(*l)
