@@ -262,15 +262,7 @@ func TestEnrolmentGuessesBurnTheLink(t *testing.T) {
 // page says until when, nothing is stored; afterwards it is added.
 func TestFirstPasskeyWaitsAfterARemoval(t *testing.T) {
 	hs := newHarness(t)
-	hs.register("T1", "UALICE")
-	keys, _ := hs.store.Passkeys(t.Context(), "T1", "UALICE")
-	if err := hs.h.Remove(t.Context(), "T1", "UALICE", keys[0].ID); err != nil {
-		t.Fatal(err)
-	}
-	link, _, err := hs.h.RegistrationLink(t.Context(), "T1", "UALICE")
-	if err != nil {
-		t.Fatal(err)
-	}
+	link := removedAll(t, hs)
 	path := strings.TrimPrefix(link, testOrigin)
 	if w := hs.do(http.MethodGet, path, "", nil); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "can be added from") {
 		t.Fatalf("the registration page right after the removal: %d %s; want it refused, saying until when", w.Code, w.Body)
@@ -315,6 +307,25 @@ func TestPageRevealsInvisibleCharacters(t *testing.T) {
 // refuses a first credential after a removal too, as its POST does.
 func TestFirstAppWaitsAfterARemoval(t *testing.T) {
 	hs := newHarness(t)
+	link := removedAll(t, hs)
+	path := strings.TrimPrefix(link, testOrigin) + "/totp"
+	if w := hs.do(http.MethodGet, path, "", nil); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "can be added from") {
+		t.Fatalf("the app's set-up page right after the removal: %d; want it refused, saying until when", w.Code)
+	}
+	hs.clock.Advance(RecoveryDelay + time.Minute)
+	link, _, err := hs.h.RegistrationLink(t.Context(), "T1", "UALICE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := hs.do(http.MethodGet, strings.TrimPrefix(link, testOrigin)+"/totp", "", nil); w.Code != http.StatusOK {
+		t.Errorf("the app's set-up page a day later: %d; want it shown", w.Code)
+	}
+}
+
+// removedAll registers Alice's passkey, removes it as App Home does, and
+// returns a registration link she asks for right after.
+func removedAll(t *testing.T, hs *harness) string {
+	t.Helper()
 	hs.register("T1", "UALICE")
 	keys, _ := hs.store.Passkeys(t.Context(), "T1", "UALICE")
 	if err := hs.h.Remove(t.Context(), "T1", "UALICE", keys[0].ID); err != nil {
@@ -324,15 +335,5 @@ func TestFirstAppWaitsAfterARemoval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := strings.TrimPrefix(link, testOrigin) + "/totp"
-	if w := hs.do(http.MethodGet, path, "", nil); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "can be added from") {
-		t.Fatalf("the app's set-up page right after the removal: %d; want it refused, saying until when", w.Code)
-	}
-	hs.clock.Advance(RecoveryDelay + time.Minute)
-	if link, _, err = hs.h.RegistrationLink(t.Context(), "T1", "UALICE"); err != nil {
-		t.Fatal(err)
-	}
-	if w := hs.do(http.MethodGet, strings.TrimPrefix(link, testOrigin)+"/totp", "", nil); w.Code != http.StatusOK {
-		t.Errorf("the app's set-up page a day later: %d; want it shown", w.Code)
-	}
+	return link
 }
